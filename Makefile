@@ -1,0 +1,34 @@
+# Two entry points, both self-installing on a fresh machine:
+#   make run   - the main job (benchmark harness, quick mode) on local Spark and a local folder
+#   make test  - type check + the full test suite
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+OUT ?= bench-results
+
+.PHONY: run test check-java install clean
+
+check-java:
+	@command -v java >/dev/null 2>&1 || { echo "ERROR: Java 17+ is required by Spark (install openjdk-17-jre-headless)"; exit 1; }
+	@v=$$(java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -1); \
+	 if [ -z "$$v" ] || [ "$$v" -lt 17 ]; then echo "ERROR: Java 17+ is required by Spark, found: $$(java -version 2>&1 | head -1)"; exit 1; fi
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[test,bench]'
+	@rm -f $(VENV)/.installed-*
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+run: check-java install
+	$(BIN)/dvengine bench --quick --out $(OUT)
+
+test: check-java install
+	$(BIN)/python -m mypy
+	$(BIN)/python -m pytest -q tests
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .hypothesis

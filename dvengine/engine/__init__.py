@@ -1,0 +1,1 @@
+"""Compute engines. Only ``dvengine.engine.spark`` imports pyspark."""

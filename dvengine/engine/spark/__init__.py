@@ -1,0 +1,1 @@
+"""The Spark engine: the only layer of dvengine that imports pyspark."""

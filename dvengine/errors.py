@@ -1,0 +1,112 @@
+"""Typed errors raised by dvengine.
+
+Every failure a user can cause or observe maps to one class here, so callers can
+``except`` precisely (retry a conflict, fix a predicate, give up on a corrupt table)
+instead of parsing messages. All share :class:`DvengineError` as a base.
+"""
+
+from __future__ import annotations
+
+
+class DvengineError(Exception):
+    """Base class of every error dvengine raises on purpose."""
+
+
+# --- table and log ---------------------------------------------------------------------------
+
+
+class TableNotFoundError(DvengineError):
+    """The path holds no Delta table (no ``_delta_log`` with commits)."""
+
+
+class TableAlreadyExistsError(DvengineError):
+    """A create in ``error`` mode found a table already at the path."""
+
+
+class VersionNotFoundError(DvengineError):
+    """A requested version or timestamp is outside what the log can reconstruct."""
+
+
+class ProtocolError(DvengineError):
+    """The log violates the Delta protocol (malformed action, gap in versions, bad checkpoint)."""
+
+
+class LogCorruptedError(ProtocolError):
+    """A commit or checkpoint file cannot be parsed (truncated, not JSON, not Parquet)."""
+
+
+class UnsupportedFeatureError(DvengineError):
+    """The table needs a reader or writer feature dvengine does not implement."""
+
+
+class DeletionVectorError(DvengineError):
+    """A deletion vector is malformed, missing, or inconsistent with its descriptor or file."""
+
+
+# --- schema and expressions ------------------------------------------------------------------
+
+
+class SchemaError(DvengineError):
+    """A schema cannot be parsed or converted."""
+
+
+class SchemaMismatchError(SchemaError):
+    """Data written to a table does not match its schema."""
+
+
+class SchemaViolationError(SchemaError):
+    """A write would store a value the schema forbids (null in NOT NULL, uncastable type)."""
+
+
+class InvalidPredicateError(DvengineError):
+    """A condition or expression cannot be parsed, bound to the schema, or is not deterministic."""
+
+
+class InvalidArgumentError(DvengineError, ValueError):
+    """An API argument has a value outside what the operation accepts."""
+
+
+# --- DML -------------------------------------------------------------------------------------
+
+
+class MergeCardinalityError(DvengineError):
+    """A target row matched more than one source row in MERGE (Delta's DELTA_MULTIPLE_SOURCE_ROW_MATCHING)."""
+
+
+# --- commits ---------------------------------------------------------------------------------
+
+
+class CommitError(DvengineError):
+    """A commit could not be written for a reason other than a logical conflict."""
+
+
+class CommitConflictError(DvengineError):
+    """A concurrent commit changed the table in a way this transaction cannot be reconciled with."""
+
+
+class ConcurrentAppendError(CommitConflictError):
+    """A concurrent commit added files that match what this transaction read."""
+
+
+class ConcurrentDeleteReadError(CommitConflictError):
+    """A concurrent commit removed or re-DV'd a file this transaction read."""
+
+
+class ConcurrentDeleteDeleteError(CommitConflictError):
+    """A concurrent commit removed or re-DV'd a file this transaction also removes."""
+
+
+class MetadataChangedError(CommitConflictError):
+    """A concurrent commit changed the table metadata (schema, partitioning, properties)."""
+
+
+class ProtocolChangedError(CommitConflictError):
+    """A concurrent commit changed the table protocol."""
+
+
+class ConcurrentTransactionError(CommitConflictError):
+    """A concurrent commit used the same application transaction id (txn action)."""
+
+
+class MaxCommitAttemptsExceededError(CommitConflictError):
+    """Non-conflicting races kept winning until the retry budget ran out."""

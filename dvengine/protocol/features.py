@@ -1,0 +1,103 @@
+"""Table features: which protocol capabilities a table needs and which dvengine implements.
+
+Before reading, every reader feature of the table must be implemented; before writing, every
+writer feature. Legacy protocol versions (reader < 3, writer < 7) imply a fixed feature set,
+which is also what must be carried over when a table is upgraded to explicit features.
+"""
+
+from __future__ import annotations
+
+from dvengine.errors import UnsupportedFeatureError
+from dvengine.protocol.actions import Metadata, Protocol
+
+DELETION_VECTORS = "deletionVectors"
+COLUMN_MAPPING = "columnMapping"
+TIMESTAMP_NTZ = "timestampNtz"
+V2_CHECKPOINT = "v2Checkpoint"
+
+SUPPORTED_READER_FEATURES = frozenset({DELETION_VECTORS, COLUMN_MAPPING, TIMESTAMP_NTZ, V2_CHECKPOINT, "vacuumProtocolCheck"})
+
+# Writer features dvengine honours when it commits. appendOnly/invariants/checkConstraints are
+# legacy writer-2 features: we implement appendOnly (refuse DML) and treat invariants and
+# constraints conservatively by refusing to write if the schema or configuration uses them.
+SUPPORTED_WRITER_FEATURES = frozenset(
+    {
+        DELETION_VECTORS,
+        TIMESTAMP_NTZ,
+        COLUMN_MAPPING,
+        "appendOnly",
+        "invariants",
+        "checkConstraints",
+        "changeDataFeed",
+        "vacuumProtocolCheck",
+    }
+)
+
+# Writer features implied by legacy writer versions (PROTOCOL.md "Table Features").
+_LEGACY_WRITER_FEATURES: dict[int, frozenset[str]] = {
+    1: frozenset(),
+    2: frozenset({"appendOnly", "invariants"}),
+    3: frozenset({"appendOnly", "invariants", "checkConstraints"}),
+    4: frozenset({"appendOnly", "invariants", "checkConstraints", "changeDataFeed", "generatedColumns"}),
+    5: frozenset({"appendOnly", "invariants", "checkConstraints", "changeDataFeed", "generatedColumns", COLUMN_MAPPING}),
+    6: frozenset(
+        {"appendOnly", "invariants", "checkConstraints", "changeDataFeed", "generatedColumns", COLUMN_MAPPING, "identityColumns"}
+    ),
+}
+_LEGACY_READER_FEATURES: dict[int, frozenset[str]] = {1: frozenset(), 2: frozenset({COLUMN_MAPPING})}
+
+
+def reader_features(protocol: Protocol) -> frozenset[str]:
+    if protocol.min_reader_version >= 3:
+        return frozenset(protocol.reader_features or ())
+    return _LEGACY_READER_FEATURES.get(protocol.min_reader_version, frozenset())
+
+
+def writer_features(protocol: Protocol) -> frozenset[str]:
+    if protocol.min_writer_version >= 7:
+        return frozenset(protocol.writer_features or ())
+    return _LEGACY_WRITER_FEATURES.get(protocol.min_writer_version, _LEGACY_WRITER_FEATURES[6])
+
+
+def check_readable(protocol: Protocol) -> None:
+    if protocol.min_reader_version > 3:
+        raise UnsupportedFeatureError(f"table requires reader version {protocol.min_reader_version}; dvengine reads up to 3")
+    missing = sorted(reader_features(protocol) - SUPPORTED_READER_FEATURES)
+    if missing:
+        raise UnsupportedFeatureError(
+            f"table requires reader feature(s) {missing} that dvengine does not implement; "
+            f"supported: {sorted(SUPPORTED_READER_FEATURES)}"
+        )
+
+
+def check_writable(protocol: Protocol) -> None:
+    check_readable(protocol)
+    if protocol.min_writer_version > 7:
+        raise UnsupportedFeatureError(f"table requires writer version {protocol.min_writer_version}; dvengine writes up to 7")
+    missing = sorted(writer_features(protocol) - SUPPORTED_WRITER_FEATURES)
+    if missing:
+        raise UnsupportedFeatureError(
+            f"table requires writer feature(s) {missing} that dvengine does not implement; "
+            f"supported: {sorted(SUPPORTED_WRITER_FEATURES)}"
+        )
+
+
+def supports_deletion_vectors(protocol: Protocol, metadata: Metadata) -> bool:
+    """DVs may be *written* only when the feature is in the protocol and the property enables it."""
+    enabled = metadata.configuration.get("delta.enableDeletionVectors", "false").lower() == "true"
+    return enabled and DELETION_VECTORS in writer_features(protocol) and DELETION_VECTORS in reader_features(protocol)
+
+
+def with_deletion_vectors(protocol: Protocol) -> Protocol:
+    """Upgrade a protocol to reader 3 / writer 7 with DVs, keeping every feature it implied."""
+    readers = set(reader_features(protocol)) | {DELETION_VECTORS}
+    writers = set(writer_features(protocol)) | {DELETION_VECTORS}
+    return Protocol(
+        min_reader_version=3,
+        min_writer_version=7,
+        reader_features=tuple(sorted(readers)),
+        writer_features=tuple(sorted(writers)),
+    )
+
+
+DEFAULT_NEW_TABLE_PROTOCOL = Protocol(3, 7, (DELETION_VECTORS,), (DELETION_VECTORS,))

@@ -1,0 +1,67 @@
+"""Per-file column statistics as the ``add.stats`` JSON string stores them.
+
+Stats drive data skipping, so their meaning must be exact: ``min_values``/``max_values`` are
+bounds (not necessarily tight once a deletion vector hides rows, hence ``tight_bounds``), keyed
+by *physical* column name and nested like the schema; a column absent from a map means "unknown",
+never "no values".
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from dvengine.errors import ProtocolError
+
+
+@dataclass(frozen=True, slots=True)
+class FileStats:
+    num_records: int | None = None
+    min_values: Mapping[str, Any] = field(default_factory=dict)
+    max_values: Mapping[str, Any] = field(default_factory=dict)
+    null_count: Mapping[str, Any] = field(default_factory=dict)
+    tight_bounds: bool | None = None
+
+    def with_loose_bounds(self) -> FileStats:
+        """Stats for the same physical file once a DV hides some of its rows."""
+        return replace(self, tight_bounds=False)
+
+    def to_json_string(self) -> str:
+        out: dict[str, Any] = {}
+        if self.num_records is not None:
+            out["numRecords"] = self.num_records
+        out["minValues"] = dict(self.min_values)
+        out["maxValues"] = dict(self.max_values)
+        out["nullCount"] = dict(self.null_count)
+        if self.tight_bounds is not None:
+            out["tightBounds"] = self.tight_bounds
+        return json.dumps(out, separators=(",", ":"), default=str)
+
+    @classmethod
+    def parse(cls, raw: str | None) -> FileStats | None:
+        """Parse ``add.stats``; None when the writer recorded no stats."""
+        if raw is None or raw == "":
+            return None
+        try:
+            obj = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise ProtocolError(f"add.stats is not valid JSON ({exc}): {raw[:200]}") from None
+        if not isinstance(obj, Mapping):
+            raise ProtocolError(f"add.stats must be a JSON object: {raw[:200]}")
+        num = obj.get("numRecords")
+        tight = obj.get("tightBounds")
+        return cls(
+            num_records=None if num is None else int(num),
+            min_values=dict(obj.get("minValues") or {}),
+            max_values=dict(obj.get("maxValues") or {}),
+            null_count=dict(obj.get("nullCount") or {}),
+            tight_bounds=None if tight is None else bool(tight),
+        )
+
+
+def stats_for_dv_file(raw_stats: str | None) -> str | None:
+    """The stats string an ``add`` carrying a DV must have: same numbers, ``tightBounds: false``."""
+    parsed = FileStats.parse(raw_stats)
+    return None if parsed is None else parsed.with_loose_bounds().to_json_string()

@@ -1,0 +1,116 @@
+"""Storage access for tables: listing, reading and atomic put-if-absent writes.
+
+Delta's correctness under concurrency rests on one primitive: creating a commit file only if
+no file of that name exists, atomically. On a local (POSIX) filesystem ``os.link`` of a fully
+written temporary file gives exactly that: the link fails with EEXIST if the target exists, and
+readers never see a partially written commit. Object stores need a different LogStore; the
+interface is kept small so one can be added without touching the log code.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol as TypingProtocol
+from urllib.parse import unquote, urlparse
+
+
+class FileAlreadyExists(Exception):
+    """Raised by :meth:`LogStore.put_if_absent` when the target exists (a lost commit race)."""
+
+
+@dataclass(frozen=True, slots=True)
+class FileInfo:
+    path: str
+    size: int
+    modification_time_ms: int
+
+
+class LogStore(TypingProtocol):
+    def list_dir(self, directory: str) -> list[FileInfo]: ...
+
+    def read_bytes(self, path: str) -> bytes: ...
+
+    def put_if_absent(self, path: str, data: bytes) -> None: ...
+
+    def write(self, path: str, data: bytes) -> None: ...
+
+    def exists(self, path: str) -> bool: ...
+
+    def delete(self, path: str) -> None: ...
+
+
+class LocalLogStore:
+    """LogStore for a local or mounted POSIX filesystem."""
+
+    def list_dir(self, directory: str) -> list[FileInfo]:
+        try:
+            entries = list(os.scandir(directory))
+        except FileNotFoundError:
+            return []
+        out = []
+        for entry in entries:
+            if entry.is_file():
+                st = entry.stat()
+                out.append(FileInfo(entry.path, st.st_size, int(st.st_mtime * 1000)))
+        out.sort(key=lambda f: f.path)
+        return out
+
+    def read_bytes(self, path: str) -> bytes:
+        with open(path, "rb") as fh:
+            return fh.read()
+
+    def put_if_absent(self, path: str, data: bytes) -> None:
+        directory = os.path.dirname(path)
+        os.makedirs(directory, exist_ok=True)
+        tmp = os.path.join(directory, f".{os.path.basename(path)}.{uuid.uuid4().hex}.tmp")
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            raise FileAlreadyExists(path) from None
+        finally:
+            os.unlink(tmp)
+
+    def write(self, path: str, data: bytes) -> None:
+        """Overwrite atomically (used for ``_last_checkpoint``, which may be replaced)."""
+        directory = os.path.dirname(path)
+        os.makedirs(directory, exist_ok=True)
+        tmp = os.path.join(directory, f".{os.path.basename(path)}.{uuid.uuid4().hex}.tmp")
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+
+    def exists(self, path: str) -> bool:
+        return os.path.exists(path)
+
+    def delete(self, path: str) -> None:
+        os.unlink(path)
+
+
+def normalize_table_path(path: str | os.PathLike[str]) -> str:
+    """Absolute local path of a table root, accepting plain paths and ``file:`` URIs."""
+    text = os.fspath(path)
+    if text.startswith("file:"):
+        text = unquote(urlparse(text).path)
+    return str(Path(text).expanduser().resolve())
+
+
+def resolve_data_path(table_root: str, relative_or_uri: str) -> str:
+    """Filesystem path of a file named in ``add.path``/``remove.path``.
+
+    The protocol stores paths as URIs: relative ones are percent-encoded and relative to the
+    table root; absolute ones carry a scheme.
+    """
+    if "://" in relative_or_uri or relative_or_uri.startswith("file:"):
+        return unquote(urlparse(relative_or_uri).path)
+    return os.path.join(table_root, unquote(relative_or_uri))
+
+
+def log_dir(table_root: str) -> str:
+    return os.path.join(table_root, "_delta_log")

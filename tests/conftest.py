@@ -1,0 +1,47 @@
+"""Shared fixtures: one SparkSession for the whole run, and throwaway copies of golden tables."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+GOLDEN_ROOT = Path(__file__).resolve().parents[2] / "shared" / "golden"
+GOLDEN_TABLES = GOLDEN_ROOT / "tables"
+GOLDEN_EXPECTED = GOLDEN_ROOT / "expected"
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    from dvengine.engine.spark.session import get_or_create_session
+
+    session = get_or_create_session()
+    yield session
+    session.stop()
+
+
+def copy_golden(name: str, dest: Path) -> Path:
+    """Copy a golden table to a writable folder (the originals are read-only and shared)."""
+    target = dest / name
+    shutil.copytree(GOLDEN_TABLES / name, target)
+    for p in [target, *target.rglob("*")]:
+        p.chmod(p.stat().st_mode | stat.S_IWUSR)
+    return target
+
+
+@pytest.fixture
+def golden_copy(tmp_path: Path) -> Any:
+    return lambda name: copy_golden(name, tmp_path)
+
+
+def load_expected(name: str) -> dict[str, Any]:
+    with open(GOLDEN_EXPECTED / f"{name}.json") as fh:
+        return json.load(fh)  # type: ignore[no-any-return]
+
+
+GOLDEN_NAMES = sorted(p.stem for p in GOLDEN_EXPECTED.glob("*.json"))
