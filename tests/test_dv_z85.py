@@ -15,7 +15,7 @@ from dvengine.errors import DeletionVectorError
 def _reference_encode(data: bytes) -> str:
     """Straight from the ZeroMQ RFC 32 pseudo-code, plus Delta's zero padding."""
     data = data + b"\x00" * ((-len(data)) % 4)
-    out = []
+    out: list[str] = []
     for i in range(0, len(data), 4):
         value = int.from_bytes(data[i : i + 4], "big")
         chunk = []
