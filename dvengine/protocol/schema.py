@@ -361,11 +361,12 @@ def serialize_partition_value(value: Any, data_type: DataType) -> str | None:
     if name == "binary":
         return bytes(value).decode("latin-1")
     if isinstance(value, dt.datetime):
+        moment: dt.datetime = value
         if name == "timestamp":
-            if value.tzinfo is not None:
-                value = value.astimezone(dt.timezone.utc).replace(tzinfo=None)
-            return value.isoformat(sep="T", timespec="microseconds") + "Z"
-        return value.replace(tzinfo=None).isoformat(sep=" ", timespec="microseconds")
+            if moment.tzinfo is not None:
+                moment = moment.astimezone(dt.timezone.utc).replace(tzinfo=None)
+            return moment.isoformat(sep="T", timespec="microseconds") + "Z"
+        return moment.replace(tzinfo=None).isoformat(sep=" ", timespec="microseconds")
     if isinstance(value, dt.date):
         return value.isoformat()
     if isinstance(value, float) and name in ("float", "double"):

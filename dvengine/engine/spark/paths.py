@@ -1,0 +1,27 @@
+"""How Spark names files in ``_metadata.file_path``, so DV keys join without a Python UDF.
+
+Spark reports a file as Hadoop's ``Path.toUri().toString()``: ``file:`` followed by the absolute
+path with java.net.URI quoting, which percent-encodes ASCII characters outside the URI path
+grammar (space, ``%``, ``#``, ``?`` ...) but keeps ``=``, ``:``, ``@``, sub-delimiters and non-ASCII
+letters as they are. Reproducing that exactly lets us build (file_path, row_index) keys on the
+driver that compare equal to the values Spark produces on executors.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+
+_KEEP_ASCII = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.~!$&'()*+,;=:@/")
+
+
+def _quote_char(ch: str) -> str:
+    if ch in _KEEP_ASCII:
+        return ch
+    if ord(ch) > 127 and not ch.isspace() and unicodedata.category(ch)[0] != "C":
+        return ch
+    return "".join(f"%{b:02X}" for b in ch.encode("utf-8"))
+
+
+def spark_file_uri(absolute_path: str) -> str:
+    """The string Spark puts in ``_metadata.file_path`` for a local absolute path."""
+    return "file:" + "".join(_quote_char(ch) for ch in absolute_path)

@@ -1,0 +1,70 @@
+"""The per-file choice between a deletion vector, a copy-on-write rewrite, and a plain remove.
+
+A DV makes the write cheap (a few bytes instead of the whole file) but every later read pays
+for filtering the file's dead rows, and a file that is mostly dead still costs its full scan.
+So above a fraction of deleted *physical* rows a file is rewritten with only its live rows;
+and a file with no live rows left is simply removed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from dvengine.errors import InvalidArgumentError
+
+MODE_DV = "dv"
+MODE_REWRITE = "rewrite"
+MODE_AUTO = "auto"
+MODES = (MODE_DV, MODE_REWRITE, MODE_AUTO)
+
+DEFAULT_MODE = MODE_AUTO
+# Chosen from the benchmark crossover (benchmarks/README.md): see there for the measurements.
+DEFAULT_REWRITE_THRESHOLD = 0.5
+DEFAULT_INLINE_MAX_BYTES = 128
+
+
+class FileAction(Enum):
+    DELETION_VECTOR = "dv"
+    REWRITE = "rewrite"
+    REMOVE = "remove"
+
+
+@dataclass(frozen=True, slots=True)
+class DmlOptions:
+    """How a DML command writes its changes; defaults come from Spark conf (see README)."""
+
+    mode: str = DEFAULT_MODE
+    rewrite_threshold: float = DEFAULT_REWRITE_THRESHOLD
+    inline_max_bytes: int = DEFAULT_INLINE_MAX_BYTES
+    dv_random_prefix_len: int = 0
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise InvalidArgumentError(f"mode must be one of {MODES}, got {self.mode!r}")
+        if not 0.0 <= self.rewrite_threshold <= 1.0:
+            raise InvalidArgumentError(f"rewriteThreshold must be within [0, 1], got {self.rewrite_threshold}")
+        if self.inline_max_bytes < 0:
+            raise InvalidArgumentError(f"inlineMaxBytes must be >= 0, got {self.inline_max_bytes}")
+
+
+def decide_file_action(
+    physical_rows: int | None,
+    previously_deleted: int,
+    newly_deleted: int,
+    options: DmlOptions,
+    dv_supported: bool,
+) -> FileAction:
+    """What to do with a file in which ``newly_deleted`` more rows must disappear.
+
+    ``physical_rows`` is the file's ``numRecords``; without it (no stats) a DV is still safe
+    but the fraction is unknown, so only the explicit modes apply.
+    """
+    if physical_rows is not None and previously_deleted + newly_deleted >= physical_rows:
+        return FileAction.REMOVE
+    if options.mode == MODE_REWRITE or not dv_supported:
+        return FileAction.REWRITE
+    if options.mode == MODE_DV or physical_rows is None or physical_rows == 0:
+        return FileAction.DELETION_VECTOR
+    fraction = (previously_deleted + newly_deleted) / physical_rows
+    return FileAction.REWRITE if fraction > options.rewrite_threshold else FileAction.DELETION_VECTOR

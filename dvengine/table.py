@@ -1,0 +1,85 @@
+"""DeltaTable: the user-facing API, named as in delta-spark so PySpark users feel at home.
+
+A DeltaTable is a handle on a path, not a cached state: every operation loads the snapshot it
+needs, so a long-lived handle never acts on stale state, and concurrent writers are handled by
+the commit protocol rather than by the handle.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+
+from dvengine.errors import TableNotFoundError
+from dvengine.log import Snapshot, load_snapshot, table_exists
+from dvengine.read import read_snapshot_arrow
+from dvengine.storage import normalize_table_path
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+Timestamp = int | dt.datetime | str
+
+
+class DeltaTable:
+    def __init__(self, spark: SparkSession | None, path: str, alias: str | None = None) -> None:
+        self._spark = spark
+        self._path = path
+        self._alias = alias
+
+    # --- construction ------------------------------------------------------------------------
+
+    @classmethod
+    def forPath(cls, spark: SparkSession | None, path: str | os.PathLike[str]) -> DeltaTable:
+        """Open an existing table; ``spark`` may be None for Arrow-only use (no JVM)."""
+        root = normalize_table_path(path)
+        if not table_exists(root):
+            raise TableNotFoundError(f"{root} is not a Delta table: it has no _delta_log with commit files")
+        return cls(spark, root)
+
+    @classmethod
+    def isDeltaTable(cls, spark: SparkSession | None, path: str | os.PathLike[str]) -> bool:
+        return table_exists(normalize_table_path(path))
+
+    def alias(self, name: str) -> DeltaTable:
+        return DeltaTable(self._spark, self._path, name)
+
+    # --- state -------------------------------------------------------------------------------
+
+    @property
+    def path(self) -> str:
+        return self._path
+
+    @property
+    def spark(self) -> SparkSession:
+        """The SparkSession to run jobs on: the one given, else the active one, else a local one."""
+        if self._spark is None:
+            from dvengine.engine.spark.session import get_or_create_session
+
+            self._spark = get_or_create_session()
+        return self._spark
+
+    def snapshot(self, version: int | None = None, timestamp: Timestamp | None = None) -> Snapshot:
+        return load_snapshot(self._path, version=version, timestamp=timestamp)
+
+    def version(self) -> int:
+        return self.snapshot().version
+
+    # --- reads -------------------------------------------------------------------------------
+
+    def toArrow(self, version: int | None = None, timestamp: Timestamp | None = None) -> pa.Table:
+        """Rows of the table (at a version or timestamp) with deletion vectors applied, without Spark."""
+        return read_snapshot_arrow(self.snapshot(version, timestamp))
+
+    def toDF(self, version: int | None = None, timestamp: Timestamp | None = None) -> DataFrame:
+        """Rows of the table as a Spark DataFrame; deletion vectors are applied inside Spark."""
+        from dvengine.engine.spark.reader import read_snapshot_df
+
+        return read_snapshot_df(self.spark, self.snapshot(version, timestamp))
+
+    def __repr__(self) -> str:
+        return f"DeltaTable({self._path!r})"
+
