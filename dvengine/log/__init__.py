@@ -1,0 +1,29 @@
+"""The Delta log: listing, replay keyed by (path, DV unique id), snapshots, checkpoints.
+
+This layer never imports pyspark: it turns ``_delta_log`` files into immutable
+:class:`Snapshot` values and writes checkpoints of them.
+"""
+
+from dvengine.log.column_mapping import column_mapping_mode, logical_to_physical, physical_to_logical
+from dvengine.log.loader import (
+    commit_infos,
+    commit_timestamp,
+    latest_version,
+    load_snapshot,
+    read_commit_actions,
+    table_exists,
+)
+from dvengine.log.snapshot import Snapshot
+
+__all__ = [
+    "Snapshot",
+    "column_mapping_mode",
+    "commit_infos",
+    "commit_timestamp",
+    "latest_version",
+    "load_snapshot",
+    "logical_to_physical",
+    "physical_to_logical",
+    "read_commit_actions",
+    "table_exists",
+]

@@ -1,0 +1,120 @@
+"""One listing of ``_delta_log``, organised by version.
+
+Replay needs three answers from the directory: which commit files exist (to detect gaps),
+which checkpoints are *complete* (a multi-part checkpoint with a missing part must be ignored,
+not half-read), and the latest version. Listing once and answering all three from the same
+snapshot of the directory keeps the answers consistent with each other.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import defaultdict
+from dataclasses import dataclass
+
+from dvengine.errors import TableNotFoundError
+from dvengine.log.filenames import LogFileKind, LogFileName, parse_log_file_name
+from dvengine.storage.logstore import FileInfo, LogStore, log_dir
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointFiles:
+    """All files of one checkpoint of ``version`` (several for multi-part), in part order."""
+
+    version: int
+    kind: LogFileKind
+    files: tuple[FileInfo, ...]
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        return tuple(f.path for f in self.files)
+
+    @property
+    def modification_time_ms(self) -> int:
+        return max(f.modification_time_ms for f in self.files)
+
+    @property
+    def size_in_bytes(self) -> int:
+        return sum(f.size for f in self.files)
+
+
+@dataclass(frozen=True, slots=True)
+class LogListing:
+    """The versioned files of a table's log at one point in time."""
+
+    table_root: str
+    log_path: str
+    commits: dict[int, FileInfo]
+    checkpoints: tuple[CheckpointFiles, ...]  # complete checkpoints only, oldest first
+    other: tuple[tuple[LogFileName, FileInfo], ...]  # crc, compacted, incomplete checkpoint parts
+
+    @property
+    def latest_version(self) -> int:
+        candidates = list(self.commits)
+        candidates.extend(cp.version for cp in self.checkpoints)
+        return max(candidates)
+
+    def checkpoints_at_or_before(self, version: int) -> list[CheckpointFiles]:
+        """Complete checkpoints usable for ``version``, newest first (preferred first)."""
+        return [cp for cp in reversed(self.checkpoints) if cp.version <= version]
+
+    @property
+    def earliest_reconstructable_version(self) -> int:
+        """0 when the log starts at commit 0, else the oldest complete checkpoint."""
+        if 0 in self.commits:
+            return 0
+        if self.checkpoints:
+            return self.checkpoints[0].version
+        return min(self.commits)
+
+
+def _group_checkpoints(
+    entries: list[tuple[LogFileName, FileInfo]],
+) -> tuple[list[CheckpointFiles], list[tuple[LogFileName, FileInfo]]]:
+    singles: list[CheckpointFiles] = []
+    multi: dict[tuple[int, int], dict[int, FileInfo]] = defaultdict(dict)
+    leftovers: list[tuple[LogFileName, FileInfo]] = []
+    for name, info in entries:
+        if name.kind is LogFileKind.CHECKPOINT_MULTI:
+            assert name.part is not None and name.num_parts is not None
+            multi[(name.version, name.num_parts)][name.part] = info
+        else:
+            singles.append(CheckpointFiles(name.version, name.kind, (info,)))
+    complete = list(singles)
+    for (version, num_parts), parts in multi.items():
+        if num_parts > 0 and sorted(parts) == list(range(1, num_parts + 1)):
+            complete.append(CheckpointFiles(version, LogFileKind.CHECKPOINT_MULTI, tuple(parts[i] for i in sorted(parts))))
+        else:
+            for part, info in parts.items():
+                leftovers.append((LogFileName(LogFileKind.CHECKPOINT_MULTI, version, part, num_parts), info))
+    # Several complete checkpoints of one version can coexist (classic + V2, or two writers'
+    # V2 files): any of them is valid; prefer classic single files, then multi-part, then V2.
+    order = {LogFileKind.CHECKPOINT_V2: 0, LogFileKind.CHECKPOINT_MULTI: 1, LogFileKind.CHECKPOINT_SINGLE: 2}
+    complete.sort(key=lambda cp: (cp.version, order[cp.kind], cp.paths))
+    return complete, leftovers
+
+
+def list_log(store: LogStore, table_root: str) -> LogListing:
+    """List ``_delta_log`` of ``table_root``; TableNotFoundError if it holds no table."""
+    path = log_dir(table_root)
+    if not os.path.isdir(path):
+        raise TableNotFoundError(f"{table_root} is not a Delta table: it has no _delta_log directory")
+    commits: dict[int, FileInfo] = {}
+    checkpoint_entries: list[tuple[LogFileName, FileInfo]] = []
+    other: list[tuple[LogFileName, FileInfo]] = []
+    for info in store.list_dir(path):
+        name = parse_log_file_name(info.path)
+        if name is None:
+            continue
+        if name.kind is LogFileKind.COMMIT:
+            commits[name.version] = info
+        elif name.is_checkpoint:
+            checkpoint_entries.append((name, info))
+        else:
+            other.append((name, info))
+    checkpoints, leftovers = _group_checkpoints(checkpoint_entries)
+    if not commits and not checkpoints:
+        raise TableNotFoundError(
+            f"{table_root} is not a Delta table: its _delta_log directory has no commit or checkpoint files"
+        )
+    return LogListing(table_root, path, commits, tuple(checkpoints), tuple(other + leftovers))

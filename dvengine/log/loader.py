@@ -1,0 +1,269 @@
+"""Building snapshots from the log, and the small history queries around it.
+
+Replay = newest usable checkpoint at or before the target version + every JSON commit after it,
+in order. The directory listing is authoritative: ``_last_checkpoint`` is read and cross-checked
+but a stale or broken hint never changes the result, because the listing already shows every
+complete checkpoint. A checkpoint that turns out unreadable (corrupt Parquet, missing sidecar,
+no protocol/metaData) is skipped in favour of an older one or of full replay from commit 0;
+only when nothing else can reconstruct the version is its error raised.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+
+from dvengine.errors import InvalidArgumentError, LogCorruptedError, ProtocolError, VersionNotFoundError
+from dvengine.log.checkpoint_reader import read_checkpoint
+from dvengine.log.column_mapping import column_mapping_mode
+from dvengine.log.commit_file import find_commit_info, parse_actions
+from dvengine.log.filenames import commit_file_name
+from dvengine.log.last_checkpoint import read_last_checkpoint
+from dvengine.log.listing import CheckpointFiles, LogListing, list_log
+from dvengine.log.replay import ReplayState
+from dvengine.log.snapshot import Snapshot
+from dvengine.log.timestamps import commit_info_timestamp, to_epoch_ms
+from dvengine.protocol.actions import Action, CommitInfo
+from dvengine.protocol.features import check_readable
+from dvengine.storage.logstore import LocalLogStore, LogStore, log_dir, normalize_table_path
+
+_LOG = logging.getLogger(__name__)
+
+TimestampArg = int | dt.datetime | str
+
+
+def _store(store: LogStore | None) -> LogStore:
+    return LocalLogStore() if store is None else store
+
+
+def _iso(ms: int) -> str:
+    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.timezone.utc).isoformat(timespec="milliseconds")
+
+
+# --- version resolution ----------------------------------------------------------------------
+
+
+def _check_version(listing: LogListing, version: int) -> int:
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise InvalidArgumentError(f"version must be an int, got {version!r}")
+    latest = listing.latest_version
+    if version < 0:
+        raise VersionNotFoundError(f"version {version} of {listing.table_root} does not exist: versions start at 0")
+    if version > latest:
+        raise VersionNotFoundError(
+            f"version {version} of {listing.table_root} does not exist: the latest version is {latest}"
+        )
+    earliest = listing.earliest_reconstructable_version
+    if version < earliest:
+        raise VersionNotFoundError(
+            f"version {version} of {listing.table_root} can no longer be reconstructed: log files before "
+            f"version {earliest} were cleaned up; the earliest available version is {earliest}"
+        )
+    return version
+
+
+def _version_timestamp(store: LogStore, listing: LogListing, version: int) -> int | None:
+    info = listing.commits.get(version)
+    if info is not None:
+        return commit_info_timestamp(find_commit_info(store.read_bytes(info.path), info.path), info.modification_time_ms)
+    for cp in listing.checkpoints:
+        if cp.version == version:
+            return cp.modification_time_ms
+    return None
+
+
+def _version_at_timestamp(store: LogStore, listing: LogListing, ts_ms: int) -> int:
+    """Latest version whose commit timestamp is <= ts_ms (later than the latest commit is fine)."""
+    earliest = listing.earliest_reconstructable_version
+    best: int | None = None
+    first_ts: int | None = None
+    for version in range(earliest, listing.latest_version + 1):
+        ts = _version_timestamp(store, listing, version)
+        if ts is None:
+            continue
+        if first_ts is None:
+            first_ts = ts
+        if ts <= ts_ms:
+            best = version
+    if best is None:
+        first = "unknown" if first_ts is None else _iso(first_ts)
+        raise VersionNotFoundError(
+            f"timestamp {_iso(ts_ms)} is before the earliest available commit of {listing.table_root} "
+            f"(version {earliest} at {first})"
+        )
+    return best
+
+
+# --- replay ----------------------------------------------------------------------------------
+
+
+def _require_commits(listing: LogListing, first: int, last: int) -> None:
+    missing = [v for v in range(first, last + 1) if v not in listing.commits]
+    if missing:
+        shown = ", ".join(str(v) for v in missing[:10]) + (" ..." if len(missing) > 10 else "")
+        raise ProtocolError(
+            f"the log of {listing.table_root} has a gap: commit file(s) for version(s) {shown} are missing "
+            f"although versions up to {listing.latest_version} exist; cannot reconstruct version {last}"
+        )
+
+
+def _check_hint(store: LogStore, listing: LogListing) -> None:
+    hint = read_last_checkpoint(store, listing.log_path)
+    if hint is None:
+        return
+    if not any(cp.version == hint.version for cp in listing.checkpoints):
+        _LOG.info(
+            "_last_checkpoint of %s points at version %d, which has no complete checkpoint; using the listing",
+            listing.table_root,
+            hint.version,
+        )
+
+
+def _state_from_checkpoint(store: LogStore, listing: LogListing, cp: CheckpointFiles) -> ReplayState:
+    state = ReplayState()
+    state.apply_commit(read_checkpoint(store, cp, listing.log_path))
+    if state.protocol is None or state.metadata is None:
+        raise LogCorruptedError(
+            f"checkpoint {cp.paths[0]} of version {cp.version} has no "
+            f"{'protocol' if state.protocol is None else 'metaData'} action"
+        )
+    return state
+
+
+def _initial_state(store: LogStore, listing: LogListing, target: int) -> tuple[ReplayState, int]:
+    """State of the newest readable checkpoint <= target (or empty state at -1) and its version."""
+    errors: list[LogCorruptedError] = []
+    for cp in listing.checkpoints_at_or_before(target):
+        _require_commits(listing, cp.version + 1, target)
+        try:
+            return _state_from_checkpoint(store, listing, cp), cp.version
+        except LogCorruptedError as exc:
+            _LOG.warning("skipping unreadable checkpoint of version %d: %s", cp.version, exc)
+            errors.append(exc)
+    if 0 not in listing.commits:
+        if errors:
+            raise LogCorruptedError(
+                f"cannot reconstruct version {target} of {listing.table_root}: every checkpoint at or before it is "
+                f"unreadable and the commits before them were cleaned up; first error: {errors[0]}"
+            ) from errors[0]
+        raise VersionNotFoundError(
+            f"version {target} of {listing.table_root} can no longer be reconstructed: no checkpoint at or before it "
+            f"and commit 0 was cleaned up"
+        )
+    _require_commits(listing, 0, target)
+    return ReplayState(), -1
+
+
+def _snapshot_at(store: LogStore, listing: LogListing, target: int) -> Snapshot:
+    state, start = _initial_state(store, listing, target)
+    for version in range(start + 1, target + 1):
+        info = listing.commits[version]
+        state.apply_commit(parse_actions(store.read_bytes(info.path), info.path))
+    if state.protocol is None:
+        raise ProtocolError(f"the log of {listing.table_root} up to version {target} has no protocol action")
+    if state.metadata is None:
+        raise ProtocolError(f"the log of {listing.table_root} up to version {target} has no metaData action")
+    check_readable(state.protocol)
+    column_mapping_mode(state.metadata)
+    if start < target:
+        timestamp = commit_info_timestamp(state.last_commit_info, listing.commits[target].modification_time_ms)
+    else:
+        found = _version_timestamp(store, listing, target)
+        timestamp = 0 if found is None else found
+    return Snapshot(
+        table_root=listing.table_root,
+        version=target,
+        protocol=state.protocol,
+        metadata=state.metadata,
+        files=tuple(sorted(state.files.values(), key=lambda a: (a.path, a.key[1] or ""))),
+        tombstones=tuple(sorted(state.tombstones.values(), key=lambda r: (r.path, r.key[1] or ""))),
+        app_transactions=dict(state.txns),
+        domain_metadata=dict(state.domains),
+        timestamp_ms=timestamp,
+    )
+
+
+# --- public API -------------------------------------------------------------------------------
+
+
+def load_snapshot(
+    table_root: str,
+    version: int | None = None,
+    timestamp: TimestampArg | None = None,
+    store: LogStore | None = None,
+) -> Snapshot:
+    """The table at ``version``, as of ``timestamp``, or latest when both are None."""
+    if version is not None and timestamp is not None:
+        raise InvalidArgumentError("pass either version or timestamp, not both")
+    st = _store(store)
+    listing = list_log(st, normalize_table_path(table_root))
+    if timestamp is not None:
+        target = _version_at_timestamp(st, listing, to_epoch_ms(timestamp))
+    elif version is not None:
+        target = _check_version(listing, version)
+    else:
+        target = listing.latest_version
+    _check_hint(st, listing)
+    return _snapshot_at(st, listing, target)
+
+
+def latest_version(table_root: str, store: LogStore | None = None) -> int:
+    """Latest committed version; TableNotFoundError if ``table_root`` is not a Delta table."""
+    return list_log(_store(store), normalize_table_path(table_root)).latest_version
+
+
+def table_exists(table_root: str) -> bool:
+    """True when ``table_root`` has a ``_delta_log`` with at least one commit or checkpoint."""
+    from dvengine.errors import TableNotFoundError
+
+    try:
+        list_log(LocalLogStore(), normalize_table_path(table_root))
+    except TableNotFoundError:
+        return False
+    return True
+
+
+def read_commit_actions(table_root: str, version: int, store: LogStore | None = None) -> list[Action]:
+    """The actions of one commit file, in file order."""
+    st = _store(store)
+    root = normalize_table_path(table_root)
+    path = f"{log_dir(root)}/{commit_file_name(version)}" if version >= 0 else ""
+    if not path or not st.exists(path):
+        listing = list_log(st, root)  # TableNotFoundError when there is no table at all
+        raise VersionNotFoundError(
+            f"commit {version} of {root} does not exist (latest version is {listing.latest_version}, "
+            f"earliest commit file is {min(listing.commits) if listing.commits else 'none'})"
+        )
+    return parse_actions(st.read_bytes(path), path)
+
+
+def commit_infos(table_root: str, limit: int | None = None) -> list[tuple[int, CommitInfo]]:
+    """(version, commitInfo) for available commits, newest first.
+
+    A commit without a commitInfo action (allowed by the protocol) gets a synthetic one holding
+    only its file time, so that history lists every version.
+    """
+    st = LocalLogStore()
+    listing = list_log(st, normalize_table_path(table_root))
+    versions = sorted(listing.commits, reverse=True)
+    if limit is not None:
+        versions = versions[: max(limit, 0)]
+    out: list[tuple[int, CommitInfo]] = []
+    for version in versions:
+        info = listing.commits[version]
+        found = find_commit_info(st.read_bytes(info.path), info.path)
+        out.append((version, found if found is not None else CommitInfo({"timestamp": info.modification_time_ms})))
+    return out
+
+
+def commit_timestamp(table_root: str, version: int) -> int:
+    """Commit time of ``version`` in epoch ms (inCommitTimestamp, commitInfo.timestamp, or file time)."""
+    st = LocalLogStore()
+    listing = list_log(st, normalize_table_path(table_root))
+    found = _version_timestamp(st, listing, version) if version >= 0 else None
+    if found is None:
+        raise VersionNotFoundError(
+            f"version {version} of {listing.table_root} has no commit or checkpoint file "
+            f"(latest version is {listing.latest_version})"
+        )
+    return found
