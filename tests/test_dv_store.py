@@ -182,3 +182,18 @@ def test_written_file_is_atomic_and_clean(tmp_path: Path) -> None:
     path = absolute_dv_path(str(tmp_path), descriptors[0])
     assert os.path.isfile(path)
     assert [p.name for p in Path(path).parent.iterdir()] == [os.path.basename(path)]
+
+
+def test_executor_entry_points_pickle_by_reference() -> None:
+    """Spark ships these to executors: they must pickle as module-level functions."""
+    import pickle
+
+    import dvengine.dv as dv
+
+    for name in ("load_deletion_vector", "write_dv_file", "encode_deletion_vectors", "serialize_bitmap", "deserialize_bitmap"):
+        fn = getattr(dv, name)
+        assert pickle.loads(pickle.dumps(fn)) is fn
+    bm = BitMap64([1, 2**40])
+    assert pickle.loads(pickle.dumps(bm)) == bm
+    d = inline_descriptor(bm)
+    assert pickle.loads(pickle.dumps(d)) == d
