@@ -133,7 +133,9 @@ def test_kernel_small_dv_deletes_values_0_and_9() -> None:
 
 def _all_descriptors(name: str) -> list[DeletionVectorDescriptor]:
     table = GOLDEN_TABLES / name
-    return [DeletionVectorDescriptor.from_json(b["deletionVector"]) for b in _file_actions(table) if b.get("deletionVector")]
+    return [
+        DeletionVectorDescriptor.from_json(b["deletionVector"]) for b in _file_actions(table) if b.get("deletionVector")
+    ]
 
 
 @pytest.mark.parametrize("name", DV_TABLES)
@@ -205,7 +207,9 @@ def test_replaced_dvs_grow_monotonically() -> None:
             add = a.get("add")
             if add is None or add["path"] not in removes or not removes[add["path"]].get("deletionVector"):
                 continue
-            old = load_deletion_vector(str(table), DeletionVectorDescriptor.from_json(removes[add["path"]]["deletionVector"]))
+            old = load_deletion_vector(
+                str(table), DeletionVectorDescriptor.from_json(removes[add["path"]]["deletionVector"])
+            )
             new = load_deletion_vector(str(table), DeletionVectorDescriptor.from_json(add["deletionVector"]))
             assert old < new
             pairs += 1

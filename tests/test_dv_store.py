@@ -38,7 +38,6 @@ from dvengine.dv import (
 from dvengine.errors import DeletionVectorError
 from dvengine.protocol.actions import DeletionVectorDescriptor
 
-
 NON_EMPTY_ROWS = row_sets().filter(lambda rows: len(rows) > 0)
 
 
@@ -188,9 +187,15 @@ def test_executor_entry_points_pickle_by_reference() -> None:
     """Spark ships these to executors: they must pickle as module-level functions."""
     import pickle
 
-    import dvengine.dv as dv
+    from dvengine import dv
 
-    for name in ("load_deletion_vector", "write_dv_file", "encode_deletion_vectors", "serialize_bitmap", "deserialize_bitmap"):
+    for name in (
+        "load_deletion_vector",
+        "write_dv_file",
+        "encode_deletion_vectors",
+        "serialize_bitmap",
+        "deserialize_bitmap",
+    ):
         fn = getattr(dv, name)
         assert pickle.loads(pickle.dumps(fn)) is fn
     bm = BitMap64([1, 2**40])

@@ -45,7 +45,7 @@ def test_golden_uuid_round_trip() -> None:
     assert uuid.UUID(bytes=z85_decode("IjB3V2d3#qUP%s94R0WF")) == file_uuid
 
 
-@pytest.mark.parametrize("n", range(0, 41))
+@pytest.mark.parametrize("n", range(41))
 def test_every_length_pads_and_truncates(n: int) -> None:
     data = bytes((i * 37 + 11) % 256 for i in range(n))
     text = z85_encode(data)
@@ -66,7 +66,7 @@ def test_round_trip_random(data: bytes) -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["Hell", "HelloWorl", "Hello Worl", "Hel\"o", "Hel~o", "Helé0", "#####"],
+    ["Hell", "HelloWorl", "Hello Worl", 'Hel"o', "Hel~o", "Helé0", "#####"],
 )
 def test_bad_text_raises(text: str) -> None:
     # bad length, chars outside the alphabet (space, quote, tilde, non-ASCII) and a group above 2**32-1

@@ -48,7 +48,9 @@ def deserialize_bitmap(data: bytes) -> BitMap64:
     >= 2**63. Trailing bytes after the bitmap are not detected (see spec_notes).
     """
     if len(data) < 4:
-        raise DeletionVectorError(f"serialized deletion vector is {len(data)} bytes, too short to hold the magic number")
+        raise DeletionVectorError(
+            f"serialized deletion vector is {len(data)} bytes, too short to hold the magic number"
+        )
     magic = struct.unpack_from("<I", data)[0]
     if magic != MAGIC:
         raise DeletionVectorError(

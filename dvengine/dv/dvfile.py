@@ -116,4 +116,6 @@ def read_dv_from_file_bytes(data: bytes, offset: int, size_in_bytes: int, path_f
         raise DeletionVectorError(
             f"deletion vector file {path_for_errors} is {len(data)} bytes, offset {offset} is beyond its end"
         )
-    return check_dv_record(data[offset : offset + size_in_bytes + _FRAME_OVERHEAD], offset, size_in_bytes, path_for_errors)
+    return check_dv_record(
+        data[offset : offset + size_in_bytes + _FRAME_OVERHEAD], offset, size_in_bytes, path_for_errors
+    )

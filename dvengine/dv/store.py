@@ -66,7 +66,9 @@ def load_deletion_vector(table_root: str, dv: DeletionVectorDescriptor, num_reco
     except DeletionVectorError as exc:
         raise DeletionVectorError(f"{where}: {exc}") from exc
     if len(rows) != dv.cardinality:
-        raise DeletionVectorError(f"{where}: descriptor says cardinality {dv.cardinality} but the bitmap holds {len(rows)} rows")
+        raise DeletionVectorError(
+            f"{where}: descriptor says cardinality {dv.cardinality} but the bitmap holds {len(rows)} rows"
+        )
     if num_records is not None and rows and rows.max() >= num_records:
         raise DeletionVectorError(
             f"{where}: deletes row index {rows.max()} but the data file has only {num_records} rows (numRecords)"
