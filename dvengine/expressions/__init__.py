@@ -4,5 +4,24 @@ evaluate for partition pruning and stats skipping, or translate to Spark SQL and
 from __future__ import annotations
 
 from dvengine.expressions.bind import BoundExpression, BoundPredicate, parse_predicate, parse_value_expression
+from dvengine.expressions.evaluate import (
+    is_partition_only,
+    partition_might_match,
+    stats_might_match,
+    to_pyarrow_expression,
+    to_spark_sql,
+)
+from dvengine.expressions.refs import ColumnRef
 
-__all__ = ["BoundExpression", "BoundPredicate", "parse_predicate", "parse_value_expression"]
+__all__ = [
+    "BoundExpression",
+    "BoundPredicate",
+    "ColumnRef",
+    "is_partition_only",
+    "parse_predicate",
+    "parse_value_expression",
+    "partition_might_match",
+    "stats_might_match",
+    "to_pyarrow_expression",
+    "to_spark_sql",
+]

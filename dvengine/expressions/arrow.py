@@ -1,0 +1,253 @@
+"""Bound predicates to ``pyarrow.compute`` expressions, for filtering Parquet scans without Spark.
+
+Only a subset maps faithfully: comparisons, IN, BETWEEN, IS [NOT] NULL, LIKE, AND/OR/NOT and
+``+ - *``. SQL's three-valued logic is preserved: Arrow's ``&``/``|`` are Kleene operators and
+IN is built so that ``x IN (1, NULL)`` is NULL (not FALSE) when ``x`` is not 1, which matters
+under NOT. Anything else raises InvalidPredicateError rather than risk a different answer.
+
+Zone-less timestamp literals are read as UTC (dvengine's Spark session runs in UTC).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from sqlglot import exp
+
+from dvengine.errors import InvalidPredicateError
+from dvengine.expressions.bind import BoundPredicate
+from dvengine.expressions.kinds import Kind, is_integral, kind_of
+from dvengine.expressions.literals import Lit, TimestampText, literal_of, parse_date_text, parse_number_text
+from dvengine.expressions.literals import parse_timestamp_text
+from dvengine.expressions.refs import ref_of
+from dvengine.protocol.schema import DataType, to_arrow_type
+
+_NULL_BOOL = pc.scalar(pa.scalar(None, pa.bool_()))
+_COMPARE = {
+    exp.EQ: lambda a, b: a == b,
+    exp.NEQ: lambda a, b: a != b,
+    exp.LT: lambda a, b: a < b,
+    exp.LTE: lambda a, b: a <= b,
+    exp.GT: lambda a, b: a > b,
+    exp.GTE: lambda a, b: a >= b,
+}
+_ARITH = {exp.Add: "add_checked", exp.Sub: "subtract_checked", exp.Mul: "multiply_checked"}
+
+
+@dataclass(frozen=True, slots=True)
+class _Typed:
+    """An Arrow expression with the schema type it carries (None when it is computed)."""
+
+    expr: Any
+    kind: Kind
+    data_type: DataType | None
+
+
+class _Translator:
+    def __init__(self, pred: BoundPredicate, rename: Mapping[str, str] | None) -> None:
+        self._sql = pred.sql
+        self._rename = {k.lower(): v for k, v in (rename or {}).items()}
+
+    def fail(self, node: exp.Expr, why: str = "") -> InvalidPredicateError:
+        detail = f" ({why})" if why else ""
+        return InvalidPredicateError(
+            f"{node.sql(dialect='spark')!r} in {self._sql!r} cannot be evaluated in Arrow{detail}; "
+            "evaluate this condition with Spark instead"
+        )
+
+    # --- booleans ------------------------------------------------------------------------------
+
+    def boolean(self, node: exp.Expr) -> Any:
+        result = self._boolean(node)
+        if isinstance(node, (exp.Like, exp.In, exp.Between, exp.Is)) and node.args.get("negate"):
+            result = ~result
+        return result
+
+    def _boolean(self, node: exp.Expr) -> Any:
+        if isinstance(node, exp.Paren):
+            return self.boolean(node.this)
+        if isinstance(node, exp.And):
+            return self.boolean(node.this) & self.boolean(node.expression)
+        if isinstance(node, exp.Or):
+            return self.boolean(node.this) | self.boolean(node.expression)
+        if isinstance(node, exp.Not):
+            return ~self.boolean(node.this)
+        for op, build in _COMPARE.items():
+            if isinstance(node, op):
+                return self._compare(node, build, node.this, node.expression)
+        if isinstance(node, exp.Between) and not node.args.get("symmetric"):
+            low = self._compare(node, _COMPARE[exp.GTE], node.this, node.args["low"])
+            high = self._compare(node, _COMPARE[exp.LTE], node.this, node.args["high"])
+            return low & high
+        if isinstance(node, exp.In) and node.expressions and node.args.get("query") is None:
+            return self._in(node)
+        if isinstance(node, exp.Is) and isinstance(node.expression, exp.Null):
+            subject = self.value(node.this, None)
+            return pc.is_null(subject.expr)
+        if isinstance(node, exp.Like) and not isinstance(node.parent, exp.Escape):
+            return self._like(node)
+        lit = literal_of(node)
+        if lit is not None and (lit.value is None or isinstance(lit.value, bool)):
+            return _NULL_BOOL if lit.value is None else pc.scalar(lit.value)
+        ref = ref_of(node)
+        if ref is not None and kind_of(ref.leaf.type) == Kind.BOOLEAN:
+            return self.value(node, None).expr
+        raise self.fail(node)
+
+    def _compare(self, node: exp.Expr, build: Any, left: exp.Expr, right: exp.Expr) -> Any:
+        a = self.value(left, None)
+        b = self.value(right, a)
+        if isinstance(left, exp.Expr) and literal_of(left) is not None:
+            a = self.value(left, b)
+        if a.expr is _NULL_BOOL or b.expr is _NULL_BOOL:
+            return _NULL_BOOL
+        self._check_comparable(node, a, b)
+        return build(a.expr, b.expr)
+
+    def _check_comparable(self, node: exp.Expr, a: _Typed, b: _Typed) -> None:
+        if a.kind == b.kind and a.kind not in (Kind.UNKNOWN, Kind.COMPLEX, Kind.BINARY):
+            return
+        raise self.fail(node, f"cannot compare {a.kind.value} with {b.kind.value} exactly")
+
+    def _in(self, node: exp.In) -> Any:
+        subject = self.value(node.this, None)
+        values: list[Any] = []
+        has_null = False
+        for item in node.expressions:
+            lit = literal_of(item)
+            if lit is None:
+                raise self.fail(node, "IN values must be literals")
+            if lit.value is None:
+                has_null = True
+                continue
+            typed = self._literal(item, lit, subject)
+            self._check_comparable(node, subject, typed)
+            values.append(typed.scalar)  # type: ignore[attr-defined]
+        if subject.data_type is None:
+            raise self.fail(node, "IN needs a column on the left")
+        value_set = pa.array(values, type=to_arrow_type(subject.data_type))
+        matched = pc.is_in(subject.expr, value_set=value_set, skip_nulls=True)
+        result = pc.if_else(pc.is_null(subject.expr), _NULL_BOOL, matched)
+        if has_null:
+            result = pc.if_else(result, pc.scalar(True), _NULL_BOOL)
+        return result
+
+    def _like(self, node: exp.Like) -> Any:
+        subject = self.value(node.this, None)
+        pattern = literal_of(node.expression)
+        if pattern is None or subject.kind != Kind.STRING:
+            raise self.fail(node, "LIKE needs a string column and a literal pattern")
+        if pattern.value is None:
+            return _NULL_BOOL
+        return pc.match_like(subject.expr, str(pattern.value))
+
+    # --- values --------------------------------------------------------------------------------
+
+    def value(self, node: exp.Expr, other: _Typed | None) -> _Typed:
+        ref = ref_of(node)
+        if ref is not None:
+            name = self._rename.get(ref.key.lower(), ref.top)
+            return _Typed(pc.field(name, *ref.path[1:]), kind_of(ref.leaf.type), ref.leaf.type)
+        if isinstance(node, exp.Paren):
+            return self.value(node.this, other)
+        lit = literal_of(node)
+        if lit is not None:
+            if lit.value is None:
+                return _Typed(_NULL_BOOL, Kind.NULL, None)
+            return self._literal(node, lit, other)
+        for op, fn in _ARITH.items():
+            if isinstance(node, op):
+                a, b = self.value(node.this, None), self.value(node.expression, None)
+                if a.kind != Kind.NUMERIC or b.kind != Kind.NUMERIC:
+                    raise self.fail(node, "arithmetic needs numbers")
+                return _Typed(pc.Expression._call(fn, [a.expr, b.expr]), Kind.NUMERIC, None)
+        if isinstance(node, exp.Neg):
+            inner = self.value(node.this, None)
+            if inner.kind != Kind.NUMERIC:
+                raise self.fail(node)
+            return _Typed(pc.Expression._call("negate_checked", [inner.expr]), Kind.NUMERIC, None)
+        raise self.fail(node)
+
+    def _literal(self, node: exp.Expr, lit: Lit, other: _Typed | None) -> _Typed:
+        target = other.data_type if other is not None else None
+        kind = other.kind if other is not None else lit.kind
+        value = _coerce(lit, kind, target)
+        if value is _UNSUPPORTED:
+            raise self.fail(node, f"no exact {kind.value} value for literal {lit.value!r}")
+        arrow_type = _literal_arrow_type(kind, target, value)
+        scalar = pa.scalar(value, type=arrow_type)
+        typed = _TypedLiteral(pc.scalar(scalar), kind, None, scalar)
+        return typed
+
+
+@dataclass(frozen=True, slots=True)
+class _TypedLiteral(_Typed):
+    scalar: Any
+
+
+_UNSUPPORTED = object()
+
+
+def _coerce(lit: Lit, kind: Kind, target: DataType | None) -> Any:
+    value = lit.value
+    if kind == Kind.NUMERIC:
+        number: Any = value if lit.kind == Kind.NUMERIC else parse_number_text(str(value)) if lit.kind == Kind.STRING else None
+        if number is None or isinstance(number, bool):
+            return _UNSUPPORTED
+        if isinstance(number, float) and math.isnan(number):
+            return _UNSUPPORTED
+        if is_integral(target) and not isinstance(number, int):
+            return _UNSUPPORTED if lit.kind == Kind.STRING else float(number)
+        if isinstance(number, decimal.Decimal) and (target is None or kind_of(target) == Kind.NUMERIC):
+            return number if target is not None and target.name == "decimal" else float(number)
+        return number
+    if kind == Kind.STRING:
+        return value if lit.kind == Kind.STRING else _UNSUPPORTED
+    if kind == Kind.BOOLEAN:
+        if lit.kind == Kind.BOOLEAN:
+            return value
+        text = str(value).strip().lower()
+        return {"true": True, "false": False}.get(text, _UNSUPPORTED)
+    if kind == Kind.DATE:
+        if isinstance(value, dt.date):
+            return value
+        parsed = parse_date_text(str(value)) if lit.kind == Kind.STRING else None
+        return _UNSUPPORTED if parsed is None else parsed
+    if kind in (Kind.TIMESTAMP, Kind.TIMESTAMP_NTZ):
+        ts = value if isinstance(value, TimestampText) else None
+        if lit.kind == Kind.STRING:
+            ts = parse_timestamp_text(str(value))
+        if ts is None:
+            return _UNSUPPORTED
+        if kind == Kind.TIMESTAMP:
+            return ts.wall_micros if ts.offset_seconds is None else ts.utc_micros()
+        return ts.wall_micros if ts.offset_seconds is None else _UNSUPPORTED
+    return _UNSUPPORTED
+
+
+def _literal_arrow_type(kind: Kind, target: DataType | None, value: Any) -> pa.DataType | None:
+    if kind == Kind.TIMESTAMP:
+        return pa.timestamp("us", tz="UTC")
+    if kind == Kind.TIMESTAMP_NTZ:
+        return pa.timestamp("us")
+    if kind == Kind.DATE:
+        return pa.date32()
+    if target is not None and kind == Kind.NUMERIC and isinstance(value, int) and is_integral(target):
+        return to_arrow_type(target) if -(2**31) <= value < 2**31 else pa.int64()
+    return None
+
+
+def to_pyarrow_expression(pred: BoundPredicate, rename: Mapping[str, str] | None = None) -> pc.Expression:
+    """An Arrow filter equal to ``pred`` under SQL semantics (rows where it is TRUE).
+
+    ``rename`` maps ``name`` or ``alias.name`` to the Arrow field name to read (e.g. physical
+    names); raises InvalidPredicateError for constructs Arrow cannot evaluate exactly.
+    """
+    return _Translator(pred, rename).boolean(pred.tree)
