@@ -4,6 +4,12 @@ This layer never imports pyspark: it turns ``_delta_log`` files into immutable
 :class:`Snapshot` values and writes checkpoints of them.
 """
 
+from dvengine.log.checkpoint_writer import (
+    cleanup_expired_logs,
+    maybe_checkpoint,
+    parse_interval_ms,
+    write_checkpoint,
+)
 from dvengine.log.column_mapping import column_mapping_mode, logical_to_physical, physical_to_logical
 from dvengine.log.loader import (
     commit_infos,
@@ -17,6 +23,10 @@ from dvengine.log.snapshot import Snapshot
 
 __all__ = [
     "Snapshot",
+    "cleanup_expired_logs",
+    "maybe_checkpoint",
+    "parse_interval_ms",
+    "write_checkpoint",
     "column_mapping_mode",
     "commit_infos",
     "commit_timestamp",

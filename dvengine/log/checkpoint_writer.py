@@ -1,0 +1,178 @@
+"""Writing classic single-part checkpoints and ``_last_checkpoint``.
+
+A checkpoint is the Snapshot's reconciled state as Parquet: protocol, metaData, txn,
+domainMetadata, every live add, and the removes still within
+``delta.deletedFileRetentionDuration`` (VACUUM needs those tombstones; older ones are dropped,
+as Delta does). File actions are written with ``dataChange=false`` because a checkpoint changes
+no data. The file is written atomically (temp file + rename) so readers never see half of it,
+and ``_last_checkpoint`` is replaced only afterwards and never moved backwards.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from dvengine.errors import InvalidArgumentError
+from dvengine.log.checkpoint_schema import CHECKPOINT_SCHEMA
+from dvengine.log.cleanup import cleanup_expired_logs
+from dvengine.log.filenames import checkpoint_file_name
+from dvengine.log.intervals import parse_interval_ms
+from dvengine.log.last_checkpoint import LastCheckpoint, last_checkpoint_path, read_last_checkpoint
+from dvengine.log.loader import load_snapshot
+from dvengine.log.snapshot import Snapshot
+from dvengine.protocol.actions import AddFile, DeletionVectorDescriptor, RemoveFile
+from dvengine.storage.logstore import LocalLogStore, LogStore, log_dir, normalize_table_path
+
+__all__ = ["cleanup_expired_logs", "maybe_checkpoint", "parse_interval_ms", "write_checkpoint", "checkpoint_interval"]
+
+DEFAULT_CHECKPOINT_INTERVAL = 10
+DEFAULT_DELETED_FILE_RETENTION = "interval 1 week"
+
+
+def _dv(dv: DeletionVectorDescriptor | None) -> dict[str, Any] | None:
+    if dv is None:
+        return None
+    return {
+        "storageType": dv.storage_type,
+        "pathOrInlineDv": dv.path_or_inline_dv,
+        "offset": dv.offset,
+        "sizeInBytes": dv.size_in_bytes,
+        "cardinality": dv.cardinality,
+        "maxRowIndex": dv.max_row_index,
+    }
+
+
+def _map(values: Any) -> list[tuple[str, str | None]] | None:
+    return None if values is None else list(dict(values).items())
+
+
+def _add_row(add: AddFile) -> dict[str, Any]:
+    return {
+        "path": add.path,
+        "partitionValues": _map(add.partition_values),
+        "size": add.size,
+        "modificationTime": add.modification_time,
+        "dataChange": False,
+        "tags": _map(add.tags),
+        "deletionVector": _dv(add.deletion_vector),
+        "baseRowId": add.base_row_id,
+        "defaultRowCommitVersion": add.default_row_commit_version,
+        "stats": add.stats,
+    }
+
+
+def _remove_row(remove: RemoveFile) -> dict[str, Any]:
+    return {
+        "path": remove.path,
+        "deletionTimestamp": remove.deletion_timestamp,
+        "dataChange": False,
+        "extendedFileMetadata": remove.extended_file_metadata,
+        "partitionValues": _map(remove.partition_values),
+        "size": remove.size,
+        "deletionVector": _dv(remove.deletion_vector),
+        "baseRowId": remove.base_row_id,
+        "defaultRowCommitVersion": remove.default_row_commit_version,
+    }
+
+
+def _rows(snapshot: Snapshot, now_ms: int) -> tuple[list[dict[str, Any]], int]:
+    p, m = snapshot.protocol, snapshot.metadata
+    rows: list[dict[str, Any]] = [
+        {
+            "protocol": {
+                "minReaderVersion": p.min_reader_version,
+                "minWriterVersion": p.min_writer_version,
+                "readerFeatures": None if p.reader_features is None else list(p.reader_features),
+                "writerFeatures": None if p.writer_features is None else list(p.writer_features),
+            }
+        },
+        {
+            "metaData": {
+                "id": m.id,
+                "name": m.name,
+                "description": m.description,
+                "format": {"provider": m.format.provider, "options": _map(m.format.options)},
+                "schemaString": m.schema_string,
+                "partitionColumns": list(m.partition_columns),
+                "configuration": _map(m.configuration),
+                "createdTime": m.created_time,
+            }
+        },
+    ]
+    for txn in sorted(snapshot.app_transactions.values(), key=lambda t: t.app_id):
+        rows.append({"txn": {"appId": txn.app_id, "version": txn.version, "lastUpdated": txn.last_updated}})
+    for dm in sorted(snapshot.domain_metadata.values(), key=lambda d: d.domain):
+        rows.append({"domainMetadata": {"domain": dm.domain, "configuration": dm.configuration, "removed": dm.removed}})
+    rows.extend({"add": _add_row(add)} for add in snapshot.files)
+    retention = parse_interval_ms(snapshot.configuration.get("delta.deletedFileRetentionDuration", DEFAULT_DELETED_FILE_RETENTION))
+    min_kept = now_ms - retention
+    rows.extend({"remove": _remove_row(r)} for r in snapshot.tombstones if (r.deletion_timestamp or 0) > min_kept)
+    return rows, len(snapshot.files)
+
+
+def checkpoint_bytes(snapshot: Snapshot, now_ms: int | None = None) -> tuple[bytes, int, int]:
+    """(Parquet bytes, number of actions, number of adds) of the checkpoint of ``snapshot``."""
+    rows, num_adds = _rows(snapshot, int(time.time() * 1000) if now_ms is None else now_ms)
+    table = pa.Table.from_pylist(rows, schema=CHECKPOINT_SCHEMA)
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink, compression="snappy")
+    return sink.getvalue().to_pybytes(), len(rows), num_adds
+
+
+def write_checkpoint(snapshot: Snapshot, store: LogStore | None = None, now_ms: int | None = None) -> str:
+    """Write ``<version>.checkpoint.parquet`` for ``snapshot`` and update ``_last_checkpoint``; return its path."""
+    st = LocalLogStore() if store is None else store
+    log_path = log_dir(snapshot.table_root)
+    data, num_actions, num_adds = checkpoint_bytes(snapshot, now_ms)
+    path = os.path.join(log_path, checkpoint_file_name(snapshot.version))
+    st.write(path, data)  # temp file + rename: atomic, and rewriting the same version is harmless
+    current = read_last_checkpoint(st, log_path)
+    if current is None or current.version <= snapshot.version:
+        hint = LastCheckpoint(snapshot.version, size=num_actions, size_in_bytes=len(data), num_of_add_files=num_adds)
+        st.write(last_checkpoint_path(log_path), hint.to_bytes())
+    return path
+
+
+def checkpoint_interval(configuration: Any) -> int:
+    raw = configuration.get("delta.checkpointInterval", str(DEFAULT_CHECKPOINT_INTERVAL))
+    try:
+        value = int(raw)
+    except ValueError:
+        raise InvalidArgumentError(f"table property delta.checkpointInterval={raw!r} is not an integer") from None
+    if value <= 0:
+        raise InvalidArgumentError(f"table property delta.checkpointInterval={raw!r} must be positive")
+    return value
+
+
+def maybe_checkpoint(table_root: str, version: int, cleanup_logs: bool = True) -> bool:
+    """After committing ``version``: checkpoint it when ``version % delta.checkpointInterval == 0``.
+
+    Then (like Delta Spark) remove expired log files unless ``cleanup_logs`` is False or the
+    table disables it. Returns True when a checkpoint was written.
+    """
+    if version <= 0:
+        return False
+    root = normalize_table_path(table_root)
+    snapshot = load_snapshot(root, version=version)
+    if version % checkpoint_interval(snapshot.configuration) != 0:
+        return False
+    write_checkpoint(snapshot)
+    if cleanup_logs:
+        cleanup_expired_logs(root)
+    return True
+
+
+def last_checkpoint_json(table_root: str) -> dict[str, Any] | None:
+    """The current ``_last_checkpoint`` content (for tools and tests)."""
+    path = last_checkpoint_path(log_dir(normalize_table_path(table_root)))
+    if not os.path.exists(path):
+        return None
+    with open(path, encoding="utf-8") as fh:
+        loaded: dict[str, Any] = json.load(fh)
+    return loaded
