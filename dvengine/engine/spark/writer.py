@@ -1,0 +1,172 @@
+"""Write a DataFrame as Parquet data files of a Delta table and describe them as ``add`` actions.
+
+Approach (measured and argued in ``spec_notes/stats.md``): Spark's own Parquet writer, in the
+JVM, writes into a private staging folder inside the table root (``_dvengine_staging_<uuid>``:
+names starting with ``_`` are invisible to Delta readers), with ``partitionBy`` producing Spark's
+Hive-style, Spark-escaped folders. The driver then reads each new file's footer (a few KB) for
+stats and renames the file into place. No data crosses into Python, no second pass over the
+data, and partition escaping is Spark's by construction. Files become part of the table only
+when a commit references them; anything left behind by a failure is an orphan for VACUUM.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import uuid
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pyarrow.parquet as pq
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from dvengine.errors import InvalidArgumentError
+from dvengine.protocol.actions import AddFile
+from dvengine.protocol.schema import FIELD_ID_KEY, PHYSICAL_NAME_KEY, StructType
+from dvengine.write.files import build_add_file, parse_partition_folders
+from dvengine.write.stats import stats_from_parquet_metadata
+
+STAGING_PREFIX = "_dvengine_staging_"
+
+# Session settings the files must be written with: INT64 microsecond timestamps (INT96 has no
+# footer statistics and is deprecated), proleptic Gregorian dates as every Delta reader expects.
+_WRITE_CONF = {
+    "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+    "spark.sql.parquet.datetimeRebaseModeInWrite": "CORRECTED",
+    "spark.sql.parquet.int96RebaseModeInWrite": "CORRECTED",
+    "spark.sql.parquet.fieldId.write.enabled": "true",
+}
+
+
+@contextlib.contextmanager
+def _session_conf(spark: SparkSession, settings: dict[str, str]) -> Iterator[None]:
+    """Temporarily set session options, restoring the caller's values afterwards."""
+    previous: dict[str, str | None] = {}
+    for key, value in settings.items():
+        previous[key] = spark.conf.get(key, None)
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, old in previous.items():
+            if old is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, old)
+
+
+def _physical_json(raw: Any, rename: bool = True) -> Any:
+    """Spark type JSON for a Delta type JSON: physical names and Parquet field ids on struct fields.
+
+    Nested fields are all made nullable: a cast may not narrow nullability, and an optional
+    Parquet field reads the same for every reader.
+    """
+    if isinstance(raw, dict):
+        kind = raw.get("type")
+        if kind == "struct":
+            fields = []
+            for f in raw["fields"]:
+                meta = f.get("metadata") or {}
+                new_meta: dict[str, Any] = {}
+                if rename and FIELD_ID_KEY in meta:
+                    new_meta["parquet.field.id"] = int(meta[FIELD_ID_KEY])
+                name = str(meta.get(PHYSICAL_NAME_KEY, f["name"])) if rename else str(f["name"])
+                fields.append({"name": name, "type": _physical_json(f["type"], rename), "nullable": True, "metadata": new_meta})
+            return {"type": "struct", "fields": fields}
+        if kind == "array":
+            return {**raw, "elementType": _physical_json(raw["elementType"], rename), "containsNull": True}
+        if kind == "map":
+            return {
+                **raw,
+                "keyType": _physical_json(raw["keyType"], rename),
+                "valueType": _physical_json(raw["valueType"], rename),
+                "valueContainsNull": True,
+            }
+    return raw
+
+
+def _spark_type(raw: Any) -> T.DataType:
+    wrapper = {"type": "struct", "fields": [{"name": "x", "type": raw, "nullable": True, "metadata": {}}]}
+    return T.StructType.fromJson(wrapper).fields[0].dataType
+
+
+def physical_columns(schema: StructType) -> list[Column]:
+    """Columns (named like the table's) renamed to the physical schema, nested names included."""
+    out: list[Column] = []
+    for logical in schema.fields:
+        phys_type = _spark_type(_physical_json(logical.type.to_json()))
+        same_type = _spark_type(_physical_json(logical.type.to_json(), rename=False))
+        column = F.col(f"`{logical.name}`")
+        if phys_type != same_type:
+            column = column.cast(phys_type)  # renames nested fields positionally
+        metadata = {} if logical.field_id is None else {"parquet.field.id": logical.field_id}
+        out.append(column.alias(logical.physical_name, metadata=metadata))
+    return out
+
+
+def _new_files(staging: str) -> list[str]:
+    found: list[str] = []
+    for directory, _, names in os.walk(staging):
+        found.extend(os.path.join(directory, n) for n in names if n.endswith(".parquet") and not n.startswith((".", "_")))
+    return sorted(found)
+
+
+def write_parquet_files(
+    df: DataFrame,
+    table_root: str,
+    schema: StructType,
+    partition_columns: Sequence[str],
+    num_indexed_cols: int = 32,
+) -> list[AddFile]:
+    """Write ``df`` (columns named like ``schema``, any case) as data files; return their adds.
+
+    ``partition_columns`` are logical names. The adds are not committed: the caller commits them
+    (or deletes the files via :func:`delete_written_files` if it gives up).
+    """
+    spark = df.sparkSession
+    for name in partition_columns:
+        if schema.find(name) is None:
+            raise InvalidArgumentError(f"partition column {name!r} is not in the schema {schema.field_names}")
+    physical_parts = [schema.get(c).physical_name for c in partition_columns]
+    part_types = [(schema.get(c).physical_name, schema.get(c).type) for c in partition_columns]
+    time_zone = str(spark.conf.get("spark.sql.session.timeZone", "UTC"))
+
+    staging = os.path.join(table_root, f"{STAGING_PREFIX}{uuid.uuid4().hex}")
+    adds: list[AddFile] = []
+    try:
+        writer = df.select(*physical_columns(schema)).write.mode("errorifexists").option("compression", "snappy")
+        if physical_parts:
+            writer = writer.partitionBy(*physical_parts)
+        with _session_conf(spark, _WRITE_CONF):
+            writer.parquet(staging)
+        for path in _new_files(staging):
+            md = pq.read_metadata(path)
+            if md.num_rows == 0:
+                continue  # Spark writes an empty file for an empty input: it holds no rows, skip it
+            relative = os.path.relpath(path, staging)
+            rel_dir = os.path.dirname(relative)
+            partition_values = parse_partition_folders(rel_dir, part_types, time_zone)
+            stats = stats_from_parquet_metadata(md, schema, num_indexed_cols=num_indexed_cols)
+            target = os.path.join(table_root, relative)
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            os.rename(path, target)
+            st = os.stat(target)
+            adds.append(build_add_file(relative, partition_values, st.st_size, int(st.st_mtime * 1000), stats))
+    except BaseException:
+        delete_written_files(table_root, adds)
+        raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return adds
+
+
+def delete_written_files(table_root: str, adds: Sequence[AddFile]) -> None:
+    """Remove data files that were written but will never be committed (best effort cleanup)."""
+    from dvengine.storage.logstore import resolve_data_path
+
+    for add in adds:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(resolve_data_path(table_root, add.path))

@@ -1,0 +1,142 @@
+"""Schema rules for writes: does the data fit the table, and what does a new table look like?
+
+All checks run before a single file is written, so a rejected write leaves nothing behind.
+Names resolve case-insensitively (Spark's default); types must match exactly, nested field
+names and all, because dvengine does not implement schema evolution or implicit casts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from dvengine.errors import InvalidArgumentError, SchemaMismatchError, UnsupportedFeatureError
+from dvengine.protocol.actions import Metadata, Protocol
+from dvengine.protocol.features import DELETION_VECTORS, TIMESTAMP_NTZ
+from dvengine.protocol.schema import ArrayType, DataType, DecimalType, MapType, PrimitiveType, StructType
+
+ENABLE_DVS = "delta.enableDeletionVectors"
+DEFAULT_NEW_TABLE_CONFIGURATION: Mapping[str, str] = {ENABLE_DVS: "true"}
+
+
+def type_signature(data_type: DataType) -> str:
+    """A type's identity for matching: structure, case-folded names, no nullability or metadata."""
+    if isinstance(data_type, StructType):
+        return "struct<" + ",".join(f"{f.name.lower()}:{type_signature(f.type)}" for f in data_type.fields) + ">"
+    if isinstance(data_type, ArrayType):
+        return f"array<{type_signature(data_type.element_type)}>"
+    if isinstance(data_type, MapType):
+        return f"map<{type_signature(data_type.key_type)},{type_signature(data_type.value_type)}>"
+    return data_type.simple_string()
+
+
+def match_columns(table: StructType, data: StructType) -> list[tuple[str, str]]:
+    """(data column, table column) pairs in table order; SchemaMismatchError unless they match 1:1."""
+    by_lower: dict[str, str] = {}
+    for name in data.field_names:
+        if name.lower() in by_lower:
+            raise SchemaMismatchError(f"the data has column {name!r} twice (names compare case-insensitively)")
+        by_lower[name.lower()] = name
+    missing = [f.name for f in table.fields if f.name.lower() not in by_lower]
+    table_names = {f.name.lower() for f in table.fields}
+    extra = [n for n in data.field_names if n.lower() not in table_names]
+    if missing or extra:
+        raise SchemaMismatchError(
+            f"the data's columns do not match the table's: missing {missing}, not in the table {extra}; "
+            f"table schema is {table.simple_string()}"
+        )
+    pairs: list[tuple[str, str]] = []
+    mismatched: list[str] = []
+    for f in table.fields:
+        data_name = by_lower[f.name.lower()]
+        data_type = data.get(data_name).type
+        if type_signature(data_type) != type_signature(f.type):
+            mismatched.append(f"{f.name}: table {f.type.simple_string()}, data {data_type.simple_string()}")
+        pairs.append((data_name, f.name))
+    if mismatched:
+        raise SchemaMismatchError("column types differ (cast the data first): " + "; ".join(mismatched))
+    return pairs
+
+
+def not_null_paths(schema: StructType, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    """Logical paths of NOT NULL fields reachable through structs (arrays/maps are not inspected)."""
+    out: list[tuple[str, ...]] = []
+    for f in schema.fields:
+        path = (*prefix, f.name)
+        if not f.nullable:
+            out.append(path)
+        if isinstance(f.type, StructType):
+            out.extend(not_null_paths(f.type, path))
+    return out
+
+
+def resolve_partition_columns(schema: StructType, partition_by: Sequence[str]) -> tuple[str, ...]:
+    """Partition columns spelled as in the schema; they must be distinct primitive top-level columns."""
+    resolved: list[str] = []
+    for name in partition_by:
+        found = schema.find(name)
+        if found is None:
+            raise InvalidArgumentError(f"partition column {name!r} is not in the data; columns are {schema.field_names}")
+        if not isinstance(found.type, (PrimitiveType, DecimalType)) or found.type.name == "binary":
+            raise InvalidArgumentError(
+                f"partition column {found.name!r} has type {found.type.simple_string()}; only atomic, non-binary "
+                "types can partition a table"
+            )
+        if found.name in resolved:
+            raise InvalidArgumentError(f"partition column {found.name!r} is listed twice")
+        resolved.append(found.name)
+    if resolved and len(resolved) == len(schema.fields):
+        raise InvalidArgumentError("a table cannot be partitioned by all of its columns: no data columns would remain")
+    return tuple(resolved)
+
+
+def _uses_timestamp_ntz(data_type: DataType) -> bool:
+    if isinstance(data_type, StructType):
+        return any(_uses_timestamp_ntz(f.type) for f in data_type.fields)
+    if isinstance(data_type, ArrayType):
+        return _uses_timestamp_ntz(data_type.element_type)
+    if isinstance(data_type, MapType):
+        return _uses_timestamp_ntz(data_type.key_type) or _uses_timestamp_ntz(data_type.value_type)
+    return data_type.name == "timestamp_ntz"
+
+
+def new_table_protocol(schema: StructType, configuration: Mapping[str, str]) -> Protocol:
+    """The smallest protocol a new table needs.
+
+    DVs on (the default): reader 3 / writer 7 with ``deletionVectors``. DVs explicitly off:
+    legacy (1, 2), which every Delta reader accepts, unless a TIMESTAMP_NTZ column forces table
+    features. TIMESTAMP_NTZ always adds the ``timestampNtz`` feature, as Delta requires.
+    """
+    dvs = configuration.get(ENABLE_DVS, "false").lower() == "true"
+    ntz = _uses_timestamp_ntz(schema)
+    if not dvs and not ntz:
+        return Protocol(1, 2)
+    features = tuple(sorted(({DELETION_VECTORS} if dvs else set()) | ({TIMESTAMP_NTZ} if ntz else set())))
+    return Protocol(3, 7, features, features)
+
+
+def check_new_table_configuration(configuration: Mapping[str, str]) -> None:
+    mode = configuration.get("delta.columnMapping.mode", "none").lower()
+    if mode != "none":
+        raise UnsupportedFeatureError(
+            f"creating a table with delta.columnMapping.mode={mode!r} is not implemented; dvengine writes to "
+            "column-mapped tables created by other engines"
+        )
+    value = configuration.get(ENABLE_DVS)
+    if value is not None and value.lower() not in ("true", "false"):
+        raise InvalidArgumentError(f"{ENABLE_DVS} must be 'true' or 'false', got {value!r}")
+
+
+def check_no_constraints(metadata: Metadata, schema: StructType) -> None:
+    """dvengine does not evaluate CHECK constraints or column invariants, so it must not write such tables."""
+    constraints = sorted(k for k in metadata.configuration if k.startswith("delta.constraints."))
+    if constraints:
+        raise UnsupportedFeatureError(f"the table has CHECK constraints {constraints}, which dvengine cannot enforce")
+
+    def walk(s: StructType) -> None:
+        for f in s.fields:
+            if "delta.invariants" in f.metadata:
+                raise UnsupportedFeatureError(f"column {f.name!r} has an invariant, which dvengine cannot enforce")
+            if isinstance(f.type, StructType):
+                walk(f.type)
+
+    walk(schema)
