@@ -144,13 +144,10 @@ def build_parser() -> argparse.ArgumentParser:
     insp.add_argument("--json", action="store_true", help="machine-readable output")
     insp.set_defaults(handler=cmd_inspect)
 
-    for register in EXTRA_COMMANDS:
-        register(sub)
+    from dvengine import cli_dml
+
+    cli_dml.register(sub)
     return parser
-
-
-# Other modules (DML, maintenance, benchmarks) append registration functions here.
-EXTRA_COMMANDS: list[Callable[[Any], None]] = []
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -19,7 +19,7 @@ from dvengine.read import read_snapshot_arrow
 from dvengine.storage import normalize_table_path
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
 
 Timestamp = int | dt.datetime | str
 
@@ -79,6 +79,18 @@ class DeltaTable:
         from dvengine.engine.spark.reader import read_snapshot_df
 
         return read_snapshot_df(self.spark, self.snapshot(version, timestamp))
+
+    # --- DML ---------------------------------------------------------------------------------
+
+    def delete(self, condition: str | Column | None = None, mode: str | None = None) -> dict[str, Any]:
+        """Delete the rows matching ``condition`` (all rows when None); returns Delta-named metrics.
+
+        ``mode``: "dv" (deletion vectors), "rewrite" (copy-on-write) or "auto" (DV below the
+        rewrite threshold, rewrite above); default from Spark conf ``dvengine.dml.mode``.
+        """
+        from dvengine.engine.spark.delete import execute_delete
+
+        return execute_delete(self.spark, self._path, condition, mode)
 
     def __repr__(self) -> str:
         return f"DeltaTable({self._path!r})"

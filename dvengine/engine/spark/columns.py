@@ -1,0 +1,37 @@
+"""Converting pyspark Columns to SQL text, so every condition goes through one parser.
+
+An unresolved Column prints as Spark's internal tree (``and(<(id, 20), ...)``), not as SQL.
+Resolving it against an empty DataFrame with the table's schema and printing the analyzed
+expression yields real Spark SQL (``((id < CAST(20 AS BIGINT)) AND ...)``), which is then
+bound and validated exactly like a condition given as a string.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pyspark.sql import Column, DataFrame
+
+from dvengine.errors import InvalidPredicateError
+
+
+def _analyzed(frame: DataFrame) -> Any:
+    jdf: Any = getattr(frame, "_jdf")
+    return jdf.queryExecution().analyzed()
+
+
+def predicate_column_to_sql(column: Column, frame: DataFrame) -> str:
+    """SQL of a boolean Column resolved against ``frame`` (usually empty, with the table schema)."""
+    try:
+        return str(_analyzed(frame.filter(column)).condition().sql())
+    except Exception as exc:
+        raise InvalidPredicateError(f"cannot resolve condition {column!r} against columns {frame.columns}: {exc}") from exc
+
+
+def value_column_to_sql(column: Column, frame: DataFrame) -> str:
+    """SQL of a value Column (UPDATE SET / MERGE values) resolved against ``frame``."""
+    try:
+        project = _analyzed(frame.select(column.alias("__dvengine_value")))
+        return str(project.projectList().apply(0).child().sql())
+    except Exception as exc:
+        raise InvalidPredicateError(f"cannot resolve expression {column!r} against columns {frame.columns}: {exc}") from exc

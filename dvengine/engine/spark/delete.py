@@ -1,0 +1,131 @@
+"""DELETE with deletion vectors: prune, skip, verify, then DV / rewrite / remove per file.
+
+Commit shape (PROTOCOL.md "Deletion Vectors"): a file that keeps live rows is re-committed as
+``remove(path, old DV)`` + ``add(path, new DV)`` with ``numRecords`` still the physical row count
+and ``tightBounds: false``; a file left without live rows gets a plain ``remove``; a file above
+the rewrite threshold is replaced by a new file holding only its surviving rows.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import pyarrow.parquet as pq
+from pyspark.sql import Column, SparkSession
+from pyspark.sql import functions as F
+
+from dvengine.commit.transaction import Transaction
+from dvengine.engine.spark.dml_common import check_dv_mode_allowed, resolve_options, retire_rows
+from dvengine.engine.spark.columns import predicate_column_to_sql
+from dvengine.engine.spark.reader import FILE_PATH_COL, ROW_INDEX_COL, scan_logical, spark_schema
+from dvengine.engine.spark.writer import write_parquet_files
+from dvengine.expressions import BoundPredicate, parse_predicate
+from dvengine.log import Snapshot, load_snapshot
+from dvengine.planning.candidates import might_match_function, plan_candidates
+from dvengine.protocol.actions import AddFile
+from dvengine.protocol.features import check_writable
+from dvengine.protocol.stats import FileStats
+from dvengine.storage import resolve_data_path
+
+
+def condition_sql(spark: SparkSession, snapshot: Snapshot, condition: str | Column | None) -> str | None:
+    """SQL text of a condition given as a string or a pyspark Column (resolved on the table schema)."""
+    if condition is None or isinstance(condition, str):
+        return condition
+    empty = spark.createDataFrame([], spark_schema(snapshot.schema))
+    return predicate_column_to_sql(condition, empty)
+
+
+def live_rows(snapshot: Snapshot, add: AddFile) -> int:
+    """Live rows of a file from its stats, or its Parquet footer when stats are missing."""
+    stats = FileStats.parse(add.stats)
+    physical = stats.num_records if stats is not None and stats.num_records is not None else None
+    if physical is None:
+        physical = pq.read_metadata(resolve_data_path(snapshot.table_root, add.path)).num_rows
+    return physical - add.deleted_row_count
+
+
+def execute_delete(
+    spark: SparkSession, table_root: str, condition: str | Column | None = None, mode: str | None = None
+) -> dict[str, Any]:
+    started = time.monotonic()
+    options = resolve_options(spark, mode)
+    snapshot = load_snapshot(table_root)
+    check_writable(snapshot.protocol)
+    dv_supported = check_dv_mode_allowed(snapshot, options)
+    text = condition_sql(spark, snapshot, condition)
+    predicate: BoundPredicate | None = None if text is None else parse_predicate(text, snapshot.schema)
+    plan = plan_candidates(snapshot, predicate)
+    now_ms = int(time.time() * 1000)
+
+    params = {"predicate": json.dumps([] if predicate is None else [predicate.sql])}
+    txn = Transaction(table_root, snapshot, "DELETE", params)
+    txn.record_read(plan.candidates, might_match_function(snapshot, predicate))
+    metrics: dict[str, Any] = {
+        "numDeletedRows": 0,
+        "numRemovedFiles": 0,
+        "numAddedFiles": 0,
+        "numCopiedRows": 0,
+        "numDeletionVectorsAdded": 0,
+        "numDeletionVectorsRemoved": 0,
+        "numDeletionVectorsUpdated": 0,
+        "numAddedBytes": 0,
+        "numRemovedBytes": 0,
+        "scanTimeMs": 0,
+        "rewriteTimeMs": 0,
+        **plan.metrics(),
+        "numFilesVerified": 0,
+    }
+
+    if plan.partition_only:
+        # Whole files match: drop them from the log without reading a single row.
+        for add in plan.candidates:
+            txn.add_actions([add.to_remove(now_ms)])
+            metrics["numDeletedRows"] += live_rows(snapshot, add)
+            metrics["numRemovedFiles"] += 1
+            metrics["numRemovedBytes"] += add.size
+            metrics["numDeletionVectorsRemoved"] += int(add.deletion_vector is not None)
+    elif plan.candidates:
+        assert predicate is not None
+        metrics["numFilesVerified"] = len(plan.candidates)
+        matched = (
+            scan_logical(spark, snapshot, plan.candidates, columns=predicate.columns, keep_row_ids=True)
+            .where(F.expr(predicate.sql))
+            .select(FILE_PATH_COL, ROW_INDEX_COL)
+        )
+        retired = retire_rows(spark, snapshot, plan.candidates, matched, options, dv_supported, now_ms)
+        metrics["scanTimeMs"] = retired.elapsed_ms
+        txn.add_actions(retired.actions)
+        metrics.update(
+            numDeletedRows=retired.rows_retired,
+            numRemovedFiles=retired.files_removed,
+            numRemovedBytes=retired.removed_bytes,
+            numDeletionVectorsAdded=retired.dvs_added,
+            numDeletionVectorsUpdated=retired.dvs_updated,
+            numDeletionVectorsRemoved=retired.dvs_removed,
+        )
+        if retired.files_to_rewrite:
+            rewrite_started = time.monotonic()
+            survivors = scan_logical(spark, snapshot, retired.files_to_rewrite).where(
+                ~F.coalesce(F.expr(predicate.sql), F.lit(False))
+            )
+            new_files = write_parquet_files(survivors, table_root, snapshot.schema, snapshot.partition_columns)
+            txn.add_actions(new_files)
+            metrics["numAddedFiles"] = len(new_files)
+            metrics["numAddedBytes"] = sum(a.size for a in new_files)
+            metrics["numCopiedRows"] = sum(_num_records(a) for a in new_files)
+            metrics["rewriteTimeMs"] = int((time.monotonic() - rewrite_started) * 1000)
+
+    metrics["executionTimeMs"] = int((time.monotonic() - started) * 1000)
+    if metrics["numRemovedFiles"] == 0 and metrics["numDeletionVectorsAdded"] == 0 and metrics["numDeletionVectorsUpdated"] == 0:
+        metrics["version"] = None  # nothing matched: no commit
+        return metrics
+    metrics["version"] = txn.commit({k: v for k, v in metrics.items() if k != "version"})
+    return metrics
+
+
+def _num_records(add: AddFile) -> int:
+    stats = FileStats.parse(add.stats)
+    return 0 if stats is None or stats.num_records is None else stats.num_records

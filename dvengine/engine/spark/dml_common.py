@@ -1,0 +1,133 @@
+"""Shared machinery of DELETE, UPDATE and MERGE on Spark.
+
+Every DML command reduces to: some rows of some files must disappear from those files (and,
+for UPDATE/MERGE, new rows appear in new files). ``retire_rows`` does the first half for all
+of them: it runs the executor DV job over the matched (file, row index) pairs and turns each
+touched file into commit actions - a re-add with a DV, a plain remove, or a rewrite request
+that the command fulfils with its own row transformation.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+from pyspark.sql import DataFrame, SparkSession
+
+from dvengine.engine.spark.dv_job import RESULT_DDL, DvJobContext, build_deletion_vectors
+from dvengine.engine.spark.paths import spark_file_uri
+from dvengine.engine.spark.reader import FILE_PATH_COL, ROW_INDEX_COL
+from dvengine.errors import UnsupportedFeatureError
+from dvengine.log import Snapshot
+from dvengine.planning.decisions import (
+    DEFAULT_INLINE_MAX_BYTES,
+    DEFAULT_MODE,
+    DEFAULT_REWRITE_THRESHOLD,
+    MODE_DV,
+    DmlOptions,
+    FileAction,
+)
+from dvengine.protocol.actions import Action, AddFile, DeletionVectorDescriptor
+from dvengine.protocol.features import supports_deletion_vectors
+from dvengine.protocol.stats import stats_for_dv_file
+from dvengine.storage import resolve_data_path
+
+CONF_MODE = "dvengine.dml.mode"
+CONF_REWRITE_THRESHOLD = "dvengine.dml.rewriteThreshold"
+CONF_INLINE_MAX_BYTES = "dvengine.dv.inlineMaxBytes"
+CONF_RANDOM_PREFIX_LEN = "dvengine.dv.randomPrefixLength"
+
+
+def resolve_options(spark: SparkSession, mode: str | None) -> DmlOptions:
+    """Options from the call, else the Spark conf keys documented in the README, else defaults."""
+    conf = spark.conf
+    return DmlOptions(
+        mode=(mode or conf.get(CONF_MODE, None) or DEFAULT_MODE).lower(),
+        rewrite_threshold=float(conf.get(CONF_REWRITE_THRESHOLD, None) or DEFAULT_REWRITE_THRESHOLD),
+        inline_max_bytes=int(conf.get(CONF_INLINE_MAX_BYTES, None) or DEFAULT_INLINE_MAX_BYTES),
+        dv_random_prefix_len=int(conf.get(CONF_RANDOM_PREFIX_LEN, None) or 0),
+    )
+
+
+def check_dv_mode_allowed(snapshot: Snapshot, options: DmlOptions) -> bool:
+    """Whether DVs may be written; an explicit ``mode="dv"`` on a table without them is an error."""
+    supported = supports_deletion_vectors(snapshot.protocol, snapshot.metadata)
+    if options.mode == MODE_DV and not supported:
+        raise UnsupportedFeatureError(
+            "mode='dv' needs deletion vectors, but this table does not enable them: it needs the deletionVectors "
+            "reader/writer feature and the property delta.enableDeletionVectors=true (or use mode='rewrite'/'auto')"
+        )
+    return supported
+
+
+@dataclass
+class RowRetirement:
+    """Outcome of retiring matched rows: actions to commit and the files left to rewrite."""
+
+    actions: list[Action] = field(default_factory=list)
+    files_to_rewrite: list[AddFile] = field(default_factory=list)
+    rows_retired: int = 0
+    rows_retired_in_rewritten_files: int = 0
+    dvs_added: int = 0
+    dvs_updated: int = 0
+    dvs_removed: int = 0
+    files_removed: int = 0
+    removed_bytes: int = 0
+    touched_files: int = 0
+    elapsed_ms: int = 0
+
+
+def retire_rows(
+    spark: SparkSession,
+    snapshot: Snapshot,
+    candidates: Sequence[AddFile],
+    matched_row_ids: DataFrame,
+    options: DmlOptions,
+    dv_supported: bool,
+    now_ms: int,
+) -> RowRetirement:
+    """Make the matched rows (columns FILE_PATH_COL, ROW_INDEX_COL) disappear from their files."""
+    started = time.monotonic()
+    targets = {spark_file_uri(resolve_data_path(snapshot.table_root, add.path)): add for add in candidates}
+    ctx = DvJobContext(
+        table_root=snapshot.table_root,
+        targets=targets,
+        options=options,
+        dv_supported=dv_supported,
+        file_path_col=FILE_PATH_COL,
+        row_index_col=ROW_INDEX_COL,
+    )
+    partitions = max(1, min(len(candidates), spark.sparkContext.defaultParallelism))
+    results = (
+        matched_row_ids.select(FILE_PATH_COL, ROW_INDEX_COL)
+        .repartition(partitions, FILE_PATH_COL)
+        .mapInArrow(build_deletion_vectors(ctx), RESULT_DDL)
+        .collect()
+    )
+    out = RowRetirement()
+    for row in results:
+        add = targets[row["file_uri"]]
+        action = FileAction(row["action"])
+        out.touched_files += 1
+        out.rows_retired += int(row["newly_deleted"])
+        remove = add.to_remove(now_ms)
+        if action is FileAction.DELETION_VECTOR:
+            dv = DeletionVectorDescriptor.from_json(json.loads(row["dv_json"]))
+            out.actions += [remove, replace(add, deletion_vector=dv, stats=stats_for_dv_file(add.stats), data_change=True)]
+            if add.deletion_vector is None:
+                out.dvs_added += 1
+            else:
+                out.dvs_updated += 1
+            continue
+        if add.deletion_vector is not None:
+            out.dvs_removed += 1
+        out.files_removed += 1
+        out.removed_bytes += add.size
+        out.actions.append(remove)
+        if action is FileAction.REWRITE:
+            out.files_to_rewrite.append(add)
+            out.rows_retired_in_rewritten_files += int(row["newly_deleted"])
+    out.elapsed_ms = int((time.monotonic() - started) * 1000)
+    return out

@@ -1,0 +1,114 @@
+"""Executor side of DML: turn matched (file, row index) pairs into deletion vectors.
+
+The verification scan's matches are repartitioned by file so each file's row indexes meet in
+one task. The task builds one bitmap per file, unions it with the file's existing DV, decides
+DV / rewrite / remove, and writes all its new DVs packed into a single DV file. Only
+descriptors and counts travel back to the driver, never row indexes, so the driver's cost does
+not grow with the number of deleted rows.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+from pyroaring import BitMap64
+
+from dvengine.dv import bitmap_from_row_indexes, encode_deletion_vectors, load_deletion_vector
+from dvengine.errors import DeletionVectorError
+from dvengine.planning.decisions import DmlOptions, FileAction, decide_file_action
+from dvengine.protocol.actions import AddFile
+from dvengine.protocol.stats import FileStats
+
+RESULT_SCHEMA = pa.schema(
+    [
+        pa.field("file_uri", pa.string(), False),
+        pa.field("action", pa.string(), False),
+        pa.field("dv_json", pa.string(), True),
+        pa.field("newly_deleted", pa.int64(), False),
+    ]
+)
+RESULT_DDL = "file_uri string, action string, dv_json string, newly_deleted long"
+
+
+@dataclass(frozen=True, slots=True)
+class DvJobContext:
+    """Everything a task needs, shipped once per task by closure (small: one entry per candidate file)."""
+
+    table_root: str
+    targets: Mapping[str, AddFile]
+    options: DmlOptions
+    dv_supported: bool
+    file_path_col: str
+    row_index_col: str
+
+
+def physical_rows_of(add: AddFile) -> int | None:
+    stats = FileStats.parse(add.stats)
+    return None if stats is None else stats.num_records
+
+
+@dataclass(frozen=True, slots=True)
+class FileOutcome:
+    action: FileAction
+    all_deleted: BitMap64
+    newly_deleted: int
+
+
+def _finish_file(ctx: DvJobContext, uri: str, chunks: list[np.ndarray]) -> FileOutcome:
+    add = ctx.targets.get(uri)
+    if add is None:
+        raise DeletionVectorError(f"verification scan returned rows of {uri}, which is not a candidate file")
+    new_rows = bitmap_from_row_indexes(np.concatenate(chunks))
+    physical = physical_rows_of(add)
+    if physical is not None and len(new_rows) and new_rows.max() >= physical:
+        raise DeletionVectorError(f"row index {new_rows.max()} is beyond numRecords={physical} of {add.path}")
+    merged = new_rows
+    previously = 0
+    if add.deletion_vector is not None:
+        old = load_deletion_vector(ctx.table_root, add.deletion_vector, num_records=physical)
+        previously = len(old)
+        merged = old | new_rows
+    newly = len(merged) - previously
+    action = decide_file_action(physical, previously, newly, ctx.options, ctx.dv_supported)
+    return FileOutcome(action, merged, newly)
+
+
+def build_deletion_vectors(ctx: DvJobContext) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """A mapInArrow function: batches of (file uri, row index) in, one result row per file out."""
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        per_file: dict[str, list[np.ndarray]] = {}
+        for batch in batches:
+            if batch.num_rows == 0:
+                continue
+            uris = batch.column(ctx.file_path_col).to_numpy(zero_copy_only=False)
+            rows = batch.column(ctx.row_index_col).to_numpy(zero_copy_only=False).astype(np.int64)
+            order = np.argsort(uris, kind="stable")
+            uris, rows = uris[order], rows[order]
+            boundaries = np.flatnonzero(uris[1:] != uris[:-1]) + 1
+            for start, stop in zip(np.r_[0, boundaries], np.r_[boundaries, len(uris)]):
+                per_file.setdefault(str(uris[start]), []).append(rows[start:stop])
+        if not per_file:
+            return
+        outcomes = {uri: _finish_file(ctx, uri, chunks) for uri, chunks in per_file.items()}
+        dv_uris = [uri for uri, o in outcomes.items() if o.action is FileAction.DELETION_VECTOR]
+        descriptors = encode_deletion_vectors(
+            ctx.table_root,
+            [outcomes[uri].all_deleted for uri in dv_uris],
+            ctx.options.inline_max_bytes,
+            ctx.options.dv_random_prefix_len,
+        )
+        dv_json = {uri: json.dumps(d.to_json()) for uri, d in zip(dv_uris, descriptors)}
+        out = {
+            "file_uri": list(outcomes),
+            "action": [o.action.value for o in outcomes.values()],
+            "dv_json": [dv_json.get(uri) for uri in outcomes],
+            "newly_deleted": [o.newly_deleted for o in outcomes.values()],
+        }
+        yield pa.RecordBatch.from_pydict(out, schema=RESULT_SCHEMA)
+
+    return run

@@ -1,0 +1,43 @@
+"""Building small tables for DML tests and snapshotting the log to prove 'no commit happened'."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+
+def make_table(
+    spark: Any,
+    path: Path,
+    n: int = 200,
+    files: int = 4,
+    partition_by: list[str] | None = None,
+    configuration: dict[str, str] | None = None,
+) -> list[tuple[int, str, int]]:
+    """A table of (id, name, part) rows written in ``files`` files sorted by id; returns the rows."""
+    from dvengine.engine.spark.write_api import write
+
+    rows = [(i, f"n{i % 7}", i % 3) for i in range(n)]
+    data = pa.table(
+        {
+            "id": pa.array([r[0] for r in rows], pa.int64()),
+            "name": pa.array([r[1] for r in rows], pa.string()),
+            "part": pa.array([r[2] for r in rows], pa.int32()),
+        }
+    )
+    df = spark.createDataFrame(data).repartitionByRange(files, "id")
+    write(df, str(path), partitionBy=partition_by, configuration=configuration, spark=spark)
+    return rows
+
+
+def log_listing(path: Path) -> list[str]:
+    return sorted(os.listdir(path / "_delta_log"))
+
+
+def data_listing(path: Path) -> list[str]:
+    return sorted(
+        str(p.relative_to(path)) for p in path.rglob("*") if p.is_file() and "_delta_log" not in p.parts
+    )
