@@ -1,0 +1,222 @@
+"""VACUUM: delete data and DV files that no version inside the retention window can read.
+
+A file may be deleted only when all of these hold:
+
+1. it is not referenced by the latest snapshot (neither as a data file nor as a DV file);
+2. it is not referenced by any version a reader may still time-travel to. Time travel "as of"
+   any instant inside the window ``[now - retention, now]`` resolves to the version current at
+   that instant, whose files are either still live or were removed by a commit made inside the
+   window. So we keep every file named by an ``add`` or ``remove`` in a commit newer than the
+   cutoff, and (for logs whose old commits were cleaned up) every tombstone whose
+   ``deletionTimestamp`` is newer than the cutoff - Delta's own rule - with their DV files;
+3. its modification time is older than the cutoff. A writer that has written files but not yet
+   committed them (or a commit racing with us) is protected by this alone: its files are new;
+4. it lies under the table root, outside hidden (``.``/``_`` prefixed) folders and files - the
+   log, staging folders, checksum files - and outside any nested Delta table; symlinks are
+   never followed nor deleted.
+
+The retention may not be shorter than ``delta.deletedFileRetentionDuration`` (default one
+week) unless the caller explicitly disables the check: a short retention breaks time travel
+and can delete files an in-flight writer is about to commit. VACUUM writes nothing to the log.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from dvengine.dv import absolute_dv_path
+from dvengine.errors import InvalidArgumentError
+from dvengine.log import Snapshot, load_snapshot
+from dvengine.log.commit_file import find_commit_info, parse_actions
+from dvengine.log.intervals import parse_interval_ms
+from dvengine.log.listing import list_log
+from dvengine.log.timestamps import commit_info_timestamp
+from dvengine.protocol.actions import AddFile, RemoveFile
+from dvengine.storage.logstore import LocalLogStore, resolve_data_path
+
+DEFAULT_RETENTION_HOURS = 168.0
+DEFAULT_DELETED_FILE_RETENTION = "interval 1 week"
+RETENTION_PROPERTY = "delta.deletedFileRetentionDuration"
+_HOUR_MS = 3_600_000
+
+
+@dataclass
+class VacuumPlan:
+    """The files VACUUM deletes (or would delete), with the numbers it reports."""
+
+    table_root: str
+    cutoff_ms: int
+    retention_hours: float
+    files: list[str] = field(default_factory=list)  # absolute paths
+    total_bytes: int = 0
+    num_dv_files: int = 0
+    num_referenced_files: int = 0
+    num_protected_recent_files: int = 0
+
+
+def _retention_ms(snapshot: Snapshot, retention_hours: float, enforce_retention: bool) -> int:
+    if isinstance(retention_hours, bool) or not isinstance(retention_hours, (int, float)) or not math.isfinite(retention_hours):
+        raise InvalidArgumentError(f"retention_hours must be a finite number, got {retention_hours!r}")
+    if retention_hours < 0:
+        raise InvalidArgumentError(f"retention_hours must be >= 0, got {retention_hours}")
+    requested = int(retention_hours * _HOUR_MS)
+    configured_text = snapshot.configuration.get(RETENTION_PROPERTY, DEFAULT_DELETED_FILE_RETENTION)
+    configured = parse_interval_ms(configured_text)
+    if enforce_retention and requested < configured:
+        raise InvalidArgumentError(
+            f"refusing to vacuum {snapshot.table_root} with a retention of {retention_hours} hours: the table's "
+            f"{RETENTION_PROPERTY} is {configured_text!r} ({configured / _HOUR_MS:g} hours). A shorter retention "
+            "breaks time travel and may delete files of writes still in flight; pass enforce_retention=False "
+            "(CLI: --force) if you are sure no reader or writer needs them"
+        )
+    return requested
+
+
+def _file_paths(table_root: str, action: AddFile | RemoveFile) -> Iterator[str]:
+    yield os.path.normpath(resolve_data_path(table_root, action.path))
+    dv = action.deletion_vector
+    if dv is not None and not dv.is_inline:
+        yield os.path.normpath(absolute_dv_path(table_root, dv))
+
+
+def referenced_files(snapshot: Snapshot, cutoff_ms: int) -> set[str]:
+    """Absolute paths of every data and DV file a version inside the window may read."""
+    root = snapshot.table_root
+    keep: set[str] = set()
+    for add in snapshot.files:
+        keep.update(_file_paths(root, add))
+    for remove in snapshot.tombstones:
+        if remove.deletion_timestamp is None or remove.deletion_timestamp > cutoff_ms:
+            keep.update(_file_paths(root, remove))
+    store = LocalLogStore()
+    listing = list_log(store, root)
+    for version in sorted((v for v in listing.commits if v <= snapshot.version), reverse=True):
+        info = listing.commits[version]
+        raw = store.read_bytes(info.path)
+        committed_at = commit_info_timestamp(find_commit_info(raw, info.path), info.modification_time_ms)
+        if committed_at <= cutoff_ms:
+            break  # older commits: their files are live (kept above) or removed by a newer commit
+        for action in parse_actions(raw, info.path):
+            if isinstance(action, (AddFile, RemoveFile)):
+                keep.update(_file_paths(root, action))
+    return keep
+
+
+def _is_hidden(name: str, partition_columns: Iterable[str]) -> bool:
+    """Delta's rule: ``.``/``_`` prefixed names are hidden unless they are partition folders."""
+    if not name.startswith((".", "_")):
+        return False
+    return not any(name.startswith(f"{column}=") for column in partition_columns)
+
+
+def candidate_files(table_root: str, partition_columns: Iterable[str]) -> Iterator[os.DirEntry[str]]:
+    """Regular files under the table root that VACUUM may consider; never follows symlinks."""
+    parts = tuple(partition_columns)
+    pending = [table_root]
+    while pending:
+        directory = pending.pop()
+        try:
+            entries = list(os.scandir(directory))
+        except (FileNotFoundError, NotADirectoryError, PermissionError):
+            continue
+        for entry in entries:
+            if _is_hidden(entry.name, parts) or entry.is_symlink():
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                if os.path.isdir(os.path.join(entry.path, "_delta_log")):
+                    continue  # another Delta table nested inside this one: not ours to clean
+                pending.append(entry.path)
+            elif entry.is_file(follow_symlinks=False):
+                yield entry
+
+
+def plan_vacuum(
+    table_root: str,
+    retention_hours: float = DEFAULT_RETENTION_HOURS,
+    enforce_retention: bool = True,
+    now_ms: int | None = None,
+) -> VacuumPlan:
+    """Decide what VACUUM would delete, without deleting anything."""
+    snapshot = load_snapshot(table_root)
+    retention = _retention_ms(snapshot, retention_hours, enforce_retention)
+    now = int(time.time() * 1000) if now_ms is None else now_ms
+    cutoff = now - retention
+    root = snapshot.table_root
+    keep = referenced_files(snapshot, cutoff)
+    plan = VacuumPlan(table_root=root, cutoff_ms=cutoff, retention_hours=float(retention_hours))
+    for entry in candidate_files(root, snapshot.partition_columns):
+        path = os.path.normpath(entry.path)
+        if path in keep:
+            plan.num_referenced_files += 1
+            continue
+        st = entry.stat(follow_symlinks=False)
+        if int(st.st_mtime * 1000) >= cutoff:
+            plan.num_protected_recent_files += 1
+            continue
+        plan.files.append(path)
+        plan.total_bytes += st.st_size
+        plan.num_dv_files += int(entry.name.startswith("deletion_vector_") and entry.name.endswith(".bin"))
+    plan.files.sort()
+    return plan
+
+
+def _remove_empty_dirs(table_root: str, deleted: Iterable[str]) -> int:
+    """Remove folders left empty by the deletion (partition folders), never the root itself."""
+    removed = 0
+    folders = sorted({os.path.dirname(p) for p in deleted}, key=len, reverse=True)
+    for folder in folders:
+        current = folder
+        while current != table_root and current.startswith(table_root + os.sep):
+            try:
+                os.rmdir(current)  # fails unless empty
+            except OSError:
+                break
+            removed += 1
+            current = os.path.dirname(current)
+    return removed
+
+
+def vacuum(
+    table_root: str,
+    retention_hours: float = DEFAULT_RETENTION_HOURS,
+    dry_run: bool = False,
+    enforce_retention: bool = True,
+    now_ms: int | None = None,
+) -> dict[str, Any]:
+    """Delete unreferenced data/DV files older than the retention window; report what was done.
+
+    With ``dry_run`` nothing is deleted and the report lists what would be. Raises
+    :class:`InvalidArgumentError` for a negative retention, or one below the table's
+    ``delta.deletedFileRetentionDuration`` while ``enforce_retention`` is set.
+    """
+    plan = plan_vacuum(table_root, retention_hours, enforce_retention, now_ms)
+    deleted: list[str] = []
+    dirs_removed = 0
+    if not dry_run:
+        for path in plan.files:
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                continue  # a concurrent VACUUM got there first
+            deleted.append(path)
+        dirs_removed = _remove_empty_dirs(plan.table_root, deleted)
+    files = plan.files if dry_run else deleted
+    return {
+        "path": plan.table_root,
+        "dryRun": dry_run,
+        "retentionHours": plan.retention_hours,
+        "cutoffTimestampMs": plan.cutoff_ms,
+        "numFilesDeleted": 0 if dry_run else len(deleted),
+        "numFilesToDelete": len(plan.files),
+        "numDeletionVectorFiles": plan.num_dv_files,
+        "sizeOfDeletedBytes": plan.total_bytes,
+        "numDirectoriesDeleted": dirs_removed,
+        "numReferencedFiles": plan.num_referenced_files,
+        "numProtectedRecentFiles": plan.num_protected_recent_files,
+        "files": [os.path.relpath(p, plan.table_root) for p in files],
+    }
