@@ -70,7 +70,12 @@ def write_files(root: str, batches: Sequence[pa.Table], partition_by: str | None
     return adds
 
 
-def create_table(root: str | Path, batches: Sequence[pa.Table], partition_by: str | None = None) -> int:
+def create_table(
+    root: str | Path,
+    batches: Sequence[pa.Table],
+    partition_by: str | None = None,
+    configuration: dict[str, str] | None = None,
+) -> int:
     """Create a DV-enabled table whose version 0 holds one file per batch (per partition)."""
     path = str(root)
     os.makedirs(path, exist_ok=True)
@@ -82,7 +87,7 @@ def create_table(root: str | Path, batches: Sequence[pa.Table], partition_by: st
             id=str(uuid.uuid4()),
             schema_string=from_arrow_schema(batches[0].schema).to_json_string(),
             partition_columns=() if partition_by is None else (partition_by,),
-            configuration=dict(DV_TABLE_CONFIG),
+            configuration={**DV_TABLE_CONFIG, **(configuration or {})},
             created_time=int(time.time() * 1000),
         )
     )
