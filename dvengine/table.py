@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -91,6 +92,20 @@ class DeltaTable:
         from dvengine.engine.spark.delete import execute_delete
 
         return execute_delete(self.spark, self._path, condition, mode)
+
+    def update(
+        self,
+        condition: str | Column | None = None,
+        set: Mapping[str, str | Column] | None = None,  # noqa: A002 - delta-spark's parameter name
+        mode: str | None = None,
+    ) -> dict[str, Any]:
+        """Set columns of the rows matching ``condition`` (all rows when None); returns metrics.
+
+        ``set`` maps column names to SQL expressions or Columns, as in delta-spark.
+        """
+        from dvengine.engine.spark.update import execute_update
+
+        return execute_update(self.spark, self._path, condition, set or {}, mode)
 
     def __repr__(self) -> str:
         return f"DeltaTable({self._path!r})"

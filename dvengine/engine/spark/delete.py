@@ -17,10 +17,9 @@ from pyspark.sql import Column, SparkSession
 from pyspark.sql import functions as F
 
 from dvengine.commit.transaction import Transaction
-from dvengine.engine.spark.dml_common import check_dv_mode_allowed, resolve_options, retire_rows
+from dvengine.engine.spark.dml_common import check_dv_mode_allowed, resolve_options, retire_rows, write_rows
 from dvengine.engine.spark.columns import predicate_column_to_sql
 from dvengine.engine.spark.reader import FILE_PATH_COL, ROW_INDEX_COL, scan_logical, spark_schema
-from dvengine.engine.spark.writer import write_parquet_files
 from dvengine.expressions import BoundPredicate, parse_predicate
 from dvengine.log import Snapshot, load_snapshot
 from dvengine.planning.candidates import might_match_function, plan_candidates
@@ -107,16 +106,17 @@ def execute_delete(
             numDeletionVectorsRemoved=retired.dvs_removed,
         )
         if retired.files_to_rewrite:
-            rewrite_started = time.monotonic()
             survivors = scan_logical(spark, snapshot, retired.files_to_rewrite).where(
                 ~F.coalesce(F.expr(predicate.sql), F.lit(False))
             )
-            new_files = write_parquet_files(survivors, table_root, snapshot.schema, snapshot.partition_columns)
-            txn.add_actions(new_files)
-            metrics["numAddedFiles"] = len(new_files)
-            metrics["numAddedBytes"] = sum(a.size for a in new_files)
-            metrics["numCopiedRows"] = sum(_num_records(a) for a in new_files)
-            metrics["rewriteTimeMs"] = int((time.monotonic() - rewrite_started) * 1000)
+            written = write_rows(survivors, snapshot)
+            txn.add_actions(written.files)
+            metrics.update(
+                numAddedFiles=len(written.files),
+                numAddedBytes=written.bytes,
+                numCopiedRows=written.rows,
+                rewriteTimeMs=written.elapsed_ms,
+            )
 
     metrics["executionTimeMs"] = int((time.monotonic() - started) * 1000)
     if metrics["numRemovedFiles"] == 0 and metrics["numDeletionVectorsAdded"] == 0 and metrics["numDeletionVectorsUpdated"] == 0:
@@ -125,7 +125,3 @@ def execute_delete(
     metrics["version"] = txn.commit({k: v for k, v in metrics.items() if k != "version"})
     return metrics
 
-
-def _num_records(add: AddFile) -> int:
-    stats = FileStats.parse(add.stats)
-    return 0 if stats is None or stats.num_records is None else stats.num_records

@@ -131,3 +131,36 @@ def retire_rows(
             out.rows_retired_in_rewritten_files += int(row["newly_deleted"])
     out.elapsed_ms = int((time.monotonic() - started) * 1000)
     return out
+
+
+@dataclass(frozen=True, slots=True)
+class WrittenRows:
+    """New data files produced by a DML command, not yet committed."""
+
+    files: list[AddFile]
+    rows: int
+    bytes: int
+    elapsed_ms: int
+
+
+def write_rows(df: DataFrame, snapshot: Snapshot) -> WrittenRows:
+    """Write ``df`` (logical columns of the table) as new data files with stats."""
+    from dvengine.engine.spark.writer import write_parquet_files
+    from dvengine.protocol.stats import FileStats
+
+    started = time.monotonic()
+    files = write_parquet_files(df, snapshot.table_root, snapshot.schema, snapshot.partition_columns)
+    rows = 0
+    for add in files:
+        stats = FileStats.parse(add.stats)
+        rows += 0 if stats is None or stats.num_records is None else stats.num_records
+    return WrittenRows(files, rows, sum(a.size for a in files), int((time.monotonic() - started) * 1000))
+
+
+def spark_error_class(exc: BaseException) -> str | None:
+    """Spark's error class of a failed job (e.g. CAST_INVALID_INPUT), to map it to a typed error."""
+    getter = getattr(exc, "getCondition", None) or getattr(exc, "getErrorClass", None)
+    if getter is None:
+        return None
+    value = getter()
+    return None if value is None else str(value)

@@ -51,7 +51,7 @@ def _field_column(path: tuple[str, ...]) -> Column:
     return F.col(".".join(f"`{p}`" for p in path))
 
 
-def _check_not_null(df: DataFrame, schema: StructType) -> None:
+def check_not_null(df: DataFrame, schema: StructType) -> None:
     """Fail before writing if a NOT NULL field would receive a null (one Spark scan, only if needed)."""
     paths = not_null_paths(schema)
     if not paths:
@@ -99,7 +99,7 @@ def _prepare_existing(df: DataFrame, snapshot: Snapshot, mode: str, partition_by
             )
     pairs = match_columns(schema, dataframe_schema(df))
     aligned = df.select(*[F.col(f"`{data}`").alias(table) for data, table in pairs])
-    _check_not_null(aligned, schema)
+    check_not_null(aligned, schema)
     return aligned
 
 
