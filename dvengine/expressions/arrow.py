@@ -132,6 +132,12 @@ class _Translator:
             values.append(typed.scalar)  # type: ignore[attr-defined]
         if subject.data_type is None:
             raise self.fail(node, "IN needs a column on the left")
+        if subject.data_type.name in ("float", "double"):
+            # hashing tells -0.0 from 0.0 (and SQL says they are equal): use Kleene ORs instead
+            result = _NULL_BOOL if has_null else pc.scalar(False)
+            for scalar in reversed(values):
+                result = (subject.expr == pc.scalar(scalar)) | result
+            return result
         value_set = pa.array(values, type=to_arrow_type(subject.data_type))
         matched = pc.is_in(subject.expr, value_set=value_set, skip_nulls=True)
         result = pc.if_else(pc.is_null(subject.expr), _NULL_BOOL, matched)

@@ -14,6 +14,7 @@ partition pruning and stats skipping share this one evaluator.
 from __future__ import annotations
 
 import decimal
+import re
 from collections.abc import Callable
 from itertools import product
 from typing import Any
@@ -110,6 +111,21 @@ def _like_parts(pattern: str) -> tuple[str, str | None]:
     return "".join(prefix), None
 
 
+def like_matches(value: str, pattern: str) -> bool:
+    """Exact SQL LIKE (``%`` any run, ``_`` one character, backslash escapes the next one)."""
+    regex: list[str] = []
+    i = 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "\\" and i + 1 < len(pattern):
+            regex.append(re.escape(pattern[i + 1]))
+            i += 2
+            continue
+        regex.append(".*" if ch == "%" else "." if ch == "_" else re.escape(ch))
+        i += 1
+    return re.fullmatch("".join(regex), value, flags=re.DOTALL) is not None
+
+
 class Interpreter:
     """Evaluates bound trees to truth sets, given what each column may hold."""
 
@@ -202,6 +218,8 @@ class Interpreter:
             return frozenset(out | {True, False})
         if pattern.kind != Kind.STRING or not isinstance(pattern.value, str):
             return frozenset(out | {True, False})
+        if subject.is_point and isinstance(subject.lo, str):
+            return frozenset(out | {like_matches(subject.lo, pattern.value)})
         prefix, rest = _like_parts(pattern.value)
         if rest is None:
             return frozenset(out | (set(self.compare(exp.EQ, subject, point(Kind.STRING, prefix))) - {None}))

@@ -25,7 +25,6 @@ _STATEMENT_TYPES: tuple[type[exp.Expr], ...] = tuple(
         for name in (
             "Query",
             "Subquery",
-            "Exists",
             "Insert",
             "Update",
             "Delete",
@@ -76,7 +75,7 @@ def check_shape(tree: exp.Expr, text: str) -> None:
     """Reject node types that make no sense (or are unsafe) in a per-row, repeatable condition."""
     for node in tree.walk():
         if isinstance(node, _STATEMENT_TYPES):
-            kind = "subqueries" if isinstance(node, (exp.Query, exp.Subquery, exp.Exists)) else "statements"
+            kind = "subqueries" if isinstance(node, (exp.Query, exp.Subquery)) else "statements"
             raise _fail(text, f"{kind} are not allowed in a row condition (found {node.sql('spark')[:60]!r})")
         if isinstance(node, exp.Alias):
             raise _fail(text, f"aliases ('AS') are not allowed in a row condition (found {node.sql('spark')!r})")

@@ -128,14 +128,17 @@ def _stat_bound(raw: Any, data_type: DataType, upper: bool) -> Any:
         parsed = parse_timestamp_text(raw)
         if parsed is None:
             return None
-        slack = _STATS_TIMESTAMP_SLACK
+        # Formatting an instant prints its millisecond field (a floor), so a min is already a
+        # lower bound and a max needs up to 999 us more. A zone-less text could be any zone.
+        low_slack, high_slack = 0, _STATS_TIMESTAMP_SLACK
+        instant = parsed.wall_micros
         if kind == Kind.TIMESTAMP:
-            instant = parsed.utc_micros()
-            if instant is None:
-                instant, slack = parsed.wall_micros, ZONE_MARGIN_MICROS
-        else:
-            instant = parsed.wall_micros
-        return instant + slack if upper else instant - slack
+            utc = parsed.utc_micros()
+            if utc is None:
+                low_slack = high_slack = ZONE_MARGIN_MICROS
+            else:
+                instant = utc
+        return instant + high_slack if upper else instant - low_slack
     if kind == Kind.BOOLEAN and isinstance(raw, bool):
         return raw
     return None
