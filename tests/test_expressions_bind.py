@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dvengine.errors import InvalidPredicateError
 from dvengine.expressions import is_partition_only, parse_predicate, parse_value_expression, to_spark_sql
@@ -175,3 +177,18 @@ def test_deterministic_functions_and_lambdas_bind() -> None:
     assert parse_predicate("unix_timestamp(ts) > 0", SCHEMA).columns == {"ts"}
     bound = parse_predicate("exists(array(id, 2), e -> e > 1)", SCHEMA)
     assert bound.columns == {"Id"}
+
+
+_TOKENS = ["id", "name", "d", "flag", "addr.city", "nope", "1", "'a'", "'2024-01-01'", "NULL", "(", ")", ",", "=", "<", "+",
+           "*", "AND", "OR", "NOT", "IN", "LIKE", "IS", "BETWEEN", "rand()", "count(", "SELECT", ";", "`", "'", "CAST(", "AS", "INT"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.text(max_size=30), st.lists(st.sampled_from(_TOKENS), max_size=8).map(" ".join)))
+def test_arbitrary_text_raises_only_invalid_predicate_error(text: str) -> None:
+    """Whatever the input, the only failure is InvalidPredicateError (no parser or key errors leak)."""
+    try:
+        bound = parse_predicate(text, SCHEMA)
+    except InvalidPredicateError:
+        return
+    assert parse_predicate(bound.sql, SCHEMA).sql == bound.sql
