@@ -41,7 +41,7 @@ SOURCE = StructType((StructField("ID", PrimitiveType("long")), StructField("valu
         ("addr.city = 'Oslo'", "`addr`.`City` = 'Oslo'", {"addr"}),
         ("`weird col` = 1", "`weird col` = 1", {"weird col"}),
         ("flag", "`flag`", {"flag"}),
-        ("x IS NULL" .replace("x", "name"), "`name` IS NULL", {"name"}),
+        ("x IS NULL".replace("x", "name"), "`name` IS NULL", {"name"}),
         ("1 = 1", "1 = 1", set()),
     ],
 )
@@ -179,8 +179,41 @@ def test_deterministic_functions_and_lambdas_bind() -> None:
     assert bound.columns == {"Id"}
 
 
-_TOKENS = ["id", "name", "d", "flag", "addr.city", "nope", "1", "'a'", "'2024-01-01'", "NULL", "(", ")", ",", "=", "<", "+",
-           "*", "AND", "OR", "NOT", "IN", "LIKE", "IS", "BETWEEN", "rand()", "count(", "SELECT", ";", "`", "'", "CAST(", "AS", "INT"]
+_TOKENS = [
+    "id",
+    "name",
+    "d",
+    "flag",
+    "addr.city",
+    "nope",
+    "1",
+    "'a'",
+    "'2024-01-01'",
+    "NULL",
+    "(",
+    ")",
+    ",",
+    "=",
+    "<",
+    "+",
+    "*",
+    "AND",
+    "OR",
+    "NOT",
+    "IN",
+    "LIKE",
+    "IS",
+    "BETWEEN",
+    "rand()",
+    "count(",
+    "SELECT",
+    ";",
+    "`",
+    "'",
+    "CAST(",
+    "AS",
+    "INT",
+]
 
 
 @settings(max_examples=300, deadline=None)

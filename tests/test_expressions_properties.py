@@ -37,7 +37,7 @@ SCHEMA = StructType(
 )
 COLUMNS = [f.name for f in SCHEMA.fields]
 BASE_DATE = dt.date(2024, 1, 1)
-BASE_TS = dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)
+BASE_TS = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
 STRINGS = ["", "a", "ab", "abc", "abcd", "abd", "b", "ba", "bab", "c", "caa"]
 TRUNCATE = 2  # string stats prefix length, tiny so truncation is exercised constantly
 
@@ -231,7 +231,11 @@ def con() -> Any:
     connection.close()
 
 
-SETTINGS = settings(max_examples=int(os.environ.get("DVENGINE_HYPOTHESIS_EXAMPLES", "150")), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+SETTINGS = settings(
+    max_examples=int(os.environ.get("DVENGINE_HYPOTHESIS_EXAMPLES", "150")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
 
 
 @SETTINGS

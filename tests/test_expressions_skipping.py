@@ -21,7 +21,13 @@ SCHEMA = StructType(
         StructField("name", PrimitiveType("string")),
         StructField("ts", PrimitiveType("timestamp")),
         StructField("f", PrimitiveType("float")),
-        StructField("nested", StructType((StructField("v", PrimitiveType("integer"), metadata={"delta.columnMapping.physicalName": "col-v"}),)), metadata={"delta.columnMapping.physicalName": "col-n"}),
+        StructField(
+            "nested",
+            StructType(
+                (StructField("v", PrimitiveType("integer"), metadata={"delta.columnMapping.physicalName": "col-v"}),)
+            ),
+            metadata={"delta.columnMapping.physicalName": "col-n"},
+        ),
         StructField("part", PrimitiveType("date")),
     )
 )

@@ -24,8 +24,14 @@ from sqlglot import exp
 from dvengine.errors import InvalidPredicateError
 from dvengine.expressions.bind import BoundPredicate
 from dvengine.expressions.kinds import Kind, is_integral, kind_of
-from dvengine.expressions.literals import Lit, TimestampText, literal_of, parse_date_text, parse_number_text
-from dvengine.expressions.literals import parse_timestamp_text
+from dvengine.expressions.literals import (
+    Lit,
+    TimestampText,
+    literal_of,
+    parse_date_text,
+    parse_number_text,
+    parse_timestamp_text,
+)
 from dvengine.expressions.refs import ref_of
 from dvengine.protocol.schema import DataType, to_arrow_type
 
@@ -204,7 +210,9 @@ _UNSUPPORTED = object()
 def _coerce(lit: Lit, kind: Kind, target: DataType | None) -> Any:
     value = lit.value
     if kind == Kind.NUMERIC:
-        number: Any = value if lit.kind == Kind.NUMERIC else parse_number_text(str(value)) if lit.kind == Kind.STRING else None
+        number: Any = (
+            value if lit.kind == Kind.NUMERIC else parse_number_text(str(value)) if lit.kind == Kind.STRING else None
+        )
         if number is None or isinstance(number, bool):
             return _UNSUPPORTED
         if isinstance(number, float) and math.isnan(number):

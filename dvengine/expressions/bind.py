@@ -69,9 +69,7 @@ class BoundPredicate(BoundExpression):
     """A bound expression whose value is boolean (a DML condition)."""
 
 
-def parse_predicate(
-    text: str, schema: StructType, aliases: Mapping[str, StructType] | None = None
-) -> BoundPredicate:
+def parse_predicate(text: str, schema: StructType, aliases: Mapping[str, StructType] | None = None) -> BoundPredicate:
     """Parse and bind a boolean condition; raises InvalidPredicateError with the reason."""
     tree = _bind(text, schema, aliases, require_boolean=True)
     return BoundPredicate(*_summarize(tree), tree=tree)
@@ -94,9 +92,7 @@ def _summarize(tree: exp.Expr) -> tuple[str, frozenset[str], frozenset[tuple[str
     )
 
 
-def _bind(
-    text: str, schema: StructType, aliases: Mapping[str, StructType] | None, require_boolean: bool
-) -> exp.Expr:
+def _bind(text: str, schema: StructType, aliases: Mapping[str, StructType] | None, require_boolean: bool) -> exp.Expr:
     tree = parse_sql(text)
     resolver = _Resolver(text, schema, aliases)
     for node, parts in reference_nodes(tree):
@@ -121,9 +117,8 @@ def _is_lambda_variable(node: exp.Expr, name: str) -> bool:
     lowered = name.lower()
     parent = node.parent
     while parent is not None:
-        if isinstance(parent, exp.Lambda):
-            if any(str(p.name).lower() == lowered for p in parent.expressions):
-                return True
+        if isinstance(parent, exp.Lambda) and any(str(p.name).lower() == lowered for p in parent.expressions):
+            return True
         parent = parent.parent
     return False
 
@@ -144,9 +139,7 @@ class _Resolver:
         return InvalidPredicateError(f"invalid expression {self._text!r}: {reason}")
 
     def _available(self) -> str:
-        names = [
-            f.name if q is None else f"{q}.{f.name}" for q, s in self._scopes.items() for f in s.fields
-        ]
+        names = [f.name if q is None else f"{q}.{f.name}" for q, s in self._scopes.items() for f in s.fields]
         return ", ".join(names) if names else "(none)"
 
     def resolve(self, parts: list[str]) -> ColumnRef:

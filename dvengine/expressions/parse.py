@@ -56,7 +56,7 @@ def parse_sql(text: object) -> exp.Expr:
     if not isinstance(text, str):
         raise InvalidPredicateError(f"an expression must be SQL text (str), got {type(text).__name__}")
     if not text.strip():
-        raise InvalidPredicateError("an expression must not be empty; write e.g. \"id < 10\"")
+        raise InvalidPredicateError('an expression must not be empty; write e.g. "id < 10"')
     try:
         statements = [s for s in sqlglot.parse(text, read="spark") if s is not None]
     except (ParseError, TokenError) as exc:

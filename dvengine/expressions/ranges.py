@@ -26,7 +26,7 @@ ZONE_MARGIN_MICROS = 18 * 3600 * 1_000_000
 _TRUE_STRINGS = frozenset({"true", "t", "yes", "y", "1"})
 _FALSE_STRINGS = frozenset({"false", "f", "no", "n", "0"})
 _EPOCH = dt.datetime(1970, 1, 1)
-_EPOCH_UTC = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+_EPOCH_UTC = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 
 @dataclass(frozen=True, slots=True)

@@ -110,11 +110,17 @@ class TypeChecker:
         to = node.args.get("to")
         target = kind_of_sqlglot_type(to) if isinstance(to, exp.DataType) else Kind.UNKNOWN
         inner = literal_of(node.this)
-        if inner is not None and inner.kind == Kind.STRING and literal_of(node) is None and target in (
-            Kind.NUMERIC,
-            Kind.DATE,
-            Kind.TIMESTAMP,
-            Kind.TIMESTAMP_NTZ,
+        if (
+            inner is not None
+            and inner.kind == Kind.STRING
+            and literal_of(node) is None
+            and target
+            in (
+                Kind.NUMERIC,
+                Kind.DATE,
+                Kind.TIMESTAMP,
+                Kind.TIMESTAMP_NTZ,
+            )
         ):
             if target != Kind.NUMERIC and looks_like_date_or_timestamp(str(inner.value)):
                 return target  # a spelling Spark accepts but we do not parse; let Spark read it
