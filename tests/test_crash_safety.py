@@ -1,0 +1,212 @@
+"""Crash safety: a writer killed (SIGKILL) at any stage leaves the table at its last commit.
+
+Each case runs a DELETE in a child process armed with ``DVENGINE_FAULT_INJECT=<stage>``; the
+child kills itself at that stage. The parent then checks that every reader returns exactly the
+rows of the last committed version (the model), that the dead writer's files are orphans
+nobody references, and that VACUUM (retention 0, forced) reclaims exactly those orphans.
+
+Until the DML code calls :func:`dvengine.maintenance.faults.fault_point` itself, the child
+installs the same points around the stage boundaries (after the DV job, after the data-file
+write, around the ``os.link`` that publishes a commit); calling the point twice is harmless.
+The last part checks that a corrupt, truncated or missing DV file fails reads loudly.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+COLS = ["id", "v"]
+
+
+def _install_fault_points() -> None:
+    """Child side: fault points at the stage boundaries of DML and of the commit.
+
+    The wrappers replace ``retire_rows`` (returns once the executors wrote the DV files) and
+    ``write_parquet_files`` (returns once data files are in the table folder) in every Spark
+    engine module that imported them, so DELETE, UPDATE and MERGE all get the points.
+    """
+    import importlib
+
+    from dvengine.maintenance import faults
+
+    for name in ("delete", "update", "merge", "merge_exec", "dml_common", "writer"):
+        try:
+            importlib.import_module(f"dvengine.engine.spark.{name}")
+        except ModuleNotFoundError:
+            continue
+    targets = {"retire_rows": faults.DML_DV_FILES_WRITTEN, "write_parquet_files": faults.DML_DATA_FILES_WRITTEN}
+    wrapped: dict[int, Any] = {}
+
+    def wrap(original: Any, stage: str) -> Any:
+        def with_fault(*args: Any, **kwargs: Any) -> Any:
+            out = original(*args, **kwargs)
+            faults.fault_point(stage)
+            return out
+
+        return with_fault
+
+    for module_name, module in list(sys.modules.items()):
+        if not module_name.startswith("dvengine.engine.spark"):
+            continue
+        for attr, stage in targets.items():
+            original = getattr(module, attr, None)
+            if callable(original):
+                wrapper = wrapped.setdefault(id(original), wrap(original, stage))
+                setattr(module, attr, wrapper)
+    _install_commit_fault_points()
+
+
+def _install_commit_fault_points() -> None:
+    from dvengine.maintenance import faults
+
+    link = os.link
+
+    def faulty_link(src: Any, dst: Any, *args: Any, **kwargs: Any) -> None:
+        is_commit = str(dst).endswith(".json") and "_delta_log" in str(dst)
+        if is_commit:
+            faults.fault_point(faults.COMMIT_BEFORE_LINK)
+        link(src, dst, *args, **kwargs)
+        if is_commit:
+            faults.fault_point(faults.COMMIT_AFTER_LINK)
+
+    os.link = faulty_link  # type: ignore[assignment]
+
+
+def _child(kind: str, root: str, condition: str, mode: str) -> None:
+    if kind == "spark":
+        from dvengine import DeltaTable
+        from dvengine.engine.spark.session import get_or_create_session
+
+        _install_fault_points()
+        spark = get_or_create_session()
+        spark.conf.set("dvengine.dv.inlineMaxBytes", "0")  # DVs in files, so orphans are visible
+        DeltaTable.forPath(spark, root).delete(condition, mode=mode)
+    else:
+        from test_concurrency_support import core_delete
+
+        _install_commit_fault_points()
+        core_delete(root, condition)
+    sys.exit(0)  # reached only if the armed stage was never hit
+
+
+def _spawn(kind: str, stage: str, root: Path, condition: str, mode: str) -> subprocess.Popen[bytes]:
+    env = dict(os.environ)
+    env["DVENGINE_FAULT_INJECT"] = stage
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO), str(REPO / "tests"), env.get("PYTHONPATH", "")])
+    env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    return subprocess.Popen(
+        [sys.executable, __file__, kind, str(root), condition, mode],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+
+
+def _files(root: Path) -> set[str]:
+    out = set()
+    for dirpath, _, names in os.walk(root):
+        out.update(os.path.relpath(os.path.join(dirpath, n), root) for n in names)
+    return out
+
+
+def _make(root: Path) -> dict[int, int]:
+    from test_concurrency_support import create_table
+
+    create_table(root, [pa.table({"id": list(range(10)), "v": list(range(10))}),
+                        pa.table({"id": list(range(10, 20)), "v": list(range(10, 20))})])
+    return {i: i for i in range(20)}
+
+
+CASES = [
+    # (stage, child kind, delete mode, committed?)
+    ("dml.dv_files_written", "spark", "dv", False),
+    ("dml.data_files_written", "spark", "rewrite", False),
+    ("commit.before_link", "core", "dv", False),
+    ("commit.after_link", "core", "dv", True),
+]
+
+
+def test_kill_at_every_stage_leaves_last_committed_version(spark: Any, tmp_path: Path) -> None:
+    from dvengine import DeltaTable
+    from dvengine.log import latest_version
+    from dvengine.maintenance import vacuum
+    from interop import assert_all_readers
+
+    condition = "id in (3, 14)"
+    runs = []
+    for n, (stage, kind, mode, committed) in enumerate(CASES):
+        root = tmp_path / f"t{n}"
+        model = _make(root)
+        before = _files(root)
+        runs.append((stage, kind, mode, committed, root, model, before, _spawn(kind, stage, root, condition, mode)))
+    for stage, kind, mode, committed, root, model, before, proc in runs:
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == -signal.SIGKILL, f"{stage}/{kind}: child exited {proc.returncode}: {err.decode()[-2000:]}"
+        expected_version = 1 if committed else 0
+        assert latest_version(str(root)) == expected_version, stage
+        if committed:
+            model = {k: v for k, v in model.items() if k not in (3, 14)}
+        assert_all_readers(spark, root, COLS, sorted(model.items()))
+        leftovers = {f for f in _files(root) - before if not f.startswith("_delta_log")}
+        if stage.startswith("dml.") or stage == "commit.before_link":
+            assert leftovers, f"{stage}: the killed writer should have left files behind"
+        if stage == "commit.before_link":  # the temp commit exists but is invisible to readers
+            assert any(f.endswith(".tmp") for f in os.listdir(root / "_delta_log"))
+        time.sleep(0.01)
+        report = vacuum(str(root), retention_hours=0, enforce_retention=False)
+        assert set(report["files"]) == (set() if committed else leftovers), stage
+        assert_all_readers(spark, root, COLS, sorted(model.items()))
+        # The table stays writable: the next DELETE commits at the next version.
+        if stage == "commit.before_link":
+            DeltaTable.forPath(spark, root).delete("id = 0", mode="dv")
+            assert latest_version(str(root)) == expected_version + 1
+            del model[0]
+            assert_all_readers(spark, root, COLS, sorted(model.items()))
+
+
+@pytest.mark.parametrize("damage", ["truncate", "corrupt", "missing", "garbage_version"])
+def test_damaged_dv_file_fails_reads_loudly(spark: Any, tmp_path: Path, damage: str) -> None:
+    from dvengine import DeltaTable
+    from dvengine.dv import absolute_dv_path
+    from dvengine.errors import DeletionVectorError
+    from dvengine.log import load_snapshot
+    from test_concurrency_support import core_delete, rows_of
+
+    root = tmp_path / "t"
+    model = _make(root)
+    core_delete(root, "id in (1, 2, 3)")
+    dv = next(a.deletion_vector for a in load_snapshot(str(root)).files if a.deletion_vector is not None)
+    assert dv is not None and not dv.is_inline
+    path = Path(absolute_dv_path(str(root), dv))
+    data = path.read_bytes()
+    if damage == "truncate":
+        path.write_bytes(data[: len(data) - 6])
+    elif damage == "corrupt":
+        path.write_bytes(data[:-8] + bytes(b ^ 0xFF for b in data[-8:-4]) + data[-4:])
+    elif damage == "missing":
+        path.unlink()
+    else:
+        path.write_bytes(b"\x07" + data[1:])
+    with pytest.raises(DeletionVectorError):
+        DeltaTable.forPath(None, root).toArrow()
+    with pytest.raises(DeletionVectorError):
+        DeltaTable.forPath(spark, root).toDF().collect()
+    # The version before the DV is unaffected.
+    assert rows_of(root, version=0) == sorted(model.items())
+    shutil.rmtree(root)
+
+
+if __name__ == "__main__":
+    _child(*sys.argv[1:5])
