@@ -1,0 +1,184 @@
+"""MERGE clauses: what the user asked for, and the same bound to the target and source schemas.
+
+Binding happens before any data is read, so a clause naming an unknown column, a NOT MATCHED
+clause reading the target, or an UpdateAll on a source missing a target column fails with a
+typed error while the table is untouched. Scoping follows Delta: MATCHED clauses see both
+aliases; NOT MATCHED (insert) clauses see only the source, since there is no target row;
+NOT MATCHED BY SOURCE clauses see only the target, since there is no source row.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+from pyspark.sql import Column, DataFrame
+
+from dvengine.engine.spark.columns import predicate_column_to_sql, value_column_to_sql
+from dvengine.errors import InvalidArgumentError, SchemaMismatchError
+from dvengine.expressions import BoundExpression, BoundPredicate, parse_predicate, parse_value_expression
+from dvengine.protocol.schema import StructType
+
+Expr = str | Column
+
+
+class ClauseKind(Enum):
+    MATCHED = "matched"
+    NOT_MATCHED = "notMatched"
+    NOT_MATCHED_BY_SOURCE = "notMatchedBySource"
+
+
+class ClauseAction(Enum):
+    UPDATE = "update"
+    DELETE = "delete"
+    INSERT = "insert"
+
+
+# Clause ids in the joined frame: kind base + position, so one integer says kind and clause.
+KIND_BASE = {ClauseKind.MATCHED: 0, ClauseKind.NOT_MATCHED: 1000, ClauseKind.NOT_MATCHED_BY_SOURCE: 2000}
+
+
+@dataclass(frozen=True)
+class MergeClause:
+    """One WHEN clause as given. ``assignments`` None on update/insert means UpdateAll/InsertAll."""
+
+    kind: ClauseKind
+    action: ClauseAction
+    condition: Expr | None = None
+    assignments: Mapping[str, Expr] | None = None
+
+
+@dataclass(frozen=True)
+class BoundClause:
+    """A clause bound to the schemas; ``assignments`` maps every assigned target column (logical
+    name) to its value. Unassigned columns keep the target value (update) or get NULL (insert)."""
+
+    clause_id: int
+    kind: ClauseKind
+    action: ClauseAction
+    condition: BoundPredicate | None
+    assignments: Mapping[str, BoundExpression]
+    star: bool
+
+    @property
+    def retires_target_row(self) -> bool:
+        return self.action in (ClauseAction.UPDATE, ClauseAction.DELETE)
+
+    @property
+    def writes_row(self) -> bool:
+        return self.action in (ClauseAction.UPDATE, ClauseAction.INSERT)
+
+
+@dataclass(frozen=True)
+class MergeScope:
+    """The two tables a MERGE sees, under their aliases, and empty frames to resolve Columns on."""
+
+    target_alias: str
+    source_alias: str
+    target_schema: StructType
+    source_schema: StructType
+    empty_joined: DataFrame
+
+    def aliases(self, kind: ClauseKind | None) -> dict[str, StructType]:
+        if kind is ClauseKind.NOT_MATCHED:
+            return {self.source_alias: self.source_schema}
+        if kind is ClauseKind.NOT_MATCHED_BY_SOURCE:
+            return {self.target_alias: self.target_schema}
+        return {self.target_alias: self.target_schema, self.source_alias: self.source_schema}
+
+
+def bind_condition(scope: MergeScope, condition: Expr, kind: ClauseKind | None) -> BoundPredicate:
+    text = predicate_column_to_sql(condition, scope.empty_joined) if isinstance(condition, Column) else condition
+    return parse_predicate(text, scope.target_schema, aliases=scope.aliases(kind))
+
+
+def _bind_value(scope: MergeScope, value: Expr, kind: ClauseKind) -> BoundExpression:
+    text = value_column_to_sql(value, scope.empty_joined) if isinstance(value, Column) else value
+    return parse_value_expression(text, scope.target_schema, aliases=scope.aliases(kind))
+
+
+def _target_column(scope: MergeScope, key: str) -> str:
+    """The target column an assignment key names: ``col`` or ``<target alias>.col``, any case."""
+    name = key
+    prefix = scope.target_alias.lower() + "."
+    if key.lower().startswith(prefix) and scope.target_schema.find(key) is None:
+        name = key[len(prefix):]
+    field = scope.target_schema.find(name)
+    if field is None:
+        if "." in name:
+            raise InvalidArgumentError(
+                f"cannot assign {key!r}: assignments to nested fields are not supported; assign the whole "
+                f"top-level struct column instead"
+            )
+        raise SchemaMismatchError(
+            f"cannot assign {key!r}: the target table has no such column; its columns are "
+            f"{', '.join(scope.target_schema.field_names)}"
+        )
+    return field.name
+
+
+def _star_assignments(scope: MergeScope, kind: ClauseKind) -> dict[str, BoundExpression]:
+    """UpdateAll / InsertAll: every target column from the source column of the same name."""
+    missing = [f.name for f in scope.target_schema.fields if scope.source_schema.find(f.name) is None]
+    if missing:
+        raise SchemaMismatchError(
+            f"{'updateAll' if kind is ClauseKind.MATCHED else 'insertAll'} needs every target column in the "
+            f"source, but the source lacks {missing} (source columns: {', '.join(scope.source_schema.field_names)}); "
+            f"schema evolution is not supported"
+        )
+    out: dict[str, BoundExpression] = {}
+    for f in scope.target_schema.fields:
+        source_name = scope.source_schema.get(f.name).name.replace("`", "``")
+        out[f.name] = _bind_value(scope, f"`{scope.source_alias}`.`{source_name}`", kind)
+    return out
+
+
+def bind_clauses(scope: MergeScope, clauses: Sequence[MergeClause]) -> list[BoundClause]:
+    """Bind every clause; check Delta's rule that only the last clause of a kind may be unconditional."""
+    bound: list[BoundClause] = []
+    for kind in ClauseKind:
+        of_kind = [c for c in clauses if c.kind is kind]
+        for position, clause in enumerate(of_kind):
+            if clause.condition is None and position < len(of_kind) - 1:
+                raise InvalidArgumentError(
+                    f"only the last {kind.value} clause of a MERGE may omit its condition "
+                    f"(clause {position + 1} of {len(of_kind)} has none)"
+                )
+            condition = None if clause.condition is None else bind_condition(scope, clause.condition, kind)
+            assignments: dict[str, BoundExpression] = {}
+            star = clause.action is not ClauseAction.DELETE and clause.assignments is None
+            if star:
+                assignments = _star_assignments(scope, kind)
+            elif clause.assignments is not None:
+                for key, value in clause.assignments.items():
+                    column = _target_column(scope, key)
+                    if column in assignments:
+                        raise InvalidArgumentError(f"column {column!r} is assigned twice in one {kind.value} clause")
+                    assignments[column] = _bind_value(scope, value, kind)
+            bound.append(BoundClause(KIND_BASE[kind] + position, kind, clause.action, condition, assignments, star))
+    return bound
+
+
+def operation_parameters(condition: BoundPredicate, clauses: Sequence[BoundClause]) -> dict[str, Any]:
+    """``operationParameters`` as Delta Spark writes them for MERGE (JSON text values)."""
+
+    def describe(kind: ClauseKind) -> str:
+        items: list[dict[str, str]] = []
+        for c in clauses:
+            if c.kind is not kind:
+                continue
+            item = {"actionType": c.action.value}
+            if c.condition is not None:
+                item = {"predicate": c.condition.sql, **item}
+            items.append(item)
+        return json.dumps(items, separators=(",", ":"))
+
+    return {
+        "predicate": json.dumps([condition.sql]),
+        "matchedPredicates": describe(ClauseKind.MATCHED),
+        "notMatchedPredicates": describe(ClauseKind.NOT_MATCHED),
+        "notMatchedBySourcePredicates": describe(ClauseKind.NOT_MATCHED_BY_SOURCE),
+    }

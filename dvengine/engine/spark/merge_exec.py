@@ -1,0 +1,394 @@
+"""MERGE execution: candidates, one join, clause evaluation, then DVs for retired rows and new files.
+
+Order of work is what keeps failures clean. Everything that can reject the MERGE runs before a
+single byte is written: binding (unknown columns, scoping), static casts (Spark analysis),
+the cardinality check (a target row matched by several source rows), and a validation pass
+over the new rows (values that do not cast to the target type, NULLs into NOT NULL columns).
+Only then are deletion vectors and data files written, and one commit makes them visible.
+
+The joined frame is persisted once and feeds the cardinality check, the per-clause counts and
+validation, the DV job (row ids of updated and deleted target rows) and the write of new rows.
+Target columns are renamed to ``__t<i>`` and source columns to ``__s<j>`` so that same-named
+columns of both sides can coexist; clause expressions are rewritten to those names from their
+bound trees, never by string substitution.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyspark import StorageLevel
+from pyspark.errors import AnalysisException
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from dvengine.commit.transaction import Transaction
+from dvengine.engine.spark.dml_common import RowRetirement, check_dv_mode_allowed, resolve_options, retire_rows
+from dvengine.engine.spark.merge_clauses import (
+    BoundClause,
+    ClauseAction,
+    ClauseKind,
+    MergeClause,
+    MergeScope,
+    bind_clauses,
+    bind_condition,
+    operation_parameters,
+)
+from dvengine.engine.spark.merge_prune import ConditionParts, derive_target_predicate, split_condition
+from dvengine.engine.spark.reader import FILE_PATH_COL, ROW_INDEX_COL, logical_spark_type, scan_logical, spark_schema
+from dvengine.engine.spark.write_api import dataframe_schema
+from dvengine.engine.spark.writer import delete_written_files, write_parquet_files
+from dvengine.errors import (
+    InvalidArgumentError,
+    InvalidPredicateError,
+    MergeCardinalityError,
+    SchemaMismatchError,
+    SchemaViolationError,
+)
+from dvengine.expressions import BoundExpression, BoundPredicate, to_spark_sql
+from dvengine.log import Snapshot, load_snapshot
+from dvengine.planning.decisions import DmlOptions
+from dvengine.planning.candidates import CandidatePlan, might_match_function, plan_candidates
+from dvengine.protocol.actions import Action, AddFile
+from dvengine.protocol.features import check_writable
+from dvengine.protocol.schema import StructField
+from dvengine.protocol.stats import FileStats
+
+T_PRESENT = "__merge_tp"
+S_PRESENT = "__merge_sp"
+CLAUSE = "__merge_clause"
+DEFAULT_TARGET_ALIAS = "__target"
+DEFAULT_SOURCE_ALIAS = "__source"
+
+
+@dataclass(frozen=True)
+class MergeRequest:
+    table_root: str
+    target_alias: str | None
+    source: DataFrame
+    source_alias: str | None
+    condition: str | Column
+    clauses: Sequence[MergeClause]
+    mode: str | None = None
+
+
+@dataclass
+class _Names:
+    """Internal column names of the join and the rename map for clause expressions."""
+
+    target: dict[str, str] = field(default_factory=dict)  # logical target name -> __t<i>
+    source: dict[str, str] = field(default_factory=dict)  # source column name -> __s<j>
+    rename: dict[str, str] = field(default_factory=dict)  # alias.name -> internal
+
+    def sql(self, expr: BoundExpression) -> Column:
+        return F.expr(to_spark_sql(expr, self.rename))
+
+
+def _quote(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _scope(spark: SparkSession, snapshot: Snapshot, req: MergeRequest) -> tuple[MergeScope, _Names]:
+    target_alias = req.target_alias or DEFAULT_TARGET_ALIAS
+    source_alias = req.source_alias or DEFAULT_SOURCE_ALIAS
+    if target_alias.lower() == source_alias.lower():
+        raise InvalidArgumentError(f"the target and the source must have different aliases (both are {target_alias!r})")
+    lowered = [c.lower() for c in req.source.columns]
+    if len(set(lowered)) != len(lowered):
+        raise SchemaMismatchError(f"the source has duplicate column names (case-insensitive): {req.source.columns}")
+    source_schema = dataframe_schema(req.source)
+    empty_target = spark.createDataFrame([], spark_schema(snapshot.schema)).alias(target_alias)
+    empty_source = spark.createDataFrame([], req.source.schema).alias(source_alias)
+    scope = MergeScope(target_alias, source_alias, snapshot.schema, source_schema, empty_target.crossJoin(empty_source))
+    names = _Names()
+    for i, f in enumerate(snapshot.schema.fields):
+        names.target[f.name] = f"__t{i}"
+        names.rename[f"{target_alias}.{f.name}"] = f"__t{i}"
+    for j, name in enumerate(req.source.columns):
+        names.source[name] = f"__s{j}"
+        names.rename[f"{source_alias}.{name}"] = f"__s{j}"
+    return scope, names
+
+
+def _first_true(clauses: Sequence[BoundClause], names: _Names) -> Column:
+    """CASE WHEN cond1 THEN id1 WHEN cond2 THEN id2 ... END: Delta's first-matching-clause rule."""
+    result: Column | None = None
+    for c in clauses:
+        cond = F.lit(True) if c.condition is None else names.sql(c.condition)
+        result = F.when(cond, F.lit(c.clause_id)) if result is None else result.when(cond, F.lit(c.clause_id))
+    return result if result is not None else F.lit(None).cast("int")
+
+
+def _value_columns(snapshot: Snapshot, clauses: Sequence[BoundClause], names: _Names) -> list[Column]:
+    """One column per target field: the value the row's clause gives it (NULL for non-writing rows)."""
+    columns: list[Column] = []
+    for f in snapshot.schema.fields:
+        value: Column | None = None
+        for c in clauses:
+            if not c.writes_row:
+                continue
+            assigned = c.assignments.get(f.name)
+            if assigned is not None:
+                expr = names.sql(assigned)
+            elif c.action is ClauseAction.UPDATE:
+                expr = F.col(names.target[f.name])
+            else:
+                expr = F.lit(None)
+            hit = F.col(CLAUSE) == F.lit(c.clause_id)
+            value = F.when(hit, expr) if value is None else value.when(hit, expr)
+        columns.append((value if value is not None else F.lit(None)).alias(names.target[f.name]))
+    return columns
+
+
+def _only_unconditional_delete(matched: Sequence[BoundClause]) -> bool:
+    return len(matched) == 1 and matched[0].action is ClauseAction.DELETE and matched[0].condition is None
+
+
+def _num_records(adds: Sequence[AddFile]) -> int:
+    total = 0
+    for add in adds:
+        stats = FileStats.parse(add.stats)
+        total += 0 if stats is None or stats.num_records is None else stats.num_records
+    return total
+
+
+class _Timer:
+    def __init__(self) -> None:
+        self.started = time.monotonic()
+
+    def ms(self) -> int:
+        return int((time.monotonic() - self.started) * 1000)
+
+
+def execute_merge(spark: SparkSession, req: MergeRequest) -> dict[str, Any]:
+    total = _Timer()
+    if not req.clauses:
+        raise InvalidArgumentError("a MERGE needs at least one WHEN clause")
+    options = resolve_options(spark, req.mode)
+    snapshot = load_snapshot(req.table_root)
+    check_writable(snapshot.protocol)
+    dv_supported = check_dv_mode_allowed(snapshot, options)
+    scope, names = _scope(spark, snapshot, req)
+    condition = bind_condition(scope, req.condition, None)
+    clauses = bind_clauses(scope, req.clauses)
+    matched = [c for c in clauses if c.kind is ClauseKind.MATCHED]
+    not_matched = [c for c in clauses if c.kind is ClauseKind.NOT_MATCHED]
+    by_source = [c for c in clauses if c.kind is ClauseKind.NOT_MATCHED_BY_SOURCE]
+    insert_only = not matched and not by_source
+
+    source = req.source.select(
+        *[F.col(_quote(name)).alias(internal) for name, internal in names.source.items()], F.lit(True).alias(S_PRESENT)
+    ).persist(StorageLevel.MEMORY_AND_DISK)
+    work: DataFrame | None = None
+    try:
+        source_rename = {k: v for k, v in names.rename.items() if k.lower().startswith(scope.source_alias.lower() + ".")}
+        parts = (
+            ConditionParts((), ())
+            if by_source
+            else split_condition(condition, scope.target_alias, scope.source_alias, snapshot.schema, source_rename)
+        )
+        target_types = {f.name: logical_spark_type(f) for f in snapshot.schema.fields}
+        derived, num_source_rows = derive_target_predicate(source, parts, snapshot.schema, target_types)
+        plan = plan_candidates(snapshot, None if by_source else derived)
+
+        needed = None
+        if insert_only:
+            needed = {name for q, name in condition.qualified_columns if q == scope.target_alias}
+        target = scan_logical(spark, snapshot, plan.candidates, columns=needed, keep_row_ids=True)
+        target = target.select(
+            *[F.col(_quote(f.name)).alias(names.target[f.name]) for f in snapshot.schema.fields if needed is None or f.name in needed],
+            FILE_PATH_COL,
+            ROW_INDEX_COL,
+            F.lit(True).alias(T_PRESENT),
+        )
+        how = "left_anti" if insert_only else {
+            (False, False): "inner", (True, False): "left", (False, True): "right", (True, True): "full"
+        }[(bool(not_matched), bool(by_source))]
+        joined = source.join(target, names.sql(condition), how)
+        t_present = F.lit(False) if insert_only else F.coalesce(F.col(T_PRESENT), F.lit(False))
+        s_present = F.coalesce(F.col(S_PRESENT), F.lit(False))
+        clause_col = (
+            F.when(t_present & s_present, _first_true(matched, names))
+            .when(s_present, _first_true(not_matched, names))
+            .when(t_present, _first_true(by_source, names))
+        )
+        check_duplicates = not insert_only and not _only_unconditional_delete(matched)
+        keep = F.col(CLAUSE).isNotNull()
+        if check_duplicates:
+            keep = keep | (t_present & s_present)
+        try:
+            work = joined.withColumn(CLAUSE, clause_col).where(keep)
+        except AnalysisException as exc:
+            raise InvalidPredicateError(f"cannot evaluate the MERGE condition or clause conditions: {exc}") from exc
+        work = work.persist(StorageLevel.MEMORY_AND_DISK)
+        run = _Run(spark, snapshot, options, dv_supported, condition, clauses, names, plan, derived,
+                   check_duplicates, num_source_rows, total)
+        return _apply(run, work)
+    finally:
+        if work is not None:
+            work.unpersist()
+        source.unpersist()
+
+
+@dataclass(frozen=True)
+class _Run:
+    """Everything the second half of a MERGE needs, resolved by the first half."""
+
+    spark: SparkSession
+    snapshot: Snapshot
+    options: DmlOptions
+    dv_supported: bool
+    condition: BoundPredicate
+    clauses: list[BoundClause]
+    names: _Names
+    plan: CandidatePlan
+    derived: BoundPredicate | None
+    check_duplicates: bool
+    num_source_rows: int
+    total: _Timer
+
+
+def _apply(run: _Run, work: DataFrame) -> dict[str, Any]:
+    spark, snapshot, clauses, names, plan = run.spark, run.snapshot, run.clauses, run.names, run.plan
+    scan = _Timer()
+    writing = [c.clause_id for c in clauses if c.writes_row]
+    retiring = [c.clause_id for c in clauses if c.retires_target_row]
+    fields = list(snapshot.schema.fields)
+    typed_names = [names.target[f.name] for f in fields]
+    valued = _analyze(lambda: work.select(CLAUSE, FILE_PATH_COL, ROW_INDEX_COL, *_value_columns(snapshot, clauses, names)),
+                      InvalidPredicateError, "cannot evaluate a MERGE assignment")
+    tried = [F.col(n).try_cast(logical_spark_type(f)) for n, f in zip(typed_names, fields)]
+    _analyze(lambda: valued.select(*tried), SchemaViolationError, "a MERGE assignment cannot be cast to its target column type")
+
+    if run.check_duplicates:
+        both = work.where(F.col(T_PRESENT).isNotNull() & F.col(S_PRESENT).isNotNull())
+        duplicate = both.groupBy(FILE_PATH_COL, ROW_INDEX_COL).count().where(F.col("count") > 1).limit(1).collect()
+        if duplicate:
+            raise MergeCardinalityError(
+                "cannot perform MERGE: multiple source rows matched the same target row and could modify it in "
+                "conflicting ways (Delta's DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE); deduplicate the "
+                "source or make the condition match at most one source row per target row; nothing was written"
+            )
+
+    counts = _clause_counts_and_validate(valued, tried, fields, typed_names, writing)
+    by_id = {c.clause_id: c for c in clauses}
+
+    def count(kind: ClauseKind, action: ClauseAction) -> int:
+        return sum(n for cid, n in counts.items() if by_id[cid].kind is kind and by_id[cid].action is action)
+
+    now_ms = int(time.time() * 1000)
+    retired = RowRetirement()
+    if any(counts.get(cid, 0) for cid in retiring):
+        ids = work.where(F.col(CLAUSE).isin(retiring)).select(FILE_PATH_COL, ROW_INDEX_COL)
+        if not run.check_duplicates:
+            ids = ids.distinct()
+        retired = retire_rows(spark, snapshot, plan.candidates, ids, run.options, run.dv_supported, now_ms)
+    scan_ms = scan.ms()
+
+    rewrite = _Timer()
+    new_rows = sum(counts.get(cid, 0) for cid in writing)
+    adds: list[AddFile] = []
+    if new_rows or retired.files_to_rewrite:
+        raw = valued.where(F.col(CLAUSE).isin(writing))
+        out = raw.select(*[F.col(n).cast(logical_spark_type(f)).alias(f.name) for n, f in zip(typed_names, fields)])
+        if retired.files_to_rewrite:
+            ids = work.where(F.col(CLAUSE).isin(retiring)).select(FILE_PATH_COL, ROW_INDEX_COL)
+            survivors = (
+                scan_logical(spark, snapshot, retired.files_to_rewrite, keep_row_ids=True)
+                .join(ids, on=[FILE_PATH_COL, ROW_INDEX_COL], how="left_anti")
+                .select(*[F.col(_quote(f.name)) for f in fields])
+            )
+            out = out.unionByName(survivors)
+        adds = write_parquet_files(out, snapshot.table_root, snapshot.schema, snapshot.partition_columns)
+    rewrite_ms = rewrite.ms() if adds else 0
+
+    matched_updated = count(ClauseKind.MATCHED, ClauseAction.UPDATE)
+    matched_deleted = count(ClauseKind.MATCHED, ClauseAction.DELETE)
+    if not run.check_duplicates and matched_deleted:
+        matched_deleted = retired.rows_retired  # duplicates allowed: count distinct target rows
+    nmbs_updated = count(ClauseKind.NOT_MATCHED_BY_SOURCE, ClauseAction.UPDATE)
+    nmbs_deleted = count(ClauseKind.NOT_MATCHED_BY_SOURCE, ClauseAction.DELETE)
+    inserted = count(ClauseKind.NOT_MATCHED, ClauseAction.INSERT)
+    output_rows = _num_records(adds)
+    metrics: dict[str, Any] = {
+        "numSourceRows": run.num_source_rows,
+        "numTargetRowsInserted": inserted,
+        "numTargetRowsUpdated": matched_updated + nmbs_updated,
+        "numTargetRowsDeleted": matched_deleted + nmbs_deleted,
+        "numTargetRowsMatchedUpdated": matched_updated,
+        "numTargetRowsMatchedDeleted": matched_deleted,
+        "numTargetRowsNotMatchedBySourceUpdated": nmbs_updated,
+        "numTargetRowsNotMatchedBySourceDeleted": nmbs_deleted,
+        "numTargetRowsCopied": output_rows - (matched_updated + nmbs_updated + inserted) if adds else 0,
+        "numOutputRows": output_rows,
+        "numTargetDeletionVectorsAdded": retired.dvs_added,
+        "numTargetDeletionVectorsRemoved": retired.dvs_removed,
+        "numTargetDeletionVectorsUpdated": retired.dvs_updated,
+        "numTargetFilesAdded": len(adds),
+        "numTargetFilesRemoved": retired.files_removed,
+        "numTargetBytesAdded": sum(a.size for a in adds),
+        "numTargetBytesRemoved": retired.removed_bytes,
+        "numTargetFilesBeforeSkipping": plan.num_files_total,
+        "numTargetFilesAfterSkipping": len(plan.candidates),
+        **plan.metrics(),
+        "scanTimeMs": scan_ms,
+        "rewriteTimeMs": rewrite_ms,
+    }
+    actions: list[Action] = [*retired.actions, *adds]
+    if not actions:
+        metrics["executionTimeMs"] = run.total.ms()
+        metrics["version"] = None  # nothing matched any clause: no commit
+        return metrics
+    try:
+        txn = Transaction(snapshot.table_root, snapshot, "MERGE", operation_parameters(run.condition, clauses))
+        if any(c.kind is ClauseKind.NOT_MATCHED_BY_SOURCE for c in clauses):
+            txn.record_read(snapshot.files, None)
+        else:
+            txn.record_read(plan.candidates, might_match_function(snapshot, run.derived))
+        txn.add_actions(actions)
+        metrics["executionTimeMs"] = run.total.ms()
+        metrics["version"] = txn.commit({k: v for k, v in metrics.items() if k != "version"})
+    except BaseException:
+        delete_written_files(snapshot.table_root, adds)
+        raise
+    return metrics
+
+
+def _analyze(build: Callable[[], Any], error: type[Exception], what: str) -> Any:
+    """Run a frame-building step (Spark analyses eagerly) and turn analysis errors into ``error``."""
+    try:
+        return build()
+    except AnalysisException as exc:
+        raise error(f"{what}: {exc}") from exc
+
+
+def _clause_counts_and_validate(
+    valued: DataFrame, tried: list[Column], fields: Sequence[StructField], typed_names: list[str], writing: list[int]
+) -> dict[int, int]:
+    """Rows per clause, and in the same job the checks on new values (uncastable, NULL into NOT NULL)."""
+    is_writing = F.col(CLAUSE).isin(writing)
+    checks: list[Column] = []
+    for i, (name, f) in enumerate(zip(typed_names, fields)):
+        checks.append(F.when(F.col(name).isNotNull() & tried[i].isNull(), 1).otherwise(0).alias(f"bad{i}"))
+        if not f.nullable:
+            checks.append(F.when(is_writing & tried[i].isNull(), 1).otherwise(0).alias(f"null{i}"))
+    check_names = [f"bad{i}" for i in range(len(fields))] + [f"null{i}" for i, f in enumerate(fields) if not f.nullable]
+    rows = (
+        valued.select(CLAUSE, *checks)
+        .groupBy(CLAUSE)
+        .agg(F.count(F.lit(1)).alias("__n"), *[F.sum(F.col(n)).alias(n) for n in check_names])
+        .collect()
+    )
+    counts = {int(r[CLAUSE]): int(r["__n"]) for r in rows if r[CLAUSE] is not None}
+    bad = [f.name for i, f in enumerate(fields) if any((r[f"bad{i}"] or 0) > 0 for r in rows)]
+    if bad:
+        raise SchemaViolationError(
+            f"MERGE would write value(s) that cannot be cast to the target type of column(s) {bad}; nothing was written"
+        )
+    nulls = [f.name for i, f in enumerate(fields) if not f.nullable and any((r[f"null{i}"] or 0) > 0 for r in rows)]
+    if nulls:
+        raise SchemaViolationError(f"MERGE would write NULL into NOT NULL column(s) {nulls}; nothing was written")
+    return counts
