@@ -69,6 +69,10 @@ class InvalidArgumentError(DvengineError, ValueError):
 # --- DML -------------------------------------------------------------------------------------
 
 
+class OperationNotAllowedError(DvengineError):
+    """The table's properties forbid the operation (e.g. DELETE/UPDATE/MERGE on ``delta.appendOnly`` tables)."""
+
+
 class MergeCardinalityError(DvengineError):
     """A target row matched more than one source row in MERGE (Delta's DELTA_MULTIPLE_SOURCE_ROW_MATCHING)."""
 

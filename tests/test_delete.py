@@ -20,6 +20,7 @@ from dvengine.errors import (
     ConcurrentDeleteReadError,
     InvalidArgumentError,
     InvalidPredicateError,
+    OperationNotAllowedError,
     UnsupportedFeatureError,
 )
 from dvengine.log import load_snapshot
@@ -230,3 +231,30 @@ def test_conflicting_concurrent_delete_raises_and_commits_nothing(
         DeltaTable.forPath(spark, tmp_path / "t").delete("id = 2", mode="dv")
     assert log_listing(tmp_path / "t") == before[0]
     assert_all_readers(spark, tmp_path / "t", COLS, before[1])
+
+
+@pytest.mark.parametrize(
+    ("configuration", "error", "fragment"),
+    [
+        ({"delta.appendOnly": "true"}, OperationNotAllowedError, "append-only"),
+        ({"delta.constraints.positive": "id >= 0"}, UnsupportedFeatureError, "CHECK constraints"),
+    ],
+)
+def test_dml_refused_on_tables_whose_rules_it_cannot_honour(
+    spark: Any, tmp_path: Path, configuration: dict[str, str], error: type[Exception], fragment: str
+) -> None:
+    make_table(spark, tmp_path / "t")
+    # Add the property by a metadata commit, as another engine would have.
+    snapshot = load_snapshot(str(tmp_path / "t"))
+    metadata = snapshot.metadata.to_json()
+    metadata["configuration"] = {**metadata["configuration"], **configuration}
+    (tmp_path / "t/_delta_log/00000000000000000001.json").write_text(
+        json.dumps({"commitInfo": {"timestamp": 1}}) + "\n" + json.dumps({"metaData": metadata}) + "\n"
+    )
+    before = (log_listing(tmp_path / "t"), data_listing(tmp_path / "t"))
+    table = DeltaTable.forPath(spark, tmp_path / "t")
+    with pytest.raises(error, match=fragment):
+        table.delete("id = 1")
+    with pytest.raises(error, match=fragment):
+        table.update("id = 1", {"name": "'x'"})
+    assert (log_listing(tmp_path / "t"), data_listing(tmp_path / "t")) == before

@@ -17,14 +17,13 @@ from pyspark.sql import Column, SparkSession
 from pyspark.sql import functions as F
 
 from dvengine.commit.transaction import Transaction
-from dvengine.engine.spark.dml_common import check_dv_mode_allowed, resolve_options, retire_rows, write_rows
+from dvengine.engine.spark.dml_common import check_dml_allowed, check_dv_mode_allowed, resolve_options, retire_rows, write_rows
 from dvengine.engine.spark.columns import predicate_column_to_sql
 from dvengine.engine.spark.reader import FILE_PATH_COL, ROW_INDEX_COL, scan_logical, spark_schema
 from dvengine.expressions import BoundPredicate, parse_predicate
 from dvengine.log import Snapshot, load_snapshot
 from dvengine.planning.candidates import might_match_function, plan_candidates
 from dvengine.protocol.actions import AddFile
-from dvengine.protocol.features import check_writable
 from dvengine.protocol.stats import FileStats
 from dvengine.storage import resolve_data_path
 
@@ -52,7 +51,7 @@ def execute_delete(
     started = time.monotonic()
     options = resolve_options(spark, mode)
     snapshot = load_snapshot(table_root)
-    check_writable(snapshot.protocol)
+    check_dml_allowed(snapshot, "DELETE")
     dv_supported = check_dv_mode_allowed(snapshot, options)
     text = condition_sql(spark, snapshot, condition)
     predicate: BoundPredicate | None = None if text is None else parse_predicate(text, snapshot.schema)

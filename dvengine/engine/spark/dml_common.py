@@ -19,7 +19,7 @@ from pyspark.sql import DataFrame, SparkSession
 from dvengine.engine.spark.dv_job import RESULT_DDL, DvJobContext, build_deletion_vectors
 from dvengine.engine.spark.paths import spark_file_uri
 from dvengine.engine.spark.reader import FILE_PATH_COL, ROW_INDEX_COL
-from dvengine.errors import UnsupportedFeatureError
+from dvengine.errors import OperationNotAllowedError, UnsupportedFeatureError
 from dvengine.log import Snapshot
 from dvengine.planning.decisions import (
     DEFAULT_INLINE_MAX_BYTES,
@@ -30,9 +30,10 @@ from dvengine.planning.decisions import (
     FileAction,
 )
 from dvengine.protocol.actions import Action, AddFile, DeletionVectorDescriptor
-from dvengine.protocol.features import supports_deletion_vectors
+from dvengine.protocol.features import check_writable, supports_deletion_vectors
 from dvengine.protocol.stats import stats_for_dv_file
 from dvengine.storage import resolve_data_path
+from dvengine.write.schema_checks import check_no_constraints
 
 CONF_MODE = "dvengine.dml.mode"
 CONF_REWRITE_THRESHOLD = "dvengine.dml.rewriteThreshold"
@@ -49,6 +50,16 @@ def resolve_options(spark: SparkSession, mode: str | None) -> DmlOptions:
         inline_max_bytes=int(conf.get(CONF_INLINE_MAX_BYTES, None) or DEFAULT_INLINE_MAX_BYTES),
         dv_random_prefix_len=int(conf.get(CONF_RANDOM_PREFIX_LEN, None) or 0),
     )
+
+
+def check_dml_allowed(snapshot: Snapshot, operation: str) -> None:
+    """Refuse row-level changes the table forbids or that dvengine cannot enforce correctly."""
+    check_writable(snapshot.protocol)
+    check_no_constraints(snapshot.metadata, snapshot.schema)
+    if snapshot.configuration.get("delta.appendOnly", "false").lower() == "true":
+        raise OperationNotAllowedError(
+            f"{operation} is not allowed: table {snapshot.table_root} is append-only (delta.appendOnly=true)"
+        )
 
 
 def check_dv_mode_allowed(snapshot: Snapshot, options: DmlOptions) -> bool:

@@ -21,6 +21,7 @@ from pyspark.sql import functions as F
 from dvengine.commit.transaction import Transaction
 from dvengine.engine.spark.columns import predicate_column_to_sql, value_column_to_sql
 from dvengine.engine.spark.dml_common import (
+    check_dml_allowed,
     check_dv_mode_allowed,
     resolve_options,
     retire_rows,
@@ -34,7 +35,6 @@ from dvengine.errors import InvalidArgumentError, InvalidPredicateError, SchemaV
 from dvengine.expressions import BoundPredicate, parse_predicate, parse_value_expression
 from dvengine.log import Snapshot, load_snapshot
 from dvengine.planning.candidates import might_match_function, plan_candidates
-from dvengine.protocol.features import check_writable
 from dvengine.storage import resolve_data_path
 
 # Spark error classes that mean "this value does not fit the column".
@@ -93,7 +93,7 @@ def execute_update(
     started = time.monotonic()
     options = resolve_options(spark, mode)
     snapshot = load_snapshot(table_root)
-    check_writable(snapshot.protocol)
+    check_dml_allowed(snapshot, "UPDATE")
     dv_supported = check_dv_mode_allowed(snapshot, options)
     bound = bind_assignments(spark, snapshot, assignments)
     predicate: BoundPredicate | None = None
