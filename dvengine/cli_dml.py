@@ -7,6 +7,7 @@ import json
 import sys
 from typing import Any
 
+from dvengine.errors import InvalidArgumentError
 from dvengine.storage import normalize_table_path
 
 
@@ -36,6 +37,23 @@ def cmd_delete(args: argparse.Namespace) -> int:
     return 0
 
 
+def parse_assignment(text: str) -> tuple[str, str]:
+    """``col=expr`` -> (col, expr); the expression itself is validated by the UPDATE binder."""
+    column, sep, expression = text.partition("=")
+    if not sep or not column.strip() or not expression.strip():
+        raise InvalidArgumentError(f"--set expects COLUMN=EXPRESSION, got {text!r}")
+    return column.strip(), expression.strip()
+
+
+def cmd_update(args: argparse.Namespace) -> int:
+    from dvengine.table import DeltaTable
+
+    assignments = dict(parse_assignment(a) for a in args.set)
+    table = DeltaTable.forPath(None, args.path)
+    _print_metrics(table.update(args.where, assignments, mode=args.mode))
+    return 0
+
+
 def register(sub: Any) -> None:
     create = sub.add_parser("create", help="create a table from a Parquet file (deletion vectors enabled)")
     create.add_argument("path")
@@ -49,3 +67,10 @@ def register(sub: Any) -> None:
     delete.add_argument("--where", help="SQL condition; omit to delete every row")
     delete.add_argument("--mode", choices=["dv", "rewrite", "auto"])
     delete.set_defaults(handler=cmd_delete)
+
+    update = sub.add_parser("update", help="UPDATE rows matching a SQL condition, printing the metrics")
+    update.add_argument("path")
+    update.add_argument("--set", action="append", required=True, metavar="COL=EXPR", help="repeatable assignment")
+    update.add_argument("--where", help="SQL condition; omit to update every row")
+    update.add_argument("--mode", choices=["dv", "rewrite", "auto"])
+    update.set_defaults(handler=cmd_update)

@@ -22,6 +22,8 @@ from dvengine.storage import normalize_table_path
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
+    from dvengine.engine.spark.merge import DeltaMergeBuilder
+
 Timestamp = int | dt.datetime | str
 
 
@@ -106,6 +108,36 @@ class DeltaTable:
         from dvengine.engine.spark.update import execute_update
 
         return execute_update(self.spark, self._path, condition, set or {}, mode)
+
+    def merge(self, source: DataFrame, condition: str | Column) -> DeltaMergeBuilder:
+        """Start a MERGE of ``source`` into this table, as in delta-spark.
+
+        Refer to the target by this table's alias (``DeltaTable.alias("t")``) and to the source by
+        ``source.alias("s")``; finish the builder with ``when...`` clauses and ``execute()``.
+        """
+        from dvengine.engine.spark.merge import merge_builder
+
+        return merge_builder(self.spark, self._path, self._alias, source, condition)
+
+    # --- maintenance -----------------------------------------------------------------------------
+
+    def history(self, limit: int | None = None) -> list[dict[str, Any]]:
+        """Commit history, newest first: one dict per version with the commitInfo fields."""
+        from dvengine.maintenance.history import history
+
+        return history(self._path, limit)
+
+    def vacuum(self, retentionHours: float = 168.0, dryRun: bool = False, enforceRetention: bool = True) -> dict[str, Any]:
+        """Delete files no version inside the retention window references; see spec_notes/retention-vacuum-purge.md."""
+        from dvengine.maintenance.vacuum import vacuum
+
+        return vacuum(self._path, retention_hours=retentionHours, dry_run=dryRun, enforce_retention=enforceRetention)
+
+    def purge(self, condition: str | None = None, minDeletedRatio: float = 0.0) -> dict[str, Any]:
+        """REORG ... APPLY (PURGE): rewrite files carrying DVs so deleted rows are physically gone."""
+        from dvengine.engine.spark.purge import purge
+
+        return purge(self.spark, self._path, condition, minDeletedRatio)
 
     def __repr__(self) -> str:
         return f"DeltaTable({self._path!r})"

@@ -37,8 +37,8 @@ from dvengine.protocol.features import DEFAULT_NEW_TABLE_PROTOCOL
 from dvengine.protocol.schema import from_arrow_schema
 from dvengine.protocol.stats import FileStats, stats_for_dv_file
 from dvengine.storage.logstore import resolve_data_path
-from dvengine.write.files import build_add_file
-from dvengine.write.stats import stats_from_parquet_metadata
+from dvengine.writing.files import build_add_file
+from dvengine.writing.stats import stats_from_parquet_metadata
 
 DV_TABLE_CONFIG = {"delta.enableDeletionVectors": "true"}
 

@@ -12,12 +12,12 @@ from hypothesis import strategies as st
 from dvengine.errors import InvalidArgumentError, SchemaMismatchError, UnsupportedFeatureError
 from dvengine.protocol.actions import Metadata, Protocol
 from dvengine.protocol.schema import DecimalType, PrimitiveType, StructType, parse_schema
-from dvengine.write.files import (
+from dvengine.writing.files import (
     encode_relative_path,
     escape_partition_value,
     parse_partition_folders,
 )
-from dvengine.write.schema_checks import (
+from dvengine.writing.schema_checks import (
     check_no_constraints,
     match_columns,
     new_table_protocol,

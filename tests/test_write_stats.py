@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from dvengine.protocol.schema import from_arrow_schema, parse_schema
 from dvengine.protocol.stats import FileStats
-from dvengine.write.stats import MAX_CODE_POINT, stats_from_parquet_metadata, truncate_string_max
+from dvengine.writing.stats import MAX_CODE_POINT, stats_from_parquet_metadata, truncate_string_max
 
 UTC = dt.timezone.utc
 

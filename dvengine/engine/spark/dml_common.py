@@ -33,7 +33,7 @@ from dvengine.protocol.actions import Action, AddFile, DeletionVectorDescriptor
 from dvengine.protocol.features import check_writable, supports_deletion_vectors
 from dvengine.protocol.stats import stats_for_dv_file
 from dvengine.storage import resolve_data_path
-from dvengine.write.schema_checks import check_no_constraints
+from dvengine.writing.schema_checks import check_no_constraints
 
 CONF_MODE = "dvengine.dml.mode"
 CONF_REWRITE_THRESHOLD = "dvengine.dml.rewriteThreshold"

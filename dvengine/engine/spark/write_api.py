@@ -28,7 +28,7 @@ from dvengine.protocol.features import check_writable
 from dvengine.protocol.schema import StructType, from_arrow_schema
 from dvengine.protocol.stats import FileStats
 from dvengine.storage.logstore import normalize_table_path
-from dvengine.write.schema_checks import (
+from dvengine.writing.schema_checks import (
     DEFAULT_NEW_TABLE_CONFIGURATION,
     check_new_table_configuration,
     check_no_constraints,

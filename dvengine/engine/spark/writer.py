@@ -26,8 +26,8 @@ from pyspark.sql import types as T
 from dvengine.errors import InvalidArgumentError
 from dvengine.protocol.actions import AddFile
 from dvengine.protocol.schema import FIELD_ID_KEY, PHYSICAL_NAME_KEY, StructType
-from dvengine.write.files import build_add_file, parse_partition_folders
-from dvengine.write.stats import stats_from_parquet_metadata
+from dvengine.writing.files import build_add_file, parse_partition_folders
+from dvengine.writing.stats import stats_from_parquet_metadata
 
 STAGING_PREFIX = "_dvengine_staging_"
 
