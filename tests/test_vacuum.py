@@ -73,7 +73,8 @@ def test_vacuum_reclaims_only_outside_retention_and_never_touches_foreign_files(
     root = tmp_path / "t"
     states = _build(root)
     snap1, snap3 = load_snapshot(str(root), version=1), load_snapshot(str(root))
-    file_a, file_b = sorted(a.path for a in snap1.files)
+    file_a = next(a.path for a in snap1.files if a.deletion_vector is not None)  # ids 0..9
+    file_b = next(a.path for a in snap1.files if a.deletion_vector is None)  # ids 10..19
     (dv1,), (dv2,) = _dv_files(root, 1), _dv_files(root, 2)
     assert _dv_files(root, 3) == {dv2} and [a.path for a in snap3.files] == [file_a]
 
