@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -18,7 +19,7 @@ from dvengine.engine.spark.merge import merge_builder
 from interop import assert_all_readers
 
 COLS = ["id", "name", "part"]
-Row = tuple[int, str, int]
+Row = tuple[Any, ...]
 
 
 def source_df(spark: Any, rows: list[Row], alias: str = "s") -> Any:
@@ -35,6 +36,38 @@ def source_df(spark: Any, rows: list[Row], alias: str = "s") -> Any:
 def commit_lines(path: Path, version: int) -> list[dict[str, Any]]:
     text = (path / "_delta_log" / f"{version:020d}.json").read_text()
     return [json.loads(x) for x in text.splitlines()]
+
+
+Matched = Sequence[tuple[Callable[[Row, Row], bool], Callable[[Row, Row], Row | None]]]
+NotMatched = Sequence[tuple[Callable[[Row], bool], Callable[[Row], Row]]]
+BySource = Sequence[tuple[Callable[[Row], bool], Callable[[Row], Row | None]]]
+
+
+def model_merge(
+    target: list[Row], source: list[Row], matched: Matched = (), not_matched: NotMatched = (), by_source: BySource = ()
+) -> list[Row]:
+    """Delta MERGE on ``t.id = s.id`` in plain Python: the first clause of a kind whose condition
+    holds applies; an action returns the new row, or None to delete. Source ids must be unique."""
+    source_by_id = {s[0]: s for s in source}
+    target_ids = {t[0] for t in target}
+    out: list[Row] = []
+    for t in target:
+        s = source_by_id.get(t[0])
+        new: Row | None = t
+        if s is not None:
+            act = next((a for cond, a in matched if cond(t, s)), None)
+            new = t if act is None else act(t, s)
+        else:
+            act_t = next((a for cond, a in by_source if cond(t)), None)
+            new = t if act_t is None else act_t(t)
+        if new is not None:
+            out.append(new)
+    for s in source:
+        if s[0] not in target_ids:
+            insert = next((a for cond, a in not_matched if cond(s)), None)
+            if insert is not None:
+                out.append(insert(s))
+    return out
 
 
 def model_upsert(target: list[Row], source: list[Row]) -> list[Row]:

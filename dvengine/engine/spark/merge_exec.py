@@ -258,7 +258,7 @@ def _apply(run: _Run, work: DataFrame) -> dict[str, Any]:
     retiring = [c.clause_id for c in clauses if c.retires_target_row]
     fields = list(snapshot.schema.fields)
     typed_names = [names.target[f.name] for f in fields]
-    valued = _analyze(lambda: work.select(CLAUSE, FILE_PATH_COL, ROW_INDEX_COL, *_value_columns(snapshot, clauses, names)),
+    valued = _analyze(lambda: work.select(CLAUSE, *_value_columns(snapshot, clauses, names)),
                       InvalidPredicateError, "cannot evaluate a MERGE assignment")
     tried = [F.col(n).try_cast(logical_spark_type(f)) for n, f in zip(typed_names, fields)]
     _analyze(lambda: valued.select(*tried), SchemaViolationError, "a MERGE assignment cannot be cast to its target column type")
