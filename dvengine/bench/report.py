@@ -1,0 +1,161 @@
+"""results.md: the tables a reader needs, ratios against delta-rs and against the floor.
+
+Ratios are ``contender median / reference median``: above 1 the contender is slower. A failed
+or unavailable contender shows its status instead of a number, never a time.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from dvengine.bench.runner import human_bytes
+
+REF_DELTARS = "delta-rs"
+REF_FLOOR = "floor"
+
+
+def _s(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def _ratio(value: float | None, ref: float | None) -> str:
+    if value is None or ref is None or ref <= 0:
+        return "-"
+    return f"{value / ref:.2f}x"
+
+
+def _k(value: Any) -> str:
+    if value is None:
+        return "-"
+    if value == "inf" or (isinstance(value, float) and math.isinf(value)):
+        return "never"
+    return f"{float(value):.1f}"
+
+
+def _files(s: dict[str, Any]) -> str:
+    if s["files_removed"] is None:
+        return "-"
+    text = f"{s['files_removed']:.0f} / {s['data_files_written']:.0f} + {s['dv_files_written']:.0f}"
+    return text if s.get("dvs_written") is None else f"{text} ({s['dvs_written']:.0f} DVs)"
+
+
+def _bytes(s: dict[str, Any]) -> str:
+    if s["bytes_written"] is None:
+        return "-"
+    return f"{human_bytes(s['bytes_written'])} + {human_bytes(s.get('log_bytes_written'))}"
+
+
+def _reads(s: dict[str, Any]) -> str:
+    return ", ".join(f"{k} {v:.3f}" for k, v in s["read_after_s"].items()) or "-"
+
+
+def machine_lines(payload: dict[str, Any]) -> list[str]:
+    m, cfg = payload["machine"], payload["config"]
+    mem = m.get("memory_bytes")
+    load = payload.get("load_average") or {}
+    bases = ", ".join(f"{e}: {b['files']} files, {human_bytes(b['bytes'])}" for e, b in payload["base_tables"].items())
+    return [
+        (
+            f"- run: {payload['started_at']} ({payload['duration_s']:.0f} s), {'quick' if cfg['quick'] else 'full'} mode,"
+            f" {cfg['repeat']} repetition(s), median reported with min-max"
+        ),
+        (
+            f"- machine: {m['cores']} cores, {human_bytes(mem)} RAM, {m['cpu_model']}; load average at start"
+            f" {load.get('start')}, at end {load.get('end')} (shared machine)"
+        ),
+        (
+            f"- versions: python {m['python']}, pyspark {m['pyspark']}, pyarrow {m['pyarrow']},"
+            f" deltalake {m['deltalake']}, duckdb {m['duckdb']}, java {m['java']}, dvengine {m['dvengine_commit']}"
+        ),
+        (
+            f"- table: {cfg['rows']:,} rows in {cfg['files']} files{' partitioned by cat' if cfg['partitioned'] else ''};"
+            f" bases: {bases}; bases pristine after run: {payload['bases_pristine_after_run']}"
+        ),
+        f"- dvengine auto mode rewrite threshold in effect: {payload['rewrite_threshold_in_effect']}",
+    ]
+
+
+def workload_table(payload: dict[str, Any], info: dict[str, Any]) -> list[str]:
+    rows = [s for s in payload["summaries"] if s["workload"] == info["name"]]
+    ref = {s["contender"]: s for s in rows}
+    deltars = ref.get(REF_DELTARS, {}).get("median_s")
+    floor = ref.get(REF_FLOOR, {}).get("median_s")
+    what = info["predicate"] or f"MERGE ON {info['merge_condition']}"
+    lines = [
+        f"### {info['name']}: {info['shape']} (`{what}`)",
+        "",
+        f"{info['matched_rows']:,} rows matched ({info['fraction']:.4%}) in {info['files_holding_matches']} files"
+        + (f", {info['new_rows']:,} inserted" if info["new_rows"] else ""),
+        "",
+        "| contender | median s | min-max s | vs delta-rs | vs floor | files removed / data + DV files written (DVs) | bytes written (data+DV + log) | read after (s) |",
+        "|---|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for s in rows:
+        if s["status"] != "ok":
+            lines.append(f"| {s['contender']} | {s['status']} | | | | | | {(s['error'] or '')[:160]} |")
+            continue
+        lines.append(
+            f"| {s['contender']} | {_s(s['median_s'])} | {_s(s['min_s'])}-{_s(s['max_s'])} | {_ratio(s['median_s'], deltars)}"
+            f" | {_ratio(s['median_s'], floor)} | {_files(s)} | {_bytes(s)} | {_reads(s)} |"
+        )
+    return lines + [""]
+
+
+def crossover_lines(crossover: dict[str, Any]) -> list[str]:
+    lines = [
+        "## DV vs rewrite crossover",
+        "",
+        (
+            "Break-even reads k = (rewrite write - DV write) / (DV read - rewrite read), reads = full-table"
+            f" `toDF()` aggregate ({crossover['reader']}). After k full reads the rewrite has paid for itself."
+        ),
+        "",
+    ]
+    for kind, section in crossover["kinds"].items():
+        lines += [
+            f"### {kind}",
+            "",
+            "| fraction | write DV s | write rewrite s | bytes DV | bytes rewrite | read DV s | read rewrite s | read DV arrow s | read rewrite arrow s | break-even reads |",
+            "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        ]
+        for p in section["points"]:
+            lines.append(
+                f"| {p['fraction']:.4%} | {_s(p['write_dv_s'])} | {_s(p['write_rewrite_s'])} | {human_bytes(p['bytes_dv'])}"
+                f" | {human_bytes(p['bytes_rewrite'])} | {_s(p['read_dv_s'])} | {_s(p['read_rewrite_s'])}"
+                f" | {_s(p['read_dv_arrow_s'])} | {_s(p['read_rewrite_arrow_s'])} | {_k(p['break_even_reads'])} |"
+            )
+        lines.append("")
+        for reads, threshold in section["threshold"].items():
+            where = "above the largest fraction measured" if threshold is None else f"{threshold:.3f}"
+            lines.append(
+                f"- rewrite pays back within {float(reads):g} full read(s) from a deleted fraction of: {where}"
+            )
+        lines.append("")
+    return lines
+
+
+def render_markdown(payload: dict[str, Any]) -> str:
+    lines = ["# dvengine benchmark results", "", *machine_lines(payload), ""]
+    baseline = payload.get("baseline_read_s") or {}
+    if baseline:
+        lines.append(
+            "Full-table read of the untouched base: "
+            + "; ".join(f"{e}: " + ", ".join(f"{k} {v:.3f} s" for k, v in r.items()) for e, r in baseline.items())
+        )
+        lines.append("")
+    lines += [
+        (
+            "Times are the operation alone (table open + DML + commit) on a warm session; a contender's time counts"
+            " only after DuckDB's delta_scan and its own reader saw the expected rows. 'vs' columns: median ratio"
+            " (above 1 = slower). Read after: full-table count + sums right after the operation."
+        ),
+        "",
+        "## Workloads",
+        "",
+    ]
+    for info in payload["workloads"]:
+        lines += workload_table(payload, info)
+    if payload.get("crossover"):
+        lines += crossover_lines(payload["crossover"])
+    return "\n".join(lines) + "\n"

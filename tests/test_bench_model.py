@@ -1,0 +1,107 @@
+"""Pure parts of the benchmark harness: the workload model, table copies and diffs, crossover maths."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from dvengine.bench import tables
+from dvengine.bench.analysis import CrossoverPoint, crossover_report, threshold_for
+from dvengine.bench.data import Layout, generate_source, read_source_ids
+from dvengine.bench.verify import duckdb_sql_matches, expected_facts
+from dvengine.bench.workloads import ALL_WORKLOADS, build_workload, select_workloads
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory: Any) -> tuple[Layout, list[str], np.ndarray]:
+    layout = Layout(rows=10_000, files=20, seed=1)
+    paths = generate_source(str(tmp_path_factory.mktemp("src")), layout)
+    return layout, paths, read_source_ids(paths)
+
+
+def test_source_blocks_are_contiguous_and_reused(generated: tuple[Layout, list[str], np.ndarray]) -> None:
+    layout, paths, ids = generated
+    assert np.array_equal(ids, np.arange(layout.rows))
+    mtimes = [Path(p).stat().st_mtime_ns for p in paths]
+    assert generate_source(str(Path(paths[0]).parent), layout) == paths
+    assert [Path(p).stat().st_mtime_ns for p in paths] == mtimes  # same spec: not regenerated
+
+
+@pytest.mark.parametrize("name", ALL_WORKLOADS)
+def test_workload_model_agrees_with_duckdb(generated: tuple[Layout, list[str], np.ndarray], name: str) -> None:
+    layout, paths, ids = generated
+    w = build_workload(name, layout, ids)
+    if w.predicate is not None:
+        assert duckdb_sql_matches(paths, w.predicate) == len(w.matched_ids)
+    facts = expected_facts(w, layout)
+    if w.kind == "delete":
+        assert facts.rows == layout.rows - len(w.matched_ids)
+    if w.kind == "merge":
+        assert len(w.new_ids) == len(w.matched_ids) or len(w.matched_ids) == layout.rows
+        assert facts.marked == len(w.matched_ids) + len(w.new_ids)
+        source = w.merge_source(layout)
+        assert source.num_rows == len(w.matched_ids) + len(w.new_ids)
+
+
+def test_small_shapes_prune_to_their_files(generated: tuple[Layout, list[str], np.ndarray]) -> None:
+    layout, _, ids = generated
+    assert layout.files_holding(build_workload("delete-1row", layout, ids).matched_ids) == 1
+    ten = build_workload("delete-10rows", layout, ids)
+    assert len(ten.matched_ids) == 10 and layout.files_holding(ten.matched_ids) == 10
+    assert layout.files_holding(build_workload("delete-1pct", layout, ids).matched_ids) == 20
+
+
+def test_select_workloads() -> None:
+    assert select_workloads([]) == ALL_WORKLOADS
+    assert select_workloads(["merge", "delete-1row"]) == ("merge-1k", "merge-100k", "delete-1row")
+    with pytest.raises(ValueError):
+        select_workloads(["drop-table"])
+
+
+def test_fresh_copy_links_data_and_footprint_counts_new_files(tmp_path: Path) -> None:
+    base = tmp_path / "base"
+    (base / "_delta_log").mkdir(parents=True)
+    (base / "_delta_log" / f"{0:020d}.json").write_text('{"add": {"path": "a.parquet"}}\n')
+    (base / "a.parquet").write_bytes(b"x" * 10)
+    copy = Path(tables.fresh_copy(str(base), str(tmp_path / "copy")))
+    assert (copy / "a.parquet").stat().st_ino == (base / "a.parquet").stat().st_ino
+    assert (copy / "_delta_log" / f"{0:020d}.json").stat().st_ino != (
+        base / "_delta_log" / f"{0:020d}.json"
+    ).stat().st_ino
+    before = tables.folder_state(str(copy))
+    (copy / "deletion_vector_x.bin").write_bytes(b"d" * 7)
+    (copy / "_delta_log" / f"{1:020d}.json").write_text(
+        '{"remove": {"path": "a.parquet"}}\n{"add": {"path": "a.parquet", "deletionVector": {}}}\n'
+    )
+    fp = tables.footprint(str(copy), before, since_version=0)
+    assert (fp.dv_files_written, fp.data_files_written, fp.bytes_written) == (1, 0, 7)
+    assert (fp.files_removed, fp.files_added, fp.log_files_written) == (1, 1, 1)
+
+
+def _point(fraction: float, k: float | None) -> CrossoverPoint:
+    return CrossoverPoint("w", "delete", fraction, 1.0, 2.0, None, None, None, None, None, None, k)
+
+
+def test_threshold_interpolates_where_rewrite_pays_back() -> None:
+    points = [_point(0.001, math.inf), _point(0.01, 100.0), _point(0.1, 1.0), _point(0.5, 0.0)]
+    assert threshold_for(points, 1.0) == pytest.approx(0.1)
+    assert 0.01 < (threshold_for(points, 10.0) or 0) < 0.1
+    assert threshold_for(points[:2], 1.0) is None
+    summaries = [
+        {
+            "workload": "d",
+            "contender": c,
+            "kind": "delete",
+            "fraction": 0.1,
+            "median_s": s,
+            "bytes_written": 1.0,
+            "read_after_s": {"spark": r},
+        }
+        for c, s, r in (("dvengine-dv", 1.0, 3.0), ("dvengine-rewrite", 2.0, 1.0))
+    ]
+    point = crossover_report(summaries, 10.0)["kinds"]["delete"]["points"][0]
+    assert point["break_even_reads"] == pytest.approx(0.5)
