@@ -132,3 +132,37 @@ def test_unqualified_names_and_explicit_source_alias(spark: Any, tmp_path: Path)
     assert metrics["numTargetRowsUpdated"] == 1 and metrics["numTargetRowsInserted"] == 1
     model = [(r[0], "x", r[2]) if r[0] == 5 else r for r in rows] + [(50, "y", 7)]
     assert_all_readers(spark, path, COLS, model)
+
+
+def _insert_only(spark: Any, path: Path, rows: list[tuple[int, str, int]]) -> dict[str, Any]:
+    return (
+        merge_builder(spark, str(path), "t", source_df(spark, rows), "t.id = s.id").whenNotMatchedInsertAll().execute()
+    )
+
+
+def test_insert_only_merge_conflicts_only_with_concurrent_inserts_of_matching_keys(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two concurrent upserts of the same new key must not both insert it. (A concurrent *blind*
+    append is exempt under WriteSerializable, as in Delta; another MERGE is not blind.)"""
+    import dvengine.engine.spark.merge_exec as merge_exec
+    from dvengine.errors import ConcurrentAppendError
+    from dvengine.log import load_snapshot
+
+    path = tmp_path / "t"
+    rows = make_table(spark, path)
+    stale = load_snapshot(str(path))
+    _insert_only(spark, path, [(5000, "other", 0)])  # concurrent, but no key of ours can match it
+    monkeypatch.setattr(merge_exec, "load_snapshot", lambda root: stale)
+    _insert_only(spark, path, [(205, "new", 1)])
+    monkeypatch.undo()
+    assert_all_readers(spark, path, COLS, rows + [(5000, "other", 0), (205, "new", 1)])
+
+    stale = load_snapshot(str(path))
+    _insert_only(spark, path, [(206, "racer", 0)])  # concurrent insert of the key we are about to insert
+    before = (log_listing(path), data_listing(path))
+    monkeypatch.setattr(merge_exec, "load_snapshot", lambda root: stale)
+    with pytest.raises(ConcurrentAppendError):
+        _insert_only(spark, path, [(206, "mine", 2)])
+    assert (log_listing(path), data_listing(path)) == before  # the new file was deleted again
+    assert_all_readers(spark, path, COLS, rows + [(5000, "other", 0), (205, "new", 1), (206, "racer", 0)])

@@ -26,6 +26,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from dvengine.commit.transaction import Transaction
+from dvengine.engine.spark.delete import live_rows
 from dvengine.engine.spark.dml_common import RowRetirement, check_dv_mode_allowed, resolve_options, retire_rows
 from dvengine.engine.spark.merge_clauses import (
     BoundClause,
@@ -61,6 +62,7 @@ T_PRESENT = "__merge_tp"
 S_PRESENT = "__merge_sp"
 CLAUSE = "__merge_clause"
 DEFAULT_TARGET_ALIAS = "__target"
+ROWS_PER_OUTPUT_FILE = 1_000_000
 DEFAULT_SOURCE_ALIAS = "__source"
 
 
@@ -302,6 +304,9 @@ def _apply(run: _Run, work: DataFrame) -> dict[str, Any]:
                 .select(*[F.col(_quote(f.name)) for f in fields])
             )
             out = out.unionByName(survivors)
+        # Small outputs (the common upsert) go to few files instead of one per shuffle partition.
+        estimate = new_rows + sum(live_rows(snapshot, a) for a in retired.files_to_rewrite)
+        out = out.coalesce(max(1, -(-estimate // ROWS_PER_OUTPUT_FILE)))  # never raises the partition count
         adds = write_parquet_files(out, snapshot.table_root, snapshot.schema, snapshot.partition_columns)
     rewrite_ms = rewrite.ms() if adds else 0
 
