@@ -5,10 +5,9 @@ child kills itself at that stage. The parent then checks that every reader retur
 rows of the last committed version (the model), that the dead writer's files are orphans
 nobody references, and that VACUUM (retention 0, forced) reclaims exactly those orphans.
 
-Until the DML code calls :func:`dvengine.maintenance.faults.fault_point` itself, the child
-installs the same points around the stage boundaries (after the DV job, after the data-file
-write, around the ``os.link`` that publishes a commit); calling the point twice is harmless.
-The last part checks that a corrupt, truncated or missing DV file fails reads loudly.
+The stages are the product's own fault points (dvengine.faults.fault_point): after the
+executor DV job, after data files are placed, and around the ``os.link`` that publishes a
+commit (LocalLogStore.put_if_absent). The last part checks that a corrupt, truncated or missing DV file fails reads loudly.
 """
 
 from __future__ import annotations
@@ -29,73 +28,17 @@ REPO = Path(__file__).resolve().parents[1]
 COLS = ["id", "v"]
 
 
-def _install_fault_points() -> None:
-    """Child side: fault points at the stage boundaries of DML and of the commit.
-
-    The wrappers replace ``retire_rows`` (returns once the executors wrote the DV files) and
-    ``write_parquet_files`` (returns once data files are in the table folder) in every Spark
-    engine module that imported them, so DELETE, UPDATE and MERGE all get the points.
-    """
-    import importlib
-
-    from dvengine.maintenance import faults
-
-    for name in ("delete", "update", "merge", "merge_exec", "dml_common", "writer"):
-        try:
-            importlib.import_module(f"dvengine.engine.spark.{name}")
-        except ModuleNotFoundError:
-            continue
-    targets = {"retire_rows": faults.DML_DV_FILES_WRITTEN, "write_parquet_files": faults.DML_DATA_FILES_WRITTEN}
-    wrapped: dict[int, Any] = {}
-
-    def wrap(original: Any, stage: str) -> Any:
-        def with_fault(*args: Any, **kwargs: Any) -> Any:
-            out = original(*args, **kwargs)
-            faults.fault_point(stage)
-            return out
-
-        return with_fault
-
-    for module_name, module in list(sys.modules.items()):
-        if not module_name.startswith("dvengine.engine.spark"):
-            continue
-        for attr, stage in targets.items():
-            original = getattr(module, attr, None)
-            if callable(original):
-                wrapper = wrapped.setdefault(id(original), wrap(original, stage))
-                setattr(module, attr, wrapper)
-    _install_commit_fault_points()
-
-
-def _install_commit_fault_points() -> None:
-    from dvengine.maintenance import faults
-
-    link = os.link
-
-    def faulty_link(src: Any, dst: Any, *args: Any, **kwargs: Any) -> None:
-        is_commit = str(dst).endswith(".json") and "_delta_log" in str(dst)
-        if is_commit:
-            faults.fault_point(faults.COMMIT_BEFORE_LINK)
-        link(src, dst, *args, **kwargs)
-        if is_commit:
-            faults.fault_point(faults.COMMIT_AFTER_LINK)
-
-    os.link = faulty_link  # type: ignore[assignment]
-
-
 def _child(kind: str, root: str, condition: str, mode: str) -> None:
     if kind == "spark":
         from dvengine import DeltaTable
         from dvengine.engine.spark.session import get_or_create_session
 
-        _install_fault_points()
         spark = get_or_create_session()
         spark.conf.set("dvengine.dv.inlineMaxBytes", "0")  # DVs in files, so orphans are visible
         DeltaTable.forPath(spark, root).delete(condition, mode=mode)
     else:
         from test_concurrency_support import core_delete
 
-        _install_commit_fault_points()
         core_delete(root, condition)
     sys.exit(0)  # reached only if the armed stage was never hit
 

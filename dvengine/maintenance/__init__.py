@@ -3,7 +3,7 @@
 Nothing here imports pyspark; PURGE, which rewrites data, lives in ``dvengine.engine.spark.purge``.
 """
 
-from dvengine.maintenance.faults import FAULT_ENV, STAGES, fault_point
+from dvengine.faults import FAULT_ENV, STAGES, fault_point
 from dvengine.maintenance.history import history
 from dvengine.maintenance.vacuum import plan_vacuum, vacuum
 

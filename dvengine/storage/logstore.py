@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Protocol as TypingProtocol
 from urllib.parse import unquote, urlparse
 
+from dvengine.faults import COMMIT_AFTER_LINK, COMMIT_BEFORE_LINK, fault_point
+
 
 class FileAlreadyExists(Exception):
     """Raised by :meth:`LogStore.put_if_absent` when the target exists (a lost commit race)."""
@@ -70,12 +72,14 @@ class LocalLogStore:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
+        fault_point(COMMIT_BEFORE_LINK)
         try:
             os.link(tmp, path)
         except FileExistsError:
             raise FileAlreadyExists(path) from None
         finally:
             os.unlink(tmp)
+        fault_point(COMMIT_AFTER_LINK)
 
     def write(self, path: str, data: bytes) -> None:
         """Overwrite atomically (used for ``_last_checkpoint``, which may be replaced)."""

@@ -19,6 +19,7 @@ from pyspark.sql import DataFrame, SparkSession
 from dvengine.engine.spark.dv_job import RESULT_DDL, DvJobContext, build_deletion_vectors
 from dvengine.engine.spark.paths import spark_file_uri
 from dvengine.engine.spark.reader import FILE_PATH_COL, ROW_INDEX_COL
+from dvengine.faults import DML_DV_FILES_WRITTEN, fault_point
 from dvengine.errors import OperationNotAllowedError, UnsupportedFeatureError
 from dvengine.log import Snapshot
 from dvengine.planning.decisions import (
@@ -117,6 +118,7 @@ def retire_rows(
         .mapInArrow(build_deletion_vectors(ctx), RESULT_DDL)
         .collect()
     )
+    fault_point(DML_DV_FILES_WRITTEN)
     out = RowRetirement()
     for row in results:
         add = targets[row["file_uri"]]

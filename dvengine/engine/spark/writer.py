@@ -24,6 +24,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from dvengine.errors import InvalidArgumentError
+from dvengine.faults import DML_DATA_FILES_WRITTEN, fault_point
 from dvengine.protocol.actions import AddFile
 from dvengine.protocol.schema import FIELD_ID_KEY, PHYSICAL_NAME_KEY, StructType
 from dvengine.writing.files import build_add_file, parse_partition_folders
@@ -160,6 +161,7 @@ def write_parquet_files(
         raise
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+    fault_point(DML_DATA_FILES_WRITTEN)
     return adds
 
 
