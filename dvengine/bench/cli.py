@@ -54,6 +54,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--work-dir", help="scratch folder (kept between runs so the generated data is reused)")
     parser.add_argument("--keep-work", action="store_true", help="keep the scratch folder (base tables, copies)")
     parser.add_argument("--no-read-after", action="store_true", help="skip the full-table read after each operation")
+    parser.add_argument(
+        "--read-after-reps",
+        type=int,
+        default=1,
+        help="time the full-table reads in the first N repetitions only (default 1; every run is still verified)",
+    )
     parser.add_argument("--no-warmup", action="store_true", help="skip the untimed warm-up operations")
     parser.add_argument(
         "--rewrite-threshold",
@@ -81,6 +87,7 @@ def config_from_args(args: argparse.Namespace) -> BenchConfig:
         work_dir=args.work_dir,
         keep_work=bool(args.keep_work),
         read_after=not args.no_read_after,
+        read_after_reps=args.read_after_reps,
         warmup=not args.no_warmup,
         quick=quick,
     )

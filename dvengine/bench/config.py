@@ -33,6 +33,7 @@ class BenchConfig:
     work_dir: str | None = None
     keep_work: bool = False
     read_after: bool = True
+    read_after_reps: int = 1  # full-table reads are timed in the first N repetitions (DuckDB checks every one)
     warmup: bool = True
     seed: int = 20240601
     quick: bool = False

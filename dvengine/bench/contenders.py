@@ -166,7 +166,7 @@ class DvengineContender(Contender):
 
             def run_update() -> OpOutcome:
                 dt: Any = DeltaTable.forPath(spark, table)
-                metrics = dt.update(condition=predicate, set=dict(UPDATE_SET))
+                metrics = dt.update(condition=predicate, set=dict(UPDATE_SET), mode=mode)
                 return OpOutcome(dict(metrics or {}), _int((metrics or {}).get("numUpdatedRows")))
 
             return Prepared(run_update, restore)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import re
 import shutil
 import statistics
 import time
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 Log = Callable[[str], None]
+JAVA_ERROR = re.compile(r"^(Caused by: )?[\w.$]+(Exception|Error)(: .*)?$")
 
 
 def human_bytes(n: float | None) -> str:
@@ -130,12 +132,16 @@ class Runner:
         return tables.fresh_copy(self.bases[contender.engine], os.path.join(self.copies, label))
 
     def measure(self, workload: Workload, contender: Contender, rep: int, timed: bool = True) -> Measurement:
+        """Copy, run (timed), verify, read after; the time is kept only if every check passed."""
         label = f"{workload.name}-{contender.name}-{rep}"
         m = Measurement(
             workload.name, workload.kind, contender.name, rep, workload.fraction(self.layout.rows), STATUS_OK
         )
         table = self.table_for(contender, label)
         is_engine = contender.engine != ENGINE_FLOOR
+        problems: list[str] = []
+        elapsed = 0.0
+        phase = "operation"
         try:
             before = tables.folder_state(table) if is_engine else {}
             since = tables.latest_version(table) if is_engine else -1
@@ -146,21 +152,19 @@ class Runner:
                 elapsed = time.perf_counter() - started
             finally:
                 prepared.cleanup()
-            m.metrics = {
-                k: v for k, v in outcome.metrics.items() if isinstance(v, (int, float, str, bool)) or v is None
-            }
-            m.reported_rows = outcome.reported_rows
-            if "numDeletionVectorsAdded" in m.metrics:
-                m.dvs_written = int(m.metrics["numDeletionVectorsAdded"] or 0) + int(
-                    m.metrics.get("numDeletionVectorsUpdated") or 0
-                )
-            problems = self._verify(workload, contender, table, m, is_engine, before, since)
+            self._record_outcome(m, outcome.metrics, outcome.reported_rows)
+            phase = "verification"
+            problems += self._verify(workload, contender, table, m, is_engine, before, since)
+            phase = "read after"
+            if (self.config.read_after and rep < self.config.read_after_reps) or not self._independently_verified(m):
+                problems += self._read_after(workload, contender, table, m, is_engine)
         except Exception as exc:  # noqa: BLE001 - any engine error is a failed measurement, not a crash
-            problems = [f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:500]]
-            elapsed = 0.0
+            problems.append(f"{phase}: {describe_error(exc)}")
         finally:
             if is_engine:
                 shutil.rmtree(table, ignore_errors=True)
+        if is_engine and not self._independently_verified(m) and not any(v.startswith("read:") for v in m.verified_by):
+            problems.append("no reader verified the table")
         if problems:
             m.status, m.error = STATUS_FAILED, "; ".join(problems)
         else:
@@ -168,6 +172,18 @@ class Runner:
         if timed:
             self.measurements.append(m)
         return m
+
+    @staticmethod
+    def _record_outcome(m: Measurement, metrics: dict[str, Any], reported_rows: int | None) -> None:
+        m.metrics = {k: v for k, v in metrics.items() if isinstance(v, (int, float, str, bool)) or v is None}
+        m.reported_rows = reported_rows
+        if "numDeletionVectorsAdded" in m.metrics:
+            added = int(m.metrics["numDeletionVectorsAdded"] or 0)
+            m.dvs_written = added + int(m.metrics.get("numDeletionVectorsUpdated") or 0)
+
+    @staticmethod
+    def _independently_verified(m: Measurement) -> bool:
+        return "duckdb" in m.verified_by
 
     def _verify(
         self,
@@ -179,14 +195,13 @@ class Runner:
         before: dict[str, int],
         since: int,
     ) -> list[str]:
-        """Correctness first: reported rows, DuckDB's view of the table, the contender's own reads."""
+        """Correctness first: the rows the engine reports, then DuckDB's view of the table."""
         problems: list[str] = []
         want_rows = contender.reported_rows_expected(workload)
-        if m.reported_rows is not None and m.reported_rows != want_rows:
-            problems.append(f"reported {m.reported_rows} rows changed, expected {want_rows}")
         if m.reported_rows is not None:
             m.verified_by.append("metrics")
-        expected = expected_facts(workload, self.layout) if is_engine else self.base_facts()
+            if m.reported_rows != want_rows:
+                problems.append(f"reported {m.reported_rows} rows changed, expected {want_rows}")
         if is_engine:
             fp = tables.footprint(table, before, since)
             for key, value in asdict(fp).items():
@@ -194,16 +209,22 @@ class Runner:
             observed = duckdb_facts(table)
             if observed is not None:
                 m.verified_by.append("duckdb")
+                expected = expected_facts(workload, self.layout)
                 if (diff := mismatch(expected, observed, "duckdb delta_scan")) is not None:
                     problems.append(diff)
-        if self.config.read_after or not m.verified_by:
-            for read in contender.read_after(table, self.context()):
-                m.read_after[read.reader] = read.seconds
-                m.verified_by.append(f"read:{read.reader}")
-                if (diff := mismatch(expected, read.facts, f"{contender.name} {read.reader} read")) is not None:
-                    problems.append(diff)
-        if is_engine and "duckdb" not in m.verified_by and not any(v.startswith("read:") for v in m.verified_by):
-            problems.append("no reader verified the table")
+        return problems
+
+    def _read_after(
+        self, workload: Workload, contender: Contender, table: str, m: Measurement, is_engine: bool
+    ) -> list[str]:
+        """Timed full-table reads, each also checked: a reader that gets DVs wrong fails the contender."""
+        problems: list[str] = []
+        expected = expected_facts(workload, self.layout) if is_engine else self.base_facts()
+        for read in contender.read_after(table, self.context()):
+            m.read_after[read.reader] = read.seconds
+            m.verified_by.append(f"read:{read.reader}")
+            if (diff := mismatch(expected, read.facts, f"{contender.name} {read.reader} read")) is not None:
+                problems.append(diff)
         return problems
 
     def base_facts(self) -> TableFacts:
@@ -309,6 +330,17 @@ class Runner:
         else:  # a user-chosen work dir keeps the generated source for the next run
             shutil.rmtree(self.copies, ignore_errors=True)
             shutil.rmtree(os.path.join(self.work, "bases"), ignore_errors=True)
+
+
+def describe_error(exc: BaseException) -> str:
+    """One line for an engine error; for a Java error, the deepest ``Caused by`` (the real reason)."""
+    text = str(exc)
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    head = f"{type(exc).__name__}: {lines[0] if lines else ''}"
+    causes = [line for line in lines if JAVA_ERROR.match(line)]
+    if causes:
+        head += f" [{causes[-1].removeprefix('Caused by: ')}]"
+    return head[:600]
 
 
 def base_summary(path: str) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from dvengine.bench.data import Layout
@@ -170,7 +171,7 @@ def latest_version(root: str) -> int:
 
 
 def data_file_ranges(root: str) -> list[tuple[int, int, int]]:
-    """(min id, max id, rows) of each live Parquet file of a freshly written base (from footers)."""
+    """(min id, max id, rows) of each Parquet file of a freshly written base."""
     ranges = []
     for directory, _, names in os.walk(root):
         if _is_log(os.path.relpath(directory, root)):
@@ -178,17 +179,22 @@ def data_file_ranges(root: str) -> list[tuple[int, int, int]]:
         for name in names:
             if name.endswith(".parquet"):
                 ids = pq.read_table(os.path.join(directory, name), columns=["id"]).column("id")
-                ranges.append((int(ids[0].as_py()), int(ids[-1].as_py()), len(ids)))
+                low_high = pc.min_max(ids)
+                ranges.append((int(low_high["min"].as_py()), int(low_high["max"].as_py()), len(ids)))
     return sorted(ranges)
 
 
 def check_base_layout(root: str, layout: Layout) -> None:
-    """Fail early unless a base table has one file per id block (the premise of every prediction)."""
+    """Fail early unless a base table has one file per id block (the premise of every prediction).
+
+    Only each file's id range and row count must match: delta-rs writes a file's record batches
+    in parallel, so ids within a file need not be in order, and nothing here depends on it.
+    """
     expected = [
         (layout.start(b), layout.start(b + 1) - 1, layout.start(b + 1) - layout.start(b)) for b in range(layout.files)
     ]
     found = data_file_ranges(root)
     if found != expected:
         raise RuntimeError(
-            f"base table {root} does not have one sorted file per id block: {found[:5]}... vs {expected[:5]}..."
+            f"base table {root} does not have one file per id block: {found[:5]}... vs {expected[:5]}..."
         )
