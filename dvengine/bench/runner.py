@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 Log = Callable[[str], None]
-JAVA_ERROR = re.compile(r"^(Caused by: )?[\w.$]+(Exception|Error)(: .*)?$")
+JAVA_ERROR = re.compile(r"^(: |Caused by: )?[\w.$]+(Exception|Error)(: .*)?$")
 
 
 def human_bytes(n: float | None) -> str:
@@ -339,7 +339,7 @@ def describe_error(exc: BaseException) -> str:
     head = f"{type(exc).__name__}: {lines[0] if lines else ''}"
     causes = [line for line in lines if JAVA_ERROR.match(line)]
     if causes:
-        head += f" [{causes[-1].removeprefix('Caused by: ')}]"
+        head += f" [{causes[-1].removeprefix('Caused by: ').removeprefix(': ')}]"
     return head[:600]
 
 
