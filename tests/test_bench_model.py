@@ -105,3 +105,27 @@ def test_threshold_interpolates_where_rewrite_pays_back() -> None:
     ]
     point = crossover_report(summaries, 10.0)["kinds"]["delete"]["points"][0]
     assert point["break_even_reads"] == pytest.approx(0.5)
+
+
+def test_register_adds_bench_subcommand() -> None:
+    import argparse
+
+    from dvengine.bench.cli import config_from_args, register, run_bench
+
+    parser = argparse.ArgumentParser()
+    register(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["bench", "--quick", "--workloads", "delete", "merge-1k", "--partitioned"])
+    assert args.handler is run_bench
+    config = config_from_args(args)
+    assert (config.rows, config.files, config.repeat, config.partitioned) == (1_000_000, 10, 1, True)
+    assert config.workloads == (
+        "delete-1row",
+        "delete-10rows",
+        "delete-0.1pct",
+        "delete-1pct",
+        "delete-10pct",
+        "delete-50pct",
+        "merge-1k",
+    )
+    full = config_from_args(parser.parse_args(["bench"]))
+    assert (full.rows, full.files, full.repeat, len(full.workloads)) == (10_000_000, 20, 3, len(ALL_WORKLOADS))

@@ -129,13 +129,17 @@ def build_workload(name: str, layout: Layout, ids: np.ndarray) -> Workload:
 
 
 def select_workloads(selectors: Sequence[str], quick: bool = False) -> tuple[str, ...]:
-    """Workload names from selectors: full names (``delete-1pct``) or kinds (``delete``); none = all."""
+    """Workload names from selectors: full names (``delete-1pct``) or kinds (``delete``); none = all.
+
+    A kind selects from the preset's pool (``--quick`` has fewer shapes); a full name always works.
+    """
+    pool = QUICK_WORKLOADS if quick else ALL_WORKLOADS
     if not selectors:
-        return QUICK_WORKLOADS if quick else ALL_WORKLOADS
+        return pool
     chosen: list[str] = []
     for sel in selectors:
         if sel in KINDS:
-            matches = [w for w in ALL_WORKLOADS if w.startswith(sel + "-")]
+            matches = [w for w in pool if w.startswith(sel + "-")]
         elif sel in ALL_WORKLOADS:
             matches = [sel]
         else:
