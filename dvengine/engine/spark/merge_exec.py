@@ -89,6 +89,10 @@ class _Names:
         return F.expr(to_spark_sql(expr, self.rename))
 
 
+# Sources up to this many rows are broadcast to every task of the target scan.
+BROADCAST_SOURCE_MAX_ROWS = 1_000_000
+
+
 def _quote(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
@@ -200,6 +204,12 @@ def execute_merge(spark: SparkSession, req: MergeRequest) -> dict[str, Any]:
         if insert_only:
             needed = {name for q, name in condition.qualified_columns if q == scope.target_alias}
         target = scan_logical(spark, snapshot, plan.candidates, columns=needed, keep_row_ids=True)
+        if derived is not None:
+            # Every matchable target row satisfies `derived` (source key range/IN list plus the
+            # condition's target-only conjuncts); without not-matched-by-source clauses the other
+            # target rows play no part, so drop them in the scan (pushed into Parquet, below the DV
+            # anti-join) instead of carrying them through the join.
+            target = target.where(F.expr(derived.sql))
         target = target.select(
             *[F.col(_quote(f.name)).alias(names.target[f.name]) for f in snapshot.schema.fields if needed is None or f.name in needed],
             FILE_PATH_COL,
@@ -209,7 +219,12 @@ def execute_merge(spark: SparkSession, req: MergeRequest) -> dict[str, Any]:
         how = "left_anti" if insert_only else {
             (False, False): "inner", (True, False): "left", (False, True): "right", (True, True): "full"
         }[(bool(not_matched), bool(by_source))]
-        joined = source.join(target, names.sql(condition), how)
+        if how in ("inner", "left") and num_source_rows <= BROADCAST_SOURCE_MAX_ROWS:
+            # Same rows as source LEFT/INNER JOIN target, but with the small source as the hash-join
+            # build side: Spark streams the target scan instead of shuffling every target row.
+            joined = target.join(F.broadcast(source), names.sql(condition), "right" if how == "left" else "inner")
+        else:
+            joined = source.join(target, names.sql(condition), how)
         t_present = F.lit(False) if insert_only else F.coalesce(F.col(T_PRESENT), F.lit(False))
         s_present = F.coalesce(F.col(S_PRESENT), F.lit(False))
         clause_col = (
