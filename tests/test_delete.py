@@ -257,4 +257,7 @@ def test_dml_refused_on_tables_whose_rules_it_cannot_honour(
         table.delete("id = 1")
     with pytest.raises(error, match=fragment):
         table.update("id = 1", {"name": "'x'"})
+    source = spark.createDataFrame([(1, "x", 0)], "id long, name string, part int").alias("s")
+    with pytest.raises(error, match=fragment):
+        table.alias("t").merge(source, "t.id = s.id").whenMatchedDelete().execute()
     assert (log_listing(tmp_path / "t"), data_listing(tmp_path / "t")) == before

@@ -27,7 +27,13 @@ from pyspark.sql import functions as F
 
 from dvengine.commit.transaction import Transaction
 from dvengine.engine.spark.delete import live_rows
-from dvengine.engine.spark.dml_common import RowRetirement, check_dv_mode_allowed, resolve_options, retire_rows
+from dvengine.engine.spark.dml_common import (
+    RowRetirement,
+    check_dml_allowed,
+    check_dv_mode_allowed,
+    resolve_options,
+    retire_rows,
+)
 from dvengine.engine.spark.merge_clauses import (
     BoundClause,
     ClauseAction,
@@ -54,7 +60,6 @@ from dvengine.log import Snapshot, load_snapshot
 from dvengine.planning.decisions import DmlOptions
 from dvengine.planning.candidates import CandidatePlan, might_match_function, plan_candidates
 from dvengine.protocol.actions import Action, AddFile
-from dvengine.protocol.features import check_writable
 from dvengine.protocol.schema import StructField
 from dvengine.protocol.stats import FileStats
 
@@ -175,7 +180,7 @@ def execute_merge(spark: SparkSession, req: MergeRequest) -> dict[str, Any]:
         raise InvalidArgumentError("a MERGE needs at least one WHEN clause")
     options = resolve_options(spark, req.mode)
     snapshot = load_snapshot(req.table_root)
-    check_writable(snapshot.protocol)
+    check_dml_allowed(snapshot, "MERGE")
     dv_supported = check_dv_mode_allowed(snapshot, options)
     scope, names = _scope(spark, snapshot, req)
     condition = bind_condition(scope, req.condition, None)
