@@ -44,6 +44,22 @@ class LogStore(TypingProtocol):
     def delete(self, path: str) -> None: ...
 
 
+def _write_hidden_temp(target: str, data: bytes, durable: bool) -> str:
+    """Write ``data`` to a hidden temp file next to ``target`` (so a rename/link is atomic); return its path.
+
+    Hidden names (leading dot) are ignored by log listing and by VACUUM's candidate scan.
+    """
+    directory = os.path.dirname(target)
+    os.makedirs(directory, exist_ok=True)
+    tmp = os.path.join(directory, f".{os.path.basename(target)}.{uuid.uuid4().hex}.tmp")
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+        if durable:
+            fh.flush()
+            os.fsync(fh.fileno())
+    return tmp
+
+
 class LocalLogStore:
     """LogStore for a local or mounted POSIX filesystem."""
 
@@ -65,13 +81,7 @@ class LocalLogStore:
             return fh.read()
 
     def put_if_absent(self, path: str, data: bytes) -> None:
-        directory = os.path.dirname(path)
-        os.makedirs(directory, exist_ok=True)
-        tmp = os.path.join(directory, f".{os.path.basename(path)}.{uuid.uuid4().hex}.tmp")
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
+        tmp = _write_hidden_temp(path, data, durable=True)
         fault_point(COMMIT_BEFORE_LINK)
         try:
             os.link(tmp, path)
@@ -83,12 +93,7 @@ class LocalLogStore:
 
     def write(self, path: str, data: bytes) -> None:
         """Overwrite atomically (used for ``_last_checkpoint``, which may be replaced)."""
-        directory = os.path.dirname(path)
-        os.makedirs(directory, exist_ok=True)
-        tmp = os.path.join(directory, f".{os.path.basename(path)}.{uuid.uuid4().hex}.tmp")
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
+        os.replace(_write_hidden_temp(path, data, durable=False), path)
 
     def exists(self, path: str) -> bool:
         return os.path.exists(path)

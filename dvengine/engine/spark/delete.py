@@ -8,7 +8,6 @@ the rewrite threshold is replaced by a new file holding only its surviving rows.
 
 from __future__ import annotations
 
-import json
 import time
 from typing import Any
 
@@ -16,24 +15,12 @@ import pyarrow.parquet as pq
 from pyspark.sql import Column, SparkSession
 from pyspark.sql import functions as F
 
-from dvengine.commit.transaction import Transaction
-from dvengine.engine.spark.dml_common import check_dml_allowed, check_dv_mode_allowed, resolve_options, retire_rows, write_rows
-from dvengine.engine.spark.columns import predicate_column_to_sql
-from dvengine.engine.spark.reader import FILE_PATH_COL, ROW_INDEX_COL, scan_logical, spark_schema
-from dvengine.expressions import BoundPredicate, parse_predicate
-from dvengine.log import Snapshot, load_snapshot
-from dvengine.planning.candidates import might_match_function, plan_candidates
+from dvengine.engine.spark.dml_common import prepare_dml, retire_rows, write_rows
+from dvengine.engine.spark.reader import FILE_PATH_COL, ROW_INDEX_COL, scan_logical
+from dvengine.log import Snapshot
 from dvengine.protocol.actions import AddFile
 from dvengine.protocol.stats import FileStats
 from dvengine.storage import resolve_data_path
-
-
-def condition_sql(spark: SparkSession, snapshot: Snapshot, condition: str | Column | None) -> str | None:
-    """SQL text of a condition given as a string or a pyspark Column (resolved on the table schema)."""
-    if condition is None or isinstance(condition, str):
-        return condition
-    empty = spark.createDataFrame([], spark_schema(snapshot.schema))
-    return predicate_column_to_sql(condition, empty)
 
 
 def live_rows(snapshot: Snapshot, add: AddFile) -> int:
@@ -49,18 +36,8 @@ def execute_delete(
     spark: SparkSession, table_root: str, condition: str | Column | None = None, mode: str | None = None
 ) -> dict[str, Any]:
     started = time.monotonic()
-    options = resolve_options(spark, mode)
-    snapshot = load_snapshot(table_root)
-    check_dml_allowed(snapshot, "DELETE")
-    dv_supported = check_dv_mode_allowed(snapshot, options)
-    text = condition_sql(spark, snapshot, condition)
-    predicate: BoundPredicate | None = None if text is None else parse_predicate(text, snapshot.schema)
-    plan = plan_candidates(snapshot, predicate)
-    now_ms = int(time.time() * 1000)
-
-    params = {"predicate": json.dumps([] if predicate is None else [predicate.sql])}
-    txn = Transaction(table_root, snapshot, "DELETE", params)
-    txn.record_read(plan.candidates, might_match_function(snapshot, predicate))
+    setup = prepare_dml(spark, table_root, "DELETE", condition, mode)
+    snapshot, plan, predicate, txn, now_ms = setup.snapshot, setup.plan, setup.predicate, setup.transaction, setup.now_ms
     metrics: dict[str, Any] = {
         "numDeletedRows": 0,
         "numRemovedFiles": 0,
@@ -93,7 +70,7 @@ def execute_delete(
             .where(F.expr(predicate.sql))
             .select(FILE_PATH_COL, ROW_INDEX_COL)
         )
-        retired = retire_rows(spark, snapshot, plan.candidates, matched, options, dv_supported, now_ms)
+        retired = retire_rows(spark, snapshot, plan.candidates, matched, setup.options, setup.dv_supported, now_ms)
         metrics["scanTimeMs"] = retired.elapsed_ms
         txn.add_actions(retired.actions)
         metrics.update(

@@ -14,14 +14,19 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
+
+from dvengine.commit.transaction import Transaction
+from dvengine.engine.spark.columns import predicate_column_to_sql
 
 from dvengine.engine.spark.dv_job import RESULT_DDL, DvJobContext, build_deletion_vectors
 from dvengine.engine.spark.paths import spark_file_uri
-from dvengine.engine.spark.reader import FILE_PATH_COL, ROW_INDEX_COL
+from dvengine.engine.spark.reader import FILE_PATH_COL, ROW_INDEX_COL, spark_schema
+from dvengine.expressions import BoundPredicate, parse_predicate
+from dvengine.planning.candidates import CandidatePlan, might_match_function, plan_candidates
 from dvengine.faults import DML_DV_FILES_WRITTEN, fault_point
 from dvengine.errors import OperationNotAllowedError, UnsupportedFeatureError
-from dvengine.log import Snapshot
+from dvengine.log import Snapshot, load_snapshot
 from dvengine.planning.decisions import (
     DEFAULT_INLINE_MAX_BYTES,
     DEFAULT_MODE,
@@ -177,3 +182,44 @@ def spark_error_class(exc: BaseException) -> str | None:
         return None
     value = getter()
     return None if value is None else str(value)
+
+
+@dataclass(frozen=True)
+class DmlSetup:
+    """What every predicate-driven DML command resolves before touching data."""
+
+    options: DmlOptions
+    snapshot: Snapshot
+    dv_supported: bool
+    predicate: BoundPredicate | None
+    plan: CandidatePlan
+    transaction: Transaction
+    now_ms: int
+
+
+def bind_dml_condition(spark: SparkSession, snapshot: Snapshot, condition: str | Column | None) -> BoundPredicate | None:
+    """Bind a condition given as SQL text or a pyspark Column (resolved on the table schema)."""
+    if condition is None:
+        return None
+    if isinstance(condition, str):
+        text = condition
+    else:
+        text = predicate_column_to_sql(condition, spark.createDataFrame([], spark_schema(snapshot.schema)))
+    return parse_predicate(text, snapshot.schema)
+
+
+def prepare_dml(
+    spark: SparkSession, table_root: str, operation: str, condition: str | Column | None, mode: str | None
+) -> DmlSetup:
+    """Load the snapshot, refuse what the table forbids, bind the condition, plan candidates, open
+    the transaction with its read set (candidate files and the skipping predicate)."""
+    options = resolve_options(spark, mode)
+    snapshot = load_snapshot(table_root)
+    check_dml_allowed(snapshot, operation)
+    dv_supported = check_dv_mode_allowed(snapshot, options)
+    predicate = bind_dml_condition(spark, snapshot, condition)
+    plan = plan_candidates(snapshot, predicate)
+    params = {"predicate": json.dumps([] if predicate is None else [predicate.sql])}
+    txn = Transaction(table_root, snapshot, operation, params)
+    txn.record_read(plan.candidates, might_match_function(snapshot, predicate))
+    return DmlSetup(options, snapshot, dv_supported, predicate, plan, txn, int(time.time() * 1000))

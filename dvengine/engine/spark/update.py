@@ -9,7 +9,6 @@ are checked before any file is written.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -19,11 +18,9 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from dvengine.commit.transaction import Transaction
-from dvengine.engine.spark.columns import predicate_column_to_sql, value_column_to_sql
+from dvengine.engine.spark.columns import value_column_to_sql
 from dvengine.engine.spark.dml_common import (
-    check_dml_allowed,
-    check_dv_mode_allowed,
-    resolve_options,
+    prepare_dml,
     retire_rows,
     spark_error_class,
     write_rows,
@@ -32,9 +29,8 @@ from dvengine.engine.spark.paths import spark_file_uri
 from dvengine.engine.spark.reader import FILE_PATH_COL, ROW_INDEX_COL, logical_spark_type, scan_logical, spark_schema
 from dvengine.engine.spark.write_api import check_not_null
 from dvengine.errors import InvalidArgumentError, InvalidPredicateError, SchemaViolationError
-from dvengine.expressions import BoundPredicate, parse_predicate, parse_value_expression
-from dvengine.log import Snapshot, load_snapshot
-from dvengine.planning.candidates import might_match_function, plan_candidates
+from dvengine.expressions import parse_value_expression
+from dvengine.log import Snapshot
 from dvengine.storage import resolve_data_path
 
 # Spark error classes that mean "this value does not fit the column".
@@ -91,22 +87,9 @@ def execute_update(
     mode: str | None = None,
 ) -> dict[str, Any]:
     started = time.monotonic()
-    options = resolve_options(spark, mode)
-    snapshot = load_snapshot(table_root)
-    check_dml_allowed(snapshot, "UPDATE")
-    dv_supported = check_dv_mode_allowed(snapshot, options)
+    setup = prepare_dml(spark, table_root, "UPDATE", condition, mode)
+    snapshot, plan, predicate, txn, now_ms = setup.snapshot, setup.plan, setup.predicate, setup.transaction, setup.now_ms
     bound = bind_assignments(spark, snapshot, assignments)
-    predicate: BoundPredicate | None = None
-    if condition is not None:
-        empty = spark.createDataFrame([], spark_schema(snapshot.schema))
-        text = condition if isinstance(condition, str) else predicate_column_to_sql(condition, empty)
-        predicate = parse_predicate(text, snapshot.schema)
-    plan = plan_candidates(snapshot, predicate)
-    now_ms = int(time.time() * 1000)
-
-    params = {"predicate": json.dumps([] if predicate is None else [predicate.sql])}
-    txn = Transaction(table_root, snapshot, "UPDATE", params)
-    txn.record_read(plan.candidates, might_match_function(snapshot, predicate))
     metrics: dict[str, Any] = {
         "numUpdatedRows": 0,
         "numCopiedRows": 0,
@@ -129,7 +112,7 @@ def execute_update(
         matched = matched.persist()
         try:
             validate_new_values(matched, snapshot, bound)
-            retired = retire_rows(spark, snapshot, plan.candidates, matched, options, dv_supported, now_ms)
+            retired = retire_rows(spark, snapshot, plan.candidates, matched, setup.options, setup.dv_supported, now_ms)
             if retired.rows_retired:
                 new_rows = _new_rows(spark, snapshot, matched, retired.files_to_rewrite, bound, condition_col)
                 _write_checked(new_rows, snapshot, txn, metrics)
