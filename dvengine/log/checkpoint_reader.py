@@ -25,7 +25,7 @@ from dvengine.errors import LogCorruptedError, ProtocolError
 from dvengine.log.commit_file import parse_actions
 from dvengine.log.filenames import SIDECAR_DIR_NAME, LogFileKind
 from dvengine.log.listing import CheckpointFiles
-from dvengine.protocol.actions import Action, Sidecar, action_from_json
+from dvengine.protocol.actions import Action, RemoveFile, Sidecar, action_from_json
 from dvengine.storage.logstore import LogStore
 
 ACTION_COLUMNS = ("protocol", "metaData", "txn", "domainMetadata", "add", "remove", "checkpointMetadata", "sidecar")
@@ -60,11 +60,15 @@ def _rows(column: pa.ChunkedArray) -> Iterable[tuple[dict[str, Any], dict[str, A
             yield row, None if parsed is None else parsed[i]
 
 
-def actions_from_parquet(data: bytes, path: str) -> list[Action]:
-    """Every action row of one checkpoint (or sidecar) Parquet file."""
+def actions_from_parquet(data: bytes, path: str, with_removes: bool = True) -> list[Action]:
+    """Every action row of one checkpoint (or sidecar) Parquet file.
+
+    ``with_removes=False`` skips the tombstone column: a checkpoint is reconciled, so its removes
+    never cancel its adds, and only VACUUM / checkpoint writing need them.
+    """
     try:
         pf = pq.ParquetFile(pa.BufferReader(data))
-        present = [c for c in ACTION_COLUMNS if c in pf.schema_arrow.names]
+        present = [c for c in ACTION_COLUMNS if c in pf.schema_arrow.names and (with_removes or c != "remove")]
         table = pf.read(columns=present)
     except (pa.ArrowException, OSError) as exc:
         raise LogCorruptedError(f"checkpoint file {path} is not readable Parquet: {exc}") from None
@@ -96,15 +100,17 @@ def _read(store: LogStore, path: str) -> bytes:
         raise LogCorruptedError(f"checkpoint file {path} disappeared while reading the log") from None
 
 
-def read_checkpoint(store: LogStore, checkpoint: CheckpointFiles, log_path: str) -> list[Action]:
+def read_checkpoint(
+    store: LogStore, checkpoint: CheckpointFiles, log_path: str, with_removes: bool = True
+) -> list[Action]:
     """All actions of a complete checkpoint, sidecars expanded; Sidecar actions are dropped."""
     actions: list[Action] = []
     for info in checkpoint.files:
         data = _read(store, info.path)
         if checkpoint.kind is LogFileKind.CHECKPOINT_V2 and info.path.endswith(".json"):
-            actions.extend(parse_actions(data, info.path))
+            actions.extend(a for a in parse_actions(data, info.path) if with_removes or not isinstance(a, RemoveFile))
         else:
-            actions.extend(actions_from_parquet(data, info.path))
+            actions.extend(actions_from_parquet(data, info.path, with_removes))
     out: list[Action] = []
     for action in actions:
         if isinstance(action, Sidecar):
@@ -113,7 +119,7 @@ def read_checkpoint(store: LogStore, checkpoint: CheckpointFiles, log_path: str)
                 raise LogCorruptedError(
                     f"checkpoint of version {checkpoint.version} references sidecar {path}, which does not exist"
                 )
-            out.extend(a for a in actions_from_parquet(_read(store, path), path) if not isinstance(a, Sidecar))
+            out.extend(a for a in actions_from_parquet(_read(store, path), path, with_removes) if not isinstance(a, Sidecar))
         else:
             out.append(action)
     return out

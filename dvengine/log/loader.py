@@ -23,7 +23,7 @@ from dvengine.log.listing import CheckpointFiles, LogListing, list_log
 from dvengine.log.replay import ReplayState
 from dvengine.log.snapshot import Snapshot
 from dvengine.log.timestamps import commit_info_timestamp, to_epoch_ms
-from dvengine.protocol.actions import Action, CommitInfo
+from dvengine.protocol.actions import Action, CommitInfo, RemoveFile
 from dvengine.protocol.features import check_readable
 from dvengine.storage.logstore import LocalLogStore, LogStore, log_dir, normalize_table_path
 
@@ -119,9 +119,11 @@ def _check_hint(store: LogStore, listing: LogListing) -> None:
         )
 
 
-def _state_from_checkpoint(store: LogStore, listing: LogListing, cp: CheckpointFiles) -> ReplayState:
+def _state_from_checkpoint(
+    store: LogStore, listing: LogListing, cp: CheckpointFiles, with_removes: bool
+) -> ReplayState:
     state = ReplayState()
-    state.apply_commit(read_checkpoint(store, cp, listing.log_path))
+    state.apply_commit(read_checkpoint(store, cp, listing.log_path, with_removes))
     if state.protocol is None or state.metadata is None:
         raise LogCorruptedError(
             f"checkpoint {cp.paths[0]} of version {cp.version} has no "
@@ -130,13 +132,15 @@ def _state_from_checkpoint(store: LogStore, listing: LogListing, cp: CheckpointF
     return state
 
 
-def _initial_state(store: LogStore, listing: LogListing, target: int) -> tuple[ReplayState, int]:
+def _initial_state(
+    store: LogStore, listing: LogListing, target: int, with_removes: bool
+) -> tuple[ReplayState, int]:
     """State of the newest readable checkpoint <= target (or empty state at -1) and its version."""
     errors: list[LogCorruptedError] = []
     for cp in listing.checkpoints_at_or_before(target):
         _require_commits(listing, cp.version + 1, target)
         try:
-            return _state_from_checkpoint(store, listing, cp), cp.version
+            return _state_from_checkpoint(store, listing, cp, with_removes), cp.version
         except LogCorruptedError as exc:
             _LOG.warning("skipping unreadable checkpoint of version %d: %s", cp.version, exc)
             errors.append(exc)
@@ -154,11 +158,22 @@ def _initial_state(store: LogStore, listing: LogListing, target: int) -> tuple[R
     return ReplayState(), -1
 
 
-def _snapshot_at(store: LogStore, listing: LogListing, target: int) -> Snapshot:
-    state, start = _initial_state(store, listing, target)
+def _replay(store: LogStore, listing: LogListing, target: int, with_removes: bool) -> tuple[ReplayState, int]:
+    state, start = _initial_state(store, listing, target, with_removes)
     for version in range(start + 1, target + 1):
         info = listing.commits[version]
         state.apply_commit(parse_actions(store.read_bytes(info.path), info.path))
+    return state, start
+
+
+def _tombstones_at(store: LogStore, listing: LogListing, target: int) -> tuple[RemoveFile, ...]:
+    """Full replay including the checkpoint's removes (VACUUM and checkpoint writing only)."""
+    state, _ = _replay(store, listing, target, with_removes=True)
+    return tuple(sorted(state.tombstones.values(), key=lambda r: (r.path, r.key[1] or "")))
+
+
+def _snapshot_at(store: LogStore, listing: LogListing, target: int) -> Snapshot:
+    state, start = _replay(store, listing, target, with_removes=False)
     if state.protocol is None:
         raise ProtocolError(f"the log of {listing.table_root} up to version {target} has no protocol action")
     if state.metadata is None:
@@ -176,7 +191,7 @@ def _snapshot_at(store: LogStore, listing: LogListing, target: int) -> Snapshot:
         protocol=state.protocol,
         metadata=state.metadata,
         files=tuple(sorted(state.files.values(), key=lambda a: (a.path, a.key[1] or ""))),
-        tombstones=tuple(sorted(state.tombstones.values(), key=lambda r: (r.path, r.key[1] or ""))),
+        load_tombstones=lambda: _tombstones_at(store, listing, target),
         app_transactions=dict(state.txns),
         domain_metadata=dict(state.domains),
         timestamp_ms=timestamp,

@@ -9,8 +9,8 @@ record count) are computed lazily and cached because some callers never need the
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from functools import cached_property
 
 from dvengine.errors import ProtocolError
@@ -29,10 +29,18 @@ class Snapshot:
     protocol: Protocol
     metadata: Metadata
     files: tuple[AddFile, ...]
-    tombstones: tuple[RemoveFile, ...]
     app_transactions: Mapping[str, Txn]
     domain_metadata: Mapping[str, DomainMetadata]
     timestamp_ms: int
+    # Tombstones are needed only by VACUUM and the checkpoint writer, and a checkpoint keeps one
+    # per DML commit for the whole retention window; parsing them on every load would make load
+    # time grow with history. They are replayed on first access instead.
+    load_tombstones: Callable[[], tuple[RemoveFile, ...]] = field(repr=False, compare=False, default=tuple)
+
+    @cached_property
+    def tombstones(self) -> tuple[RemoveFile, ...]:
+        """Removes still relevant at this version, sorted by (path, DV unique id)."""
+        return self.load_tombstones()
 
     @cached_property
     def schema(self) -> StructType:
