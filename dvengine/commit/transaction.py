@@ -176,7 +176,7 @@ class Transaction:
         self._check_open()
         protocol, metadata = self._effective_protocol_and_metadata()
         if self.read_snapshot is not None and self._new_protocol is not None:
-            check_writable(self.read_snapshot.protocol)
+            check_writable(self.read_snapshot.protocol, self.read_snapshot.metadata)
         validate_commit(self._actions, protocol, metadata)
 
         version = 0 if self.read_version is None else self.read_version + 1

@@ -73,7 +73,7 @@ def check_partition_values(adds: Sequence[AddFile], metadata: Metadata) -> None:
 
 def validate_commit(actions: Sequence[Action], protocol: Protocol, metadata: Metadata) -> None:
     """Raise if ``actions`` may not be committed to a table with this (new) protocol and metadata."""
-    check_writable(protocol)
+    check_writable(protocol, metadata)
     adds = [a for a in actions if isinstance(a, AddFile)]
     check_unique_adds(adds)
     check_dv_adds(adds, protocol)

@@ -17,9 +17,10 @@ V2_CHECKPOINT = "v2Checkpoint"
 
 SUPPORTED_READER_FEATURES = frozenset({DELETION_VECTORS, COLUMN_MAPPING, TIMESTAMP_NTZ, V2_CHECKPOINT, "vacuumProtocolCheck"})
 
-# Writer features dvengine honours when it commits. appendOnly/invariants/checkConstraints are
-# legacy writer-2 features: we implement appendOnly (refuse DML) and treat invariants and
-# constraints conservatively by refusing to write if the schema or configuration uses them.
+# Writer features dvengine honours when it commits: appendOnly (DML and overwrite are refused),
+# invariants and checkConstraints (writes are refused while the schema or configuration uses
+# them, since dvengine does not evaluate them). changeDataFeed, generatedColumns,
+# identityColumns, rowTracking ... are not implemented.
 SUPPORTED_WRITER_FEATURES = frozenset(
     {
         DELETION_VECTORS,
@@ -28,7 +29,6 @@ SUPPORTED_WRITER_FEATURES = frozenset(
         "appendOnly",
         "invariants",
         "checkConstraints",
-        "changeDataFeed",
         "vacuumProtocolCheck",
     }
 )
@@ -70,11 +70,61 @@ def check_readable(protocol: Protocol) -> None:
         )
 
 
-def check_writable(protocol: Protocol) -> None:
+def _field_metadata_keys(schema_string: str) -> set[str]:
+    """Every metadata key of every (nested) field of a schema."""
+    from dvengine.protocol.schema import ArrayType, MapType, StructType, parse_schema
+
+    keys: set[str] = set()
+    pending: list[object] = [parse_schema(schema_string)]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, StructType):
+            for f in node.fields:
+                keys.update(f.metadata)
+                pending.append(f.type)
+        elif isinstance(node, ArrayType):
+            pending.append(node.element_type)
+        elif isinstance(node, MapType):
+            pending.extend((node.key_type, node.value_type))
+    return keys
+
+
+def legacy_features_in_use(protocol: Protocol, metadata: Metadata) -> frozenset[str]:
+    """The features a legacy-versioned table (writer < 7) actually uses.
+
+    A legacy writer version *allows* a bundle of features, but a writer only has to honour
+    the ones the table's metadata turns on: writer version 5 does not make a table without
+    generation expressions a generated-columns table.
+    """
+    implied = writer_features(protocol)
+    config = {k: v.lower() for k, v in metadata.configuration.items()}
+    field_keys = _field_metadata_keys(metadata.schema_string)
+    in_use = {
+        "appendOnly": config.get("delta.appendOnly") == "true",
+        "invariants": "delta.invariants" in field_keys,
+        "checkConstraints": any(k.startswith("delta.constraints.") for k in config),
+        "changeDataFeed": config.get("delta.enableChangeDataFeed") == "true",
+        "generatedColumns": "delta.generationExpression" in field_keys,
+        COLUMN_MAPPING: config.get("delta.columnMapping.mode", "none") != "none",
+        "identityColumns": any(k.startswith("delta.identity.") for k in field_keys),
+    }
+    return frozenset(f for f in implied if in_use.get(f, True))
+
+
+def check_writable(protocol: Protocol, metadata: Metadata | None = None) -> None:
+    """Refuse to write a table needing a writer feature dvengine does not implement.
+
+    With explicit features (writer 7) every listed feature counts; with a legacy writer
+    version and known ``metadata``, only the implied features the table uses count.
+    """
     check_readable(protocol)
     if protocol.min_writer_version > 7:
         raise UnsupportedFeatureError(f"table requires writer version {protocol.min_writer_version}; dvengine writes up to 7")
-    missing = sorted(writer_features(protocol) - SUPPORTED_WRITER_FEATURES)
+    if protocol.min_writer_version < 7 and metadata is not None:
+        needed = legacy_features_in_use(protocol, metadata)
+    else:
+        needed = writer_features(protocol)
+    missing = sorted(needed - SUPPORTED_WRITER_FEATURES)
     if missing:
         raise UnsupportedFeatureError(
             f"table requires writer feature(s) {missing} that dvengine does not implement; "

@@ -60,7 +60,7 @@ def resolve_options(spark: SparkSession, mode: str | None) -> DmlOptions:
 
 def check_dml_allowed(snapshot: Snapshot, operation: str) -> None:
     """Refuse row-level changes the table forbids or that dvengine cannot enforce correctly."""
-    check_writable(snapshot.protocol)
+    check_writable(snapshot.protocol, snapshot.metadata)
     check_no_constraints(snapshot.metadata, snapshot.schema)
     if snapshot.configuration.get("delta.appendOnly", "false").lower() == "true":
         raise OperationNotAllowedError(

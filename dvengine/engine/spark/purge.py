@@ -112,7 +112,7 @@ def purge(
     ratio = _check_ratio(min_deleted_ratio)
     root = normalize_table_path(table_root)
     snapshot = load_snapshot(root)
-    check_writable(snapshot.protocol)
+    check_writable(snapshot.protocol, snapshot.metadata)
     predicate = _partition_predicate(snapshot, condition)
     files = select_files_to_purge(snapshot, predicate, ratio)
 

@@ -86,7 +86,7 @@ def _num_indexed_cols(configuration: Mapping[str, str]) -> int:
 
 
 def _prepare_existing(df: DataFrame, snapshot: Snapshot, mode: str, partition_by: Sequence[str] | None) -> DataFrame:
-    check_writable(snapshot.protocol)
+    check_writable(snapshot.protocol, snapshot.metadata)
     schema = snapshot.schema
     check_no_constraints(snapshot.metadata, schema)
     if mode == "overwrite" and snapshot.configuration.get("delta.appendOnly", "false").lower() == "true":
@@ -147,7 +147,7 @@ def write(
             created_time=int(time.time() * 1000),
         )
         protocol = new_table_protocol(schema, config)
-        check_writable(protocol)
+        check_writable(protocol, metadata)
         params["partitionBy"] = list(partition_columns)
         txn = Transaction(root, None, "WRITE", params)
         txn.update_protocol(protocol)
