@@ -1,4 +1,4 @@
-"""Model-based test: random interleavings of append / delete / update (all modes, partitioned
+"""Model-based test: random interleavings of append / delete / update / merge (all modes, partitioned
 or not, several files, DVs accumulating) must leave exactly the rows of an in-memory model,
 as seen by dvengine's Arrow and Spark readers, delta-rs and DuckDB."""
 
@@ -56,6 +56,7 @@ ASSIGNMENTS: list[tuple[dict[str, str], Callable[[Row], Row]]] = [
 modes = st.sampled_from(["dv", "rewrite", "auto"])
 operations = st.one_of(
     st.tuples(st.just("append"), st.integers(1, 40), st.integers(1, 3)),
+    st.tuples(st.just("merge"), st.lists(st.integers(0, 250), min_size=1, max_size=12, unique=True), modes),
     st.tuples(st.just("delete"), predicates(), modes),
     st.tuples(st.just("update"), predicates(), st.integers(0, len(ASSIGNMENTS) - 1), modes),
 )
@@ -74,6 +75,14 @@ def _append(spark: Any, path: Path, rows: list[Row], files: int, create: bool, p
     df = spark.createDataFrame(data).repartition(files)
     write(df, str(path), mode="error" if create else "append",
           partitionBy=["part"] if (create and partitioned) else None, spark=spark)
+
+
+def _upsert(spark: Any, path: Path, rows: list[Row], mode: str) -> dict[str, Any]:
+    source = spark.createDataFrame(rows, "id long, name string, part int").alias("s")
+    return (
+        DeltaTable.forPath(spark, path).alias("t").merge(source, "t.id = s.id")
+        .whenMatchedUpdateAll().whenNotMatchedInsertAll().withMode(mode).execute()
+    )
 
 
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
@@ -96,6 +105,15 @@ def test_random_dml_sequences_match_model(spark: Any, tmp_path: Path, partitione
             kept = [r for r in model if not pred.test(r)]
             assert metrics["numDeletedRows"] == len(model) - len(kept), (pred, mode)
             model = kept
+        elif op[0] == "merge":
+            keys, mode = op[1], op[2]
+            source = [(k, f"m{k % 5}", (k + 1) % 3) for k in keys]
+            metrics = _upsert(spark, path, source, mode)
+            present = {r[0] for r in model}
+            by_key = {r[0]: r for r in source}
+            assert metrics["numTargetRowsInserted"] == sum(1 for k in keys if k not in present), (keys, mode)
+            assert metrics["numTargetRowsUpdated"] == sum(1 for r in model if r[0] in by_key), (keys, mode)
+            model = [by_key.get(r[0], r) for r in model] + [r for r in source if r[0] not in present]
         else:
             pred, which, mode = op[1], op[2], op[3]
             assignment, apply = ASSIGNMENTS[which]
