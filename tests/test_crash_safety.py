@@ -1,6 +1,6 @@
 """Crash safety: a writer killed (SIGKILL) at any stage leaves the table at its last commit.
 
-Each case runs a DELETE in a child process armed with ``DVENGINE_FAULT_INJECT=<stage>``; the
+Each case runs a DELETE, UPDATE or MERGE in a child process armed with ``DVENGINE_FAULT_INJECT=<stage>``; the
 child kills itself at that stage. The parent then checks that every reader returns exactly the
 rows of the last committed version (the model), that the dead writer's files are orphans
 nobody references, and that VACUUM (retention 0, forced) reclaims exactly those orphans.
@@ -29,13 +29,22 @@ COLS = ["id", "v"]
 
 
 def _child(kind: str, root: str, condition: str, mode: str) -> None:
-    if kind == "spark":
+    if kind.startswith("spark"):
         from dvengine import DeltaTable
         from dvengine.engine.spark.session import get_or_create_session
 
         spark = get_or_create_session()
         spark.conf.set("dvengine.dv.inlineMaxBytes", "0")  # DVs in files, so orphans are visible
-        DeltaTable.forPath(spark, root).delete(condition, mode=mode)
+        table = DeltaTable.forPath(spark, root)
+        if kind == "spark-update":
+            table.update(condition, {"v": "v + 100"}, mode=mode)
+        elif kind == "spark-merge":
+            source = spark.createDataFrame([(3, 300), (99, 99)], "id long, v long").alias("s")
+            table.alias("t").merge(source, "t.id = s.id").whenMatchedUpdateAll().whenNotMatchedInsertAll().withMode(
+                mode
+            ).execute()
+        else:
+            table.delete(condition, mode=mode)
     else:
         from test_concurrency_support import core_delete
 
@@ -73,9 +82,11 @@ def _make(root: Path) -> dict[int, int]:
 
 
 CASES = [
-    # (stage, child kind, delete mode, committed?)
+    # (stage, child kind, DML mode, committed?)
     ("dml.dv_files_written", "spark", "dv", False),
     ("dml.data_files_written", "spark", "rewrite", False),
+    ("dml.dv_files_written", "spark-update", "dv", False),
+    ("dml.data_files_written", "spark-merge", "dv", False),
     ("commit.before_link", "core", "dv", False),
     ("commit.after_link", "core", "dv", True),
 ]
@@ -97,22 +108,23 @@ def test_kill_at_every_stage_leaves_last_committed_version(spark: Any, tmp_path:
     for stage, kind, mode, committed, root, model, before, proc in runs:
         _, err = proc.communicate(timeout=120)
         assert proc.returncode == -signal.SIGKILL, f"{stage}/{kind}: child exited {proc.returncode}: {err.decode()[-2000:]}"
+        stage = f"{stage}/{kind}"
         expected_version = 1 if committed else 0
         assert latest_version(str(root)) == expected_version, stage
         if committed:
             model = {k: v for k, v in model.items() if k not in (3, 14)}
         assert_all_readers(spark, root, COLS, sorted(model.items()))
         leftovers = {f for f in _files(root) - before if not f.startswith("_delta_log")}
-        if stage.startswith("dml.") or stage == "commit.before_link":
+        if stage.startswith("dml.") or stage.startswith("commit.before_link"):
             assert leftovers, f"{stage}: the killed writer should have left files behind"
-        if stage == "commit.before_link":  # the temp commit exists but is invisible to readers
+        if stage.startswith("commit.before_link"):  # the temp commit exists but is invisible to readers
             assert any(f.endswith(".tmp") for f in os.listdir(root / "_delta_log"))
         time.sleep(0.01)
         report = vacuum(str(root), retention_hours=0, enforce_retention=False)
         assert set(report["files"]) == (set() if committed else leftovers), stage
         assert rows_arrow(root, COLS) == rows_delta_rs(root, COLS) == sorted(model.items())
         # The table stays writable: the next DELETE commits at the next version.
-        if stage == "commit.before_link":
+        if stage.startswith("commit.before_link"):
             time.sleep(0.01)
             DeltaTable.forPath(spark, root).delete("id = 0", mode="dv")
             assert latest_version(str(root)) == expected_version + 1
