@@ -88,23 +88,37 @@ def _point(fraction: float, k: float | None) -> CrossoverPoint:
 
 def test_threshold_interpolates_where_rewrite_pays_back() -> None:
     points = [_point(0.001, math.inf), _point(0.01, 100.0), _point(0.1, 1.0), _point(0.5, 0.0)]
-    assert threshold_for(points, 1.0) == pytest.approx(0.1)
-    assert 0.01 < (threshold_for(points, 10.0) or 0) < 0.1
-    assert threshold_for(points[:2], 1.0) is None
+    assert threshold_for(points, 1.0, marginal=False) == pytest.approx(0.1)
+    assert 0.01 < (threshold_for(points, 10.0, marginal=False) or 0) < 0.1
+    assert threshold_for(points[:2], 1.0, marginal=False) is None
+
+
+def _summary(workload: str, contender: str, fraction: float, write_s: float, read_s: float) -> dict[str, Any]:
+    return {
+        "workload": workload,
+        "contender": contender,
+        "kind": "delete",
+        "fraction": fraction,
+        "median_s": write_s,
+        "bytes_written": 1.0,
+        "read_after_s": {"spark": read_s},
+    }
+
+
+def test_marginal_break_even_removes_the_fixed_dv_read_price() -> None:
     summaries = [
-        {
-            "workload": "d",
-            "contender": c,
-            "kind": "delete",
-            "fraction": 0.1,
-            "median_s": s,
-            "bytes_written": 1.0,
-            "read_after_s": {"spark": r},
-        }
-        for c, s, r in (("dvengine-dv", 1.0, 3.0), ("dvengine-rewrite", 2.0, 1.0))
+        _summary("one", "dvengine-dv", 1e-6, 1.0, 5.0),  # any DV costs 2 s per read
+        _summary("one", "dvengine-rewrite", 1e-6, 3.0, 3.0),
+        _summary("tenth", "dvengine-dv", 0.1, 1.0, 7.0),  # 4 s per read, 2 of them marginal
+        _summary("tenth", "dvengine-rewrite", 0.1, 9.0, 3.0),
     ]
-    point = crossover_report(summaries, 10.0)["kinds"]["delete"]["points"][0]
-    assert point["break_even_reads"] == pytest.approx(0.5)
+    section = crossover_report(summaries, 1.0)["kinds"]["delete"]
+    one, tenth = section["points"]
+    assert section["fixed_read_penalty_s"] == pytest.approx(2.0)
+    assert (one["break_even_reads"], one["break_even_reads_marginal"]) == (pytest.approx(1.0), "inf")
+    assert (tenth["break_even_reads"], tenth["break_even_reads_marginal"]) == (pytest.approx(2.0), pytest.approx(4.0))
+    assert section["threshold"]["10.0"] == pytest.approx(0.1)
+    assert section["threshold"]["1.0"] is None  # at 1 read the DV still wins at every measured fraction
 
 
 def test_register_adds_bench_subcommand() -> None:

@@ -69,8 +69,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--reads-per-write",
         type=float,
-        default=10.0,
-        help="full reads per write assumed when deriving a threshold from the crossover (default 10)",
+        default=1.0,
+        help="full reads within which a rewrite must pay for itself, to derive a threshold from the crossover (default 1)",
     )
 
 

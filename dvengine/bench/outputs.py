@@ -10,7 +10,7 @@ from dvengine.bench.plots import write_plots
 from dvengine.bench.report import render_markdown
 from dvengine.bench.results import write_json
 
-DEFAULT_READS_PER_WRITE = 10.0
+DEFAULT_READS_PER_WRITE = 1.0  # a rewrite must pay for itself by the first full read after it
 
 
 def write_outputs(payload: dict[str, Any], out_dir: str, reads_per_write: float = DEFAULT_READS_PER_WRITE) -> list[str]:

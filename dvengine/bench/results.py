@@ -69,6 +69,7 @@ class Summary:
     dvs_written: float | None
     read_after_s: dict[str, float]
     error: str | None = None
+    failed_runs: int = 0  # a failed summary may still hold the medians of its verified runs
 
 
 def _median(values: list[float]) -> float | None:
@@ -111,6 +112,7 @@ def summarize(measurements: list[Measurement]) -> list[Summary]:
                 dvs_written=med("dvs_written"),
                 read_after_s=read_after,
                 error=bad[0].error if bad else None,
+                failed_runs=sum(1 for m in bad if m.status == STATUS_FAILED),
             )
         )
     return out
