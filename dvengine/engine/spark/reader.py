@@ -28,7 +28,10 @@ from dvengine.storage import resolve_data_path
 
 FILE_PATH_COL = "__dv_file_path"
 ROW_INDEX_COL = "__dv_row_index"
-BROADCAST_MAX_DELETED_ROWS = 5_000_000
+FILE_ID_COL = "__dv_file_id"
+# Above this many deleted rows the (file id, row index) set (12 bytes a row) is left to Spark's
+# planner, which shuffles instead of broadcasting when it exceeds autoBroadcastJoinThreshold.
+BROADCAST_MAX_DELETED_ROWS = 2_000_000
 
 
 def spark_schema(schema: StructType, physical: bool = False) -> SparkStructType:
@@ -60,20 +63,29 @@ def scan_files_with_row_index(
 
 
 def deleted_rows_frame(spark: SparkSession, snapshot: Snapshot, files: Sequence[AddFile]) -> DataFrame | None:
-    """(file_path, row_index) of every row the given files' DVs delete, or None if there are none."""
-    paths: list[pa.Array] = []
+    """(file id, row index) of every row the files' DVs delete, or None if there are none.
+
+    The file id is the file's position in ``files`` (see :func:`file_ids_frame`): 12 bytes per
+    deleted row instead of a repeated path string, so millions of deleted rows stay joinable.
+    """
+    ids: list[pa.Array] = []
     rows: list[pa.Array] = []
-    for add in files:
+    for file_id, add in enumerate(files):
         if add.deletion_vector is None:
             continue
         bitmap = load_deletion_vector(snapshot.table_root, add.deletion_vector)
         indexes = np.asarray(bitmap.to_array(), dtype=np.int64)
-        uri = spark_file_uri(resolve_data_path(snapshot.table_root, add.path))
-        paths.append(pa.array([uri] * len(indexes), type=pa.string()))
+        ids.append(pa.array(np.full(len(indexes), file_id, dtype=np.int32)))
         rows.append(pa.array(indexes, type=pa.int64()))
-    if not paths:
+    if not ids:
         return None
-    table = pa.table({FILE_PATH_COL: pa.concat_arrays(paths), ROW_INDEX_COL: pa.concat_arrays(rows)})
+    return spark.createDataFrame(pa.table({FILE_ID_COL: pa.concat_arrays(ids), ROW_INDEX_COL: pa.concat_arrays(rows)}))
+
+
+def file_ids_frame(spark: SparkSession, snapshot: Snapshot, files: Sequence[AddFile]) -> DataFrame:
+    """One row per file: the URI Spark reports in ``_metadata.file_path`` and the file's id."""
+    uris = [spark_file_uri(resolve_data_path(snapshot.table_root, add.path)) for add in files]
+    table = pa.table({FILE_PATH_COL: pa.array(uris, pa.string()), FILE_ID_COL: pa.array(range(len(uris)), pa.int32())})
     return spark.createDataFrame(table)
 
 
@@ -117,10 +129,12 @@ def scan_logical(
     df = scan_files_with_row_index(spark, snapshot, paths, [f.name for f in wanted])
     deleted = deleted_rows_frame(spark, snapshot, files)
     if deleted is not None:
-        # Broadcast small deletion sets explicitly; let Spark plan a shuffle join for huge ones.
+        # Tag rows with a small integer file id (tiny broadcast join on the path), then drop the
+        # deleted (file id, row index) pairs: broadcast when small, shuffle join when huge.
+        df = df.join(F.broadcast(file_ids_frame(spark, snapshot, files)), on=FILE_PATH_COL, how="inner")
         total_deleted = sum(add.deleted_row_count for add in files)
         right = F.broadcast(deleted) if total_deleted <= BROADCAST_MAX_DELETED_ROWS else deleted
-        df = df.join(right, on=[FILE_PATH_COL, ROW_INDEX_COL], how="left_anti")
+        df = df.join(right, on=[FILE_ID_COL, ROW_INDEX_COL], how="left_anti").drop(FILE_ID_COL)
     part_lower = {c.lower() for c in snapshot.partition_columns}
     if any(f.name.lower() in part_lower for f in wanted):
         df = df.join(F.broadcast(partition_values_frame(spark, snapshot, files)), on=FILE_PATH_COL, how="inner")
