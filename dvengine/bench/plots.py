@@ -8,6 +8,7 @@ every small-fraction point onto zero.
 from __future__ import annotations
 
 import os
+import textwrap
 from collections.abc import Callable
 from typing import Any
 
@@ -19,7 +20,8 @@ import matplotlib.pyplot as plt
 STYLES: dict[str, dict[str, Any]] = {
     "dvengine-dv": {"color": "tab:blue", "marker": "o"},
     "dvengine-rewrite": {"color": "tab:orange", "marker": "s"},
-    "dvengine-auto": {"color": "tab:green", "marker": "^"},
+    # auto often equals dv exactly: hollow, larger markers drawn on top keep both lines visible
+    "dvengine-auto": {"color": "tab:green", "marker": "^", "markerfacecolor": "none", "markersize": 10, "zorder": 3},
     "delta-rs": {"color": "tab:red", "marker": "D"},
     "floor": {"color": "black", "marker": "x"},
 }
@@ -34,11 +36,13 @@ def _kinds(summaries: list[dict[str, Any]]) -> list[str]:
 def _figure(
     summaries: list[dict[str, Any]], title: str, ylabel: str, get: Getter, path: str, skip: set[str]
 ) -> str | None:
-    ok = [s for s in summaries if s["status"] == "ok" and s["contender"] not in skip]
+    # every summary with verified runs; a partly failed one plots only its verified runs' medians
+    ok = [s for s in summaries if s.get("runs", 0) > 0 and s["contender"] not in skip]
     kinds = _kinds(ok)
     if not kinds:
         return None
-    fig, axes = plt.subplots(1, len(kinds), figsize=(5.2 * len(kinds), 4.4), squeeze=False)
+    width = max(5.2 * len(kinds), 9.0)  # one panel still needs room for the title and legend
+    fig, axes = plt.subplots(1, len(kinds), figsize=(width, 4.4), squeeze=False)
     for ax, kind in zip(axes[0], kinds):
         series: dict[tuple[str, str], list[tuple[float, float]]] = {}
         for s in ok:
@@ -69,9 +73,10 @@ def _figure(
     for ax in axes[0]:
         for handle, label in zip(*ax.get_legend_handles_labels()):
             handles.setdefault(label, handle)
-    fig.legend(list(handles.values()), list(handles.keys()), loc="lower center", ncol=min(5, len(handles)), fontsize=8)
-    fig.suptitle(title)
-    fig.tight_layout(rect=(0, 0.06 + 0.035 * ((len(handles) - 1) // 5), 1, 1))
+    ncol = max(1, min(len(handles), int(width // 3.2)))
+    fig.legend(list(handles.values()), list(handles.keys()), loc="lower center", ncol=ncol, fontsize=8)
+    fig.suptitle(textwrap.fill(title, width=int(width * 11)))
+    fig.tight_layout(rect=(0, 0.06 + 0.04 * ((len(handles) - 1) // ncol), 1, 1))
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
