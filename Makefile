@@ -28,7 +28,7 @@ run: check-java install
 
 test: check-java install
 	$(BIN)/python -m mypy
-	$(BIN)/python -m pytest -q tests
+	$(BIN)/python -m pytest -q --durations=15 tests
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .hypothesis

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-GOLDEN_ROOT = Path(__file__).resolve().parents[2] / "shared" / "golden"
+GOLDEN_ROOT = (Path(__file__).resolve().parents[2] / "shared" / "golden").resolve()
 GOLDEN_TABLES = GOLDEN_ROOT / "tables"
 GOLDEN_EXPECTED = GOLDEN_ROOT / "expected"
 

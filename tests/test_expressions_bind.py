@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from dvengine.errors import InvalidPredicateError
 from dvengine.expressions import is_partition_only, parse_predicate, parse_value_expression, to_spark_sql
-from dvengine.protocol.schema import PrimitiveType, StructField, StructType
+from dvengine.protocol.schema import PrimitiveType, StructField, StructType, parse_schema
 
 SCHEMA = StructType(
     (
@@ -225,3 +225,11 @@ def test_arbitrary_text_raises_only_invalid_predicate_error(text: str) -> None:
     except InvalidPredicateError:
         return
     assert parse_predicate(bound.sql, SCHEMA).sql == bound.sql
+
+
+@pytest.mark.parametrize("text", ["x = 0E", "x > 1e", "x < 2E+"])
+def test_malformed_number_literals_raise_invalid_predicate(text: str) -> None:
+    # Found by the fuzz test: sqlglot tokenizes "0E" as a number that Python cannot convert.
+    schema = parse_schema('{"type":"struct","fields":[{"name":"x","type":"double","nullable":true,"metadata":{}}]}')
+    with pytest.raises(InvalidPredicateError):
+        parse_predicate(text, schema)

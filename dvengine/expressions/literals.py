@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
+from dvengine.errors import InvalidPredicateError
 from dvengine.expressions.kinds import Kind
 
 _INT_RE = re.compile(r"^[+-]?\d+$")
@@ -131,11 +132,15 @@ def kind_of_sqlglot_type(data_type: exp.DataType) -> Kind:
 
 
 def _number_literal(text: str) -> int | float | decimal.Decimal:
-    if _INT_RE.match(text):
-        return int(text)
-    if "e" in text.lower():
-        return float(text)
-    return decimal.Decimal(text)
+    """The value of a numeric token; the tokenizer also accepts malformed ones such as ``0E``."""
+    try:
+        if _INT_RE.match(text):
+            return int(text)
+        if "e" in text.lower():
+            return float(text)
+        return decimal.Decimal(text)
+    except (ValueError, decimal.InvalidOperation):
+        raise InvalidPredicateError(f"{text!r} is not a valid number literal") from None
 
 
 def _cast_literal(inner: Lit, target: Kind, data_type: exp.DataType) -> Lit | None:
