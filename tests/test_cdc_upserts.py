@@ -2,7 +2,7 @@
 
 The final rows must equal a model kept in numpy, and the bytes DV mode writes (data files, DV
 files and log, measured by diffing the table folder) must be far below copy-on-write's. The
-rewrite arm runs only the first 10 upserts to keep CI time bounded; DV mode's total over all
+rewrite arm runs only the first 3 upserts to keep CI time bounded; DV mode's total over all
 50 must still stay below what rewrite wrote for those 3.
 """
 
