@@ -80,10 +80,12 @@ def _commit(root: Path, k: int) -> None:
     (dv,) = encode_deletion_vectors(str(root), [rows], inline_max_bytes=64)
     txn = Transaction(str(root), snapshot, "DELETE", {"predicate": "[]"})
     txn.record_read([target], None)
-    txn.add_actions([
-        target.to_remove(int(time.time() * 1000)),
-        replace(target, deletion_vector=dv, stats=stats_for_dv_file(target.stats)),
-    ])
+    txn.add_actions(
+        [
+            target.to_remove(int(time.time() * 1000)),
+            replace(target, deletion_vector=dv, stats=stats_for_dv_file(target.stats)),
+        ]
+    )
     txn.commit()
 
 
@@ -110,8 +112,11 @@ def run(commits: int, out: Path) -> dict[str, Any]:
             if k in checkpoints:
                 for name, root in roots.items():
                     results[name].append({"commits": k, "load_seconds": _time_load(root)})
-                print(f"[log-growth] {k} commits: " + ", ".join(
-                    f"{n}: {results[n][-1]['load_seconds'] * 1000:.1f} ms" for n in results), flush=True)
+                print(
+                    f"[log-growth] {k} commits: "
+                    + ", ".join(f"{n}: {results[n][-1]['load_seconds'] * 1000:.1f} ms" for n in results),
+                    flush=True,
+                )
     report = {
         "machine": {"cores": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version()},
         "commits": commits,
