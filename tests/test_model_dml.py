@@ -85,7 +85,7 @@ def _upsert(spark: Any, path: Path, rows: list[Row], mode: str) -> dict[str, Any
     )
 
 
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(partitioned=st.booleans(), initial=st.integers(20, 120), ops=st.lists(operations, min_size=2, max_size=5))
 def test_random_dml_sequences_match_model(spark: Any, tmp_path: Path, partitioned: bool, initial: int, ops: list[Any]) -> None:
     path = tmp_path / uuid.uuid4().hex
