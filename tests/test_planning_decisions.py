@@ -34,7 +34,7 @@ def test_decide_file_action(
 
 
 def test_default_threshold_is_the_measured_crossover() -> None:
-    assert DmlOptions().rewrite_threshold == DEFAULT_REWRITE_THRESHOLD == 0.2
+    assert DmlOptions().rewrite_threshold == DEFAULT_REWRITE_THRESHOLD == 0.15
 
 
 @pytest.mark.parametrize(

@@ -19,9 +19,9 @@ MODE_AUTO = "auto"
 MODES = (MODE_DV, MODE_REWRITE, MODE_AUTO)
 
 DEFAULT_MODE = MODE_AUTO
-# From the measured DV-vs-rewrite crossover (benchmarks/README.md): above ~20 % of a file's rows
+# From the measured DV-vs-rewrite crossover (benchmarks/README.md): above ~15 % of a file's rows
 # deleted, a rewrite repays its extra write cost by the first full Spark read of the table.
-DEFAULT_REWRITE_THRESHOLD = 0.2
+DEFAULT_REWRITE_THRESHOLD = 0.15
 DEFAULT_INLINE_MAX_BYTES = 128
 
 
