@@ -35,21 +35,12 @@ def build_dvengine_base(spark: SparkSession, sources: Sequence[str], dest: str, 
     block: the same file count and ranges as the delta-rs base.
     """
     from dvengine.engine.spark.write_api import write
+    from dvengine.engine.spark.writer import session_conf
 
-    keys = ("spark.sql.files.maxPartitionBytes", "spark.sql.files.openCostInBytes")
-    previous = {k: spark.conf.get(k, None) for k in keys}
     huge = str(1 << 40)
-    try:
-        for key in keys:
-            spark.conf.set(key, huge)
+    with session_conf(spark, {"spark.sql.files.maxPartitionBytes": huge, "spark.sql.files.openCostInBytes": huge}):
         df = spark.read.parquet(*sources)
         write(df, dest, mode="error", partitionBy=["cat"] if partitioned else None, spark=spark)
-    finally:
-        for key, value in previous.items():
-            if value is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, value)
 
 
 def build_deltars_base(sources: Sequence[str], dest: str, partitioned: bool) -> None:

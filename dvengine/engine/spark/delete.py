@@ -71,16 +71,8 @@ def execute_delete(
             .select(FILE_PATH_COL, ROW_INDEX_COL)
         )
         retired = retire_rows(spark, snapshot, plan.candidates, matched, setup.options, setup.dv_supported, now_ms)
-        metrics["scanTimeMs"] = retired.elapsed_ms
         txn.add_actions(retired.actions)
-        metrics.update(
-            numDeletedRows=retired.rows_retired,
-            numRemovedFiles=retired.files_removed,
-            numRemovedBytes=retired.removed_bytes,
-            numDeletionVectorsAdded=retired.dvs_added,
-            numDeletionVectorsUpdated=retired.dvs_updated,
-            numDeletionVectorsRemoved=retired.dvs_removed,
-        )
+        metrics.update(retired.delta_metrics(), numDeletedRows=retired.rows_retired)
         if retired.files_to_rewrite:
             survivors = scan_logical(spark, snapshot, retired.files_to_rewrite).where(
                 ~F.coalesce(F.expr(predicate.sql), F.lit(False))

@@ -95,6 +95,17 @@ class RowRetirement:
     touched_files: int = 0
     elapsed_ms: int = 0
 
+    def delta_metrics(self) -> dict[str, int]:
+        """The file and DV counts DELETE and UPDATE report under Delta's metric names."""
+        return {
+            "numRemovedFiles": self.files_removed,
+            "numRemovedBytes": self.removed_bytes,
+            "numDeletionVectorsAdded": self.dvs_added,
+            "numDeletionVectorsUpdated": self.dvs_updated,
+            "numDeletionVectorsRemoved": self.dvs_removed,
+            "scanTimeMs": self.elapsed_ms,
+        }
+
 
 def retire_rows(
     spark: SparkSession,

@@ -118,14 +118,9 @@ def execute_update(
                 _write_checked(new_rows, snapshot, txn, metrics)
                 txn.add_actions(retired.actions)
                 metrics.update(
+                    retired.delta_metrics(),
                     numUpdatedRows=retired.rows_retired,
                     numCopiedRows=metrics["numCopiedRows"] - retired.rows_retired,
-                    numRemovedFiles=retired.files_removed,
-                    numRemovedBytes=retired.removed_bytes,
-                    numDeletionVectorsAdded=retired.dvs_added,
-                    numDeletionVectorsUpdated=retired.dvs_updated,
-                    numDeletionVectorsRemoved=retired.dvs_removed,
-                    scanTimeMs=retired.elapsed_ms,
                 )
         finally:
             matched.unpersist()

@@ -43,7 +43,7 @@ _WRITE_CONF = {
 
 
 @contextlib.contextmanager
-def _session_conf(spark: SparkSession, settings: dict[str, str]) -> Iterator[None]:
+def session_conf(spark: SparkSession, settings: dict[str, str]) -> Iterator[None]:
     """Temporarily set session options, restoring the caller's values afterwards."""
     previous: dict[str, str | None] = {}
     for key, value in settings.items():
@@ -141,7 +141,7 @@ def write_parquet_files(
         writer = df.select(*physical_columns(schema)).write.mode("errorifexists").option("compression", "snappy")
         if physical_parts:
             writer = writer.partitionBy(*physical_parts)
-        with _session_conf(spark, _WRITE_CONF):
+        with session_conf(spark, _WRITE_CONF):
             writer.parquet(staging)
         for path in _new_files(staging):
             md = pq.read_metadata(path)
