@@ -79,6 +79,9 @@ def cleanup_expired_logs(table_root: str, now_ms: int | None = None, store: LogS
             doomed.append(info.path)
     deleted: list[str] = []
     for path in sorted(doomed):
-        st.delete(path)
+        try:
+            st.delete(path)
+        except FileNotFoundError:
+            continue  # another writer's cleanup removed it first
         deleted.append(path)
     return deleted

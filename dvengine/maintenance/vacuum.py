@@ -154,7 +154,10 @@ def plan_vacuum(
         if path in keep:
             plan.num_referenced_files += 1
             continue
-        st = entry.stat(follow_symlinks=False)
+        try:
+            st = entry.stat(follow_symlinks=False)
+        except FileNotFoundError:
+            continue  # deleted since the listing (a concurrent VACUUM or a failed writer's clean-up)
         if int(st.st_mtime * 1000) >= cutoff:
             plan.num_protected_recent_files += 1
             continue

@@ -70,9 +70,15 @@ class LocalLogStore:
             return []
         out = []
         for entry in entries:
-            if entry.is_file():
+            if entry.name.startswith("."):
+                continue  # other writers' temp files (see _write_hidden_temp): never log files, and they vanish
+            try:
+                if not entry.is_file():
+                    continue
                 st = entry.stat()
-                out.append(FileInfo(entry.path, st.st_size, int(st.st_mtime * 1000)))
+            except FileNotFoundError:
+                continue  # deleted between the listing and the stat (log cleanup, a finished temp file)
+            out.append(FileInfo(entry.path, st.st_size, int(st.st_mtime * 1000)))
         out.sort(key=lambda f: f.path)
         return out
 
