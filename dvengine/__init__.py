@@ -21,12 +21,20 @@ def write(
     configuration: Mapping[str, str] | None = None,
     spark: SparkSession | None = None,
 ) -> int:
-    """Create or append to a table from a Spark DataFrame or pyarrow Table; returns the committed version.
+    """Create, append to or overwrite a table; returns the committed version.
 
+    ``data``: a Spark DataFrame, or Arrow data (pyarrow Table / RecordBatch, pandas DataFrame).
+    Arrow data is written in-process without a JVM unless a ``spark`` session is given.
     ``mode``: "error" (the default: fail if a table exists), "append" or "overwrite". New tables get
     deletion vectors enabled unless ``configuration`` sets ``delta.enableDeletionVectors`` to "false".
-    Imported lazily so that ``import dvengine`` does not load pyspark for Arrow-only use.
     """
+    from dvengine.engine.local.write_api import as_arrow_table, write_arrow
+    from dvengine.storage import normalize_table_path
+
+    arrow = as_arrow_table(data)
+    if arrow is not None and spark is None:
+        parts = [partitionBy] if isinstance(partitionBy, str) else partitionBy
+        return write_arrow(arrow, normalize_table_path(path), mode, parts, configuration)
     from dvengine.engine.spark.write_api import write as write_table
 
     return write_table(data, path, mode=mode, partitionBy=partitionBy, configuration=configuration, spark=spark)

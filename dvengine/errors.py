@@ -62,6 +62,13 @@ class InvalidPredicateError(DvengineError):
     """A condition or expression cannot be parsed, bound to the schema, or is not deterministic."""
 
 
+class EvaluationError(InvalidPredicateError):
+    """A condition or value failed while rows were evaluated (overflow, division by zero, bad cast).
+
+    Raised the same way by every executor; the engine's own exception is kept as ``__cause__``.
+    """
+
+
 class InvalidArgumentError(DvengineError, ValueError):
     """An API argument has a value outside what the operation accepts."""
 

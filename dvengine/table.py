@@ -22,6 +22,7 @@ from dvengine.storage import normalize_table_path
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
+    from dvengine.dml import EngineSession
     from dvengine.engine.spark.merge import DeltaMergeBuilder
 
 Timestamp = int | dt.datetime | str
@@ -85,29 +86,43 @@ class DeltaTable:
 
     # --- DML ---------------------------------------------------------------------------------
 
-    def delete(self, condition: str | Column | None = None, mode: str | None = None) -> dict[str, Any]:
+    def _engines(self) -> EngineSession:
+        from dvengine.dml import EngineSession
+
+        def start_session() -> SparkSession:
+            return self.spark
+
+        return EngineSession(self._spark, start_session)
+
+    def delete(
+        self, condition: str | Column | None = None, mode: str | None = None, engine: str | None = None
+    ) -> dict[str, Any]:
         """Delete the rows matching ``condition`` (all rows when None); returns Delta-named metrics.
 
         ``mode``: "dv" (deletion vectors), "rewrite" (copy-on-write) or "auto" (DV below the
         rewrite threshold, rewrite above); default from Spark conf ``dvengine.dml.mode``.
+        ``engine``: "local" (in-process, no JVM), "spark", or "auto" (local for candidate files
+        up to ``dvengine.execution.localMaxBytes``); default from ``dvengine.execution.engine``.
         """
-        from dvengine.engine.spark.delete import execute_delete
+        from dvengine.dml import delete
 
-        return execute_delete(self.spark, self._path, condition, mode)
+        return delete(self._engines(), self._path, condition, mode, engine)
 
     def update(
         self,
         condition: str | Column | None = None,
         set: Mapping[str, str | Column] | None = None,  # noqa: A002 - delta-spark's parameter name
         mode: str | None = None,
+        engine: str | None = None,
     ) -> dict[str, Any]:
         """Set columns of the rows matching ``condition`` (all rows when None); returns metrics.
 
-        ``set`` maps column names to SQL expressions or Columns, as in delta-spark.
+        ``set`` maps column names to SQL expressions or Columns, as in delta-spark; ``mode`` and
+        ``engine`` as for :meth:`delete`.
         """
-        from dvengine.engine.spark.update import execute_update
+        from dvengine.dml import update
 
-        return execute_update(self.spark, self._path, condition, set or {}, mode)
+        return update(self._engines(), self._path, condition, {} if set is None else set, mode, engine)
 
     def merge(self, source: DataFrame, condition: str | Column) -> DeltaMergeBuilder:
         """Start a MERGE of ``source`` into this table, as in delta-spark.

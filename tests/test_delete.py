@@ -223,9 +223,9 @@ def test_conflicting_concurrent_delete_raises_and_commits_nothing(
     rows = make_table(spark, tmp_path / "t", files=1)
     stale = load_snapshot(str(tmp_path / "t"))
     DeltaTable.forPath(spark, tmp_path / "t").delete("id = 1", mode="dv")  # the winner re-DVs the only file
-    import dvengine.engine.spark.dml_common as dml_common
+    import dvengine.dml as dml
 
-    monkeypatch.setattr(dml_common, "load_snapshot", lambda root: stale)
+    monkeypatch.setattr(dml, "load_snapshot", lambda root: stale)
     before = (log_listing(tmp_path / "t"), [r for r in rows if r[0] != 1])
     with pytest.raises(ConcurrentDeleteReadError):
         DeltaTable.forPath(spark, tmp_path / "t").delete("id = 2", mode="dv")

@@ -105,9 +105,13 @@ def _write_atomically(path: str, data: bytes) -> None:
 
 
 def _write_serialized(
-    table_root: str, serialized: Sequence[bytes], cardinalities: Sequence[int], random_prefix_len: int
+    table_root: str,
+    serialized: Sequence[bytes],
+    cardinalities: Sequence[int],
+    random_prefix_len: int,
+    file_id: tuple[str, str] | None = None,
 ) -> list[DeletionVectorDescriptor]:
-    path_or_inline_dv, relative = new_dv_file_id(random_prefix_len)
+    path_or_inline_dv, relative = file_id if file_id is not None else new_dv_file_id(random_prefix_len)
     writer = DVFileWriter()
     descriptors = []
     for payload, cardinality in zip(serialized, cardinalities, strict=True):
@@ -140,12 +144,18 @@ def write_dv_file(
 
 
 def encode_deletion_vectors(
-    table_root: str, bitmaps: Sequence[BitMap64], inline_max_bytes: int, random_prefix_len: int = 0
+    table_root: str,
+    bitmaps: Sequence[BitMap64],
+    inline_max_bytes: int,
+    random_prefix_len: int = 0,
+    file_id: tuple[str, str] | None = None,
 ) -> list[DeletionVectorDescriptor]:
     """A descriptor per bitmap: inline when its serialized size is <= ``inline_max_bytes``,
     otherwise stored in one DV file shared by all non-inline bitmaps of this call.
 
     No file is written when every bitmap is inline. Use ``inline_max_bytes < 0`` to never inline.
+    ``file_id`` (from :func:`new_dv_file_id`) names the DV file in advance, so a caller that may
+    have to clean up after a failed job knows every path a task could have written.
     """
     serialized = _serialize_non_empty(bitmaps)
     out: list[DeletionVectorDescriptor | None] = [None] * len(bitmaps)
@@ -157,7 +167,7 @@ def encode_deletion_vectors(
             to_file.append(i)
     if to_file:
         written = _write_serialized(
-            table_root, [serialized[i] for i in to_file], [len(bitmaps[i]) for i in to_file], random_prefix_len
+            table_root, [serialized[i] for i in to_file], [len(bitmaps[i]) for i in to_file], random_prefix_len, file_id
         )
         for i, descriptor in zip(to_file, written, strict=True):
             out[i] = descriptor

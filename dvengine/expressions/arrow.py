@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 from sqlglot import exp
 
 from dvengine.errors import InvalidPredicateError
-from dvengine.expressions.bind import BoundPredicate
+from dvengine.expressions.bind import BoundExpression, BoundPredicate
 from dvengine.expressions.kinds import Kind, is_integral, kind_of
 from dvengine.expressions.literals import (
     Lit,
@@ -57,7 +57,7 @@ class _Typed:
 
 
 class _Translator:
-    def __init__(self, pred: BoundPredicate, rename: Mapping[str, str] | None) -> None:
+    def __init__(self, pred: BoundExpression, rename: Mapping[str, str] | None) -> None:
         self._sql = pred.sql
         self._rename = {k.lower(): v for k, v in (rename or {}).items()}
 
@@ -265,3 +265,127 @@ def to_pyarrow_expression(pred: BoundPredicate, rename: Mapping[str, str] | None
     names); raises InvalidPredicateError for constructs Arrow cannot evaluate exactly.
     """
     return _Translator(pred, rename).boolean(pred.tree)
+
+
+# --- values (UPDATE SET / MERGE assignments) ---------------------------------------------------
+#
+# Only shapes whose result equals Spark's (ANSI mode, store assignment into the column) exactly:
+# NULL, literals of the column's family that fit it, columns of the same family that widen or
+# narrow with an overflow check, and + - * over integers or over floating point, typed the way
+# Spark types them (an integer literal is INT when it fits, else BIGINT). Anything else raises
+# InvalidPredicateError, and the command runs on Spark instead.
+
+_INT_WIDTH = {"byte": 8, "short": 16, "integer": 32, "long": 64}
+_FLOATING = ("float", "double")
+
+
+def _type_name(data_type: DataType | None) -> str:
+    return "" if data_type is None else data_type.name
+
+
+class _ValueTranslator(_Translator):
+    def family_value(self, node: exp.Expr) -> tuple[Any, str]:
+        """(Arrow expression, 'int' | 'float') of a numeric sub-expression, typed as Spark types it."""
+        while isinstance(node, exp.Paren):
+            node = node.this
+        ref = ref_of(node)
+        if ref is not None:
+            name = self._rename.get(ref.key.lower(), ref.top)
+            type_name = _type_name(ref.leaf.type)
+            if type_name in _INT_WIDTH:
+                return pc.field(name, *ref.path[1:]), "int"
+            if type_name in _FLOATING:
+                return pc.field(name, *ref.path[1:]), "float"
+            raise self.fail(node, f"column of type {type_name} in arithmetic")
+        lit = literal_of(node)
+        if lit is not None:
+            if isinstance(lit.value, bool) or lit.kind != Kind.NUMERIC:
+                raise self.fail(node, "arithmetic needs numbers")
+            if isinstance(lit.value, int):
+                arrow_type = pa.int32() if -(2**31) <= lit.value < 2**31 else pa.int64()
+                if not -(2**63) <= lit.value < 2**63:
+                    raise self.fail(node, "integer literal out of BIGINT range")
+                return pc.scalar(pa.scalar(lit.value, arrow_type)), "int"
+            if isinstance(lit.value, float) and math.isfinite(lit.value):
+                return pc.scalar(pa.scalar(lit.value, pa.float64())), "float"
+            raise self.fail(node, "decimal literals in arithmetic are typed as DECIMAL by Spark")
+        for op, fn in _ARITH.items():
+            if isinstance(node, op):
+                (a, fa), (b, fb) = self.family_value(node.this), self.family_value(node.expression)
+                if fa != fb:
+                    raise self.fail(node, "mixing integers and floating point")
+                return pc.Expression._call(fn, [a, b]), fa
+        if isinstance(node, exp.Neg):
+            inner, family = self.family_value(node.this)
+            return pc.Expression._call("negate_checked", [inner]), family
+        raise self.fail(node)
+
+    def assigned(self, node: exp.Expr, target: DataType) -> Any:
+        """An Arrow expression of ``node`` already of the column's Arrow type (checked casts)."""
+        while isinstance(node, exp.Paren):
+            node = node.this
+        arrow_target = to_arrow_type(target)
+        target_name = _type_name(target)
+        lit = literal_of(node)
+        if lit is not None:
+            return pc.scalar(self._assigned_literal(node, lit, target))
+        ref = ref_of(node)
+        if ref is not None:
+            source = ref.leaf.type
+            name = self._rename.get(ref.key.lower(), ref.top)
+            column = pc.field(name, *ref.path[1:])
+            if source == target:
+                return column
+            source_name = _type_name(source)
+            if source_name in _INT_WIDTH and (target_name in _INT_WIDTH or target_name in _FLOATING):
+                return column.cast(arrow_target, safe=True)
+            if source_name == "float" and target_name == "double":
+                return column.cast(arrow_target)
+            raise self.fail(node, f"storing a {source_name} column into a {target_name} column")
+        if target_name in _INT_WIDTH or target_name in _FLOATING:
+            value, family = self.family_value(node)
+            if family == "float" and target_name not in _FLOATING:
+                raise self.fail(node, "floating point into an integer column")
+            return value.cast(arrow_target, safe=True)
+        raise self.fail(node)
+
+    def _assigned_literal(self, node: exp.Expr, lit: Lit, target: DataType) -> pa.Scalar:
+        arrow_target = to_arrow_type(target)
+        if lit.value is None:
+            return pa.scalar(None, arrow_target)
+        name = _type_name(target)
+        value = lit.value
+        if name in _INT_WIDTH:
+            bits = _INT_WIDTH[name]
+            if lit.kind == Kind.NUMERIC and isinstance(value, int) and not isinstance(value, bool):
+                if -(2 ** (bits - 1)) <= value < 2 ** (bits - 1):
+                    return pa.scalar(value, arrow_target)
+            raise self.fail(node, f"literal {value!r} into a {name} column")
+        if name in _FLOATING and lit.kind == Kind.NUMERIC and not isinstance(value, bool):
+            number = float(value)  # type: ignore[arg-type]
+            if math.isfinite(number):
+                return pa.scalar(number, arrow_target)
+        if name == "decimal" and lit.kind == Kind.NUMERIC and isinstance(value, (int, decimal.Decimal)) and not isinstance(value, bool):
+            exact = decimal.Decimal(value)
+            scale = arrow_target.scale
+            digits = len(exact.as_tuple().digits)
+            exponent = exact.as_tuple().exponent
+            if isinstance(exponent, int) and -exponent <= scale and digits - max(0, -exponent) <= arrow_target.precision - scale:
+                return pa.scalar(exact, arrow_target)
+        if name == "string" and lit.kind == Kind.STRING:
+            return pa.scalar(value, arrow_target)
+        if name == "boolean" and lit.kind == Kind.BOOLEAN:
+            return pa.scalar(value, arrow_target)
+        if name == "date" and lit.kind == Kind.DATE and isinstance(value, dt.date):
+            return pa.scalar(value, arrow_target)
+        if name in ("timestamp", "timestamp_ntz") and lit.kind in (Kind.TIMESTAMP, Kind.TIMESTAMP_NTZ):
+            coerced = _coerce(lit, kind_of(target), target)
+            if coerced is not _UNSUPPORTED:
+                return pa.scalar(coerced, arrow_target)
+        raise self.fail(node, f"literal {value!r} into a {name} column")
+
+
+def to_pyarrow_value(value: BoundExpression, target: DataType, rename: Mapping[str, str] | None = None) -> pc.Expression:
+    """An Arrow expression computing ``value`` stored into a column of type ``target`` exactly as
+    Spark would (ANSI store assignment); InvalidPredicateError when that cannot be guaranteed."""
+    return _ValueTranslator(value, rename).assigned(value.tree, target)

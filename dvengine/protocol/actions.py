@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from typing import Any, TypeAlias, cast
 
 from dvengine.errors import ProtocolError
@@ -115,6 +116,17 @@ def _dv_from(obj: Mapping[str, Any]) -> DeletionVectorDescriptor | None:
 # --- file actions -------------------------------------------------------------------------------
 
 
+@lru_cache(maxsize=65536)
+def _num_records_of_stats(stats: str | None) -> int | None:
+    if not stats:
+        return None
+    try:
+        value = json.loads(stats).get("numRecords")
+    except (json.JSONDecodeError, AttributeError) as exc:
+        raise ProtocolError(f"add.stats is not a JSON object ({exc}): {stats[:200]}") from None
+    return None if value is None else int(value)
+
+
 @dataclass(frozen=True, slots=True)
 class AddFile:
     """A data file that is part of the table, optionally with a deletion vector."""
@@ -139,6 +151,21 @@ class AddFile:
     @property
     def deleted_row_count(self) -> int:
         return 0 if self.deletion_vector is None else self.deletion_vector.cardinality
+
+    @property
+    def num_records(self) -> int | None:
+        """Physical rows of the data file from ``stats.numRecords`` (None when the writer gave none).
+
+        The one place that reads it: DV row bounds, the rewrite threshold and live-row counts all
+        start from here. Parsing is cached per stats string, since a file is asked many times.
+        """
+        return _num_records_of_stats(self.stats)
+
+    @property
+    def live_records(self) -> int | None:
+        """Rows still visible (physical rows minus the DV's cardinality), None without stats."""
+        physical = self.num_records
+        return None if physical is None else physical - self.deleted_row_count
 
     def with_deletion_vector(self, dv: DeletionVectorDescriptor | None, stats: str | None) -> AddFile:
         return replace(self, deletion_vector=dv, stats=stats, data_change=True)

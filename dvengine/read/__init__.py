@@ -1,5 +1,19 @@
 """Engine-independent reading of a snapshot's rows (Arrow), with deletion vectors applied."""
 
-from dvengine.read.arrow_reader import read_file_arrow, read_snapshot_arrow
+from dvengine.read.arrow_reader import (
+    deleted_row_mask,
+    open_data_file,
+    physical_row_count,
+    read_file_arrow,
+    read_physical_rows,
+    read_snapshot_arrow,
+)
 
-__all__ = ["read_file_arrow", "read_snapshot_arrow"]
+__all__ = [
+    "deleted_row_mask",
+    "open_data_file",
+    "physical_row_count",
+    "read_file_arrow",
+    "read_physical_rows",
+    "read_snapshot_arrow",
+]

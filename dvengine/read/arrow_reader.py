@@ -19,7 +19,6 @@ from dvengine.errors import DeletionVectorError, LogCorruptedError
 from dvengine.log import Snapshot
 from dvengine.protocol.actions import AddFile
 from dvengine.protocol.schema import StructField, to_arrow_field, to_arrow_schema
-from dvengine.protocol.stats import FileStats
 from dvengine.storage import resolve_data_path
 
 
@@ -38,49 +37,78 @@ def _physical_columns(data_fields: Sequence[StructField]) -> list[str]:
     return [f.physical_name for f in data_fields]
 
 
-def read_file_arrow(
-    snapshot: Snapshot,
-    add: AddFile,
-    columns: Sequence[str] | None = None,
-) -> pa.Table:
-    """Live rows of one logical file (data columns then partition columns, logical names)."""
-    schema = snapshot.schema
-    partition_cols = {c.lower() for c in snapshot.partition_columns}
-    wanted = [f for f in schema.fields if columns is None or f.name in columns]
-    data_fields = [f for f in wanted if f.name.lower() not in partition_cols]
+def open_data_file(snapshot: Snapshot, add: AddFile) -> pq.ParquetFile:
+    """Open a data file named by the log, checking its row count against ``stats.numRecords``.
+
+    Row indexes of a DV only mean something if the file is the one the log describes, so a
+    mismatch is an error, never a guess.
+    """
     path = resolve_data_path(snapshot.table_root, add.path)
     try:
         parquet = pq.ParquetFile(path)
     except FileNotFoundError:
         raise LogCorruptedError(f"data file {add.path} listed in the log of {snapshot.table_root} is missing") from None
+    num_rows = parquet.metadata.num_rows
+    physical = add.num_records
+    if physical is not None and physical != num_rows:
+        raise DeletionVectorError(
+            f"file {add.path} has {num_rows} physical rows but its stats say numRecords={physical}; "
+            "row indexes of its deletion vector cannot be trusted"
+        )
+    return parquet
+
+
+def physical_row_count(snapshot: Snapshot, add: AddFile) -> int:
+    """Physical rows of a file: ``stats.numRecords``, else its Parquet footer."""
+    physical = add.num_records
+    return physical if physical is not None else open_data_file(snapshot, add).metadata.num_rows
+
+
+def read_physical_rows(
+    snapshot: Snapshot,
+    add: AddFile,
+    columns: Sequence[str] | None = None,
+    parquet: pq.ParquetFile | None = None,
+) -> pa.Table:
+    """Every physical row of one file (deleted ones too, in file order, so position = row index),
+    data columns then partition columns under logical names, in schema order."""
+    schema = snapshot.schema
+    partition_cols = {c.lower() for c in snapshot.partition_columns}
+    wanted_lower = None if columns is None else {c.lower() for c in columns}
+    wanted = [f for f in schema.fields if wanted_lower is None or f.name.lower() in wanted_lower]
+    data_fields = [f for f in wanted if f.name.lower() not in partition_cols]
+    if parquet is None:
+        parquet = open_data_file(snapshot, add)
     present = set(parquet.schema_arrow.names)
     to_read = [name for name in _physical_columns(data_fields) if name in present]
     table = parquet.read(columns=to_read, use_threads=True)
     num_rows = parquet.metadata.num_rows
-    stats = FileStats.parse(add.stats)
-    if stats is not None and stats.num_records is not None and stats.num_records != num_rows:
-        raise DeletionVectorError(
-            f"file {add.path} has {num_rows} physical rows but its stats say numRecords={stats.num_records}; "
-            "row indexes of its deletion vector cannot be trusted"
-        )
-    keep = deleted_row_mask(snapshot.table_root, add, num_rows)
-    if keep is not None:
-        table = table.filter(pa.array(keep))
     arrays: list[pa.Array | pa.ChunkedArray] = []
     fields: list[pa.Field] = []
-    part_values = snapshot.partition_values_logical(add)
+    part_values = snapshot.partition_values_logical(add) if partition_cols else {}
     for f in wanted:
         target = to_arrow_field(f)
         if f.name.lower() in partition_cols:
             value = part_values.get(f.name)
-            arrays.append(pa.array([value] * table.num_rows, type=target.type))
+            arrays.append(pa.array([value] * num_rows, type=target.type))
         elif f.physical_name in present:
-            column = table.column(f.physical_name)
-            arrays.append(_cast_physical(column, target))
+            arrays.append(_cast_physical(table.column(f.physical_name), target))
         else:
-            arrays.append(pa.nulls(table.num_rows, type=target.type))
+            arrays.append(pa.nulls(num_rows, type=target.type))
         fields.append(target.with_nullable(True))
     return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+
+
+def read_file_arrow(
+    snapshot: Snapshot,
+    add: AddFile,
+    columns: Sequence[str] | None = None,
+) -> pa.Table:
+    """Live rows of one logical file (logical names, schema order), its DV applied."""
+    parquet = open_data_file(snapshot, add)
+    table = read_physical_rows(snapshot, add, columns, parquet)
+    keep = deleted_row_mask(snapshot.table_root, add, parquet.metadata.num_rows)
+    return table if keep is None else table.filter(pa.array(keep))
 
 
 def _cast_physical(column: pa.ChunkedArray, target: pa.Field) -> pa.ChunkedArray:

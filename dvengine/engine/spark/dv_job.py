@@ -16,12 +16,12 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 from pyroaring import BitMap64
+from pyspark import TaskContext
 
 from dvengine.dv import bitmap_from_row_indexes, encode_deletion_vectors, load_deletion_vector
 from dvengine.errors import DeletionVectorError
 from dvengine.planning.decisions import DmlOptions, FileAction, decide_file_action
 from dvengine.protocol.actions import AddFile
-from dvengine.protocol.stats import FileStats
 
 RESULT_SCHEMA = pa.schema(
     [
@@ -44,11 +44,7 @@ class DvJobContext:
     dv_supported: bool
     file_path_col: str
     row_index_col: str
-
-
-def physical_rows_of(add: AddFile) -> int | None:
-    stats = FileStats.parse(add.stats)
-    return None if stats is None else stats.num_records
+    dv_file_ids: tuple[tuple[str, str], ...]  # one pre-assigned DV file identity per task (partition)
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +59,7 @@ def _finish_file(ctx: DvJobContext, uri: str, chunks: list[np.ndarray]) -> FileO
     if add is None:
         raise DeletionVectorError(f"verification scan returned rows of {uri}, which is not a candidate file")
     new_rows = bitmap_from_row_indexes(np.concatenate(chunks))
-    physical = physical_rows_of(add)
+    physical = add.num_records
     if physical is not None and len(new_rows) and new_rows.max() >= physical:
         raise DeletionVectorError(f"row index {new_rows.max()} is beyond numRecords={physical} of {add.path}")
     merged = new_rows
@@ -75,6 +71,13 @@ def _finish_file(ctx: DvJobContext, uri: str, chunks: list[np.ndarray]) -> FileO
     newly = len(merged) - previously
     action = decide_file_action(physical, previously, newly, ctx.options, ctx.dv_supported)
     return FileOutcome(action, merged, newly)
+
+
+def _task_dv_file_id(ctx: DvJobContext) -> tuple[str, str]:
+    """The DV file identity the driver assigned to this task (a retried task reuses it)."""
+    task = TaskContext.get()
+    partition = 0 if task is None else task.partitionId()
+    return ctx.dv_file_ids[partition % len(ctx.dv_file_ids)]
 
 
 def build_deletion_vectors(ctx: DvJobContext) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
@@ -101,6 +104,7 @@ def build_deletion_vectors(ctx: DvJobContext) -> Callable[[Iterator[pa.RecordBat
             [outcomes[uri].all_deleted for uri in dv_uris],
             ctx.options.inline_max_bytes,
             ctx.options.dv_random_prefix_len,
+            _task_dv_file_id(ctx),
         )
         dv_json = {uri: json.dumps(d.to_json()) for uri, d in zip(dv_uris, descriptors)}
         out = {

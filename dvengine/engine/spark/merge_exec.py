@@ -25,15 +25,11 @@ from pyspark.errors import AnalysisException
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from dvengine.commit.transaction import Transaction
-from dvengine.engine.spark.delete import live_rows
-from dvengine.engine.spark.dml_common import (
-    RowRetirement,
-    check_dml_allowed,
-    check_dv_mode_allowed,
-    resolve_options,
-    retire_rows,
-)
+from dvengine.commands.context import DmlContext, check_dml_allowed, check_dv_mode_allowed, open_dml
+from dvengine.commands.options import resolve_options
+from dvengine.commands.retirement import RowRetirement
+from dvengine.commands.written import commit_or_clean_up
+from dvengine.engine.spark.executor import SparkExecutor, quote, spark_job
 from dvengine.engine.spark.merge_clauses import (
     BoundClause,
     ClauseAction,
@@ -47,7 +43,7 @@ from dvengine.engine.spark.merge_clauses import (
 from dvengine.engine.spark.merge_prune import ConditionParts, derive_target_predicate, split_condition
 from dvengine.engine.spark.reader import FILE_PATH_COL, ROW_INDEX_COL, logical_spark_type, scan_logical, spark_schema
 from dvengine.engine.spark.write_api import dataframe_schema
-from dvengine.engine.spark.writer import delete_written_files, write_parquet_files
+from dvengine.engine.spark.writer import write_parquet_files
 from dvengine.errors import (
     InvalidArgumentError,
     InvalidPredicateError,
@@ -57,11 +53,8 @@ from dvengine.errors import (
 )
 from dvengine.expressions import BoundExpression, BoundPredicate, to_spark_sql
 from dvengine.log import Snapshot, load_snapshot
-from dvengine.planning.decisions import DmlOptions
-from dvengine.planning.candidates import CandidatePlan, might_match_function, plan_candidates
-from dvengine.protocol.actions import Action, AddFile
+from dvengine.protocol.actions import AddFile
 from dvengine.protocol.schema import StructField
-from dvengine.protocol.stats import FileStats
 
 T_PRESENT = "__merge_tp"
 S_PRESENT = "__merge_sp"
@@ -96,10 +89,6 @@ class _Names:
 
 # Sources up to this many rows are broadcast to every task of the target scan.
 BROADCAST_SOURCE_MAX_ROWS = 1_000_000
-
-
-def _quote(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
 
 
 def _scope(spark: SparkSession, snapshot: Snapshot, req: MergeRequest) -> tuple[MergeScope, _Names]:
@@ -159,11 +148,7 @@ def _only_unconditional_delete(matched: Sequence[BoundClause]) -> bool:
 
 
 def _num_records(adds: Sequence[AddFile]) -> int:
-    total = 0
-    for add in adds:
-        stats = FileStats.parse(add.stats)
-        total += 0 if stats is None or stats.num_records is None else stats.num_records
-    return total
+    return sum(add.num_records or 0 for add in adds)
 
 
 class _Timer:
@@ -178,7 +163,7 @@ def execute_merge(spark: SparkSession, req: MergeRequest) -> dict[str, Any]:
     total = _Timer()
     if not req.clauses:
         raise InvalidArgumentError("a MERGE needs at least one WHEN clause")
-    options = resolve_options(spark, req.mode)
+    options = resolve_options(lambda key: spark.conf.get(key, None), req.mode)
     snapshot = load_snapshot(req.table_root)
     check_dml_allowed(snapshot, "MERGE")
     dv_supported = check_dv_mode_allowed(snapshot, options)
@@ -191,7 +176,7 @@ def execute_merge(spark: SparkSession, req: MergeRequest) -> dict[str, Any]:
     insert_only = not matched and not by_source
 
     source = req.source.select(
-        *[F.col(_quote(name)).alias(internal) for name, internal in names.source.items()], F.lit(True).alias(S_PRESENT)
+        *[F.col(quote(name)).alias(internal) for name, internal in names.source.items()], F.lit(True).alias(S_PRESENT)
     ).persist(StorageLevel.MEMORY_AND_DISK)
     work: DataFrame | None = None
     try:
@@ -203,7 +188,10 @@ def execute_merge(spark: SparkSession, req: MergeRequest) -> dict[str, Any]:
         )
         target_types = {f.name: logical_spark_type(f) for f in snapshot.schema.fields}
         derived, num_source_rows = derive_target_predicate(source, parts, snapshot.schema, target_types)
-        plan = plan_candidates(snapshot, None if by_source else derived)
+        ctx = open_dml(
+            snapshot, "MERGE", options, None if by_source else derived, operation_parameters(condition, clauses)
+        )
+        plan = ctx.plan
 
         needed = None
         if insert_only:
@@ -216,7 +204,7 @@ def execute_merge(spark: SparkSession, req: MergeRequest) -> dict[str, Any]:
             # anti-join) instead of carrying them through the join.
             target = target.where(F.expr(derived.sql))
         target = target.select(
-            *[F.col(_quote(f.name)).alias(names.target[f.name]) for f in snapshot.schema.fields if needed is None or f.name in needed],
+            *[F.col(quote(f.name)).alias(names.target[f.name]) for f in snapshot.schema.fields if needed is None or f.name in needed],
             FILE_PATH_COL,
             ROW_INDEX_COL,
             F.lit(True).alias(T_PRESENT),
@@ -246,9 +234,13 @@ def execute_merge(spark: SparkSession, req: MergeRequest) -> dict[str, Any]:
         except AnalysisException as exc:
             raise InvalidPredicateError(f"cannot evaluate the MERGE condition or clause conditions: {exc}") from exc
         work = work.persist(StorageLevel.MEMORY_AND_DISK)
-        run = _Run(spark, snapshot, options, dv_supported, condition, clauses, names, plan, derived,
-                   check_duplicates, num_source_rows, total)
-        return _apply(run, work)
+        run = _Run(spark, ctx, condition, clauses, names, check_duplicates, num_source_rows, total)
+        try:
+            return _apply(run, work)
+        except BaseException:
+            if ctx.transaction.committed_version is None:
+                ctx.written.remove_all()  # DV and data files of a MERGE that did not commit
+            raise
     finally:
         if work is not None:
             work.unpersist()
@@ -260,21 +252,18 @@ class _Run:
     """Everything the second half of a MERGE needs, resolved by the first half."""
 
     spark: SparkSession
-    snapshot: Snapshot
-    options: DmlOptions
-    dv_supported: bool
+    ctx: DmlContext
     condition: BoundPredicate
     clauses: list[BoundClause]
     names: _Names
-    plan: CandidatePlan
-    derived: BoundPredicate | None
     check_duplicates: bool
     num_source_rows: int
     total: _Timer
 
 
 def _apply(run: _Run, work: DataFrame) -> dict[str, Any]:
-    spark, snapshot, clauses, names, plan = run.spark, run.snapshot, run.clauses, run.names, run.plan
+    spark, ctx, clauses, names = run.spark, run.ctx, run.clauses, run.names
+    snapshot, plan = ctx.snapshot, ctx.plan
     scan = _Timer()
     writing = [c.clause_id for c in clauses if c.writes_row]
     retiring = [c.clause_id for c in clauses if c.retires_target_row]
@@ -301,13 +290,12 @@ def _apply(run: _Run, work: DataFrame) -> dict[str, Any]:
     def count(kind: ClauseKind, action: ClauseAction) -> int:
         return sum(n for cid, n in counts.items() if by_id[cid].kind is kind and by_id[cid].action is action)
 
-    now_ms = int(time.time() * 1000)
     retired = RowRetirement()
     if any(counts.get(cid, 0) for cid in retiring):
         ids = work.where(F.col(CLAUSE).isin(retiring)).select(FILE_PATH_COL, ROW_INDEX_COL)
         if not run.check_duplicates:
             ids = ids.distinct()
-        retired = retire_rows(spark, snapshot, plan.candidates, ids, run.options, run.dv_supported, now_ms)
+        retired = SparkExecutor(spark).retire_row_ids(ctx, plan.candidates, ids, time.monotonic())
     scan_ms = scan.ms()
 
     rewrite = _Timer()
@@ -321,13 +309,17 @@ def _apply(run: _Run, work: DataFrame) -> dict[str, Any]:
             survivors = (
                 scan_logical(spark, snapshot, retired.files_to_rewrite, keep_row_ids=True)
                 .join(ids, on=[FILE_PATH_COL, ROW_INDEX_COL], how="left_anti")
-                .select(*[F.col(_quote(f.name)) for f in fields])
+                .select(*[F.col(quote(f.name)) for f in fields])
             )
             out = out.unionByName(survivors)
         # Small outputs (the common upsert) go to few files instead of one per shuffle partition.
-        estimate = new_rows + sum(live_rows(snapshot, a) for a in retired.files_to_rewrite)
+        estimate = new_rows + sum(a.live_records or 0 for a in retired.files_to_rewrite)
         out = out.coalesce(max(1, -(-estimate // ROWS_PER_OUTPUT_FILE)))  # never raises the partition count
-        adds = write_parquet_files(out, snapshot.table_root, snapshot.schema, snapshot.partition_columns)
+        adds = spark_job(
+            "MERGE", lambda: write_parquet_files(out, snapshot.table_root, snapshot.schema, snapshot.partition_columns),
+            value_error=True,
+        )
+        ctx.written.add_data_files(adds)
     rewrite_ms = rewrite.ms() if adds else 0
 
     matched_updated = count(ClauseKind.MATCHED, ClauseAction.UPDATE)
@@ -361,24 +353,16 @@ def _apply(run: _Run, work: DataFrame) -> dict[str, Any]:
         **plan.metrics(),
         "scanTimeMs": scan_ms,
         "rewriteTimeMs": rewrite_ms,
+        "executionEngine": "spark",
     }
-    actions: list[Action] = [*retired.actions, *adds]
-    if not actions:
-        metrics["executionTimeMs"] = run.total.ms()
+    txn = ctx.transaction
+    txn.add_actions([*retired.actions, *adds])
+    metrics["executionTimeMs"] = run.total.ms()
+    if not txn.actions:
         metrics["version"] = None  # nothing matched any clause: no commit
+        ctx.written.remove_all()
         return metrics
-    try:
-        txn = Transaction(snapshot.table_root, snapshot, "MERGE", operation_parameters(run.condition, clauses))
-        if any(c.kind is ClauseKind.NOT_MATCHED_BY_SOURCE for c in clauses):
-            txn.record_read(snapshot.files, None)
-        else:
-            txn.record_read(plan.candidates, might_match_function(snapshot, run.derived))
-        txn.add_actions(actions)
-        metrics["executionTimeMs"] = run.total.ms()
-        metrics["version"] = txn.commit({k: v for k, v in metrics.items() if k != "version"})
-    except BaseException:
-        delete_written_files(snapshot.table_root, adds)
-        raise
+    metrics["version"] = commit_or_clean_up(txn, metrics, ctx.written)
     return metrics
 
 

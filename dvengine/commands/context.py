@@ -1,0 +1,97 @@
+"""The DML prologue every command shares: snapshot, gates, bound condition, candidates, transaction.
+
+Everything here runs before a byte is written, so a refused command leaves no trace: the
+table's own rules (writer features, constraints, ``delta.appendOnly``), the DV mode, the
+condition bound to the schema, then partition pruning and stats skipping, and the transaction's
+read set (candidate files and the predicate they were chosen by, for conflict detection).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from dvengine.commands.written import WrittenFiles
+from dvengine.commit.transaction import Transaction
+from dvengine.errors import OperationNotAllowedError, UnsupportedFeatureError
+from dvengine.expressions import BoundPredicate
+from dvengine.log import Snapshot
+from dvengine.planning.candidates import CandidatePlan, might_match_function, plan_candidates
+from dvengine.planning.decisions import MODE_DV, DmlOptions
+from dvengine.protocol.features import check_writable, supports_deletion_vectors
+from dvengine.writing.schema_checks import check_no_constraints
+
+
+def check_dml_allowed(snapshot: Snapshot, operation: str) -> None:
+    """Refuse row-level changes the table forbids or that dvengine cannot enforce correctly."""
+    check_writable(snapshot.protocol, snapshot.metadata)
+    check_no_constraints(snapshot.metadata, snapshot.schema)
+    if snapshot.configuration.get("delta.appendOnly", "false").lower() == "true":
+        raise OperationNotAllowedError(
+            f"{operation} is not allowed: table {snapshot.table_root} is append-only (delta.appendOnly=true)"
+        )
+
+
+def check_dv_mode_allowed(snapshot: Snapshot, options: DmlOptions) -> bool:
+    """Whether DVs may be written; an explicit ``mode="dv"`` on a table without them is an error."""
+    supported = supports_deletion_vectors(snapshot.protocol, snapshot.metadata)
+    if options.mode == MODE_DV and not supported:
+        raise UnsupportedFeatureError(
+            "mode='dv' needs deletion vectors, but this table does not enable them: it needs the deletionVectors "
+            "reader/writer feature and the property delta.enableDeletionVectors=true (or use mode='rewrite'/'auto')"
+        )
+    return supported
+
+
+@dataclass
+class DmlContext:
+    """What a predicate-driven DML command resolved before touching data."""
+
+    operation: str
+    options: DmlOptions
+    snapshot: Snapshot
+    dv_supported: bool
+    predicate: BoundPredicate | None
+    plan: CandidatePlan
+    transaction: Transaction
+    now_ms: int
+    written: WrittenFiles
+    started: float = field(default_factory=time.monotonic)
+    engine_state: dict[str, Any] = field(default_factory=dict)  # an executor's per-command cache
+
+    @property
+    def table_root(self) -> str:
+        return self.snapshot.table_root
+
+    def elapsed_ms(self) -> int:
+        return int((time.monotonic() - self.started) * 1000)
+
+
+def open_dml(
+    snapshot: Snapshot,
+    operation: str,
+    options: DmlOptions,
+    predicate: BoundPredicate | None,
+    parameters: Mapping[str, Any] | None = None,
+) -> DmlContext:
+    """Gate, plan candidates, and open the transaction with its read set."""
+    check_dml_allowed(snapshot, operation)
+    dv_supported = check_dv_mode_allowed(snapshot, options)
+    plan = plan_candidates(snapshot, predicate)
+    params = dict(parameters) if parameters is not None else {"predicate": json.dumps([] if predicate is None else [predicate.sql])}
+    txn = Transaction(snapshot.table_root, snapshot, operation, params)
+    txn.record_read(plan.candidates, might_match_function(snapshot, predicate))
+    return DmlContext(
+        operation=operation,
+        options=options,
+        snapshot=snapshot,
+        dv_supported=dv_supported,
+        predicate=predicate,
+        plan=plan,
+        transaction=txn,
+        now_ms=int(time.time() * 1000),
+        written=WrittenFiles(snapshot.table_root),
+    )

@@ -1,0 +1,44 @@
+"""DML options from the call, else configuration keys (Spark conf when a session exists), else defaults."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from dvengine.errors import InvalidArgumentError
+from dvengine.planning.decisions import DEFAULT_INLINE_MAX_BYTES, DEFAULT_MODE, DEFAULT_REWRITE_THRESHOLD, DmlOptions
+
+ConfLookup = Callable[[str], "str | None"]
+
+CONF_MODE = "dvengine.dml.mode"
+CONF_REWRITE_THRESHOLD = "dvengine.dml.rewriteThreshold"
+CONF_INLINE_MAX_BYTES = "dvengine.dv.inlineMaxBytes"
+CONF_RANDOM_PREFIX_LEN = "dvengine.dv.randomPrefixLength"
+CONF_ENGINE = "dvengine.execution.engine"
+CONF_LOCAL_MAX_BYTES = "dvengine.execution.localMaxBytes"
+
+
+def no_conf(_key: str) -> str | None:
+    """The lookup used without a SparkSession: every key falls back to its default."""
+    return None
+
+
+def _number(conf: ConfLookup, key: str, default: float, kind: Callable[[str], float]) -> float:
+    raw = conf(key)
+    if raw is None or raw == "":
+        return default
+    try:
+        return kind(raw)
+    except ValueError:
+        raise InvalidArgumentError(f"configuration {key} must be a number, got {raw!r}") from None
+
+
+def resolve_options(conf: ConfLookup, mode: str | None) -> DmlOptions:
+    """DmlOptions for one command; bad values raise InvalidArgumentError naming the key."""
+    if mode is not None and not isinstance(mode, str):
+        raise TypeError(f"mode must be a string ('dv', 'rewrite' or 'auto'), got {type(mode).__name__}")
+    return DmlOptions(
+        mode=(mode or conf(CONF_MODE) or DEFAULT_MODE).lower(),
+        rewrite_threshold=float(_number(conf, CONF_REWRITE_THRESHOLD, DEFAULT_REWRITE_THRESHOLD, float)),
+        inline_max_bytes=int(_number(conf, CONF_INLINE_MAX_BYTES, DEFAULT_INLINE_MAX_BYTES, int)),
+        dv_random_prefix_len=int(_number(conf, CONF_RANDOM_PREFIX_LEN, 0, int)),
+    )

@@ -1,0 +1,96 @@
+"""UPDATE with deletion vectors: retire the matched rows in place, write only their new versions.
+
+In DV mode the matched rows of each touched file get a DV and their updated copies go to new
+files, so nothing unchanged is copied (``numCopiedRows`` = 0). Files the rewrite threshold
+sends to copy-on-write are rewritten whole with ``CASE WHEN condition THEN new ELSE old``.
+Every assigned value of every matched row is evaluated and checked (fits its column, no NULL
+into NOT NULL) before any file is written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from dvengine.commands.context import DmlContext
+from dvengine.commands.executor import Executor
+from dvengine.commands.written import commit_or_clean_up
+from dvengine.errors import InvalidArgumentError, InvalidPredicateError
+from dvengine.expressions import BoundExpression, parse_value_expression
+from dvengine.protocol.schema import StructType
+
+
+def bind_assignments(schema: StructType, assignments: Mapping[str, str]) -> dict[str, BoundExpression]:
+    """Validate ``set`` (column -> SQL text) and bind each value; keys resolve case-insensitively."""
+    if not isinstance(assignments, Mapping):
+        raise TypeError(f"set must be a dict of column name -> SQL expression or Column, got {type(assignments).__name__}")
+    if not assignments:
+        raise InvalidArgumentError("update needs at least one assignment in set={column: expression}")
+    bound: dict[str, BoundExpression] = {}
+    for name, text in assignments.items():
+        if not isinstance(name, str):
+            raise TypeError(f"set keys must be column names (str), got {type(name).__name__}: {name!r}")
+        field = schema.find(name)
+        if field is None:
+            raise InvalidPredicateError(
+                f"cannot update column {name!r}: it is not in the table; columns are {schema.field_names}"
+            )
+        if field.name in bound:
+            raise InvalidArgumentError(f"column {field.name!r} is assigned more than once")
+        bound[field.name] = parse_value_expression(text, schema)
+    return bound
+
+
+def update_metrics(ctx: DmlContext, executor_name: str) -> dict[str, Any]:
+    return {
+        "numUpdatedRows": 0,
+        "numCopiedRows": 0,
+        "numAddedFiles": 0,
+        "numRemovedFiles": 0,
+        "numDeletionVectorsAdded": 0,
+        "numDeletionVectorsRemoved": 0,
+        "numDeletionVectorsUpdated": 0,
+        "numAddedBytes": 0,
+        "numRemovedBytes": 0,
+        "numAddedChangeFiles": 0,
+        "scanTimeMs": 0,
+        "rewriteTimeMs": 0,
+        **ctx.plan.metrics(),
+        "numFilesVerified": len(ctx.plan.candidates),
+        "executionEngine": executor_name,
+    }
+
+
+def run_update(ctx: DmlContext, executor: Executor, assignments: Mapping[str, BoundExpression]) -> dict[str, Any]:
+    """Execute a planned UPDATE; returns Delta's UPDATE metrics plus ``version`` (None: nothing matched)."""
+    txn, metrics = ctx.transaction, update_metrics(ctx, executor.name)
+    try:
+        executor.check_assignments(ctx, assignments)
+        if ctx.plan.candidates:
+            executor.check_new_values(ctx, ctx.predicate, assignments)
+            retired = executor.retire_rows(ctx, ctx.plan.candidates, ctx.predicate)
+            ctx.written.add_paths(retired.dv_files)
+            if retired.rows_retired:
+                written = executor.write_updated_rows(ctx, ctx.predicate, assignments, retired.files_to_rewrite)
+                ctx.written.add_data_files(written.files)
+                txn.add_actions(written.files)
+                txn.add_actions(retired.actions)
+                metrics.update(
+                    retired.delta_metrics(),
+                    numUpdatedRows=retired.rows_retired,
+                    numAddedFiles=len(written.files),
+                    numAddedBytes=written.bytes,
+                    numCopiedRows=written.rows - retired.rows_retired,
+                    rewriteTimeMs=written.elapsed_ms,
+                )
+        metrics["executionTimeMs"] = ctx.elapsed_ms()
+        if metrics["numUpdatedRows"] == 0:
+            metrics["version"] = None
+            ctx.written.remove_all()
+            return metrics
+        metrics["version"] = commit_or_clean_up(txn, metrics, ctx.written)
+        return metrics
+    except BaseException:
+        if txn.committed_version is None:
+            ctx.written.remove_all()
+        raise

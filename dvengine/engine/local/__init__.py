@@ -1,0 +1,5 @@
+"""The embedded executor: DML in-process on Arrow, no JVM (see ``executor``)."""
+
+from dvengine.engine.local.executor import LocalExecutor
+
+__all__ = ["LocalExecutor"]

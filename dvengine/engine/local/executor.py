@@ -1,0 +1,277 @@
+"""The embedded executor: DML on candidate files in-process with pyarrow, numpy and pyroaring.
+
+No JVM and no job scheduling: a point DELETE costs one footer read, one column read, a tiny
+bitmap and one commit. Files are processed on a thread pool (pyarrow releases the GIL while it
+decodes Parquet and evaluates kernels). Conditions and values are evaluated with Arrow compute
+only where the translation is exact under Spark SQL semantics (``dvengine.expressions.arrow``);
+anything else is reported by :meth:`LocalExecutor.unsupported_reason` so the command runs on
+Spark instead.
+
+Per command, the row indexes matched in each file and the resulting bitmaps are kept in the
+context, so rewriting a file or writing updated rows never scans a file twice for the same
+answer.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.acero as acero
+import pyarrow.compute as pc
+from pyroaring import BitMap64
+
+from dvengine.commands.context import DmlContext
+from dvengine.commands.retirement import FileRetirement, RowRetirement, build_retirement
+from dvengine.commands.written import WrittenRows
+from dvengine.dv import absolute_dv_path, bitmap_from_row_indexes, encode_deletion_vectors, load_deletion_vector
+from dvengine.engine.local.writer import write_data_files
+from dvengine.errors import EvaluationError, InvalidPredicateError, SchemaViolationError
+from dvengine.expressions import BoundExpression, BoundPredicate, to_pyarrow_expression, to_pyarrow_value
+from dvengine.log import Snapshot
+from dvengine.planning.decisions import FileAction, decide_file_action
+from dvengine.protocol.actions import AddFile
+from dvengine.protocol.schema import DataType, StructField, StructType
+from dvengine.read import open_data_file, read_physical_rows
+
+ROW_INDEX = "__dvengine_row_index"
+_STATE_MATCHES = "local.matches"
+_STATE_BITMAPS = "local.bitmaps"
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+@dataclass(frozen=True)
+class FileMatch:
+    """Rows of one file where the predicate is TRUE and that are still live."""
+
+    add: AddFile
+    physical_rows: int
+    previously_deleted: BitMap64
+    matched: np.ndarray  # row indexes, ascending
+    rows: pa.Table | None = None  # the matched rows (all columns), when the command needs them
+
+
+def _num_threads() -> int:
+    return max(1, min(8, os.cpu_count() or 1))
+
+
+def _parallel(function: Callable[[T], R], items: Sequence[T]) -> list[R]:
+    if len(items) <= 1:
+        return [function(item) for item in items]
+    with ThreadPoolExecutor(max_workers=min(len(items), _num_threads())) as pool:
+        return list(pool.map(function, items))
+
+
+def _evaluation_error(what: str, exc: Exception) -> EvaluationError:
+    return EvaluationError(f"{what} failed while evaluating rows: {exc}")
+
+
+def project(table: pa.Table, expressions: Sequence[Any], names: Sequence[str]) -> pa.Table:
+    """Evaluate Arrow expressions over ``table`` (Acero's project node, multi-threaded)."""
+    plan = acero.Declaration.from_sequence(
+        [
+            acero.Declaration("table_source", acero.TableSourceNodeOptions(table)),
+            acero.Declaration("project", acero.ProjectNodeOptions(list(expressions), list(names))),
+        ]
+    )
+    return plan.to_table(use_threads=True)
+
+
+def matching_positions(table: pa.Table, predicate_expr: Any, what: str) -> np.ndarray:
+    """Positions of the rows of ``table`` where the predicate is TRUE (NULL and FALSE drop out)."""
+    indexed = table.append_column(ROW_INDEX, pa.array(np.arange(table.num_rows, dtype=np.int64)))
+    try:
+        hits = indexed.filter(predicate_expr).column(ROW_INDEX)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ArithmeticError) as exc:
+        raise _evaluation_error(what, exc) from exc
+    return np.asarray(hits.to_numpy(), dtype=np.int64)
+
+
+class LocalExecutor:
+    """Executor of the command layer that runs in this process (see the module docstring)."""
+
+    name = "local"
+
+    # --- capability ---------------------------------------------------------------------------
+
+    def unsupported_reason(
+        self, schema: StructType, predicate: BoundPredicate | None, values: Sequence[tuple[DataType, BoundExpression]]
+    ) -> str | None:
+        try:
+            if predicate is not None:
+                to_pyarrow_expression(predicate)
+        except InvalidPredicateError as exc:
+            return str(exc)
+        for target, value in values:
+            try:
+                to_pyarrow_value(value, target)
+            except InvalidPredicateError as exc:
+                return str(exc)
+        return None
+
+    def check_assignments(self, ctx: DmlContext, assignments: Mapping[str, BoundExpression]) -> None:
+        schema = ctx.snapshot.schema
+        for name, value in assignments.items():
+            field = schema.get(name)
+            try:
+                to_pyarrow_value(value, field.type)
+            except InvalidPredicateError as exc:
+                raise InvalidPredicateError(
+                    f"the value {value.sql!r} for column {field.name!r} cannot be evaluated by the local executor: {exc}"
+                ) from exc
+
+    # --- matching -------------------------------------------------------------------------------
+
+    def _match_file(self, ctx: DmlContext, add: AddFile, predicate: BoundPredicate | None, all_columns: bool) -> FileMatch:
+        snapshot = ctx.snapshot
+        parquet = open_data_file(snapshot, add)
+        physical = parquet.metadata.num_rows
+        previously = BitMap64()
+        if add.deletion_vector is not None:
+            previously = load_deletion_vector(snapshot.table_root, add.deletion_vector, num_records=physical)
+        columns: Iterable[str] | None = None if all_columns else (predicate.columns if predicate is not None else ())
+        table = read_physical_rows(snapshot, add, None if columns is None else sorted(columns), parquet)
+        if predicate is None:
+            positions = np.arange(physical, dtype=np.int64)
+        else:
+            positions = matching_positions(table, to_pyarrow_expression(predicate), f"the condition {predicate.sql!r}")
+        if len(previously) and len(positions):
+            dead = np.asarray(previously.to_array(), dtype=np.int64)
+            positions = positions[~np.isin(positions, dead, assume_unique=True)]
+        rows = table.take(pa.array(positions)) if all_columns else None
+        return FileMatch(add, physical, previously, positions, rows)
+
+    def _matches(self, ctx: DmlContext, files: Sequence[AddFile], predicate: BoundPredicate | None, all_columns: bool) -> list[FileMatch]:
+        cached: dict[str, FileMatch] = ctx.engine_state.setdefault(_STATE_MATCHES, {})
+        missing = [add for add in files if add.path not in cached or (all_columns and cached[add.path].rows is None)]
+        for match in _parallel(lambda add: self._match_file(ctx, add, predicate, all_columns), missing):
+            cached[match.add.path] = match
+        return [cached[add.path] for add in files]
+
+    # --- retiring rows ---------------------------------------------------------------------------
+
+    def retire_rows(self, ctx: DmlContext, files: Sequence[AddFile], predicate: BoundPredicate | None) -> RowRetirement:
+        started = time.monotonic()
+        matches = [m for m in self._matches(ctx, files, predicate, all_columns=False) if len(m.matched)]
+        bitmaps: dict[str, BitMap64] = ctx.engine_state.setdefault(_STATE_BITMAPS, {})
+        outcomes: list[tuple[FileMatch, FileAction, BitMap64]] = []
+        for match in matches:
+            merged = match.previously_deleted | bitmap_from_row_indexes(match.matched)
+            bitmaps[match.add.path] = merged
+            action = decide_file_action(
+                match.physical_rows, len(match.previously_deleted), len(match.matched), ctx.options, ctx.dv_supported
+            )
+            outcomes.append((match, action, merged))
+        with_dv = [(m, bm) for m, action, bm in outcomes if action is FileAction.DELETION_VECTOR]
+        descriptors = encode_deletion_vectors(
+            ctx.table_root, [bm for _, bm in with_dv], ctx.options.inline_max_bytes, ctx.options.dv_random_prefix_len
+        )
+        by_path = {m.add.path: d for (m, _), d in zip(with_dv, descriptors, strict=True)}
+        dv_files = sorted({absolute_dv_path(ctx.table_root, d) for d in descriptors if not d.is_inline})
+        retired = [
+            FileRetirement(m.add, action, by_path.get(m.add.path), len(m.matched)) for m, action, _ in outcomes
+        ]
+        from dvengine.faults import DML_DV_FILES_WRITTEN, fault_point
+
+        fault_point(DML_DV_FILES_WRITTEN)
+        return build_retirement(retired, ctx.now_ms, dv_files, int((time.monotonic() - started) * 1000))
+
+    # --- writing -----------------------------------------------------------------------------------
+
+    def _surviving_rows(self, ctx: DmlContext, add: AddFile) -> pa.Table:
+        """Live rows of ``add`` not retired by this command (its merged bitmap)."""
+        parquet = open_data_file(ctx.snapshot, add)
+        table = read_physical_rows(ctx.snapshot, add, None, parquet)
+        dead = ctx.engine_state.get(_STATE_BITMAPS, {}).get(add.path)
+        if dead is None or not len(dead):
+            return table
+        keep = np.ones(table.num_rows, dtype=bool)
+        keep[np.asarray(dead.to_array(), dtype=np.int64)] = False
+        return table.filter(pa.array(keep))
+
+    def _write(self, ctx: DmlContext, tables: list[pa.Table]) -> WrittenRows:
+        started = time.monotonic()
+        tables = [t for t in tables if t.num_rows]
+        if not tables:
+            return WrittenRows([], 0, 0, 0)
+        rows = pa.concat_tables(tables)
+        snapshot = ctx.snapshot
+        files = write_data_files(rows, snapshot.table_root, snapshot.schema, snapshot.partition_columns, _indexed_cols(snapshot))
+        ctx.written.add_data_files(files)
+        return WrittenRows.of(files, started)
+
+    def write_survivors(self, ctx: DmlContext, files: Sequence[AddFile], predicate: BoundPredicate) -> WrittenRows:
+        return self._write(ctx, _parallel(lambda add: self._surviving_rows(ctx, add), list(files)))
+
+    # --- UPDATE ----------------------------------------------------------------------------------
+
+    def _new_values(self, ctx: DmlContext, rows: pa.Table, assignments: Mapping[str, BoundExpression]) -> pa.Table:
+        """The matched rows with the assignments applied, validated against the column types."""
+        schema = ctx.snapshot.schema
+        expressions = [
+            to_pyarrow_value(assignments[f.name], f.type) if f.name in assignments else pc.field(f.name)
+            for f in schema.fields
+        ]
+        try:
+            updated = project(rows, expressions, schema.field_names)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ArithmeticError) as exc:
+            raise _value_error(rows, schema.fields, assignments, exc) from exc
+        for f in schema.fields:
+            if not f.nullable and updated.column(f.name).null_count:
+                raise SchemaViolationError(
+                    f"UPDATE would write NULL into NOT NULL column {f.name!r}; nothing was written"
+                )
+        return updated
+
+    def check_new_values(
+        self, ctx: DmlContext, predicate: BoundPredicate | None, assignments: Mapping[str, BoundExpression]
+    ) -> None:
+        matches = self._matches(ctx, ctx.plan.candidates, predicate, all_columns=True)
+        updated: dict[str, pa.Table] = ctx.engine_state.setdefault("local.updated", {})
+        for match in matches:
+            if match.rows is not None and match.rows.num_rows:
+                updated[match.add.path] = self._new_values(ctx, match.rows, assignments)
+
+    def write_updated_rows(
+        self,
+        ctx: DmlContext,
+        predicate: BoundPredicate | None,
+        assignments: Mapping[str, BoundExpression],
+        rewrite_files: Sequence[AddFile],
+    ) -> WrittenRows:
+        updated: dict[str, pa.Table] = ctx.engine_state.get("local.updated", {})
+        tables = list(updated.values())
+        tables += _parallel(lambda add: self._surviving_rows(ctx, add), list(rewrite_files))
+        return self._write(ctx, tables)
+
+    def close(self) -> None:
+        return None
+
+
+def _indexed_cols(snapshot: Snapshot) -> int:
+    raw = snapshot.configuration.get("delta.dataSkippingNumIndexedCols", "32")
+    return int(raw)
+
+
+def _value_error(
+    rows: pa.Table, fields: Sequence[StructField], assignments: Mapping[str, BoundExpression], exc: Exception
+) -> SchemaViolationError:
+    """Name the column whose value does not fit by evaluating the assignments one at a time."""
+    for f in fields:
+        if f.name not in assignments:
+            continue
+        try:
+            project(rows, [to_pyarrow_value(assignments[f.name], f.type)], [f.name])
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ArithmeticError) as inner:
+            return SchemaViolationError(
+                f"the value {assignments[f.name].sql!r} does not fit column {f.name!r} of type "
+                f"{f.type.simple_string()} ({inner}); nothing was written"
+            )
+    return SchemaViolationError(f"an updated value does not fit its column ({exc}); nothing was written")

@@ -1,0 +1,181 @@
+"""Write Arrow rows as data files of a Delta table, in-process, with the same stats Spark's path gets.
+
+Files are written under a hidden name and renamed into place once complete, so a crash leaves
+either nothing visible or a whole file (an orphan for VACUUM until a commit references it).
+Column mapping is honoured: columns get their physical names and Parquet field ids. Timestamps
+are INT64 microseconds (never INT96), as every Delta reader expects. Partitioned rows are split
+per partition value into Hive-style folders; readers take the values from ``partitionValues``.
+Stats come from the written footer by the same code as for Spark-written files.
+"""
+
+from __future__ import annotations
+
+import os
+
+import uuid
+from collections.abc import Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from dvengine.faults import DML_DATA_FILES_WRITTEN, fault_point
+from dvengine.protocol.actions import AddFile
+from dvengine.protocol.schema import (
+    PARQUET_FIELD_ID_KEY,
+    DataType,
+    StructField,
+    StructType,
+    serialize_partition_value,
+    to_arrow_type,
+)
+from dvengine.writing.files import HIVE_DEFAULT_PARTITION, build_add_file, escape_partition_value
+from dvengine.writing.stats import stats_from_parquet_metadata
+
+ROWS_PER_FILE = 4_000_000
+
+
+def _physical_field(f: StructField) -> pa.Field:
+    metadata = None if f.field_id is None else {PARQUET_FIELD_ID_KEY: str(f.field_id).encode()}
+    return pa.field(f.physical_name, _physical_type(f.type), True, metadata=metadata)
+
+
+def _physical_type(data_type: DataType) -> pa.DataType:
+    if isinstance(data_type, StructType):
+        return pa.struct([_physical_field(f) for f in data_type.fields])
+    return to_arrow_type(data_type, physical=True)
+
+
+def physical_arrow_schema(schema: StructType, partition_columns: Sequence[str]) -> pa.Schema:
+    """The Arrow schema of a data file: physical names, field ids, partition columns left out."""
+    parts = {c.lower() for c in partition_columns}
+    return pa.schema([_physical_field(f) for f in schema.fields if f.name.lower() not in parts])
+
+
+def _to_physical(rows: pa.Table, schema: StructType, partition_columns: Sequence[str]) -> pa.Table:
+    target = physical_arrow_schema(schema, partition_columns)
+    parts = {c.lower() for c in partition_columns}
+    data_fields = [f for f in schema.fields if f.name.lower() not in parts]
+    columns = []
+    for f, arrow_field in zip(data_fields, target):
+        column = rows.column(f.name)
+        columns.append(_relabel_chunked(column, arrow_field.type))
+    return pa.Table.from_arrays(columns, schema=target)
+
+
+def _relabel_chunked(column: pa.ChunkedArray, target: pa.DataType) -> pa.ChunkedArray:
+    if column.type == target:
+        return column
+    if pa.types.is_struct(target) or pa.types.is_list(target):
+        return pa.chunked_array([_relabel(chunk, target) for chunk in column.chunks], type=target)
+    return column.cast(target)
+
+
+def _relabel(array: pa.Array, target: pa.DataType) -> pa.Array:
+    """Nested values under physical field names (positions are shared by both schemas)."""
+    if pa.types.is_struct(target) and pa.types.is_struct(array.type):
+        children = [_relabel(array.field(i), target.field(i).type) for i in range(target.num_fields)]
+        return pa.StructArray.from_arrays(children, fields=list(target), mask=array.is_null())
+    if pa.types.is_list(target) and pa.types.is_list(array.type):
+        values = _relabel(array.values, target.value_type)
+        return pa.ListArray.from_arrays(array.offsets, values, type=target, mask=array.is_null())
+    return array.cast(target)
+
+
+def _partition_folder(schema: StructType, partition_columns: Sequence[str], values: dict[str, object]) -> tuple[str, dict[str, str | None]]:
+    """Relative folder (``p=v/q=w``) and ``partitionValues`` (physical keys) of one partition."""
+    folders = []
+    log_values: dict[str, str | None] = {}
+    for name in partition_columns:
+        f = schema.get(name)
+        text = serialize_partition_value(values[f.name], f.type)
+        log_values[f.physical_name] = text
+        shown = HIVE_DEFAULT_PARTITION if text is None or text == "" else escape_partition_value(text)
+        folders.append(f"{escape_partition_value(f.physical_name)}={shown}")
+    return "/".join(folders), log_values
+
+
+def _split_by_partition(rows: pa.Table, schema: StructType, partition_columns: Sequence[str]) -> list[tuple[dict[str, object], pa.Table]]:
+    if not partition_columns:
+        return [({}, rows)]
+    names = [schema.get(c).name for c in partition_columns]
+    keys = rows.select(names).group_by(names, use_threads=False).aggregate([])
+    out = []
+    for key in keys.to_pylist():
+        mask = None
+        for name in names:
+            value = key[name]
+            cond = pc.is_null(rows.column(name)) if value is None else pc.equal(rows.column(name), pa.scalar(value, rows.schema.field(name).type))
+            mask = cond if mask is None else pc.and_(mask, cond)
+        out.append((key, rows.filter(mask)))
+    return out
+
+
+def write_data_files(
+    rows: pa.Table,
+    table_root: str,
+    schema: StructType,
+    partition_columns: Sequence[str],
+    num_indexed_cols: int = 32,
+) -> list[AddFile]:
+    """Write ``rows`` (logical column names of ``schema``) as new data files; return their adds.
+
+    Nothing is committed here; the caller records the files so a failed command removes them.
+    """
+    adds: list[AddFile] = []
+    try:
+        for values, part in _split_by_partition(rows, schema, partition_columns):
+            if part.num_rows == 0:
+                continue
+            folder, log_values = _partition_folder(schema, partition_columns, values)
+            physical = _to_physical(part, schema, partition_columns)
+            for start in range(0, physical.num_rows, ROWS_PER_FILE):
+                chunk = physical.slice(start, ROWS_PER_FILE)
+                adds.append(_write_one(chunk, table_root, folder, log_values, schema, num_indexed_cols))
+    except BaseException:
+        remove_data_files(table_root, adds)
+        raise
+    fault_point(DML_DATA_FILES_WRITTEN)
+    return adds
+
+
+def _write_one(
+    chunk: pa.Table, table_root: str, folder: str, log_values: dict[str, str | None], schema: StructType, num_indexed_cols: int
+) -> AddFile:
+    name = f"part-00000-{uuid.uuid4()}.c000.snappy.parquet"
+    relative = f"{folder}/{name}" if folder else name
+    target = os.path.join(table_root, *relative.split("/"))
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    hidden = os.path.join(os.path.dirname(target), f".{name}.tmp")
+    collected: list[pq.FileMetaData] = []
+    try:
+        pq.write_table(
+            chunk,
+            hidden,
+            compression="snappy",
+            coerce_timestamps="us",
+            allow_truncated_timestamps=False,
+            use_deprecated_int96_timestamps=False,
+            store_schema=False,
+            metadata_collector=collected,
+        )
+        os.rename(hidden, target)
+    except BaseException:
+        for path in (hidden, target):
+            if os.path.exists(path):
+                os.unlink(path)
+        raise
+    metadata = collected[0] if collected else pq.read_metadata(target)
+    stats = stats_from_parquet_metadata(metadata, schema, num_indexed_cols=num_indexed_cols)
+    st = os.stat(target)
+    return build_add_file(relative, log_values, st.st_size, int(st.st_mtime * 1000), stats)
+
+
+def remove_data_files(table_root: str, adds: Sequence[AddFile]) -> None:
+    """Delete files written by a call that failed part-way (its own files only)."""
+    from dvengine.storage import resolve_data_path
+
+    for add in adds:
+        path = resolve_data_path(table_root, add.path)
+        if os.path.exists(path):
+            os.unlink(path)

@@ -1,0 +1,78 @@
+"""Spark's exceptions translated into dvengine's typed errors at the executor boundary.
+
+Users see one error vocabulary whichever executor ran: a condition that fails on some row
+(overflow, division by zero, a string that is no number) is an ``EvaluationError``; a value that
+does not fit its column is a ``SchemaViolationError``; a failure of dvengine's own code inside a
+Python worker comes back as the typed error it raised there; a data file Spark cannot read is a
+``LogCorruptedError`` naming it. The original exception is always kept as ``__cause__``.
+"""
+
+from __future__ import annotations
+
+import re
+
+from dvengine import errors
+
+# Error classes raised while rows are evaluated.
+EVALUATION_ERROR_CLASSES = (
+    "CAST_INVALID_INPUT",
+    "CAST_OVERFLOW",
+    "NUMERIC_VALUE_OUT_OF_RANGE",
+    "ARITHMETIC_OVERFLOW",
+    "DIVIDE_BY_ZERO",
+    "INVALID_ARRAY_INDEX",
+    "DATATYPE_MISMATCH",
+    "INCOMPATIBLE_DATA",
+    "BINARY_ARITHMETIC_OVERFLOW",
+    "DECIMAL_PRECISION_EXCEEDS_MAX_PRECISION",
+)
+_FILE_ERROR_CLASSES = ("FAILED_READ_FILE", "PATH_NOT_FOUND", "FILE_NOT_EXIST")
+_PYTHON_ERROR = re.compile(r"dvengine\.errors\.(\w+): (.*)")
+
+
+def spark_error_class(exc: BaseException) -> str | None:
+    """Spark's error class of a failed job (e.g. CAST_INVALID_INPUT), or None."""
+    getter = getattr(exc, "getCondition", None) or getattr(exc, "getErrorClass", None)
+    if getter is None:
+        return None
+    try:
+        value = getter()
+    except Exception:  # noqa: BLE001 - a Py4J error without a condition has no class to report
+        return None
+    return None if value is None else str(value)
+
+
+def first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def typed_from_python_worker(exc: BaseException) -> errors.DvengineError | None:
+    """The dvengine error a Python worker raised (its traceback text travels inside the exception)."""
+    match = _PYTHON_ERROR.search(str(exc))
+    if match is None:
+        return None
+    cls = getattr(errors, match.group(1), None)
+    if not isinstance(cls, type) or not issubclass(cls, errors.DvengineError):
+        return None
+    return cls(match.group(2).strip())
+
+
+def translate(exc: BaseException, what: str, value_error: bool = False) -> BaseException:
+    """The typed error for a Spark failure during ``what`` (or ``exc`` itself if none applies).
+
+    ``value_error``: the failing job evaluated values being stored into columns (UPDATE/MERGE),
+    so evaluation failures mean "does not fit its column".
+    """
+    typed = typed_from_python_worker(exc)
+    if typed is not None:
+        return typed
+    error_class = spark_error_class(exc) or ""
+    text = first_line(exc)
+    if error_class.startswith(EVALUATION_ERROR_CLASSES) or "ArithmeticException" in text:
+        if value_error:
+            return errors.SchemaViolationError(f"{what}: a value does not fit its column ({error_class}): {text}")
+        return errors.EvaluationError(f"{what} failed while evaluating rows ({error_class}): {text}")
+    if error_class.startswith(_FILE_ERROR_CLASSES) or "FileNotFoundException" in str(exc)[:2000]:
+        return errors.LogCorruptedError(f"{what}: a data file of the table cannot be read ({error_class}): {text}")
+    return exc

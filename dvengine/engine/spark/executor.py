@@ -1,0 +1,238 @@
+"""The Spark executor: DML work as Spark jobs, for any master URL and any size.
+
+Verification scans read only the predicate's columns with ``_metadata.row_index``; matched
+(file, row index) pairs are repartitioned by file and turned into bitmaps and packed DV files on
+the executors, so row indexes never travel to the driver. Each task writes at most one DV file
+whose identity the driver assigned in advance: if the job fails, the command knows every path
+a task may have written and removes them. Spark failures leave here as dvengine's typed errors
+(``engine.spark.errors``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import TypeVar
+
+from pyspark import StorageLevel
+from pyspark.errors import PySparkException
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from dvengine.commands.context import DmlContext
+from dvengine.commands.retirement import FileRetirement, RowRetirement, build_retirement
+from dvengine.commands.written import WrittenRows
+from dvengine.dv import new_dv_file_id
+from dvengine.engine.spark import errors as spark_errors
+from dvengine.engine.spark.dv_job import RESULT_DDL, DvJobContext, build_deletion_vectors
+from dvengine.engine.spark.paths import spark_file_uri
+from dvengine.engine.spark.reader import FILE_PATH_COL, ROW_INDEX_COL, logical_spark_type, scan_logical, spark_schema
+from dvengine.engine.spark.write_api import check_not_null
+from dvengine.engine.spark.writer import write_parquet_files
+from dvengine.errors import SchemaViolationError
+from dvengine.expressions import BoundExpression, BoundPredicate
+from dvengine.faults import DML_DV_FILES_WRITTEN, fault_point
+from dvengine.log import Snapshot
+from dvengine.planning.decisions import FileAction
+from dvengine.protocol.actions import AddFile, DeletionVectorDescriptor
+from dvengine.protocol.schema import DataType, StructType
+from dvengine.storage import resolve_data_path
+
+_MATCHED = "spark.matched"
+R = TypeVar("R")
+
+
+def spark_job(what: str, run: Callable[[], R], value_error: bool = False) -> R:
+    """Run a Spark action; its failures come out as dvengine's typed errors."""
+    try:
+        return run()
+    except PySparkException as exc:
+        translated = spark_errors.translate(exc, what, value_error)
+        if translated is exc:
+            raise
+        raise translated from exc
+    except Exception as exc:
+        if type(exc).__name__ != "Py4JJavaError":
+            raise
+        translated = spark_errors.translate(exc, what, value_error)
+        if translated is exc:
+            raise
+        raise translated from exc
+
+
+def write_frame(df: DataFrame, snapshot: Snapshot) -> WrittenRows:
+    """Write ``df`` (logical columns of the table) as new data files with stats."""
+    started = time.monotonic()
+    files = write_parquet_files(df, snapshot.table_root, snapshot.schema, snapshot.partition_columns)
+    return WrittenRows.of(files, started)
+
+
+def updated_projection(snapshot: Snapshot, assignments: Mapping[str, str], matched: Column | None) -> list[Column]:
+    """Columns of the new row: assigned values where ``matched`` holds (always when None), else the old value."""
+    out = []
+    for field in snapshot.schema.fields:
+        old = F.col(quote(field.name))
+        if field.name not in assignments:
+            out.append(old)
+            continue
+        new = F.expr(assignments[field.name]).cast(logical_spark_type(field))
+        out.append((new if matched is None else F.when(matched, new).otherwise(old)).alias(field.name))
+    return out
+
+
+def quote(name: str) -> str:
+    """A Spark SQL identifier, back-quoted with back-quotes doubled."""
+    return "`" + name.replace("`", "``") + "`"
+
+
+class SparkExecutor:
+    """Executor of the command layer on a SparkSession (see the module docstring)."""
+
+    name = "spark"
+
+    def __init__(self, spark: SparkSession) -> None:
+        self.spark = spark
+        self._persisted: list[DataFrame] = []
+
+    def unsupported_reason(
+        self, schema: StructType, predicate: BoundPredicate | None, values: Sequence[tuple[DataType, BoundExpression]]
+    ) -> str | None:
+        return None  # Spark is the reference semantics: it evaluates whatever binds
+
+    def check_assignments(self, ctx: DmlContext, assignments: Mapping[str, BoundExpression]) -> None:
+        empty = self.spark.createDataFrame([], spark_schema(ctx.snapshot.schema))
+        for name, value in assignments.items():
+            field = ctx.snapshot.schema.get(name)
+            try:  # analysis-time check that the value can be stored in the column
+                empty.select(F.expr(value.sql).cast(logical_spark_type(field)).alias("v")).schema  # noqa: B018
+            except PySparkException as exc:
+                raise SchemaViolationError(
+                    f"value {value.sql!r} cannot be stored in column {field.name!r} of type "
+                    f"{field.type.simple_string()}: {spark_errors.first_line(exc)}"
+                ) from exc
+
+    # --- matching ---------------------------------------------------------------------------------
+
+    def _condition(self, predicate: BoundPredicate | None) -> Column:
+        return F.lit(True) if predicate is None else F.coalesce(F.expr(predicate.sql), F.lit(False))
+
+    def _matched_rows(self, ctx: DmlContext, predicate: BoundPredicate | None) -> DataFrame:
+        """All columns of the matched rows with their row ids, persisted for the command's jobs."""
+        cached: DataFrame | None = ctx.engine_state.get(_MATCHED)
+        if cached is None:
+            cached = scan_logical(self.spark, ctx.snapshot, ctx.plan.candidates, keep_row_ids=True).where(
+                self._condition(predicate)
+            )
+            cached = cached.persist(StorageLevel.MEMORY_AND_DISK)
+            self._persisted.append(cached)
+            ctx.engine_state[_MATCHED] = cached
+        return cached
+
+    def retire_rows(self, ctx: DmlContext, files: Sequence[AddFile], predicate: BoundPredicate | None) -> RowRetirement:
+        started = time.monotonic()
+        matched = ctx.engine_state.get(_MATCHED)
+        if matched is None:
+            columns = None if predicate is None else predicate.columns
+            matched = scan_logical(self.spark, ctx.snapshot, files, columns=columns, keep_row_ids=True).where(
+                self._condition(predicate)
+            )
+        return self.retire_row_ids(ctx, files, matched.select(FILE_PATH_COL, ROW_INDEX_COL), started)
+
+    def retire_row_ids(self, ctx: DmlContext, files: Sequence[AddFile], row_ids: DataFrame, started: float) -> RowRetirement:
+        """Retire the (file, row index) pairs of ``row_ids`` (MERGE hands its own in)."""
+        snapshot = ctx.snapshot
+        targets = {spark_file_uri(resolve_data_path(snapshot.table_root, add.path)): add for add in files}
+        partitions = max(1, min(len(files), self.spark.sparkContext.defaultParallelism))
+        file_ids = tuple(new_dv_file_id(ctx.options.dv_random_prefix_len) for _ in range(partitions))
+        dv_paths = [os.path.join(snapshot.table_root, relative) for _, relative in file_ids]
+        ctx.written.add_paths(dv_paths)  # any task may have written its file before a failure
+        job = DvJobContext(
+            table_root=snapshot.table_root,
+            targets=targets,
+            options=ctx.options,
+            dv_supported=ctx.dv_supported,
+            file_path_col=FILE_PATH_COL,
+            row_index_col=ROW_INDEX_COL,
+            dv_file_ids=file_ids,
+        )
+        results = spark_job(
+            f"{ctx.operation} on {snapshot.table_root}",
+            lambda: row_ids.repartition(partitions, FILE_PATH_COL)
+            .mapInArrow(build_deletion_vectors(job), RESULT_DDL)
+            .collect(),
+        )
+        fault_point(DML_DV_FILES_WRITTEN)
+        outcomes = []
+        for row in results:
+            dv = None if row["dv_json"] is None else DeletionVectorDescriptor.from_json(json.loads(row["dv_json"]))
+            outcomes.append(FileRetirement(targets[row["file_uri"]], FileAction(row["action"]), dv, int(row["newly_deleted"])))
+        return build_retirement(outcomes, ctx.now_ms, dv_paths, int((time.monotonic() - started) * 1000))
+
+    # --- writing ------------------------------------------------------------------------------------
+
+    def write_survivors(self, ctx: DmlContext, files: Sequence[AddFile], predicate: BoundPredicate) -> WrittenRows:
+        survivors = scan_logical(self.spark, ctx.snapshot, files).where(~self._condition(predicate))
+        written = spark_job(f"{ctx.operation} rewrite", lambda: write_frame(survivors, ctx.snapshot))
+        ctx.written.add_data_files(written.files)
+        return written
+
+    def check_new_values(
+        self, ctx: DmlContext, predicate: BoundPredicate | None, assignments: Mapping[str, BoundExpression]
+    ) -> None:
+        """One job evaluates every new value of every matched row (ANSI casts fail it) and counts
+        NULLs headed for NOT NULL columns; the table folder is untouched when it raises."""
+        sql = {name: value.sql for name, value in assignments.items()}
+        new_values = self._matched_rows(ctx, predicate).select(*updated_projection(ctx.snapshot, sql, None))
+        try:
+            spark_job("UPDATE", lambda: check_not_null(new_values, ctx.snapshot.schema), value_error=True)
+            counted = new_values.agg(*[F.count_if(F.col(quote(name)).isNull()).alias(f"c{i}") for i, name in enumerate(sql)])
+            spark_job("UPDATE", counted.collect, value_error=True)
+        except SchemaViolationError as exc:
+            raise self._name_failing_column(ctx, predicate, sql, exc) from exc.__cause__
+
+    def _name_failing_column(
+        self, ctx: DmlContext, predicate: BoundPredicate | None, sql: Mapping[str, str], error: SchemaViolationError
+    ) -> SchemaViolationError:
+        """Re-evaluate the assignments one at a time to say which column's value does not fit."""
+        if "NULL" in str(error) and "NOT NULL" in str(error):
+            return error
+        matched = self._matched_rows(ctx, predicate)
+        for name, text in sql.items():
+            field = ctx.snapshot.schema.get(name)
+            try:
+                matched.select(F.expr(text).cast(logical_spark_type(field))).collect()
+            except Exception as exc:  # noqa: BLE001 - any failure here names the culprit column
+                return SchemaViolationError(
+                    f"the value {text!r} does not fit column {name!r} of type {field.type.simple_string()} "
+                    f"({spark_errors.spark_error_class(exc) or type(exc).__name__}); nothing was written"
+                )
+        return error
+
+    def write_updated_rows(
+        self,
+        ctx: DmlContext,
+        predicate: BoundPredicate | None,
+        assignments: Mapping[str, BoundExpression],
+        rewrite_files: Sequence[AddFile],
+    ) -> WrittenRows:
+        sql = {name: value.sql for name, value in assignments.items()}
+        matched = self._matched_rows(ctx, predicate)
+        rewrite_uris = [spark_file_uri(resolve_data_path(ctx.table_root, a.path)) for a in rewrite_files]
+        outside = matched.where(~F.col(FILE_PATH_COL).isin(rewrite_uris)) if rewrite_uris else matched
+        rows = outside.drop(FILE_PATH_COL, ROW_INDEX_COL).select(*updated_projection(ctx.snapshot, sql, None))
+        if rewrite_files:
+            whole = scan_logical(self.spark, ctx.snapshot, rewrite_files).select(
+                *updated_projection(ctx.snapshot, sql, self._condition(predicate))
+            )
+            rows = rows.unionByName(whole)
+        written = spark_job("UPDATE", lambda: write_frame(rows, ctx.snapshot), value_error=True)
+        ctx.written.add_data_files(written.files)
+        return written
+
+    def close(self) -> None:
+        for frame in self._persisted:
+            frame.unpersist()
+        self._persisted.clear()
+
