@@ -69,6 +69,13 @@ class EvaluationError(InvalidPredicateError):
     """
 
 
+class NotLocallyEvaluableError(InvalidPredicateError):
+    """The embedded (local) executor cannot evaluate an expression exactly as Spark SQL would.
+
+    With ``engine="auto"`` the command then runs on Spark; with ``engine="local"`` this is raised.
+    """
+
+
 class InvalidArgumentError(DvengineError, ValueError):
     """An API argument has a value outside what the operation accepts."""
 

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
     from dvengine.dml import EngineSession
-    from dvengine.engine.spark.merge import DeltaMergeBuilder
+    from dvengine.merge_builder import DeltaMergeBuilder
 
 Timestamp = int | dt.datetime | str
 
@@ -124,15 +124,17 @@ class DeltaTable:
 
         return update(self._engines(), self._path, condition, {} if set is None else set, mode, engine)
 
-    def merge(self, source: DataFrame, condition: str | Column) -> DeltaMergeBuilder:
+    def merge(self, source: Any, condition: str | Column, source_alias: str | None = None) -> DeltaMergeBuilder:
         """Start a MERGE of ``source`` into this table, as in delta-spark.
 
-        Refer to the target by this table's alias (``DeltaTable.alias("t")``) and to the source by
-        ``source.alias("s")``; finish the builder with ``when...`` clauses and ``execute()``.
+        ``source``: a Spark DataFrame, pyarrow Table or pandas DataFrame. Refer to the target by
+        this table's alias (``DeltaTable.alias("t")``) and to the source by ``source.alias("s")``
+        (Spark) or ``source_alias="s"`` (Arrow/pandas); finish the builder with ``when...``
+        clauses and ``execute()``.
         """
-        from dvengine.engine.spark.merge import merge_builder
+        from dvengine.merge_builder import DeltaMergeBuilder
 
-        return merge_builder(self.spark, self._path, self._alias, source, condition)
+        return DeltaMergeBuilder(self._engines(), self._path, self._alias, source, condition, source_alias)
 
     # --- maintenance -----------------------------------------------------------------------------
 

@@ -15,7 +15,7 @@ import pyarrow as pa
 import pytest
 
 from dml_helpers import make_table
-from dvengine.engine.spark.merge import merge_builder
+from dvengine.merge_builder import merge_builder
 from interop import assert_all_readers
 
 COLS = ["id", "name", "part"]

@@ -10,7 +10,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from dml_helpers import data_listing, log_listing, make_table
-from dvengine.engine.spark.merge import merge_builder
+from dvengine.merge_builder import merge_builder
 from interop import assert_all_readers
 from test_merge import COLS, commit_lines, model_merge, source_df
 
@@ -145,6 +145,7 @@ def test_insert_only_merge_conflicts_only_with_concurrent_inserts_of_matching_ke
 ) -> None:
     """Two concurrent upserts of the same new key must not both insert it. (A concurrent *blind*
     append is exempt under WriteSerializable, as in Delta; another MERGE is not blind.)"""
+    import dvengine.engine.local.merge as local_merge
     import dvengine.engine.spark.merge_exec as merge_exec
     from dvengine.errors import ConcurrentAppendError
     from dvengine.log import load_snapshot
@@ -154,6 +155,7 @@ def test_insert_only_merge_conflicts_only_with_concurrent_inserts_of_matching_ke
     stale = load_snapshot(str(path))
     _insert_only(spark, path, [(5000, "other", 0)])  # concurrent, but no key of ours can match it
     monkeypatch.setattr(merge_exec, "load_snapshot", lambda root: stale)
+    monkeypatch.setattr(local_merge, "load_snapshot", lambda root: stale)
     _insert_only(spark, path, [(205, "new", 1)])
     monkeypatch.undo()
     assert_all_readers(spark, path, COLS, rows + [(5000, "other", 0), (205, "new", 1)])
@@ -162,6 +164,7 @@ def test_insert_only_merge_conflicts_only_with_concurrent_inserts_of_matching_ke
     _insert_only(spark, path, [(206, "racer", 0)])  # concurrent insert of the key we are about to insert
     before = (log_listing(path), data_listing(path))
     monkeypatch.setattr(merge_exec, "load_snapshot", lambda root: stale)
+    monkeypatch.setattr(local_merge, "load_snapshot", lambda root: stale)
     with pytest.raises(ConcurrentAppendError):
         _insert_only(spark, path, [(206, "mine", 2)])
     assert (log_listing(path), data_listing(path)) == before  # the new file was deleted again

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from dml_helpers import data_listing, log_listing, make_table
-from dvengine.engine.spark.merge import DeltaMergeBuilder, merge_builder
+from dvengine import DeltaTable
+from dvengine.merge_builder import DeltaMergeBuilder, merge_builder
 from dvengine.errors import (
     InvalidArgumentError,
     InvalidPredicateError,
@@ -31,12 +32,12 @@ def test_duplicate_matches_raise_and_write_nothing(spark: Any, tmp_path: Path) -
     before = _state(path)
     src = [(10, "a", 0), (10, "b", 0), (300, "c", 1)]
     with pytest.raises(MergeCardinalityError, match="multiple source rows"):
-        merge_builder(spark, str(path), "t", source_df(spark, src), "t.id = s.id") \
+        DeltaTable.forPath(spark, str(path)).alias("t").merge(source_df(spark, src), "t.id = s.id") \
             .whenMatchedUpdateAll().whenNotMatchedInsertAll().withMode("dv").execute()
     assert _state(path) == before
     # Delta's rule: the check applies even when the matched clause's own condition is false.
     with pytest.raises(MergeCardinalityError):
-        merge_builder(spark, str(path), "t", source_df(spark, src), "t.id = s.id") \
+        DeltaTable.forPath(spark, str(path)).alias("t").merge(source_df(spark, src), "t.id = s.id") \
             .whenMatchedDelete(condition="s.part = 5").execute()
     assert _state(path) == before
     assert_all_readers(spark, path, COLS, rows)
@@ -46,7 +47,7 @@ def test_duplicates_allowed_for_a_single_unconditional_delete(spark: Any, tmp_pa
     path = tmp_path / "t"
     rows = make_table(spark, path)
     src = [(10, "a", 0), (10, "b", 0), (11, "c", 0)]
-    metrics = merge_builder(spark, str(path), "t", source_df(spark, src), "t.id = s.id").whenMatchedDelete().execute()
+    metrics = DeltaTable.forPath(spark, str(path)).alias("t").merge(source_df(spark, src), "t.id = s.id").whenMatchedDelete().execute()
     assert metrics["numTargetRowsDeleted"] == 2
     assert_all_readers(spark, path, COLS, [r for r in rows if r[0] not in (10, 11)])
 
@@ -78,7 +79,7 @@ def test_bad_clause_raises_and_leaves_table_unchanged(
     make_table(spark, path, n=40, files=2)
     before = _state(path)
     src = [(5, "u5", 0), (500, "u500", 1)]
-    builder = merge_builder(spark, str(path), "t", source_df(spark, src), "t.id = s.id")
+    builder = DeltaTable.forPath(spark, str(path)).alias("t").merge(source_df(spark, src), "t.id = s.id")
     with pytest.raises(error, match=fragment):
         configure(builder).execute()
     assert _state(path) == before

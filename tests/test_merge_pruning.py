@@ -13,7 +13,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from dml_helpers import make_table
-from dvengine.engine.spark.merge import merge_builder, register_cli
+from dvengine.engine.spark.merge import register_cli
+from dvengine.merge_builder import merge_builder
 from dvengine.log import load_snapshot
 from interop import assert_all_readers
 from test_merge import COLS, model_upsert, source_df

@@ -32,12 +32,13 @@ from dvengine.commands.retirement import FileRetirement, RowRetirement, build_re
 from dvengine.commands.written import WrittenRows
 from dvengine.dv import absolute_dv_path, bitmap_from_row_indexes, encode_deletion_vectors, load_deletion_vector
 from dvengine.engine.local.writer import write_data_files
+from dvengine.faults import DML_DV_FILES_WRITTEN, fault_point
 from dvengine.errors import EvaluationError, InvalidPredicateError, SchemaViolationError
 from dvengine.expressions import BoundExpression, BoundPredicate, to_pyarrow_expression, to_pyarrow_value
 from dvengine.log import Snapshot
 from dvengine.planning.decisions import FileAction, decide_file_action
 from dvengine.protocol.actions import AddFile
-from dvengine.protocol.schema import DataType, StructField, StructType
+from dvengine.protocol.schema import DataType, StructField, StructType, to_arrow_field
 from dvengine.read import open_data_file, read_physical_rows
 
 ROW_INDEX = "__dvengine_row_index"
@@ -159,33 +160,37 @@ class LocalExecutor:
 
     def retire_rows(self, ctx: DmlContext, files: Sequence[AddFile], predicate: BoundPredicate | None) -> RowRetirement:
         started = time.monotonic()
-        matches = [m for m in self._matches(ctx, files, predicate, all_columns=False) if len(m.matched)]
+        return self.retire_matches(ctx, self._matches(ctx, files, predicate, all_columns=False), started)
+
+    def retire_matches(self, ctx: DmlContext, matches: Sequence[FileMatch], started: float) -> RowRetirement:
+        """DVs (one DV file for all non-inline ones) or rewrite/remove decisions for matched rows."""
         bitmaps: dict[str, BitMap64] = ctx.engine_state.setdefault(_STATE_BITMAPS, {})
-        outcomes: list[tuple[FileMatch, FileAction, BitMap64]] = []
+        outcomes: list[tuple[FileMatch, FileAction]] = []
         for match in matches:
-            merged = match.previously_deleted | bitmap_from_row_indexes(match.matched)
-            bitmaps[match.add.path] = merged
+            if not len(match.matched):
+                continue
+            bitmaps[match.add.path] = match.previously_deleted | bitmap_from_row_indexes(match.matched)
             action = decide_file_action(
                 match.physical_rows, len(match.previously_deleted), len(match.matched), ctx.options, ctx.dv_supported
             )
-            outcomes.append((match, action, merged))
-        with_dv = [(m, bm) for m, action, bm in outcomes if action is FileAction.DELETION_VECTOR]
+            outcomes.append((match, action))
+        with_dv = [m for m, action in outcomes if action is FileAction.DELETION_VECTOR]
         descriptors = encode_deletion_vectors(
-            ctx.table_root, [bm for _, bm in with_dv], ctx.options.inline_max_bytes, ctx.options.dv_random_prefix_len
+            ctx.table_root,
+            [bitmaps[m.add.path] for m in with_dv],
+            ctx.options.inline_max_bytes,
+            ctx.options.dv_random_prefix_len,
         )
-        by_path = {m.add.path: d for (m, _), d in zip(with_dv, descriptors, strict=True)}
         dv_files = sorted({absolute_dv_path(ctx.table_root, d) for d in descriptors if not d.is_inline})
-        retired = [
-            FileRetirement(m.add, action, by_path.get(m.add.path), len(m.matched)) for m, action, _ in outcomes
-        ]
-        from dvengine.faults import DML_DV_FILES_WRITTEN, fault_point
-
+        ctx.written.add_paths(dv_files)
+        by_path = {m.add.path: d for m, d in zip(with_dv, descriptors, strict=True)}
+        retired = [FileRetirement(m.add, action, by_path.get(m.add.path), len(m.matched)) for m, action in outcomes]
         fault_point(DML_DV_FILES_WRITTEN)
         return build_retirement(retired, ctx.now_ms, dv_files, int((time.monotonic() - started) * 1000))
 
     # --- writing -----------------------------------------------------------------------------------
 
-    def _surviving_rows(self, ctx: DmlContext, add: AddFile) -> pa.Table:
+    def surviving_rows(self, ctx: DmlContext, add: AddFile) -> pa.Table:
         """Live rows of ``add`` not retired by this command (its merged bitmap)."""
         parquet = open_data_file(ctx.snapshot, add)
         table = read_physical_rows(ctx.snapshot, add, None, parquet)
@@ -196,19 +201,21 @@ class LocalExecutor:
         keep[np.asarray(dead.to_array(), dtype=np.int64)] = False
         return table.filter(pa.array(keep))
 
-    def _write(self, ctx: DmlContext, tables: list[pa.Table]) -> WrittenRows:
+    def write_tables(self, ctx: DmlContext, tables: list[pa.Table]) -> WrittenRows:
+        """Write the rows of ``tables`` (logical columns) as new data files, recorded for clean-up."""
         started = time.monotonic()
         tables = [t for t in tables if t.num_rows]
         if not tables:
             return WrittenRows([], 0, 0, 0)
-        rows = pa.concat_tables(tables)
         snapshot = ctx.snapshot
+        common = pa.schema([to_arrow_field(f).with_nullable(True) for f in snapshot.schema.fields])
+        rows = pa.concat_tables([t.select(common.names).cast(common) for t in tables])
         files = write_data_files(rows, snapshot.table_root, snapshot.schema, snapshot.partition_columns, _indexed_cols(snapshot))
         ctx.written.add_data_files(files)
         return WrittenRows.of(files, started)
 
     def write_survivors(self, ctx: DmlContext, files: Sequence[AddFile], predicate: BoundPredicate) -> WrittenRows:
-        return self._write(ctx, _parallel(lambda add: self._surviving_rows(ctx, add), list(files)))
+        return self.write_tables(ctx, _parallel(lambda add: self.surviving_rows(ctx, add), list(files)))
 
     # --- UPDATE ----------------------------------------------------------------------------------
 
@@ -248,8 +255,8 @@ class LocalExecutor:
     ) -> WrittenRows:
         updated: dict[str, pa.Table] = ctx.engine_state.get("local.updated", {})
         tables = list(updated.values())
-        tables += _parallel(lambda add: self._surviving_rows(ctx, add), list(rewrite_files))
-        return self._write(ctx, tables)
+        tables += _parallel(lambda add: self.surviving_rows(ctx, add), list(rewrite_files))
+        return self.write_tables(ctx, tables)
 
     def close(self) -> None:
         return None

@@ -24,7 +24,7 @@ def as_arrow_table(data: Any) -> pa.Table | None:
     return None
 
 
-def _normalize_types(table: pa.Table) -> pa.Table:
+def normalize_arrow_types(table: pa.Table) -> pa.Table:
     """Large/view strings and binaries as plain ones, and timestamps in microseconds (Delta's unit)."""
     fields = []
     for f in table.schema:
@@ -49,7 +49,7 @@ def write_arrow(
     configuration: Mapping[str, str] | None,
 ) -> int:
     """Create, append to or overwrite the table at ``table_root`` with ``table``; the committed version."""
-    table = _normalize_types(table)
+    table = normalize_arrow_types(table)
     plan = plan_write(table_root, mode, from_arrow_schema(table.schema), partition_by, configuration)
     target = to_arrow_schema(plan.schema)
     columns = []

@@ -1,4 +1,4 @@
-"""MERGE: the delta-spark ``DeltaMergeBuilder`` API and the ``dvengine upsert`` command.
+"""MERGE on Spark: running a MERGE request, collecting small sources, and the ``dvengine upsert`` command.
 
 The builder only records clauses (names and semantics as in delta-spark, plus ``withMode``);
 all checking and work happens in :func:`execute`, so a builder can be assembled freely and a
@@ -10,16 +10,17 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Mapping
+from collections.abc import Sequence
 from typing import Any
 
-from pyspark.sql import Column, DataFrame, SparkSession
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
 
-from dvengine.engine.spark.merge_clauses import ClauseAction, ClauseKind, Expr, MergeClause
+from dvengine.commands.merge_clauses import MergeClause
+from dvengine.engine.local.write_api import as_arrow_table, normalize_arrow_types
 from dvengine.engine.spark.merge_exec import MergeRequest, execute_merge
 from dvengine.errors import InvalidArgumentError
 from dvengine.planning.decisions import MODES
-from dvengine.storage import normalize_table_path
 
 
 def dataframe_alias(df: DataFrame) -> str | None:
@@ -40,99 +41,49 @@ def dataframe_alias(df: DataFrame) -> str | None:
     return None
 
 
-class DeltaMergeBuilder:
-    """Builds a MERGE into a Delta table; clauses of each kind apply in the order given."""
-
-    def __init__(
-        self,
-        spark: SparkSession,
-        table_root: str,
-        target_alias: str | None,
-        source: DataFrame,
-        condition: str | Column,
-        source_alias: str | None = None,
-    ) -> None:
-        self._spark = spark
-        self._table_root = table_root
-        self._target_alias = target_alias
-        self._source = source
-        self._source_alias = source_alias if source_alias is not None else dataframe_alias(source)
-        self._condition = condition
-        self._clauses: list[MergeClause] = []
-        self._mode: str | None = None
-
-    def _add(self, kind: ClauseKind, action: ClauseAction, condition: Expr | None,
-             assignments: Mapping[str, Expr] | None) -> DeltaMergeBuilder:
-        if assignments is not None and not isinstance(assignments, Mapping):
-            raise InvalidArgumentError(f"assignments must be a dict of column -> expression, got {type(assignments).__name__}")
-        frozen = None if assignments is None else dict(assignments)
-        self._clauses.append(MergeClause(kind, action, condition, frozen))
-        return self
-
-    def whenMatchedUpdate(self, condition: Expr | None = None, set: Mapping[str, Expr] | None = None) -> DeltaMergeBuilder:
-        if set is None:
-            raise InvalidArgumentError("whenMatchedUpdate needs set={column: expression}; use whenMatchedUpdateAll for all columns")
-        return self._add(ClauseKind.MATCHED, ClauseAction.UPDATE, condition, set)
-
-    def whenMatchedUpdateAll(self, condition: Expr | None = None) -> DeltaMergeBuilder:
-        return self._add(ClauseKind.MATCHED, ClauseAction.UPDATE, condition, None)
-
-    def whenMatchedDelete(self, condition: Expr | None = None) -> DeltaMergeBuilder:
-        return self._add(ClauseKind.MATCHED, ClauseAction.DELETE, condition, None)
-
-    def whenNotMatchedInsert(self, condition: Expr | None = None, values: Mapping[str, Expr] | None = None) -> DeltaMergeBuilder:
-        if values is None:
-            raise InvalidArgumentError("whenNotMatchedInsert needs values={column: expression}; use whenNotMatchedInsertAll")
-        return self._add(ClauseKind.NOT_MATCHED, ClauseAction.INSERT, condition, values)
-
-    def whenNotMatchedInsertAll(self, condition: Expr | None = None) -> DeltaMergeBuilder:
-        return self._add(ClauseKind.NOT_MATCHED, ClauseAction.INSERT, condition, None)
-
-    def whenNotMatchedBySourceUpdate(
-        self, condition: Expr | None = None, set: Mapping[str, Expr] | None = None
-    ) -> DeltaMergeBuilder:
-        if set is None:
-            raise InvalidArgumentError("whenNotMatchedBySourceUpdate needs set={column: expression}")
-        return self._add(ClauseKind.NOT_MATCHED_BY_SOURCE, ClauseAction.UPDATE, condition, set)
-
-    def whenNotMatchedBySourceDelete(self, condition: Expr | None = None) -> DeltaMergeBuilder:
-        return self._add(ClauseKind.NOT_MATCHED_BY_SOURCE, ClauseAction.DELETE, condition, None)
-
-    def withMode(self, mode: str) -> DeltaMergeBuilder:
-        """dvengine extension: ``dv`` | ``rewrite`` | ``auto`` (default from Spark conf)."""
-        if mode.lower() not in MODES:
-            raise InvalidArgumentError(f"mode must be one of {MODES}, got {mode!r}")
-        self._mode = mode.lower()
-        return self
-
-    def execute(self) -> dict[str, Any]:
-        """Run the MERGE as one commit; returns Delta's MERGE metrics plus ``version`` (None: no change)."""
-        request = MergeRequest(
-            table_root=self._table_root,
-            target_alias=self._target_alias,
-            source=self._source,
-            source_alias=self._source_alias,
-            condition=self._condition,
-            clauses=tuple(self._clauses),
-            mode=self._mode,
-        )
-        return execute_merge(self._spark, request)
+def collect_small_source(source: DataFrame, max_rows: int | None) -> pa.Table | None:
+    """The source as Arrow when it has at most ``max_rows`` rows (one Spark job), else None."""
+    frame = source if max_rows is None else source.limit(max_rows + 1)
+    table = frame.toArrow()
+    if max_rows is not None and table.num_rows > max_rows:
+        return None
+    return normalize_arrow_types(table)
 
 
-def merge_builder(
+def local_merge_resolver(spark: SparkSession) -> Any:
+    """``LocalMergeRequest.resolver`` for a session: resolve Columns against empty frames of both schemas."""
+    from dvengine.engine.spark.merge_exec import column_resolver
+    from dvengine.engine.spark.reader import spark_schema
+
+    def resolver(target: Any, source: Any, target_alias: str, source_alias: str) -> Any:
+        return column_resolver(spark, target, spark_schema(source), target_alias, source_alias)
+
+    return resolver
+
+
+def run_spark_merge(
     spark: SparkSession,
     table_root: str,
     target_alias: str | None,
-    source: DataFrame,
-    condition: str | Column,
-    source_alias: str | None = None,
-) -> DeltaMergeBuilder:
-    """Start a MERGE of ``source`` into the table at ``table_root``.
-
-    The source alias is ``source_alias`` if given, else the one set with ``source.alias(...)``;
-    without either, source columns can only be referenced unqualified (when unambiguous).
-    """
-    return DeltaMergeBuilder(spark, normalize_table_path(table_root), target_alias, source, condition, source_alias)
+    source: Any,
+    source_alias: str | None,
+    condition: object,
+    clauses: Sequence[MergeClause],
+    mode: str | None,
+) -> dict[str, Any]:
+    """Execute a MERGE on Spark (an Arrow or pandas source becomes a Spark DataFrame)."""
+    arrow = as_arrow_table(source)
+    frame = spark.createDataFrame(arrow) if arrow is not None else source
+    request = MergeRequest(
+        table_root=table_root,
+        target_alias=target_alias,
+        source=frame,
+        source_alias=source_alias,
+        condition=condition,  # type: ignore[arg-type]
+        clauses=tuple(clauses),
+        mode=mode,
+    )
+    return execute_merge(spark, request)
 
 
 def _quote(name: str) -> str:
@@ -149,10 +100,12 @@ def cmd_upsert(args: argparse.Namespace) -> int:
     keys = [k.strip() for k in args.key.split(",") if k.strip()]
     if not keys:
         raise InvalidArgumentError("--key needs at least one column name")
+    from dvengine.table import DeltaTable
+
     spark = get_or_create_session()
     source = spark.read.parquet(args.source)
     builder = (
-        merge_builder(spark, args.path, "t", source, upsert_condition(keys), source_alias="s")
+        DeltaTable.forPath(spark, args.path).alias("t").merge(source.alias("s"), upsert_condition(keys))
         .whenMatchedUpdateAll()
         .whenNotMatchedInsertAll()
     )

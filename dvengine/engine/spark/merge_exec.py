@@ -23,6 +23,7 @@ from typing import Any
 from pyspark import StorageLevel
 from pyspark.errors import AnalysisException
 from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql.types import StructType as SparkStructType
 from pyspark.sql import functions as F
 
 from dvengine.commands.context import DmlContext, check_dml_allowed, check_dv_mode_allowed, open_dml
@@ -30,7 +31,7 @@ from dvengine.commands.options import resolve_options
 from dvengine.commands.retirement import RowRetirement
 from dvengine.commands.written import commit_or_clean_up
 from dvengine.engine.spark.executor import SparkExecutor, quote, spark_job
-from dvengine.engine.spark.merge_clauses import (
+from dvengine.commands.merge_clauses import (
     BoundClause,
     ClauseAction,
     ClauseKind,
@@ -40,6 +41,7 @@ from dvengine.engine.spark.merge_clauses import (
     bind_condition,
     operation_parameters,
 )
+from dvengine.engine.spark.columns import predicate_column_to_sql, value_column_to_sql
 from dvengine.engine.spark.merge_prune import ConditionParts, derive_target_predicate, split_condition
 from dvengine.engine.spark.reader import FILE_PATH_COL, ROW_INDEX_COL, logical_spark_type, scan_logical, spark_schema
 from dvengine.engine.spark.write_api import dataframe_schema
@@ -54,7 +56,7 @@ from dvengine.errors import (
 from dvengine.expressions import BoundExpression, BoundPredicate, to_spark_sql
 from dvengine.log import Snapshot, load_snapshot
 from dvengine.protocol.actions import AddFile
-from dvengine.protocol.schema import StructField
+from dvengine.protocol.schema import StructField, StructType
 
 T_PRESENT = "__merge_tp"
 S_PRESENT = "__merge_sp"
@@ -100,9 +102,8 @@ def _scope(spark: SparkSession, snapshot: Snapshot, req: MergeRequest) -> tuple[
     if len(set(lowered)) != len(lowered):
         raise SchemaMismatchError(f"the source has duplicate column names (case-insensitive): {req.source.columns}")
     source_schema = dataframe_schema(req.source)
-    empty_target = spark.createDataFrame([], spark_schema(snapshot.schema)).alias(target_alias)
-    empty_source = spark.createDataFrame([], req.source.schema).alias(source_alias)
-    scope = MergeScope(target_alias, source_alias, snapshot.schema, source_schema, empty_target.crossJoin(empty_source))
+    to_sql = column_resolver(spark, snapshot.schema, req.source.schema, target_alias, source_alias)
+    scope = MergeScope(target_alias, source_alias, snapshot.schema, source_schema, to_sql)
     names = _Names()
     for i, f in enumerate(snapshot.schema.fields):
         names.target[f.name] = f"__t{i}"
@@ -111,6 +112,23 @@ def _scope(spark: SparkSession, snapshot: Snapshot, req: MergeRequest) -> tuple[
         names.source[name] = f"__s{j}"
         names.rename[f"{source_alias}.{name}"] = f"__s{j}"
     return scope, names
+
+
+def column_resolver(
+    spark: SparkSession, target_schema: StructType, source_schema: SparkStructType, target_alias: str, source_alias: str
+) -> Callable[[object, bool], str]:
+    """``MergeScope.to_sql`` for a session: Columns resolved against empty aliased frames of both sides."""
+    empty_target = spark.createDataFrame([], spark_schema(target_schema)).alias(target_alias)
+    empty_joined = empty_target.crossJoin(spark.createDataFrame([], source_schema).alias(source_alias))
+
+    def to_sql(value: object, is_predicate: bool) -> str:
+        if isinstance(value, str):
+            return value
+        if not isinstance(value, Column):
+            raise TypeError(f"a MERGE condition or value must be a SQL string or a pyspark Column, got {type(value).__name__}")
+        return predicate_column_to_sql(value, empty_joined) if is_predicate else value_column_to_sql(value, empty_joined)
+
+    return to_sql
 
 
 def _first_true(clauses: Sequence[BoundClause], names: _Names) -> Column:

@@ -10,19 +10,18 @@ NOT MATCHED BY SOURCE clauses see only the target, since there is no source row.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from pyspark.sql import Column, DataFrame
-
-from dvengine.engine.spark.columns import predicate_column_to_sql, value_column_to_sql
 from dvengine.errors import InvalidArgumentError, SchemaMismatchError
 from dvengine.expressions import BoundExpression, BoundPredicate, parse_predicate, parse_value_expression
 from dvengine.protocol.schema import StructType
 
-Expr = str | Column
+# A condition or value as the user gave it: SQL text, or an engine object (a pyspark Column)
+# that the executor's ``to_sql`` turns into SQL text.
+Expr = object
 
 
 class ClauseKind(Enum):
@@ -72,15 +71,23 @@ class BoundClause:
         return self.action in (ClauseAction.UPDATE, ClauseAction.INSERT)
 
 
+def text_only(value: object, is_predicate: bool) -> str:
+    """The ``to_sql`` of a MERGE without a SparkSession: only SQL text is accepted."""
+    if isinstance(value, str):
+        return value
+    what = "condition" if is_predicate else "value"
+    raise TypeError(f"a MERGE {what} must be a SQL string (or a pyspark Column with a SparkSession), got {type(value).__name__}")
+
+
 @dataclass(frozen=True)
 class MergeScope:
-    """The two tables a MERGE sees, under their aliases, and empty frames to resolve Columns on."""
+    """The two tables a MERGE sees under their aliases, and how to turn Columns into SQL."""
 
     target_alias: str
     source_alias: str
     target_schema: StructType
     source_schema: StructType
-    empty_joined: DataFrame
+    to_sql: Callable[[object, bool], str] = text_only
 
     def aliases(self, kind: ClauseKind | None) -> dict[str, StructType]:
         if kind is ClauseKind.NOT_MATCHED:
@@ -91,13 +98,11 @@ class MergeScope:
 
 
 def bind_condition(scope: MergeScope, condition: Expr, kind: ClauseKind | None) -> BoundPredicate:
-    text = predicate_column_to_sql(condition, scope.empty_joined) if isinstance(condition, Column) else condition
-    return parse_predicate(text, scope.target_schema, aliases=scope.aliases(kind))
+    return parse_predicate(scope.to_sql(condition, True), scope.target_schema, aliases=scope.aliases(kind))
 
 
 def _bind_value(scope: MergeScope, value: Expr, kind: ClauseKind) -> BoundExpression:
-    text = value_column_to_sql(value, scope.empty_joined) if isinstance(value, Column) else value
-    return parse_value_expression(text, scope.target_schema, aliases=scope.aliases(kind))
+    return parse_value_expression(scope.to_sql(value, False), scope.target_schema, aliases=scope.aliases(kind))
 
 
 def _target_column(scope: MergeScope, key: str) -> str:

@@ -1,0 +1,206 @@
+"""MERGE: the delta-spark ``DeltaMergeBuilder`` API over both executors.
+
+The builder records clauses (names and semantics as in delta-spark, plus ``withMode`` and
+``withEngine``); binding, checks and work happen in :meth:`DeltaMergeBuilder.execute`, so a bad
+clause still leaves the table untouched. The source may be a Spark DataFrame, a pyarrow Table or
+a pandas DataFrame. With ``engine="auto"`` a source of at most
+``dvengine.execution.localMaxSourceRows`` rows is merged in-process (a Spark source is
+collected to Arrow in one job), which is what makes frequent small CDC upserts cheap; larger
+sources and conditions only Spark can evaluate run on Spark.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from dvengine.commands.executor import ENGINE_LOCAL, ENGINE_SPARK
+from dvengine.commands.merge_clauses import ClauseAction, ClauseKind, Expr, MergeClause
+from dvengine.commands.options import resolve_options
+from dvengine.engine.local.merge import LocalMergeRequest, execute_local_merge
+from dvengine.engine.local.write_api import as_arrow_table, normalize_arrow_types
+from dvengine.errors import InvalidArgumentError, NotLocallyEvaluableError
+from dvengine.planning.decisions import MODES
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from dvengine.dml import EngineSession
+
+CONF_LOCAL_MAX_SOURCE_ROWS = "dvengine.execution.localMaxSourceRows"
+DEFAULT_LOCAL_MAX_SOURCE_ROWS = 1_000_000
+
+
+def _check_expr(value: object, what: str) -> None:
+    if value is None or isinstance(value, str) or type(value).__name__ == "Column":
+        return
+    raise TypeError(f"{what} must be a SQL string or a pyspark Column, got {type(value).__name__}: {value!r}")
+
+
+def _check_assignments(assignments: object, what: str) -> dict[str, Expr]:
+    if not isinstance(assignments, Mapping):
+        raise TypeError(f"{what} must be a dict of column name -> expression, got {type(assignments).__name__}")
+    out: dict[str, Expr] = {}
+    for key, value in assignments.items():
+        if not isinstance(key, str):
+            raise TypeError(f"{what} keys must be column names (str), got {type(key).__name__}: {key!r}")
+        _check_expr(value, f"the value for column {key!r}")
+        out[key] = value
+    return out
+
+
+class DeltaMergeBuilder:
+    """Builds a MERGE into a Delta table; clauses of each kind apply in the order given."""
+
+    def __init__(
+        self,
+        session: EngineSession,
+        table_root: str,
+        target_alias: str | None,
+        source: Any,
+        condition: Expr,
+        source_alias: str | None = None,
+    ) -> None:
+        _check_expr(condition, "the merge condition")
+        if condition is None:
+            raise TypeError("merge needs a condition (SQL string or pyspark Column)")
+        if as_arrow_table(source) is None and type(source).__name__ != "DataFrame":
+            raise TypeError(
+                f"the MERGE source must be a Spark DataFrame, a pyarrow Table or a pandas DataFrame, got {type(source).__name__}"
+            )
+        self._session = session
+        self._table_root = table_root
+        self._target_alias = target_alias
+        self._source = source
+        self._source_alias = source_alias
+        self._condition = condition
+        self._clauses: list[MergeClause] = []
+        self._mode: str | None = None
+        self._engine: str | None = None
+
+    def _add(self, kind: ClauseKind, action: ClauseAction, condition: Expr | None, assignments: Mapping[str, Expr] | None,
+             what: str) -> DeltaMergeBuilder:
+        _check_expr(condition, f"the condition of {what}")
+        frozen = None if assignments is None else _check_assignments(assignments, f"the assignments of {what}")
+        self._clauses.append(MergeClause(kind, action, condition, frozen))
+        return self
+
+    def whenMatchedUpdate(self, condition: Expr | None = None, set: Mapping[str, Expr] | None = None) -> DeltaMergeBuilder:  # noqa: A002
+        if set is None:
+            raise ValueError("whenMatchedUpdate needs set={column: expression}; use whenMatchedUpdateAll for all columns")
+        return self._add(ClauseKind.MATCHED, ClauseAction.UPDATE, condition, set, "whenMatchedUpdate")
+
+    def whenMatchedUpdateAll(self, condition: Expr | None = None) -> DeltaMergeBuilder:
+        return self._add(ClauseKind.MATCHED, ClauseAction.UPDATE, condition, None, "whenMatchedUpdateAll")
+
+    def whenMatchedDelete(self, condition: Expr | None = None) -> DeltaMergeBuilder:
+        return self._add(ClauseKind.MATCHED, ClauseAction.DELETE, condition, None, "whenMatchedDelete")
+
+    def whenNotMatchedInsert(self, condition: Expr | None = None, values: Mapping[str, Expr] | None = None) -> DeltaMergeBuilder:
+        if values is None:
+            raise ValueError("whenNotMatchedInsert needs values={column: expression}; use whenNotMatchedInsertAll")
+        return self._add(ClauseKind.NOT_MATCHED, ClauseAction.INSERT, condition, values, "whenNotMatchedInsert")
+
+    def whenNotMatchedInsertAll(self, condition: Expr | None = None) -> DeltaMergeBuilder:
+        return self._add(ClauseKind.NOT_MATCHED, ClauseAction.INSERT, condition, None, "whenNotMatchedInsertAll")
+
+    def whenNotMatchedBySourceUpdate(
+        self, condition: Expr | None = None, set: Mapping[str, Expr] | None = None  # noqa: A002
+    ) -> DeltaMergeBuilder:
+        if set is None:
+            raise ValueError("whenNotMatchedBySourceUpdate needs set={column: expression}")
+        return self._add(ClauseKind.NOT_MATCHED_BY_SOURCE, ClauseAction.UPDATE, condition, set, "whenNotMatchedBySourceUpdate")
+
+    def whenNotMatchedBySourceDelete(self, condition: Expr | None = None) -> DeltaMergeBuilder:
+        return self._add(ClauseKind.NOT_MATCHED_BY_SOURCE, ClauseAction.DELETE, condition, None, "whenNotMatchedBySourceDelete")
+
+    def withMode(self, mode: str) -> DeltaMergeBuilder:
+        """dvengine extension: ``dv`` | ``rewrite`` | ``auto`` (default from Spark conf)."""
+        if not isinstance(mode, str):
+            raise TypeError(f"mode must be a string, got {type(mode).__name__}")
+        if mode.lower() not in MODES:
+            raise InvalidArgumentError(f"mode must be one of {MODES}, got {mode!r}")
+        self._mode = mode.lower()
+        return self
+
+    def withEngine(self, engine: str) -> DeltaMergeBuilder:
+        """dvengine extension: ``auto`` | ``local`` | ``spark`` (default from ``dvengine.execution.engine``)."""
+        self._session.choice(engine)  # validates
+        self._engine = engine.lower()
+        return self
+
+    # --- execution ------------------------------------------------------------------------------
+
+    def _local_source(self, requested: str) -> pa.Table | None:
+        """The source as Arrow if the local executor should merge it, else None."""
+        arrow = as_arrow_table(self._source)
+        if arrow is not None:
+            return normalize_arrow_types(arrow)
+        if requested == ENGINE_SPARK:
+            return None
+        raw = self._session.conf()(CONF_LOCAL_MAX_SOURCE_ROWS)
+        limit = DEFAULT_LOCAL_MAX_SOURCE_ROWS if raw in (None, "") else int(str(raw))
+        from dvengine.engine.spark.merge import collect_small_source
+
+        return collect_small_source(self._source, None if requested == ENGINE_LOCAL else limit)
+
+    def _column_resolver(self) -> Any:
+        """How the local MERGE turns pyspark Columns into SQL (only needed when some were given)."""
+        exprs: list[object] = [self._condition]
+        for clause in self._clauses:
+            exprs.append(clause.condition)
+            exprs.extend((clause.assignments or {}).values())
+        if all(e is None or isinstance(e, str) for e in exprs):
+            return None
+        from dvengine.engine.spark.merge import local_merge_resolver
+
+        return local_merge_resolver(self._session.session())
+
+    def execute(self) -> dict[str, Any]:
+        """Run the MERGE as one commit; returns Delta's MERGE metrics plus ``version`` (None: no change)."""
+        choice = self._session.choice(self._engine)
+        options = resolve_options(choice.conf, self._mode)
+        source_alias = self._source_alias
+        if source_alias is None and as_arrow_table(self._source) is None:
+            from dvengine.engine.spark.merge import dataframe_alias
+
+            source_alias = dataframe_alias(self._source)
+        if choice.requested != ENGINE_SPARK:
+            arrow = self._local_source(choice.requested)
+            if arrow is not None:
+                request = LocalMergeRequest(
+                    self._table_root, self._target_alias, arrow, source_alias, self._condition, tuple(self._clauses),
+                    options, self._column_resolver(),
+                )
+                try:
+                    return execute_local_merge(request)
+                except NotLocallyEvaluableError:
+                    if choice.requested == ENGINE_LOCAL:
+                        raise
+        from dvengine.engine.spark.merge import run_spark_merge
+
+        return run_spark_merge(
+            self._session.session(), self._table_root, self._target_alias, self._source, source_alias,
+            self._condition, tuple(self._clauses), self._mode,
+        )
+
+
+def merge_builder(
+    spark: Any,
+    table_root: str,
+    target_alias: str | None,
+    source: Any,
+    condition: Expr,
+    source_alias: str | None = None,
+) -> DeltaMergeBuilder:
+    """Start a MERGE of ``source`` into the table at ``table_root`` (``spark`` may be None).
+
+    The source alias is ``source_alias`` if given, else the one set with ``source.alias(...)``;
+    without either, source columns can only be referenced unqualified (when unambiguous).
+    """
+    from dvengine.table import DeltaTable
+
+    table = DeltaTable.forPath(spark, table_root)
+    if target_alias:
+        table = table.alias(target_alias)
+    return DeltaMergeBuilder(table._engines(), table.path, target_alias, source, condition, source_alias)
