@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from dvengine.dv import load_deletion_vector
-from dvengine.errors import DeletionVectorError, LogCorruptedError
+from dvengine.errors import DataFileError, DeletionVectorError, LogCorruptedError
 from dvengine.log import Snapshot
 from dvengine.protocol.actions import AddFile
 from dvengine.protocol.schema import StructField, to_arrow_field, to_arrow_schema
@@ -51,12 +51,20 @@ def read_file_arrow(
     path = resolve_data_path(snapshot.table_root, add.path)
     try:
         parquet = pq.ParquetFile(path)
+        present = set(parquet.schema_arrow.names)
+        to_read = [name for name in _physical_columns(data_fields) if name in present]
+        table = parquet.read(columns=to_read, use_threads=True)
+        num_rows = parquet.metadata.num_rows
     except FileNotFoundError:
         raise LogCorruptedError(f"data file {add.path} listed in the log of {snapshot.table_root} is missing") from None
-    present = set(parquet.schema_arrow.names)
-    to_read = [name for name in _physical_columns(data_fields) if name in present]
-    table = parquet.read(columns=to_read, use_threads=True)
-    num_rows = parquet.metadata.num_rows
+    except (pa.ArrowException, OSError) as exc:
+        # Not Parquet, truncated, corrupt pages, unreadable: Arrow's message names neither the
+        # file nor the table, so say which file of which table failed and keep Arrow's reason.
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise DataFileError(
+            f"data file {add.path} of table {snapshot.table_root} cannot be read as Parquet ({path}): "
+            f"{type(exc).__name__}: {reason}"
+        ) from exc
     stats = FileStats.parse(add.stats)
     if stats is not None and stats.num_records is not None and stats.num_records != num_rows:
         raise DeletionVectorError(
