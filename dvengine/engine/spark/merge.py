@@ -143,16 +143,27 @@ def upsert_condition(keys: list[str]) -> str:
     return " AND ".join(f"t.{_quote(k)} = s.{_quote(k)}" for k in keys)
 
 
-def cmd_upsert(args: argparse.Namespace) -> int:
-    from dvengine.engine.spark.session import get_or_create_session
-
-    keys = [k.strip() for k in args.key.split(",") if k.strip()]
+def key_columns(text: str) -> list[str]:
+    """argparse type for ``--key``: comma-separated names; none at all is a usage error (exit 2)."""
+    keys = [k.strip() for k in text.split(",") if k.strip()]
     if not keys:
-        raise InvalidArgumentError("--key needs at least one column name")
-    spark = get_or_create_session()
+        raise argparse.ArgumentTypeError(f"needs at least one column name, got {text!r}")
+    return keys
+
+
+def cmd_upsert(args: argparse.Namespace) -> int:
+    """The source file and the table are checked without Spark, so typos fail before a JVM starts."""
+    from dvengine.cli_dml import cli_session, parquet_source_schema
+    from dvengine.log import latest_version
+
+    keys: list[str] = args.key
+    root = normalize_table_path(args.path)
+    latest_version(root)  # TableNotFoundError before Spark starts
+    parquet_source_schema(args.source, "--source")
+    spark = cli_session(args)
     source = spark.read.parquet(args.source)
     builder = (
-        merge_builder(spark, args.path, "t", source, upsert_condition(keys), source_alias="s")
+        merge_builder(spark, root, "t", source, upsert_condition(keys), source_alias="s")
         .whenMatchedUpdateAll()
         .whenNotMatchedInsertAll()
     )
@@ -170,6 +181,8 @@ def register_cli(subparsers: Any) -> None:
     )
     upsert.add_argument("path")
     upsert.add_argument("--source", required=True, help="Parquet file with the new rows")
-    upsert.add_argument("--key", required=True, help="comma-separated key columns (same names in table and file)")
+    upsert.add_argument(
+        "--key", required=True, type=key_columns, help="comma-separated key columns (same names in table and file)"
+    )
     upsert.add_argument("--mode", choices=list(MODES))
     upsert.set_defaults(handler=cmd_upsert)
