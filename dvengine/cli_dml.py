@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from dvengine.errors import InvalidArgumentError
+from dvengine.errors import InvalidArgumentError, TableAlreadyExistsError
 from dvengine.storage import normalize_table_path
 
 if TYPE_CHECKING:
@@ -105,8 +105,11 @@ def cli_session(args: argparse.Namespace) -> SparkSession:
 
 def cmd_create(args: argparse.Namespace) -> int:
     from dvengine.engine.spark.write_api import write
+    from dvengine.log import table_exists
 
     root = normalize_table_path(args.path)
+    if args.mode == "error" and table_exists(root):  # write() would say so too, but only after Spark starts
+        raise TableAlreadyExistsError(f"a Delta table already exists at {root}; use --mode append or overwrite")
     parquet_source_schema(args.source, "--from")
     data = pq.read_table(args.source)
     partition_by = [c.strip() for c in args.partition_by.split(",")] if args.partition_by else None
