@@ -21,7 +21,7 @@ def write(
     configuration: Mapping[str, str] | None = None,
     spark: SparkSession | None = None,
 ) -> int:
-    """Create or append to a table from a Spark DataFrame or pyarrow Table; returns the committed version.
+    """Create or append to a table from a Spark DataFrame, pyarrow Table or pandas DataFrame; return the version.
 
     ``mode``: "error" (the default: fail if a table exists), "append" or "overwrite". New tables get
     deletion vectors enabled unless ``configuration`` sets ``delta.enableDeletionVectors`` to "false".

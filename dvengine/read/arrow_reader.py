@@ -34,6 +34,20 @@ def deleted_row_mask(table_root: str, add: AddFile, num_rows: int) -> np.ndarray
     return keep
 
 
+def unreadable_data_file(snapshot: Snapshot, add: AddFile, path: str, exc: BaseException) -> DataFileError:
+    """The error for a data file that exists but Arrow cannot read (not Parquet, truncated, corrupt).
+
+    Arrow's message names neither the file nor the table; this one names both and keeps Arrow's
+    reason (the caller chains ``exc`` as the cause).
+    """
+    text = str(exc).strip()
+    reason = text.splitlines()[0] if text else ""
+    return DataFileError(
+        f"data file {add.path} of table {snapshot.table_root} cannot be read as Parquet ({path}): "
+        f"{type(exc).__name__}: {reason}"
+    )
+
+
 def _physical_columns(data_fields: Sequence[StructField]) -> list[str]:
     return [f.physical_name for f in data_fields]
 
@@ -58,13 +72,7 @@ def read_file_arrow(
     except FileNotFoundError:
         raise LogCorruptedError(f"data file {add.path} listed in the log of {snapshot.table_root} is missing") from None
     except (pa.ArrowException, OSError) as exc:
-        # Not Parquet, truncated, corrupt pages, unreadable: Arrow's message names neither the
-        # file nor the table, so say which file of which table failed and keep Arrow's reason.
-        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise DataFileError(
-            f"data file {add.path} of table {snapshot.table_root} cannot be read as Parquet ({path}): "
-            f"{type(exc).__name__}: {reason}"
-        ) from exc
+        raise unreadable_data_file(snapshot, add, path, exc) from exc
     stats = FileStats.parse(add.stats)
     if stats is not None and stats.num_records is not None and stats.num_records != num_rows:
         raise DeletionVectorError(

@@ -41,10 +41,13 @@ def check_distinct_column_names(schema: StructType, prefix: str = "") -> None:
         other = seen.get(f.name.lower())
         if other is not None:
             first, second = prefix + other, prefix + f.name
-            what = "the same name twice" if other == f.name else "names that differ only by case"
+            what = (
+                "the same name twice"
+                if other == f.name
+                else "the same column twice, as Delta column names are case-insensitive"
+            )
             raise SchemaMismatchError(
-                f"the data has columns {first!r} and {second!r}: {what}; Delta column names are "
-                "case-insensitive, so rename one of them (nothing was written)"
+                f"the data has columns {first!r} and {second!r}: {what}; rename one of them (nothing was written)"
             )
         seen[f.name.lower()] = f.name
         if isinstance(f.type, StructType):
