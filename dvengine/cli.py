@@ -17,7 +17,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from dvengine.errors import DvengineError
+from dvengine.cli_errors import EXIT_USAGE, PROG, ArgumentParser, UsageError, exit_code, non_negative_int, report
 from dvengine.log import Snapshot, load_snapshot
 from dvengine.protocol.features import reader_features, writer_features
 from dvengine.protocol.stats import FileStats
@@ -127,15 +127,19 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     return 0
 
 
+DEBUG_HELP = "on failure, print the full traceback (and leave Spark's own logging on)"
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="dvengine", description="Delta Lake DML with deletion vectors on Spark")
+    parser = ArgumentParser(prog=PROG, description="Delta Lake DML with deletion vectors on Spark")
+    parser.add_argument("--debug", action="store_true", help=DEBUG_HELP)
     sub = parser.add_subparsers(dest="command", required=True)
 
     show = sub.add_parser("show", help="print the rows of a table (deletion vectors applied; no Spark needed)")
     show.add_argument("path")
     show.add_argument("--version", type=int)
     show.add_argument("--format", choices=["jsonl", "table"], default="table")
-    show.add_argument("--limit", type=int)
+    show.add_argument("--limit", type=non_negative_int)
     show.set_defaults(handler=cmd_show)
 
     insp = sub.add_parser("inspect", help="protocol, features, properties and per-file DV details")
@@ -152,18 +156,26 @@ def build_parser() -> argparse.ArgumentParser:
     merge.register_cli(sub)
     cli_maintenance.register(sub)
     bench_cli.register(sub)
+    for command in sub.choices.values():  # `dvengine delete ... --debug` works as well as `dvengine --debug delete`
+        command.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=DEBUG_HELP)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    """Run one command; every failure is one ``dvengine: error: ...`` line on stderr (see cli_errors).
+
+    Exit codes: 0 success, 1 the command failed, 2 the command line is wrong.
+    """
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    try:
+        args = build_parser().parse_args(arguments)
+    except UsageError as exc:
+        return report(exc, EXIT_USAGE, debug="--debug" in arguments)
     handler: Handler = args.handler
     try:
         return handler(args)
-    except DvengineError as exc:
-        print(f"dvengine: error: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return 2
+    except Exception as exc:  # noqa: BLE001 - the CLI boundary: reported as one line, traceback with --debug
+        return report(exc, exit_code(exc), debug=bool(getattr(args, "debug", False)))
 
 
 if __name__ == "__main__":

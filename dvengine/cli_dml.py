@@ -1,38 +1,143 @@
-"""CLI commands that change tables (``create``, ``delete``); they run on a SparkSession."""
+"""CLI commands that change tables (``create``, ``delete``, ``update``); they run on a SparkSession.
+
+Everything that can be checked without Spark (the table path, the input Parquet file, the
+arguments) is checked first, so a typo fails in well under a second with one line of error
+instead of after a JVM start. The session the CLI starts keeps Spark's own output (start-up
+banner, log lines, executors' Java stacks) off the terminal unless ``--debug`` is given.
+"""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import logging
+import os
 import sys
-from typing import Any
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
-from dvengine.errors import InvalidArgumentError
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from dvengine.errors import InvalidArgumentError, TableAlreadyExistsError
 from dvengine.storage import normalize_table_path
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from dvengine.table import DeltaTable
 
 
 def _print_metrics(metrics: dict[str, Any]) -> None:
     sys.stdout.write(json.dumps(metrics, indent=2, sort_keys=True) + "\n")
 
 
-def cmd_create(args: argparse.Namespace) -> int:
-    import pyarrow.parquet as pq
+def parquet_source_schema(path: str, option: str) -> pa.Schema:
+    """Schema of the Parquet file (or folder of Parquet files) named by ``option``, read without Spark.
+
+    InvalidArgumentError naming the file when it is missing or not Parquet (with Arrow's error as
+    cause), so ``--from``/``--source`` mistakes never reach Spark's error reporting.
+    """
+    if not os.path.exists(path):
+        raise InvalidArgumentError(f"{option} {path}: no such file or folder")
+    try:
+        return pq.ParquetDataset(path).schema if os.path.isdir(path) else pq.read_schema(path)
+    except (pa.ArrowException, OSError) as exc:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise InvalidArgumentError(f"{option} {path} is not a readable Parquet file: {reason}") from exc
+
+
+@contextlib.contextmanager
+def _stderr_fd_to_devnull() -> Iterator[None]:
+    """Point file descriptor 2 at /dev/null while the JVM is launched, so the JVM (and the Python
+    workers it forks) inherit it: their banners, log lines and Java stacks never reach the
+    terminal. Our own stderr is restored as soon as the launch returns."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
+
+
+def _quiet_pyspark_loggers() -> None:
+    """PySpark logs every SQL error with a query context as a JSON line on stderr (and then raises it).
+
+    The CLI reports the raised error itself, so these duplicates are raised above ERROR. They are
+    fetched through PySparkLogger.getLogger so that the logger keeps PySpark's class (PySpark calls
+    it with extra keyword arguments a plain logging.Logger would reject).
+    """
+    try:
+        from pyspark.logger import PySparkLogger
+    except ImportError:  # PySpark < 4 has no structured loggers to quiet
+        return
+    for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
+        PySparkLogger.getLogger(name).setLevel(logging.CRITICAL)
+
+
+def cli_session(args: argparse.Namespace) -> SparkSession:
+    """The SparkSession for a CLI command: reused if one is active, else started quietly.
+
+    Without ``--debug`` a new JVM gets /dev/null as stderr and PySpark's duplicate error logging
+    is quieted; either way the log level is set to ERROR before the session runs any job. Failures still reach the user: as exceptions, which
+    the CLI boundary reports as one line.
+    """
+    from pyspark.sql import SparkSession
 
     from dvengine.engine.spark.session import get_or_create_session
-    from dvengine.engine.spark.write_api import write
 
+    debug = bool(getattr(args, "debug", False))
+    if not debug:
+        _quiet_pyspark_loggers()
+    if SparkSession.getActiveSession() is None and not debug:
+        with _stderr_fd_to_devnull():
+            session = get_or_create_session()
+    else:
+        session = get_or_create_session()
+    session.sparkContext.setLogLevel("ERROR")
+    return session
+
+
+def cmd_create(args: argparse.Namespace) -> int:
+    from dvengine.engine.spark.write_api import write
+    from dvengine.log import table_exists
+
+    root = normalize_table_path(args.path)
+    if args.mode == "error" and table_exists(root):  # write() would say so too, but only after Spark starts
+        raise TableAlreadyExistsError(f"a Delta table already exists at {root}; use --mode append or overwrite")
+    parquet_source_schema(args.source, "--from")
     data = pq.read_table(args.source)
     partition_by = [c.strip() for c in args.partition_by.split(",")] if args.partition_by else None
-    version = write(data, normalize_table_path(args.path), mode=args.mode, partitionBy=partition_by,
-                    spark=get_or_create_session())
+    version = write(data, root, mode=args.mode, partitionBy=partition_by, spark=cli_session(args))
     _print_metrics({"version": version, "numOutputRows": data.num_rows})
     return 0
+
+
+def _check_expressions(table: DeltaTable, where: str | None, assignments: dict[str, str]) -> None:
+    """Parse and bind the condition and SET expressions against the table's schema before Spark starts.
+
+    The DML itself binds them again; doing it here only makes a typo fail in milliseconds.
+    """
+    from dvengine.expressions import parse_predicate, parse_value_expression
+
+    schema = table.snapshot().schema
+    if where is not None:
+        parse_predicate(where, schema)
+    for expression in assignments.values():
+        parse_value_expression(expression, schema)
 
 
 def cmd_delete(args: argparse.Namespace) -> int:
     from dvengine.table import DeltaTable
 
-    table = DeltaTable.forPath(None, args.path)
+    table = DeltaTable.forPath(None, args.path)  # a missing table fails here, before Spark starts
+    _check_expressions(table, args.where, {})
+    cli_session(args)
     _print_metrics(table.delete(args.where, mode=args.mode))
     return 0
 
@@ -45,11 +150,21 @@ def parse_assignment(text: str) -> tuple[str, str]:
     return column.strip(), expression.strip()
 
 
+def assignment_argument(text: str) -> tuple[str, str]:
+    """argparse type for ``--set``: malformed syntax is a usage error (exit 2)."""
+    try:
+        return parse_assignment(text)
+    except InvalidArgumentError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
 def cmd_update(args: argparse.Namespace) -> int:
     from dvengine.table import DeltaTable
 
-    assignments = dict(parse_assignment(a) for a in args.set)
+    assignments = dict(args.set)
     table = DeltaTable.forPath(None, args.path)
+    _check_expressions(table, args.where, assignments)
+    cli_session(args)
     _print_metrics(table.update(args.where, assignments, mode=args.mode))
     return 0
 
@@ -70,7 +185,9 @@ def register(sub: Any) -> None:
 
     update = sub.add_parser("update", help="UPDATE rows matching a SQL condition, printing the metrics")
     update.add_argument("path")
-    update.add_argument("--set", action="append", required=True, metavar="COL=EXPR", help="repeatable assignment")
+    update.add_argument(
+        "--set", action="append", required=True, type=assignment_argument, metavar="COL=EXPR", help="repeatable assignment"
+    )
     update.add_argument("--where", help="SQL condition; omit to update every row")
     update.add_argument("--mode", choices=["dv", "rewrite", "auto"])
     update.set_defaults(handler=cmd_update)

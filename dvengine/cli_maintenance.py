@@ -12,6 +12,7 @@ import json
 import sys
 from typing import Any
 
+from dvengine.cli_errors import non_negative_int
 from dvengine.storage import normalize_table_path
 
 
@@ -22,7 +23,7 @@ def _dump(value: Any) -> None:
 def _iso(ms: Any) -> str:
     if not isinstance(ms, int):
         return "?"
-    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.timezone.utc).isoformat(timespec="milliseconds")
+    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC).isoformat(timespec="milliseconds")
 
 
 def cmd_history(args: argparse.Namespace) -> int:
@@ -36,7 +37,7 @@ def cmd_history(args: argparse.Namespace) -> int:
     for r in records:
         read = r.get("readVersion")
         print(
-            f"{r['version']:>7}  {_iso(r.get('timestamp')):<29}  {str(r.get('operation', '')):<18}  "
+            f"{r['version']:>7}  {_iso(r.get('timestamp')):<29}  {r.get('operation', '')!s:<18}  "
             f"{'' if read is None else read:>11}  {json.dumps(r.get('operationParameters', {}))} "
             f"{json.dumps(r.get('operationMetrics', {}))}"
         )
@@ -57,10 +58,13 @@ def cmd_vacuum(args: argparse.Namespace) -> int:
 
 
 def cmd_purge(args: argparse.Namespace) -> int:
+    from dvengine.cli_dml import cli_session
     from dvengine.engine.spark.purge import purge
-    from dvengine.engine.spark.session import get_or_create_session
+    from dvengine.log import latest_version
 
-    _dump(purge(get_or_create_session(), normalize_table_path(args.path), args.where, args.min_deleted_ratio))
+    root = normalize_table_path(args.path)
+    latest_version(root)  # a missing table fails here, before Spark starts
+    _dump(purge(cli_session(args), root, args.where, args.min_deleted_ratio))
     return 0
 
 
@@ -68,7 +72,7 @@ def register(sub: Any) -> None:
     """Add the maintenance subcommands to the ``dvengine`` argparse subparsers."""
     hist = sub.add_parser("history", help="commit history, newest first (no Spark needed)")
     hist.add_argument("path")
-    hist.add_argument("--limit", type=int, help="show at most N commits")
+    hist.add_argument("--limit", type=non_negative_int, help="show at most N commits")
     hist.add_argument("--json", action="store_true", help="machine-readable output")
     hist.set_defaults(handler=cmd_history)
 

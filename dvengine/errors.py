@@ -39,6 +39,20 @@ class UnsupportedFeatureError(DvengineError):
     """The table needs a reader or writer feature dvengine does not implement."""
 
 
+class UnsupportedStorageError(UnsupportedFeatureError):
+    """The table path names a storage system dvengine has no LogStore for (``s3a://``, ``abfss://``, ...).
+
+    Refused up front: treating ``s3a://b/t`` as a local path would silently create ``./s3a:/b/t``.
+    """
+
+
+class DataFileError(DvengineError):
+    """A data (Parquet) file listed in the log exists but cannot be read: not Parquet, truncated, unreadable.
+
+    Distinct from :class:`LogCorruptedError`: the log is fine, one of the files it points to is not.
+    """
+
+
 class DeletionVectorError(DvengineError):
     """A deletion vector is malformed, missing, or inconsistent with its descriptor or file."""
 
@@ -78,6 +92,14 @@ class NotLocallyEvaluableError(InvalidPredicateError):
 
 class InvalidArgumentError(DvengineError, ValueError):
     """An API argument has a value outside what the operation accepts."""
+
+
+# --- environment -----------------------------------------------------------------------------
+
+
+class SparkEnvironmentError(DvengineError):
+    """Spark's Python workers cannot run dvengine (wrong interpreter: ``PYSPARK_PYTHON`` unset or
+    pointing at a Python without dvengine/pyarrow), so every job that ships Python code would fail."""
 
 
 # --- DML -------------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -29,6 +29,10 @@ Timestamp = int | dt.datetime | str
 
 
 class DeltaTable:
+    # How to start a session when only Spark can do the work and none was given (the CLI sets it
+    # to start a quiet one); None: dvengine's default local session.
+    _spark_factory: Callable[[], SparkSession] | None = None
+
     def __init__(self, spark: SparkSession | None, path: str, alias: str | None = None) -> None:
         self._spark = spark
         self._path = path
@@ -61,9 +65,12 @@ class DeltaTable:
     def spark(self) -> SparkSession:
         """The SparkSession to run jobs on: the one given, else the active one, else a local one."""
         if self._spark is None:
-            from dvengine.engine.spark.session import get_or_create_session
+            if self._spark_factory is not None:
+                self._spark = self._spark_factory()
+            else:
+                from dvengine.engine.spark.session import get_or_create_session
 
-            self._spark = get_or_create_session()
+                self._spark = get_or_create_session()
         return self._spark
 
     def snapshot(self, version: int | None = None, timestamp: Timestamp | None = None) -> Snapshot:

@@ -43,7 +43,7 @@ def test_create_delete_show(spark: Any, tmp_path: Path) -> None:
 
 
 def test_cli_reports_typed_errors(tmp_path: Path, capsys: Any) -> None:
-    assert cli_main(["show", str(tmp_path)]) == 2
+    assert cli_main(["show", str(tmp_path)]) == 1
     err = capsys.readouterr().err
     assert "TableNotFoundError" in err and "not a Delta table" in err
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from sqlglot import exp
 
 from dvengine.errors import InvalidPredicateError
-from dvengine.expressions.parse import parse_sql
+from dvengine.expressions.parse import parse_sql, too_deep
 from dvengine.expressions.refs import REF_KEY, ColumnRef, bound_refs, column_node, reference_nodes
 from dvengine.expressions.typecheck import TypeChecker
 from dvengine.protocol.schema import StructField, StructType
@@ -71,16 +71,22 @@ class BoundPredicate(BoundExpression):
 
 def parse_predicate(text: str, schema: StructType, aliases: Mapping[str, StructType] | None = None) -> BoundPredicate:
     """Parse and bind a boolean condition; raises InvalidPredicateError with the reason."""
-    tree = _bind(text, schema, aliases, require_boolean=True)
-    return BoundPredicate(*_summarize(tree), tree=tree)
+    try:
+        tree = _bind(text, schema, aliases, require_boolean=True)
+        return BoundPredicate(*_summarize(tree), tree=tree)
+    except RecursionError as exc:  # binding and type checking recurse over the tree
+        raise too_deep(text) from exc
 
 
 def parse_value_expression(
     text: str, schema: StructType, aliases: Mapping[str, StructType] | None = None
 ) -> BoundExpression:
     """Parse and bind a value (UPDATE SET / MERGE assignment); same checks, any result type."""
-    tree = _bind(text, schema, aliases, require_boolean=False)
-    return BoundExpression(*_summarize(tree), tree=tree)
+    try:
+        tree = _bind(text, schema, aliases, require_boolean=False)
+        return BoundExpression(*_summarize(tree), tree=tree)
+    except RecursionError as exc:
+        raise too_deep(text) from exc
 
 
 def _summarize(tree: exp.Expr) -> tuple[str, frozenset[str], frozenset[tuple[str | None, str]]]:

@@ -51,6 +51,21 @@ def _fail(text: str, reason: str) -> InvalidPredicateError:
     return InvalidPredicateError(f"invalid expression {text!r}: {reason}")
 
 
+def too_deep(text: str) -> InvalidPredicateError:
+    """The error for an expression whose tree is deeper than Python's recursion limit lets us walk.
+
+    sqlglot parses, and dvengine binds and type-checks, recursively; a few dozen nested
+    parentheses or a few hundred chained ORs exhaust the stack. That is a property of the
+    input, so it is reported as an invalid predicate (callers chain the RecursionError), not
+    as a crash. The text is shortened: it is long by construction.
+    """
+    shown = text if len(text) <= 80 else f"{text[:60]}...{text[-15:]}"
+    return InvalidPredicateError(
+        f"invalid expression {shown!r} ({len(text)} characters): condition nested too deeply to parse; "
+        "remove redundant parentheses or replace long OR chains with IN (...)"
+    )
+
+
 def parse_sql(text: object) -> exp.Expr:
     """Parse one Spark SQL expression and check its shape; raises InvalidPredicateError."""
     if not isinstance(text, str):
@@ -62,12 +77,17 @@ def parse_sql(text: object) -> exp.Expr:
     except (ParseError, TokenError) as exc:
         message = _ANSI_ESCAPES.sub("", str(exc)).strip()
         raise _fail(text, f"syntax error: {message}") from None
+    except RecursionError as exc:
+        raise too_deep(text) from exc
     if not statements:
         raise InvalidPredicateError(f"invalid expression {text!r}: it contains no expression")
     if len(statements) > 1:
         raise _fail(text, f"expected one expression, found {len(statements)} statements separated by ';'")
     tree = statements[0]
-    check_shape(tree, text)
+    try:
+        check_shape(tree, text)
+    except RecursionError as exc:
+        raise too_deep(text) from exc
     return tree
 
 

@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from dvengine.dv import load_deletion_vector
-from dvengine.errors import DeletionVectorError, LogCorruptedError
+from dvengine.errors import DataFileError, DeletionVectorError, LogCorruptedError
 from dvengine.log import Snapshot
 from dvengine.protocol.actions import AddFile
 from dvengine.protocol.schema import StructField, to_arrow_field, to_arrow_schema
@@ -33,6 +33,20 @@ def deleted_row_mask(table_root: str, add: AddFile, num_rows: int) -> np.ndarray
     return keep
 
 
+def unreadable_data_file(snapshot: Snapshot, add: AddFile, path: str, exc: BaseException) -> DataFileError:
+    """The error for a data file that exists but Arrow cannot read (not Parquet, truncated, corrupt).
+
+    Arrow's message names neither the file nor the table; this one names both and keeps Arrow's
+    reason (the caller chains ``exc`` as the cause).
+    """
+    text = str(exc).strip()
+    reason = text.splitlines()[0] if text else ""
+    return DataFileError(
+        f"data file {add.path} of table {snapshot.table_root} cannot be read as Parquet ({path}): "
+        f"{type(exc).__name__}: {reason}"
+    )
+
+
 def _physical_columns(data_fields: Sequence[StructField]) -> list[str]:
     return [f.physical_name for f in data_fields]
 
@@ -48,6 +62,8 @@ def open_data_file(snapshot: Snapshot, add: AddFile) -> pq.ParquetFile:
         parquet = pq.ParquetFile(path)
     except FileNotFoundError:
         raise LogCorruptedError(f"data file {add.path} listed in the log of {snapshot.table_root} is missing") from None
+    except (pa.ArrowException, OSError) as exc:
+        raise unreadable_data_file(snapshot, add, path, exc) from exc
     num_rows = parquet.metadata.num_rows
     physical = add.num_records
     if physical is not None and physical != num_rows:
@@ -81,7 +97,10 @@ def read_physical_rows(
         parquet = open_data_file(snapshot, add)
     present = set(parquet.schema_arrow.names)
     to_read = [name for name in _physical_columns(data_fields) if name in present]
-    table = parquet.read(columns=to_read, use_threads=True)
+    try:
+        table = parquet.read(columns=to_read, use_threads=True)
+    except (pa.ArrowException, OSError) as exc:
+        raise unreadable_data_file(snapshot, add, resolve_data_path(snapshot.table_root, add.path), exc) from exc
     num_rows = parquet.metadata.num_rows
     arrays: list[pa.Array | pa.ChunkedArray] = []
     fields: list[pa.Field] = []

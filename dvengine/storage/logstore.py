@@ -10,12 +10,14 @@ interface is kept small so one can be added without touching the log code.
 from __future__ import annotations
 
 import os
+import re
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol as TypingProtocol
 from urllib.parse import unquote, urlparse
 
+from dvengine.errors import InvalidArgumentError, UnsupportedStorageError
 from dvengine.faults import COMMIT_AFTER_LINK, COMMIT_BEFORE_LINK, fault_point
 
 
@@ -108,12 +110,61 @@ class LocalLogStore:
         os.unlink(path)
 
 
+# A URI scheme as RFC 3986 spells it. One letter is a Windows drive ("C:\\data"), not a scheme.
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+):")
+# Schemes that name remote storage even when written without "//" (Hadoop accepts "s3a:bucket/x").
+_KNOWN_REMOTE_SCHEMES = frozenset(
+    {"s3", "s3a", "s3n", "gs", "abfs", "abfss", "wasb", "wasbs", "adl", "hdfs", "viewfs", "dbfs", "oss", "cos",
+     "http", "https", "ftp", "sftp", "webhdfs", "swebhdfs"}
+)
+
+
+def _refuse_remote(text: str) -> None:
+    """Raise UnsupportedStorageError when ``text`` is a URI for storage other than the local file system.
+
+    Only the LocalLogStore exists, and its put-if-absent (``os.link``) is what makes commits
+    safe; a remote path must never be mistaken for a relative local folder named ``s3a:``.
+    """
+    match = _SCHEME.match(text)
+    if match is None:
+        return
+    scheme = match.group(1).lower()
+    if scheme == "file":
+        host = urlparse(text).netloc
+        if host not in ("", "localhost"):
+            raise UnsupportedStorageError(
+                f"table path {text!r} names host {host!r}; only local file: URIs are supported "
+                "(write file:///absolute/path, with three slashes)"
+            )
+        return
+    if scheme in _KNOWN_REMOTE_SCHEMES or text[match.end() :].startswith("//"):
+        raise UnsupportedStorageError(
+            f"table path {text!r} uses the {scheme}: scheme; dvengine only supports local (or mounted) file "
+            "system paths and file: URIs, so nothing was read or written"
+        )
+
+
 def normalize_table_path(path: str | os.PathLike[str]) -> str:
-    """Absolute local path of a table root, accepting plain paths and ``file:`` URIs."""
+    """Absolute local path of a table root, accepting plain paths and ``file:`` URIs.
+
+    Raises UnsupportedStorageError for other schemes (``s3a://``, ``abfss://``, ``hdfs://`` ...)
+    and InvalidArgumentError when the path is an existing regular file, before anything is
+    written: a table root is always a folder.
+    """
     text = os.fspath(path)
+    if not isinstance(text, str):
+        raise InvalidArgumentError(f"a table path must be a str or os.PathLike of str, got {type(path).__name__}")
+    if not text.strip():
+        raise InvalidArgumentError("a table path must not be empty")
+    _refuse_remote(text)
     if text.startswith("file:"):
         text = unquote(urlparse(text).path)
-    return str(Path(text).expanduser().resolve())
+    resolved = Path(text).expanduser().resolve()
+    if resolved.exists() and not resolved.is_dir():
+        raise InvalidArgumentError(
+            f"table path {os.fspath(path)!r} is an existing file ({resolved}), not a folder; a Delta table is a folder"
+        )
+    return str(resolved)
 
 
 def resolve_data_path(table_root: str, relative_or_uri: str) -> str:

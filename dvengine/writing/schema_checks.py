@@ -13,6 +13,7 @@ from dvengine.errors import InvalidArgumentError, SchemaMismatchError, Unsupport
 from dvengine.protocol.actions import Metadata, Protocol
 from dvengine.protocol.features import DELETION_VECTORS, TIMESTAMP_NTZ
 from dvengine.protocol.schema import ArrayType, DataType, DecimalType, MapType, PrimitiveType, StructType
+from dvengine.writing.properties import validate_table_properties
 
 ENABLE_DVS = "delta.enableDeletionVectors"
 DEFAULT_NEW_TABLE_CONFIGURATION: Mapping[str, str] = {ENABLE_DVS: "true"}
@@ -29,13 +30,34 @@ def type_signature(data_type: DataType) -> str:
     return data_type.simple_string()
 
 
+def check_distinct_column_names(schema: StructType, prefix: str = "") -> None:
+    """SchemaMismatchError naming both columns when two names (at any struct level) differ only by case.
+
+    Delta and Spark resolve names case-insensitively, so ``a`` and ``A`` would be one column to
+    every reader and every condition; such data is refused before a file is written.
+    """
+    seen: dict[str, str] = {}
+    for f in schema.fields:
+        other = seen.get(f.name.lower())
+        if other is not None:
+            first, second = prefix + other, prefix + f.name
+            what = (
+                "the same name twice"
+                if other == f.name
+                else "the same column twice, as Delta column names are case-insensitive"
+            )
+            raise SchemaMismatchError(
+                f"the data has columns {first!r} and {second!r}: {what}; rename one of them (nothing was written)"
+            )
+        seen[f.name.lower()] = f.name
+        if isinstance(f.type, StructType):
+            check_distinct_column_names(f.type, f"{prefix}{f.name}.")
+
+
 def match_columns(table: StructType, data: StructType) -> list[tuple[str, str]]:
     """(data column, table column) pairs in table order; SchemaMismatchError unless they match 1:1."""
-    by_lower: dict[str, str] = {}
-    for name in data.field_names:
-        if name.lower() in by_lower:
-            raise SchemaMismatchError(f"the data has column {name!r} twice (names compare case-insensitively)")
-        by_lower[name.lower()] = name
+    check_distinct_column_names(data)
+    by_lower = {name.lower(): name for name in data.field_names}
     missing = [f.name for f in table.fields if f.name.lower() not in by_lower]
     table_names = {f.name.lower() for f in table.fields}
     extra = [n for n in data.field_names if n.lower() not in table_names]
@@ -115,15 +137,14 @@ def new_table_protocol(schema: StructType, configuration: Mapping[str, str]) -> 
 
 
 def check_new_table_configuration(configuration: Mapping[str, str]) -> None:
+    """Refuse a new table's properties before anything is written: bad values, unimplemented column mapping."""
+    validate_table_properties(configuration)
     mode = configuration.get("delta.columnMapping.mode", "none").lower()
     if mode != "none":
         raise UnsupportedFeatureError(
             f"creating a table with delta.columnMapping.mode={mode!r} is not implemented; dvengine writes to "
             "column-mapped tables created by other engines"
         )
-    value = configuration.get(ENABLE_DVS)
-    if value is not None and value.lower() not in ("true", "false"):
-        raise InvalidArgumentError(f"{ENABLE_DVS} must be 'true' or 'false', got {value!r}")
 
 
 def check_no_constraints(metadata: Metadata, schema: StructType) -> None:

@@ -28,6 +28,7 @@ from dvengine.dv import new_dv_file_id
 from dvengine.engine.spark import errors as spark_errors
 from dvengine.engine.spark.dv_job import RESULT_DDL, DvJobContext, build_deletion_vectors
 from dvengine.engine.spark.paths import spark_file_uri
+from dvengine.engine.spark.session import check_python_workers
 from dvengine.engine.spark.reader import FILE_PATH_COL, ROW_INDEX_COL, logical_spark_type, scan_logical, spark_schema
 from dvengine.engine.spark.write_api import check_not_null
 from dvengine.engine.spark.writer import write_parquet_files
@@ -93,6 +94,7 @@ class SparkExecutor:
     name = "spark"
 
     def __init__(self, spark: SparkSession) -> None:
+        check_python_workers(spark)  # a worker without dvengine fails every job: say so up front
         self.spark = spark
         self._persisted: list[DataFrame] = []
 

@@ -21,6 +21,7 @@ from dvengine.engine.local.write_api import as_arrow_table, normalize_arrow_type
 from dvengine.engine.spark.merge_exec import MergeRequest, execute_merge
 from dvengine.errors import InvalidArgumentError
 from dvengine.planning.decisions import MODES
+from dvengine.storage import normalize_table_path
 
 
 def dataframe_alias(df: DataFrame) -> str | None:
@@ -72,6 +73,9 @@ def run_spark_merge(
     mode: str | None,
 ) -> dict[str, Any]:
     """Execute a MERGE on Spark (an Arrow or pandas source becomes a Spark DataFrame)."""
+    from dvengine.engine.spark.session import check_python_workers
+
+    check_python_workers(spark)
     arrow = as_arrow_table(source)
     frame = spark.createDataFrame(arrow) if arrow is not None else source
     request = MergeRequest(
@@ -94,18 +98,34 @@ def upsert_condition(keys: list[str]) -> str:
     return " AND ".join(f"t.{_quote(k)} = s.{_quote(k)}" for k in keys)
 
 
-def cmd_upsert(args: argparse.Namespace) -> int:
-    from dvengine.engine.spark.session import get_or_create_session
-
-    keys = [k.strip() for k in args.key.split(",") if k.strip()]
+def key_columns(text: str) -> list[str]:
+    """argparse type for ``--key``: comma-separated names; none at all is a usage error (exit 2)."""
+    keys = [k.strip() for k in text.split(",") if k.strip()]
     if not keys:
-        raise InvalidArgumentError("--key needs at least one column name")
+        raise argparse.ArgumentTypeError(f"needs at least one column name, got {text!r}")
+    return keys
+
+
+def cmd_upsert(args: argparse.Namespace) -> int:
+    """The source file and the table are checked without Spark, so typos fail before a JVM starts."""
+    from dvengine.cli_dml import cli_session, parquet_source_schema
+    from dvengine.log import latest_version
+
+    keys: list[str] = args.key
+    root = normalize_table_path(args.path)
+    latest_version(root)  # TableNotFoundError before Spark starts
+    parquet_source_schema(args.source, "--source")
+    import pyarrow.parquet as pq
+
     from dvengine.table import DeltaTable
 
-    spark = get_or_create_session()
-    source = spark.read.parquet(args.source)
+    # The source is read with Arrow and merged in-process when it fits (no JVM); a session is
+    # started only if the MERGE must run on Spark.
+    source = pq.read_table(args.source)
+    table = DeltaTable(None, root, "t")
+    table._spark_factory = lambda: cli_session(args)
     builder = (
-        DeltaTable.forPath(spark, args.path).alias("t").merge(source.alias("s"), upsert_condition(keys))
+        table.merge(source, upsert_condition(keys), source_alias="s")
         .whenMatchedUpdateAll()
         .whenNotMatchedInsertAll()
     )
@@ -123,6 +143,8 @@ def register_cli(subparsers: Any) -> None:
     )
     upsert.add_argument("path")
     upsert.add_argument("--source", required=True, help="Parquet file with the new rows")
-    upsert.add_argument("--key", required=True, help="comma-separated key columns (same names in table and file)")
+    upsert.add_argument(
+        "--key", required=True, type=key_columns, help="comma-separated key columns (same names in table and file)"
+    )
     upsert.add_argument("--mode", choices=list(MODES))
     upsert.set_defaults(handler=cmd_upsert)

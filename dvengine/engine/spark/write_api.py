@@ -8,6 +8,7 @@ then written and only a successful commit makes them part of the table. If the c
 
 from __future__ import annotations
 
+import sys
 import time
 import uuid
 from collections.abc import Mapping, Sequence
@@ -21,15 +22,23 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from dvengine.commit.transaction import Transaction
 from dvengine.engine.spark.session import get_or_create_session
 from dvengine.engine.spark.writer import delete_written_files, write_parquet_files
-from dvengine.errors import InvalidArgumentError, SchemaMismatchError, SchemaViolationError, TableAlreadyExistsError
+from dvengine.errors import (
+    InvalidArgumentError,
+    SchemaError,
+    SchemaMismatchError,
+    SchemaViolationError,
+    TableAlreadyExistsError,
+)
 from dvengine.log import Snapshot, load_snapshot, table_exists
 from dvengine.protocol.actions import AddFile, Metadata
 from dvengine.protocol.features import check_writable
 from dvengine.protocol.schema import StructType, from_arrow_schema
 from dvengine.protocol.stats import FileStats
 from dvengine.storage.logstore import normalize_table_path
+from dvengine.writing.properties import validate_table_properties
 from dvengine.writing.schema_checks import (
     DEFAULT_NEW_TABLE_CONFIGURATION,
+    check_distinct_column_names,
     check_new_table_configuration,
     check_no_constraints,
     match_columns,
@@ -103,11 +112,32 @@ def _prepare_existing(df: DataFrame, snapshot: Snapshot, mode: str, partition_by
     return aligned
 
 
+ACCEPTED_DATA = "a Spark DataFrame, a pyarrow Table or a pandas DataFrame"
+
+
+def to_writable(data: object) -> DataFrame | pa.Table:
+    """``data`` as a Spark DataFrame or pyarrow Table; TypeError naming the accepted types otherwise.
+
+    pandas frames go through Arrow (no index), the same conversion Spark would do. Checked before
+    anything else so that a list or dict fails with a clear message instead of an AttributeError
+    deep inside Spark.
+    """
+    if isinstance(data, (DataFrame, pa.Table)):
+        return data
+    pandas = sys.modules.get("pandas")  # only a loaded pandas can have made a pandas DataFrame
+    if pandas is not None and isinstance(data, pandas.DataFrame):
+        try:
+            return pa.Table.from_pandas(data, preserve_index=False)
+        except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+            raise SchemaError(f"cannot convert the pandas DataFrame to Arrow: {exc}") from exc
+    raise TypeError(f"write() needs {ACCEPTED_DATA} as data, got {type(data).__module__}.{type(data).__qualname__}")
+
+
 def write(
-    data: DataFrame | pa.Table,
+    data: DataFrame | pa.Table | Any,
     path: str,
     mode: str = "error",
-    partitionBy: Sequence[str] | None = None,  # noqa: N803 - PySpark's spelling, on purpose
+    partitionBy: Sequence[str] | None = None,  # PySpark's spelling, on purpose
     configuration: Mapping[str, str] | None = None,
     spark: SparkSession | None = None,
 ) -> int:
@@ -116,16 +146,24 @@ def write(
     Modes: ``error`` (fail if a table exists), ``append`` (schema must match), ``overwrite``
     (replace all rows in one commit, keeping the table's identity). A missing table is created.
     ``configuration`` applies to new tables only and is merged over
-    ``{"delta.enableDeletionVectors": "true"}``.
+    ``{"delta.enableDeletionVectors": "true"}``; its values are validated on every write.
+    ``data`` may also be a pandas DataFrame; anything else raises TypeError.
     """
     if not isinstance(mode, str) or mode.lower() not in MODES:
         raise InvalidArgumentError(f"mode must be one of 'error', 'append', 'overwrite', got {mode!r}")
     mode = "error" if mode.lower() == "errorifexists" else mode.lower()
     if isinstance(partitionBy, str):
         partitionBy = [partitionBy]
+    data = to_writable(data)
+    if configuration is not None:
+        validate_table_properties(configuration)
     root = normalize_table_path(path)
+    if isinstance(data, pa.Table):
+        check_distinct_column_names(from_arrow_schema(data.schema))
     session = spark or get_or_create_session()
     df = session.createDataFrame(data) if isinstance(data, pa.Table) else data
+    if not isinstance(data, pa.Table):
+        check_distinct_column_names(dataframe_schema(df))
 
     snapshot: Snapshot | None = None
     if table_exists(root):
@@ -173,4 +211,4 @@ def write(
         raise
 
 
-__all__ = ["MODES", "dataframe_schema", "write"]
+__all__ = ["ACCEPTED_DATA", "MODES", "dataframe_schema", "to_writable", "write"]
