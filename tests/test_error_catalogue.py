@@ -722,14 +722,15 @@ def test_cli_debug_shows_traceback(where: str, tmp_path: Path, capsys: pytest.Ca
 
 
 def test_cli_spark_error_is_one_line(spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """A Spark runtime error (ANSI cast of 'n0' to a number) becomes one line with Spark's error class."""
+    """A Spark runtime error (ANSI cast of 'n0' to a number) is translated at the executor boundary into
+    dvengine's EvaluationError, printed as one line that keeps Spark's error class."""
     source = _parquet(tmp_path)
     assert cli_main(["create", str(tmp_path / "s"), "--from", str(source)]) == 0
     capsys.readouterr()
     before = folder_state(tmp_path / "s")
     assert cli_main(["delete", str(tmp_path / "s"), "--where", "name > 5"]) == 1
     message = one_error_line(capsys.readouterr().err)
-    assert message.startswith("Spark ") and "CAST_INVALID_INPUT" in message and "\tat " not in message
+    assert message.startswith("EvaluationError: ") and "CAST_INVALID_INPUT" in message and "\tat " not in message
     assert folder_state(tmp_path / "s") == before
 
 

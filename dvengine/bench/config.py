@@ -16,7 +16,15 @@ QUICK_ROWS = 1_000_000
 QUICK_FILES = 10
 QUICK_REPEAT = 1
 
-ALL_CONTENDERS = ("dvengine-dv", "dvengine-rewrite", "dvengine-auto", "delta-rs", "floor")
+ALL_CONTENDERS = (
+    "dvengine-dv",
+    "dvengine-local",
+    "dvengine-spark",
+    "dvengine-rewrite",
+    "dvengine-auto",
+    "delta-rs",
+    "floor",
+)
 
 
 @dataclass(frozen=True)

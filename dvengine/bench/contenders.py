@@ -118,13 +118,20 @@ class Contender(ABC):
 
 
 class DvengineContender(Contender):
-    """dvengine with ``dvengine.dml.mode`` = dv, rewrite or auto (the threshold from the session)."""
+    """dvengine with ``dvengine.dml.mode`` = dv, rewrite or auto (the threshold from the session),
+    on the executor ``engine`` picks (``auto``), or forced to ``local`` / ``spark`` (DV mode).
+
+    MERGE sources: the forced-local contender merges the Arrow table as delta-rs does; the others
+    get a cached Spark DataFrame, as a Spark job would hand them (``auto`` then collects a small
+    one to Arrow inside the timed region).
+    """
 
     engine = ENGINE_DVENGINE
 
-    def __init__(self, mode: str) -> None:
+    def __init__(self, mode: str, executor: str | None = None) -> None:
         self.mode = mode
-        self.name = f"dvengine-{mode}"
+        self.executor = executor
+        self.name = f"dvengine-{executor or mode}"
 
     def unavailable(self, workload: Workload) -> str | None:
         from dvengine.table import DeltaTable
@@ -152,12 +159,12 @@ class DvengineContender(Contender):
             else:
                 spark.conf.set(CONF_MODE, previous)
 
-        mode = self.mode
+        mode, executor = self.mode, self.executor
         if workload.kind == "delete":
             predicate = workload.predicate
 
             def run_delete() -> OpOutcome:
-                metrics = DeltaTable.forPath(spark, table).delete(predicate, mode=mode)
+                metrics = DeltaTable.forPath(spark, table).delete(predicate, mode=mode, engine=executor)
                 return OpOutcome(dict(metrics), _int(metrics.get("numDeletedRows")))
 
             return Prepared(run_delete, restore)
@@ -166,18 +173,21 @@ class DvengineContender(Contender):
 
             def run_update() -> OpOutcome:
                 dt: Any = DeltaTable.forPath(spark, table)
-                metrics = dt.update(condition=predicate, set=dict(UPDATE_SET), mode=mode)
+                metrics = dt.update(condition=predicate, set=dict(UPDATE_SET), mode=mode, engine=executor)
                 return OpOutcome(dict(metrics or {}), _int((metrics or {}).get("numUpdatedRows")))
 
             return Prepared(run_update, restore)
-        source = spark.createDataFrame(workload.merge_source(ctx.layout)).cache()
+        arrow_source = workload.merge_source(ctx.layout)
+        source = spark.createDataFrame(arrow_source).cache()
         source.count()  # materialize outside the timed region, as delta-rs gets an in-memory Arrow table
 
         def run_merge() -> OpOutcome:
             dt: Any = DeltaTable.forPath(spark, table).alias("t")
-            result = (
-                dt.merge(source.alias("s"), "t.id = s.id").whenMatchedUpdateAll().whenNotMatchedInsertAll().execute()
-            )
+            if executor == "local":
+                builder = dt.merge(arrow_source, "t.id = s.id", source_alias="s").withEngine("local")
+            else:
+                builder = dt.merge(source.alias("s"), "t.id = s.id").withEngine(executor or "auto")
+            result = builder.whenMatchedUpdateAll().whenNotMatchedInsertAll().execute()
             metrics = dict(result or {})
             return OpOutcome(metrics, _sum_metrics(metrics, ("numTargetRowsUpdated", "numTargetRowsInserted")))
 
@@ -300,6 +310,8 @@ class FloorContender(Contender):
 def make_contenders(names: Sequence[str]) -> list[Contender]:
     factories: dict[str, Callable[[], Contender]] = {
         "dvengine-dv": lambda: DvengineContender("dv"),
+        "dvengine-local": lambda: DvengineContender("dv", "local"),
+        "dvengine-spark": lambda: DvengineContender("dv", "spark"),
         "dvengine-rewrite": lambda: DvengineContender("rewrite"),
         "dvengine-auto": lambda: DvengineContender("auto"),
         "delta-rs": DeltaRsContender,

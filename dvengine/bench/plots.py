@@ -19,6 +19,8 @@ import matplotlib.pyplot as plt
 
 STYLES: dict[str, dict[str, Any]] = {
     "dvengine-dv": {"color": "tab:blue", "marker": "o"},
+    "dvengine-local": {"color": "tab:cyan", "marker": "v"},
+    "dvengine-spark": {"color": "tab:purple", "marker": "P"},
     "dvengine-rewrite": {"color": "tab:orange", "marker": "s"},
     # auto often equals dv exactly: hollow, larger markers drawn on top keep both lines visible
     "dvengine-auto": {"color": "tab:green", "marker": "^", "markerfacecolor": "none", "markersize": 10, "zorder": 3},

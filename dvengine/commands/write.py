@@ -19,6 +19,7 @@ from dvengine.log import Snapshot, load_snapshot, table_exists
 from dvengine.protocol.actions import AddFile, Metadata
 from dvengine.protocol.features import check_writable
 from dvengine.protocol.schema import StructType
+from dvengine.writing.properties import validate_table_properties
 from dvengine.writing.schema_checks import (
     DEFAULT_NEW_TABLE_CONFIGURATION,
     check_new_table_configuration,
@@ -67,6 +68,8 @@ def plan_write(
 ) -> WritePlan:
     """Check everything that can reject the write and open its transaction (nothing is written)."""
     mode = normalize_write_mode(mode)
+    if configuration is not None:
+        validate_table_properties(configuration)  # on every write, as for Spark data: a typo never passes silently
     snapshot: Snapshot | None = None
     if table_exists(table_root):
         if mode == "error":

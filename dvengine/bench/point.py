@@ -1,0 +1,161 @@
+"""The high-frequency job: 100 consecutive single-row DELETEs and 100 UPDATEs on one table.
+
+This is the workload deletion vectors exist for (GDPR deletes, corrections): each call changes
+one row found by stats skipping. Latency per call is reported as p50 / p95 / max for dvengine
+on each executor and for delta-rs, on fresh copies of one base table, in one run.
+
+    python -m dvengine.bench.point [--rows N] [--files F] [--ops K] [--engines local,spark,delta-rs] [--out DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+import dvengine
+from dvengine.table import DeltaTable
+
+ENGINES = ("local", "spark", "auto", "delta-rs")
+
+
+def build_base(root: str, rows: int, files: int) -> None:
+    """``files`` files of contiguous ids, so min/max stats isolate the one file holding a key."""
+    per_file = rows // files
+    for i in range(files):
+        ids = np.arange(i * per_file, (i + 1) * per_file, dtype=np.int64)
+        rng = np.random.default_rng(i)
+        table = pa.table({"id": ids, "value": rng.random(len(ids)), "cat": (ids % 16).astype(np.int32)})
+        dvengine.write(table, root, mode="append" if i else "error")
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def _ops(engine: str, table: str, spark: Any) -> tuple[Callable[[int], None], Callable[[int], None]]:
+    if engine == "delta-rs":
+        from deltalake import DeltaTable as RsTable
+
+        def rs_delete(key: int) -> None:
+            RsTable(table).delete(f"id = {key}")
+
+        def rs_update(key: int) -> None:
+            RsTable(table).update(updates={"value": "-1.0"}, predicate=f"id = {key}")
+
+        return rs_delete, rs_update
+    session = spark if engine in ("spark", "auto") else None
+
+    def delete(key: int) -> None:
+        DeltaTable.forPath(session, table).delete(f"id = {key}", engine=engine)
+
+    def update(key: int) -> None:
+        DeltaTable.forPath(session, table).update(f"id = {key}", {"value": "-1.0"}, engine=engine)
+
+    return delete, update
+
+
+def run(rows: int, files: int, ops: int, engines: tuple[str, ...], work: str) -> dict[str, Any]:
+    base = os.path.join(work, "base")
+    build_base(base, rows, files)
+    spark = None
+    if any(e in ("spark", "auto") for e in engines):
+        from dvengine.engine.spark.session import get_or_create_session
+
+        spark = get_or_create_session()
+    rng = np.random.default_rng(7)
+    keys = rng.choice(rows, size=2 * ops, replace=False).tolist()
+    results: dict[str, Any] = {}
+    for engine in engines:
+        table = os.path.join(work, f"t-{engine}")
+        shutil.copytree(base, table)
+        delete, update = _ops(engine, table, spark)
+        delete(int(keys[-1]))  # warm-up (JIT, imports, caches), not timed
+        timings: dict[str, list[float]] = {"delete": [], "update": []}
+        for i in range(ops):
+            for kind, op, key in (("delete", delete, keys[2 * i]), ("update", update, keys[2 * i + 1])):
+                started = time.perf_counter()
+                op(int(key))
+                timings[kind].append(time.perf_counter() - started)
+        check = DeltaTable.forPath(None, table).toArrow()
+        expected_rows = rows - ops - 1
+        marked = int(np.count_nonzero(check.column("value").to_numpy() < 0))
+        if check.num_rows != expected_rows or marked != ops:
+            raise AssertionError(f"{engine}: {check.num_rows} rows / {marked} updated, expected {expected_rows} / {ops}")
+        results[engine] = {
+            kind: {
+                "p50_ms": round(1000 * statistics.median(v), 2),
+                "p95_ms": round(1000 * percentile(v, 0.95), 2),
+                "max_ms": round(1000 * max(v), 2),
+                "n": len(v),
+            }
+            for kind, v in timings.items()
+        }
+        shutil.rmtree(table, ignore_errors=True)
+    return {
+        "rows": rows,
+        "files": files,
+        "ops_per_kind": ops,
+        "machine": {"cores": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
+        "results": results,
+    }
+
+
+def to_markdown(report: dict[str, Any]) -> str:
+    lines = [
+        f"# Point DML: {report['ops_per_kind']} single-row DELETEs and UPDATEs in a row",
+        "",
+        f"{report['rows']:,} rows in {report['files']} files; each call opens the table, finds the row by stats "
+        "skipping, changes it and commits. Warm (one untimed call first).",
+        "",
+        "| engine | DELETE p50 ms | DELETE p95 ms | UPDATE p50 ms | UPDATE p95 ms |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for engine, r in report["results"].items():
+        lines.append(
+            f"| {engine} | {r['delete']['p50_ms']} | {r['delete']['p95_ms']} | {r['update']['p50_ms']} | {r['update']['p95_ms']} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m dvengine.bench.point", description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--files", type=int, default=10)
+    parser.add_argument("--ops", type=int, default=100)
+    parser.add_argument("--engines", default="local,auto,spark,delta-rs")
+    parser.add_argument("--out", default="bench-results")
+    args = parser.parse_args(argv)
+    engines = tuple(e.strip() for e in args.engines.split(",") if e.strip())
+    unknown = [e for e in engines if e not in ENGINES]
+    if unknown:
+        parser.error(f"unknown engine(s) {unknown}; choose from {ENGINES}")
+    work = tempfile.mkdtemp(prefix="dvengine-point-")
+    try:
+        report = run(args.rows, args.files, args.ops, engines, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "point.json"), "w") as fh:
+        json.dump(report, fh, indent=2)
+    markdown = to_markdown(report)
+    with open(os.path.join(args.out, "point.md"), "w") as fh:
+        fh.write(markdown)
+    print(markdown)
+    print(f"wrote {os.path.join(args.out, 'point.json')} and point.md")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
