@@ -75,7 +75,7 @@ def run(rows: int, files: int, ops: int, engines: tuple[str, ...], work: str) ->
 
         spark = get_or_create_session()
     rng = np.random.default_rng(7)
-    keys = rng.choice(rows, size=2 * ops, replace=False).tolist()
+    keys = rng.choice(rows, size=2 * ops + 1, replace=False).tolist()  # the last one is the warm-up
     results: dict[str, Any] = {}
     for engine in engines:
         table = os.path.join(work, f"t-{engine}")
