@@ -180,12 +180,35 @@ class _Translator:
                 if a.kind != Kind.NUMERIC or b.kind != Kind.NUMERIC:
                     raise self.fail(node, "arithmetic needs numbers")
                 return _Typed(pc.Expression._call(fn, [a.expr, b.expr]), Kind.NUMERIC, None)
+        if isinstance(node, exp.Mod):
+            return _Typed(self._integer_mod(node), Kind.NUMERIC, None)
         if isinstance(node, exp.Neg):
             inner = self.value(node.this, None)
             if inner.kind != Kind.NUMERIC:
                 raise self.fail(node)
             return _Typed(pc.Expression._call("negate_checked", [inner.expr]), Kind.NUMERIC, None)
         raise self.fail(node)
+
+    def _integer_operand(self, node: exp.Expr) -> Any:
+        """An integer column or literal of a ``%`` (floating-point remainders are left to Spark)."""
+        while isinstance(node, exp.Paren):
+            node = node.this
+        ref = ref_of(node)
+        if ref is not None and is_integral(ref.leaf.type):
+            return pc.field(self._rename.get(ref.key.lower(), ref.top), *ref.path[1:])
+        lit = literal_of(node)
+        if lit is not None and isinstance(lit.value, int) and not isinstance(lit.value, bool) and -(2**63) <= lit.value < 2**63:
+            return pc.scalar(pa.scalar(lit.value, pa.int32() if -(2**31) <= lit.value < 2**31 else pa.int64()))
+        if isinstance(node, exp.Mod):
+            return self._integer_mod(node)
+        raise self.fail(node, "% is evaluated locally on integers only")
+
+    def _integer_mod(self, node: exp.Mod) -> Any:
+        """Spark's integer ``a % b``: the remainder of truncated division (sign of ``a``); b = 0 fails
+        as under ANSI (DIVIDE_BY_ZERO), here as an Arrow division-by-zero error."""
+        a, b = self._integer_operand(node.this), self._integer_operand(node.expression)
+        quotient = pc.Expression._call("divide_checked", [a, b])
+        return pc.Expression._call("subtract_checked", [a, pc.Expression._call("multiply_checked", [quotient, b])])
 
     def _literal(self, node: exp.Expr, lit: Lit, other: _Typed | None) -> _Typed:
         target = other.data_type if other is not None else None
