@@ -28,6 +28,7 @@ run: check-java install
 
 test: check-java install
 	$(BIN)/python -m mypy
+	$(BIN)/python -m ruff check dvengine
 	$(BIN)/python -m pytest -q --durations=15 tests
 
 clean:

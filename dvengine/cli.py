@@ -174,7 +174,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     handler: Handler = args.handler
     try:
         return handler(args)
-    except Exception as exc:  # noqa: BLE001 - the CLI boundary: reported as one line, traceback with --debug
+    except Exception as exc:
         return report(exc, exit_code(exc), debug=bool(getattr(args, "debug", False)))
 
 

@@ -65,7 +65,7 @@ def _spark_error_class(exc: BaseException) -> str | None:
         if callable(method):
             try:
                 value = method()
-            except Exception:  # noqa: BLE001 - a dead JVM cannot answer; the message still can
+            except Exception:
                 value = None
             if value:
                 return str(value)
@@ -80,7 +80,7 @@ def _java_summary(exc: BaseException) -> str | None:
     try:
         name = str(java_exception.getClass().getName())
         message = str(java_exception.getMessage() or "")
-    except Exception:  # noqa: BLE001 - the JVM may be gone; fall back to Py4J's own text
+    except Exception:
         return None
     return f"{name}: {_first_line(message)}" if message else name
 

@@ -85,7 +85,7 @@ class DeltaMergeBuilder:
         self._clauses.append(MergeClause(kind, action, condition, frozen))
         return self
 
-    def whenMatchedUpdate(self, condition: Expr | None = None, set: Mapping[str, Expr] | None = None) -> DeltaMergeBuilder:  # noqa: A002
+    def whenMatchedUpdate(self, condition: Expr | None = None, set: Mapping[str, Expr] | None = None) -> DeltaMergeBuilder:
         if set is None:
             raise ValueError("whenMatchedUpdate needs set={column: expression}; use whenMatchedUpdateAll for all columns")
         return self._add(ClauseKind.MATCHED, ClauseAction.UPDATE, condition, set, "whenMatchedUpdate")
@@ -105,7 +105,7 @@ class DeltaMergeBuilder:
         return self._add(ClauseKind.NOT_MATCHED, ClauseAction.INSERT, condition, None, "whenNotMatchedInsertAll")
 
     def whenNotMatchedBySourceUpdate(
-        self, condition: Expr | None = None, set: Mapping[str, Expr] | None = None  # noqa: A002
+        self, condition: Expr | None = None, set: Mapping[str, Expr] | None = None
     ) -> DeltaMergeBuilder:
         if set is None:
             raise ValueError("whenNotMatchedBySourceUpdate needs set={column: expression}")

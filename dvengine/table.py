@@ -118,7 +118,7 @@ class DeltaTable:
     def update(
         self,
         condition: str | Column | None = None,
-        set: Mapping[str, str | Column] | None = None,  # noqa: A002 - delta-spark's parameter name
+        set: Mapping[str, str | Column] | None = None,
         mode: str | None = None,
         engine: str | None = None,
     ) -> dict[str, Any]:

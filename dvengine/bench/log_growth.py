@@ -107,7 +107,7 @@ def run(commits: int, out: Path) -> dict[str, Any]:
             root.mkdir()
             _create(root, 10 if "with" in name else 1_000_000_000)
         for k in range(1, commits + 1):
-            for name, root in roots.items():
+            for root in roots.values():
                 _commit(root, k)
             if k in checkpoints:
                 for name, root in roots.items():

@@ -41,7 +41,7 @@ def build_base(root: str, rows: int, files: int) -> None:
 
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def _ops(engine: str, table: str, spark: Any) -> tuple[Callable[[int], None], Callable[[int], None]]:

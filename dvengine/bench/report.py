@@ -103,7 +103,7 @@ def workload_table(payload: dict[str, Any], info: dict[str, Any]) -> list[str]:
             f"| {s['contender']} | {_s(s['median_s'])} | {_s(s['min_s'])}-{_s(s['max_s'])} | {_ratio(s['median_s'], deltars)}"
             f" | {_ratio(s['median_s'], floor)} | {_files(s)} | {_bytes(s)} | {reads} |"
         )
-    return lines + [""]
+    return [*lines, ""]
 
 
 def pct(fraction: float) -> str:

@@ -151,7 +151,7 @@ def _jvm_java_version(spark: SparkSession) -> str | None:
     try:
         jvm = spark.sparkContext._jvm
         return str(jvm.java.lang.System.getProperty("java.version"))  # type: ignore[union-attr]
-    except Exception:  # noqa: BLE001 - a Spark Connect session has no JVM handle; the caller asks the CLI
+    except Exception:
         return None
 
 

@@ -158,7 +158,7 @@ class Runner:
             phase = "read after"
             if (self.config.read_after and rep < self.config.read_after_reps) or not self._independently_verified(m):
                 problems += self._read_after(workload, contender, table, m, is_engine)
-        except Exception as exc:  # noqa: BLE001 - any engine error is a failed measurement, not a crash
+        except Exception as exc:
             problems.append(f"{phase}: {describe_error(exc)}")
         finally:
             if is_engine:

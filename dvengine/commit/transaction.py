@@ -270,7 +270,7 @@ class Transaction:
             return
         try:
             maybe_checkpoint(self.table_root, version)
-        except Exception:  # noqa: BLE001 - the commit succeeded; a missing checkpoint only costs read speed
+        except Exception:
             _LOG.warning("commit %d of %s succeeded but writing its checkpoint failed", version, self.table_root, exc_info=True)
 
     def _check_open(self) -> None:

@@ -380,9 +380,9 @@ class _ValueTranslator(_Translator):
         value = lit.value
         if name in _INT_WIDTH:
             bits = _INT_WIDTH[name]
-            if lit.kind == Kind.NUMERIC and isinstance(value, int) and not isinstance(value, bool):
-                if -(2 ** (bits - 1)) <= value < 2 ** (bits - 1):
-                    return pa.scalar(value, arrow_target)
+            fits = isinstance(value, int) and not isinstance(value, bool) and -(2 ** (bits - 1)) <= value < 2 ** (bits - 1)
+            if lit.kind == Kind.NUMERIC and fits:
+                return pa.scalar(value, arrow_target)
             raise self.fail(node, f"literal {value!r} into a {name} column")
         if name in _FLOATING and lit.kind == Kind.NUMERIC and not isinstance(value, bool):
             number = float(value)  # type: ignore[arg-type]

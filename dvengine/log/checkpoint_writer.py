@@ -29,7 +29,7 @@ from dvengine.log.snapshot import Snapshot
 from dvengine.protocol.actions import AddFile, DeletionVectorDescriptor, RemoveFile
 from dvengine.storage.logstore import LocalLogStore, LogStore, log_dir, normalize_table_path
 
-__all__ = ["cleanup_expired_logs", "maybe_checkpoint", "parse_interval_ms", "write_checkpoint", "checkpoint_interval"]
+__all__ = ["checkpoint_interval", "cleanup_expired_logs", "maybe_checkpoint", "parse_interval_ms", "write_checkpoint"]
 
 DEFAULT_CHECKPOINT_INTERVAL = 10
 DEFAULT_DELETED_FILE_RETENTION = "interval 1 week"

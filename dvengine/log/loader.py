@@ -37,7 +37,7 @@ def _store(store: LogStore | None) -> LogStore:
 
 
 def _iso(ms: int) -> str:
-    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.timezone.utc).isoformat(timespec="milliseconds")
+    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC).isoformat(timespec="milliseconds")
 
 
 # --- version resolution ----------------------------------------------------------------------

@@ -46,9 +46,9 @@ def to_epoch_ms(value: int | dt.datetime | dt.date | str) -> int:
             ) from None
         return to_epoch_ms(parsed)
     if isinstance(value, dt.datetime):
-        aware = value.replace(tzinfo=dt.timezone.utc) if value.tzinfo is None else value
-        delta = aware - dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+        aware = value.replace(tzinfo=dt.UTC) if value.tzinfo is None else value
+        delta = aware - dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
         return delta // dt.timedelta(milliseconds=1)
     if isinstance(value, dt.date):
-        return to_epoch_ms(dt.datetime(value.year, value.month, value.day, tzinfo=dt.timezone.utc))
+        return to_epoch_ms(dt.datetime(value.year, value.month, value.day, tzinfo=dt.UTC))
     raise InvalidArgumentError(f"timestamp must be epoch ms, a datetime or an ISO string, got {type(value).__name__}")

@@ -344,7 +344,7 @@ def parse_partition_value(raw: str | None, data_type: DataType) -> PartitionValu
             text = raw.replace("Z", "+00:00")
             value = dt.datetime.fromisoformat(text)
             if name == "timestamp":
-                return value.replace(tzinfo=dt.timezone.utc) if value.tzinfo is None else value.astimezone(dt.timezone.utc)
+                return value.replace(tzinfo=dt.UTC) if value.tzinfo is None else value.astimezone(dt.UTC)
             return value.replace(tzinfo=None)
     except ValueError as exc:
         raise SchemaError(f"partition value {raw!r} is not a valid {name}: {exc}") from None
@@ -364,7 +364,7 @@ def serialize_partition_value(value: Any, data_type: DataType) -> str | None:
         moment: dt.datetime = value
         if name == "timestamp":
             if moment.tzinfo is not None:
-                moment = moment.astimezone(dt.timezone.utc).replace(tzinfo=None)
+                moment = moment.astimezone(dt.UTC).replace(tzinfo=None)
             return moment.isoformat(sep="T", timespec="microseconds") + "Z"
         return moment.replace(tzinfo=None).isoformat(sep=" ", timespec="microseconds")
     if isinstance(value, dt.date):

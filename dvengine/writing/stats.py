@@ -60,7 +60,7 @@ def indexed_leaves(schema: StructType, file_columns: set[str], num_indexed_cols:
 
 def _format_timestamp(value: dt.datetime, round_up: bool, utc: bool) -> str:
     if utc and value.tzinfo is not None:
-        value = value.astimezone(dt.timezone.utc)
+        value = value.astimezone(dt.UTC)
     value = value.replace(tzinfo=None)
     if round_up and value.microsecond % 1000:
         value = value + dt.timedelta(microseconds=1000 - value.microsecond % 1000)

@@ -23,8 +23,8 @@ from typing import Any, TypeVar
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.acero as acero
 import pyarrow.compute as pc
+from pyarrow import acero
 from pyroaring import BitMap64
 
 from dvengine.commands.context import DmlContext
@@ -32,9 +32,9 @@ from dvengine.commands.retirement import FileRetirement, RowRetirement, build_re
 from dvengine.commands.written import WrittenRows
 from dvengine.dv import absolute_dv_path, bitmap_from_row_indexes, encode_deletion_vectors, load_deletion_vector
 from dvengine.engine.local.writer import write_data_files
-from dvengine.faults import DML_DV_FILES_WRITTEN, fault_point
 from dvengine.errors import EvaluationError, InvalidPredicateError, SchemaViolationError
 from dvengine.expressions import BoundExpression, BoundPredicate, to_pyarrow_expression, to_pyarrow_value
+from dvengine.faults import DML_DV_FILES_WRITTEN, fault_point
 from dvengine.log import Snapshot
 from dvengine.planning.decisions import FileAction, decide_file_action
 from dvengine.protocol.actions import AddFile

@@ -47,7 +47,13 @@ from dvengine.errors import (
     SchemaMismatchError,
     SchemaViolationError,
 )
-from dvengine.expressions import BoundExpression, BoundPredicate, parse_predicate, to_pyarrow_expression, to_pyarrow_value
+from dvengine.expressions import (
+    BoundExpression,
+    BoundPredicate,
+    parse_predicate,
+    to_pyarrow_expression,
+    to_pyarrow_value,
+)
 from dvengine.expressions.refs import bound_refs, ref_of
 from dvengine.log import load_snapshot
 from dvengine.planning.decisions import DmlOptions

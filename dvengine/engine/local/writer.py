@@ -11,7 +11,6 @@ Stats come from the written footer by the same code as for Spark-written files.
 from __future__ import annotations
 
 import os
-
 import uuid
 from collections.abc import Sequence
 

@@ -16,7 +16,7 @@ from dvengine.errors import InvalidPredicateError
 
 
 def _analyzed(frame: DataFrame) -> Any:
-    jdf: Any = getattr(frame, "_jdf")
+    jdf: Any = frame._jdf
     return jdf.queryExecution().analyzed()
 
 

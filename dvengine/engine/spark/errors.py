@@ -37,7 +37,7 @@ def spark_error_class(exc: BaseException) -> str | None:
         return None
     try:
         value = getter()
-    except Exception:  # noqa: BLE001 - a Py4J error without a condition has no class to report
+    except Exception:
         return None
     return None if value is None else str(value)
 

@@ -28,8 +28,8 @@ from dvengine.dv import new_dv_file_id
 from dvengine.engine.spark import errors as spark_errors
 from dvengine.engine.spark.dv_job import RESULT_DDL, DvJobContext, build_deletion_vectors
 from dvengine.engine.spark.paths import spark_file_uri
-from dvengine.engine.spark.session import check_python_workers
 from dvengine.engine.spark.reader import FILE_PATH_COL, ROW_INDEX_COL, logical_spark_type, scan_logical, spark_schema
+from dvengine.engine.spark.session import check_python_workers
 from dvengine.engine.spark.write_api import check_not_null
 from dvengine.engine.spark.writer import write_parquet_files
 from dvengine.errors import SchemaViolationError
@@ -205,7 +205,7 @@ class SparkExecutor:
             field = ctx.snapshot.schema.get(name)
             try:
                 matched.select(F.expr(text).cast(logical_spark_type(field))).collect()
-            except Exception as exc:  # noqa: BLE001 - any failure here names the culprit column
+            except Exception as exc:
                 return SchemaViolationError(
                     f"the value {text!r} does not fit column {name!r} of type {field.type.simple_string()} "
                     f"({spark_errors.spark_error_class(exc) or type(exc).__name__}); nothing was written"

@@ -19,7 +19,6 @@ from pyspark.sql import DataFrame, SparkSession
 from dvengine.commands.merge_clauses import MergeClause
 from dvengine.engine.local.write_api import as_arrow_table, normalize_arrow_types
 from dvengine.engine.spark.merge_exec import MergeRequest, execute_merge
-from dvengine.errors import InvalidArgumentError
 from dvengine.planning.decisions import MODES
 from dvengine.storage import normalize_table_path
 
@@ -37,7 +36,7 @@ def dataframe_alias(df: DataFrame) -> str | None:
         plan = jdf.queryExecution().analyzed()
         if str(plan.nodeName()) == "SubqueryAlias":
             return str(plan.alias())
-    except Exception:  # noqa: BLE001 - no alias is a valid answer when the plan cannot be inspected
+    except Exception:
         return None
     return None
 

@@ -23,14 +23,10 @@ from typing import Any
 from pyspark import StorageLevel
 from pyspark.errors import AnalysisException
 from pyspark.sql import Column, DataFrame, SparkSession
-from pyspark.sql.types import StructType as SparkStructType
 from pyspark.sql import functions as F
+from pyspark.sql.types import StructType as SparkStructType
 
 from dvengine.commands.context import DmlContext, check_dml_allowed, check_dv_mode_allowed, open_dml
-from dvengine.commands.options import resolve_options
-from dvengine.commands.retirement import RowRetirement
-from dvengine.commands.written import commit_or_clean_up
-from dvengine.engine.spark.executor import SparkExecutor, quote, spark_job
 from dvengine.commands.merge_clauses import (
     BoundClause,
     ClauseAction,
@@ -41,7 +37,11 @@ from dvengine.commands.merge_clauses import (
     bind_condition,
     operation_parameters,
 )
+from dvengine.commands.options import resolve_options
+from dvengine.commands.retirement import RowRetirement
+from dvengine.commands.written import commit_or_clean_up
 from dvengine.engine.spark.columns import predicate_column_to_sql, value_column_to_sql
+from dvengine.engine.spark.executor import SparkExecutor, quote, spark_job
 from dvengine.engine.spark.merge_prune import ConditionParts, derive_target_predicate, split_condition
 from dvengine.engine.spark.reader import FILE_PATH_COL, ROW_INDEX_COL, logical_spark_type, scan_logical, spark_schema
 from dvengine.engine.spark.write_api import dataframe_schema
@@ -184,7 +184,7 @@ def execute_merge(spark: SparkSession, req: MergeRequest) -> dict[str, Any]:
     options = resolve_options(lambda key: spark.conf.get(key, None), req.mode)
     snapshot = load_snapshot(req.table_root)
     check_dml_allowed(snapshot, "MERGE")
-    dv_supported = check_dv_mode_allowed(snapshot, options)
+    check_dv_mode_allowed(snapshot, options)
     scope, names = _scope(spark, snapshot, req)
     condition = bind_condition(scope, req.condition, None)
     clauses = bind_clauses(scope, req.clauses)
