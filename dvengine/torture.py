@@ -602,7 +602,10 @@ class Torture:
                     raise TortureFailure(f"{what}: {name} time travel to {v_before} fails: {type(exc).__name__}: {exc}") from exc
                 if got != want_prev:
                     raise TortureFailure(f"{what}: {name} time travel to {v_before} != model before: {describe_diff(got, want_prev)}")
-        data, _, _ = replay_log(self.root)
+        data, dvs, _ = replay_log(self.root)
+        missing = sorted(p for p in data | dvs if not os.path.exists(os.path.join(self.root, p)))
+        if missing:
+            raise TortureFailure(f"{what}: files the live snapshot references are missing: {missing[:5]}")
         import pyarrow as pa
 
         rs_paths = {os.path.normpath(unquote(p)) for p in pa.table(RsTable(self.root).get_add_actions(flatten=True)).column("path").to_pylist()}
@@ -614,8 +617,14 @@ class Torture:
         return v, expected
 
     def track_files(self) -> None:
+        """Record new orphans (visible files no commit ever named) and those gone since (a VACUUM took them)."""
         visible, hidden = scan_files(self.root)
         _, _, ever = replay_log(self.root)
+        present = {f"{self.root}/{p}" for p in visible}
+        prefix = f"{self.root}/"
+        self.stats.orphans_reclaimed.update(
+            o for o in self.stats.orphans_found if o.startswith(prefix) and o not in present
+        )
         self.stats.orphans_found.update(f"{self.root}/{p}" for p in visible - ever)
         self.stats.hidden_leftovers.update(f"{self.root}/{p}" for p in hidden)
 
@@ -642,7 +651,7 @@ class Torture:
         left = orphans & after_visible
         if left:
             raise TortureFailure(f"{what}: VACUUM (retention 0) left orphan files behind: {sorted(left)[:5]}")
-        self.stats.orphans_reclaimed.update(f"{self.root}/{p}" for p in orphans)
+        self.track_files()
         self.stats.tombstoned_reclaimed += len(tombstoned - after_visible)
         self.verify(self.model, self.model, v, what)
 
@@ -761,7 +770,8 @@ def report(t: Torture, wall: float, argv: Sequence[str]) -> dict[str, Any]:
         "faultStages": {k: dict(v) for k, v in sorted(s.stages.items())},
         "steps": s.steps,
         "orphanFilesFound": len(s.orphans_found),
-        "orphanFilesReclaimedByVacuum": len(s.orphans_reclaimed),
+        "orphanFilesReclaimedByVacuum": len(s.orphans_reclaimed),  # by the killed VACUUM ops or the checks
+        "orphanFilesRemaining": len(s.orphans_found - s.orphans_reclaimed),
         "tombstonedFilesReclaimedByVacuum": s.tombstoned_reclaimed,
         "vacuumRuns": s.vacuum_runs,
         "hiddenTempLeftovers": len(hidden),
@@ -795,6 +805,7 @@ def markdown(r: Mapping[str, Any]) -> str:
         f"| checkpoint / VACUUM children killed | {r['outcomes'].get('checkpoint_killed', 0)} / {r['outcomes'].get('vacuum_killed', 0)} |",
         f"| orphan files left by killed writers | {r['orphanFilesFound']} |",
         f"| orphan files reclaimed by VACUUM | {r['orphanFilesReclaimedByVacuum']} |",
+        f"| orphan files remaining at the end | {r['orphanFilesRemaining']} |",
         f"| tombstoned files reclaimed by VACUUM | {r['tombstonedFilesReclaimedByVacuum']} |",
         f"| un-killed VACUUM checks | {r['vacuumRuns']} |",
         f"| hidden temp files left (not VACUUMed; invisible to readers) | {r['hiddenTempLeftovers']} ({r['hiddenTempLeftoversInLog']} in _delta_log) |",
