@@ -693,6 +693,7 @@ class Torture:
         before = self.model
         after = apply_op(before, op)
         v_before = check_log(self.root)
+        step_started = time.monotonic()
         result = run_child(op, delay, stage)
         if result.done and result.duration is not None:
             self.stats.durations.setdefault(key, []).append(result.duration)
@@ -723,7 +724,7 @@ class Torture:
             outcome = "killed" if killed else "completed"
         if how == "calibration":
             outcome = "calibration"
-        record.update({"version": v, "outcome": outcome})
+        record.update({"version": v, "outcome": outcome, "seconds": round(time.monotonic() - step_started, 3)})
         self.log_step(record)
         if how != "calibration":
             self.stats.outcomes[outcome if op["kind"] in DML_KINDS else f"{op['kind']}_{outcome}"] += 1
@@ -861,18 +862,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
+
+    def terminate(signum: int, _frame: Any) -> None:
+        raise SystemExit(128 + signum)  # unwinds run_child's finally, which kills the child's process group
+
+    try:
+        previous: Any = signal.signal(signal.SIGTERM, terminate)
+    except ValueError:  # not the main thread: no handler, the caller owns signals
+        previous = None
     torture = Torture(args)
     try:
         torture.run()
-    except TortureFailure as exc:
+    except Exception as exc:  # noqa: BLE001 - a check failed, or dvengine raised where it must not
+        import traceback
+
+        message = str(exc) if isinstance(exc, TortureFailure) else f"unexpected {type(exc).__name__}: {exc}\n{traceback.format_exc()}"
         torture.stats.failures.append({
-            "seed": args.seed, "step": torture.stats.steps, "message": str(exc), "table": torture.root,
+            "seed": args.seed, "step": torture.stats.steps, "message": message, "table": torture.root,
             "reproduce": f"python -m dvengine.torture --seed {args.seed} --kills {args.kills} --rows {args.rows} "
                          f"--spark-every {args.spark_every} --stage-every {args.stage_every} "
                          f"--vacuum-every {args.vacuum_every} --kills-per-table {args.kills_per_table} --layout {args.layout}",
         })
     finally:
         torture.step_log.close()
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
     result = report(torture, time.monotonic() - started, argv)
     (out / "torture-report.json").write_text(json.dumps(result, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     (out / "torture-report.md").write_text(markdown(result), encoding="utf-8")
