@@ -80,6 +80,7 @@ KIND_CHECKPOINT = "checkpoint"
 KIND_VACUUM = "vacuum"
 DML_KINDS = (KIND_DELETE, KIND_UPDATE, KIND_MERGE)
 KINDS = (*DML_KINDS, KIND_CHECKPOINT, KIND_VACUUM)
+MODES = ("dv", "dv", "rewrite", "auto")  # "auto": DV below dvengine.dml.rewriteThreshold, rewrite above
 KIND_WEIGHTS = {KIND_DELETE: 30, KIND_UPDATE: 25, KIND_MERGE: 25, KIND_CHECKPOINT: 10, KIND_VACUUM: 10}
 
 # Stage kills cycle in this order, so a short run reaches both sides of the commit first.
@@ -183,17 +184,17 @@ def choose_op(
     op: dict[str, Any] = {"kind": kind, "root": root, "engine": "local", "step": step}
     if kind == KIND_DELETE:
         op["pred"] = random_predicate(rng, model)
-        op["mode"] = rng.choice(("dv", "dv", "rewrite"))
+        op["mode"] = rng.choice(MODES)
     elif kind == KIND_UPDATE:
         op["pred"] = random_predicate(rng, model)
-        op["mode"] = rng.choice(("dv", "dv", "rewrite"))
+        op["mode"] = rng.choice(MODES)
         op["delta"] = rng.randint(1, 9)
         op["tag"] = f"u{step}"
     elif kind == KIND_MERGE:
         matched = rng.sample(sorted(model), min(len(model), rng.randint(0, 40)))
         inserted = list(range(next_id, next_id + rng.randint(1, 40)))
         op["source"] = [[i, part_of(i), rng.randint(0, 100_000), f"m{step}"] for i in sorted(matched + inserted)]
-        op["mode"] = rng.choice(("dv", "dv", "rewrite"))
+        op["mode"] = rng.choice(MODES)
     return op
 
 
@@ -765,7 +766,7 @@ def report(t: Torture, wall: float, argv: Sequence[str]) -> dict[str, Any]:
         "killsAttempted": s.kills_attempted,
         "killsLandedBeforeCommit": s.outcomes.get("before_commit", 0),
         "killsLandedAfterCommit": s.outcomes.get("after_commit", 0),
-        "killsMissedChildCompleted": s.outcomes.get("completed", 0) + s.outcomes.get("completed_without_commit", 0),
+        "killsMissedChildCompleted": sum(n for k, n in s.outcomes.items() if k.endswith(("completed", "completed_without_commit"))),
         "outcomes": dict(sorted(s.outcomes.items())),
         "operationsByKind": {k: dict(sorted(v.items())) for k, v in sorted(s.ops.items())},
         "faultStages": {k: dict(v) for k, v in sorted(s.stages.items())},

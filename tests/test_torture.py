@@ -29,8 +29,9 @@ def test_short_torture_run_has_no_failures(tmp_path: Path) -> None:
     assert report["killsAttempted"] == 20
     assert report["killsLandedBeforeCommit"] >= 1, report["outcomes"]
     assert report["killsLandedAfterCommit"] >= 1, report["outcomes"]
-    assert report["faultStages"]["commit.after_link"] == {"after_commit": 1}
-    assert report["faultStages"]["commit.before_link"] == {"before_commit": 1}
+    # A kill at a commit stage lands exactly on its side of the commit, every time.
+    assert set(report["faultStages"]["commit.after_link"]) == {"after_commit"}
+    assert set(report["faultStages"]["commit.before_link"]) == {"before_commit"}
     assert {t["partitioned"] for t in report["tables"]} == {True, False}  # both layouts, 10 kills each
     assert report["vacuumRuns"] >= 4
     assert report["orphanFilesReclaimedByVacuum"] == report["orphanFilesFound"]
