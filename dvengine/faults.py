@@ -11,7 +11,7 @@ Stages (see ``spec_notes/crash-safety.md`` for where each is called):
 - ``dml.dv_files_written``   - new DV files exist on disk, nothing committed yet;
 - ``dml.data_files_written`` - rewritten data files exist in the table folder, nothing committed;
 - ``commit.before_link``     - the temp commit file is written and fsynced, not yet linked;
-- ``commit.after_link``      - the commit file exists (the commit is durable), temp not unlinked.
+- ``commit.after_link``      - the commit file exists (the commit is durable) and its temp file is gone.
 """
 
 from __future__ import annotations

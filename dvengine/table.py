@@ -91,6 +91,26 @@ class DeltaTable:
 
         return read_snapshot_df(self.spark, self.snapshot(version, timestamp))
 
+    def scan(
+        self,
+        condition: str | Column | None = None,
+        columns: list[str] | None = None,
+        version: int | None = None,
+        timestamp: Timestamp | None = None,
+    ) -> DataFrame:
+        """Rows matching ``condition`` as a Spark DataFrame; partition pruning and stats skipping
+        from the log choose the files before Spark sees any, and DVs are applied inside Spark."""
+        from dvengine.engine.spark.reader import scan_snapshot
+        from dvengine.expressions import parse_predicate
+
+        snapshot = self.snapshot(version, timestamp)
+        predicate = None
+        if condition is not None:
+            predicate = parse_predicate(self._engines().condition_sql(condition, snapshot.schema), snapshot.schema)
+        if columns is not None and (isinstance(columns, str) or not all(isinstance(c, str) for c in columns)):
+            raise TypeError(f"columns must be a list of column names, got {columns!r}")
+        return scan_snapshot(self.spark, snapshot, predicate, columns)
+
     # --- DML ---------------------------------------------------------------------------------
 
     def _engines(self) -> EngineSession:

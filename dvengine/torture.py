@@ -50,6 +50,7 @@ that lands differently; ``torture-steps.jsonl`` records the exact sequence.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
@@ -268,10 +269,8 @@ class ChildResult:
 
 def _kill_group(pid: int) -> None:
     """SIGKILL the child's process group (the child and, for Spark, its JVM)."""
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def run_child(op: Mapping[str, Any], delay: float | None, stage: str | None) -> ChildResult:
@@ -477,7 +476,7 @@ def scan_files(root: str) -> tuple[set[str], set[str]]:
     visible: set[str] = set()
     hidden: set[str] = set()
     log = os.path.join(root, "_delta_log")
-    for dirpath, dirnames, filenames in os.walk(root):
+    for dirpath, _dirnames, filenames in os.walk(root):
         rel_dir = os.path.relpath(dirpath, root)
         for name in filenames:
             rel = os.path.normpath(os.path.join(rel_dir, name))
@@ -874,7 +873,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     torture = Torture(args)
     try:
         torture.run()
-    except Exception as exc:  # noqa: BLE001 - a check failed, or dvengine raised where it must not
+    except Exception as exc:
         import traceback
 
         message = str(exc) if isinstance(exc, TortureFailure) else f"unexpected {type(exc).__name__}: {exc}\n{traceback.format_exc()}"

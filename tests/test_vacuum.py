@@ -173,3 +173,27 @@ def test_vacuum_errors_and_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str
     args = parser.parse_args(["vacuum", str(root), "--retain-hours", "0", "--force"])
     assert args.handler(args) == 0
     assert not (root / "orphan.parquet").exists()
+
+
+def test_vacuum_removes_abandoned_log_temp_files_past_retention(tmp_path: Path) -> None:
+    """A writer killed between writing its temp commit and linking it leaves a hidden temp file in
+    _delta_log; VACUUM removes it once it is older than the retention window, and never a recent one."""
+    import os as _os
+
+    import pyarrow as _pa
+
+    import dvengine
+    from dvengine.maintenance.vacuum import vacuum as _vacuum
+
+    root = tmp_path / "t"
+    dvengine.write(_pa.table({"id": [1, 2, 3]}), str(root))
+    old = root / "_delta_log" / ".00000000000000000001.json.abc.tmp"
+    recent = root / "_delta_log" / "._last_checkpoint.def.tmp"
+    old.write_text("{}")
+    recent.write_text("{}")
+    day_ago = old.stat().st_mtime - 86_400
+    _os.utime(old, (day_ago, day_ago))
+    report = _vacuum(str(root), retention_hours=1, enforce_retention=False)
+    assert report["numAbandonedLogTempFiles"] == 1
+    assert not old.exists() and recent.exists()
+    assert dvengine.DeltaTable.forPath(None, root).toArrow().num_rows == 3

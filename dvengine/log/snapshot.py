@@ -71,7 +71,7 @@ class Snapshot:
         return total
 
     @cached_property
-    def _partition_keys(self) -> tuple[tuple[str, str, DataType], ...]:
+    def partition_keys(self) -> tuple[tuple[str, str, DataType], ...]:
         """(logical name, key in partitionValues, data type) per partition column."""
         out: list[tuple[str, str, DataType]] = []
         for name in self.partition_columns:
@@ -89,7 +89,7 @@ class Snapshot:
         """Typed partition values of ``add`` keyed by LOGICAL column names, in every mapping mode."""
         values = add.partition_values
         out: dict[str, object] = {}
-        for logical, key, data_type in self._partition_keys:
+        for logical, key, data_type in self.partition_keys:
             if key in values:
                 raw = values[key]
             elif logical in values:  # tolerate writers that used logical names

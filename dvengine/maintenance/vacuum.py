@@ -22,6 +22,7 @@ and can delete files an in-flight writer is about to commit. VACUUM writes nothi
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import time
@@ -57,6 +58,31 @@ class VacuumPlan:
     num_dv_files: int = 0
     num_referenced_files: int = 0
     num_protected_recent_files: int = 0
+    log_temp_files: list[str] = field(default_factory=list)  # writers' abandoned hidden temp files
+
+
+def abandoned_log_temp_files(table_root: str, cutoff_ms: int) -> list[str]:
+    """Hidden ``.<name>.<uuid>.tmp`` files in ``_delta_log`` older than the cutoff.
+
+    A writer killed between writing a commit's temp file and linking it leaves one behind; no
+    reader looks at hidden names, so only age can tell it is abandoned.
+    """
+    log = os.path.join(table_root, "_delta_log")
+    out = []
+    try:
+        entries = list(os.scandir(log))
+    except FileNotFoundError:
+        return []
+    for entry in entries:
+        if not (entry.name.startswith(".") and entry.name.endswith(".tmp")):
+            continue
+        try:
+            mtime_ms = int(entry.stat(follow_symlinks=False).st_mtime * 1000)
+        except FileNotFoundError:
+            continue  # its writer finished (renamed or removed it) since the listing
+        if mtime_ms < cutoff_ms and entry.is_file(follow_symlinks=False):
+            out.append(entry.path)
+    return sorted(out)
 
 
 def _retention_ms(snapshot: Snapshot, retention_hours: float, enforce_retention: bool) -> int:
@@ -165,6 +191,7 @@ def plan_vacuum(
         plan.total_bytes += st.st_size
         plan.num_dv_files += int(entry.name.startswith("deletion_vector_") and entry.name.endswith(".bin"))
     plan.files.sort()
+    plan.log_temp_files = abandoned_log_temp_files(root, cutoff)
     return plan
 
 
@@ -208,6 +235,9 @@ def vacuum(
                 continue  # a concurrent VACUUM got there first
             deleted.append(path)
         dirs_removed = _remove_empty_dirs(plan.table_root, deleted)
+        for path in plan.log_temp_files:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
     files = plan.files if dry_run else deleted
     return {
         "path": plan.table_root,
@@ -221,5 +251,6 @@ def vacuum(
         "numDirectoriesDeleted": dirs_removed,
         "numReferencedFiles": plan.num_referenced_files,
         "numProtectedRecentFiles": plan.num_protected_recent_files,
+        "numAbandonedLogTempFiles": len(plan.log_temp_files),
         "files": [os.path.relpath(p, plan.table_root) for p in files],
     }

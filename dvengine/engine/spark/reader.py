@@ -10,6 +10,8 @@ small. Partition values are joined from the log, never parsed from folder names.
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
+from functools import reduce
+from urllib.parse import unquote
 
 import numpy as np
 import pyarrow as pa
@@ -21,14 +23,18 @@ from pyspark.sql.types import StructType as SparkStructType
 
 from dvengine.dv import load_deletion_vector
 from dvengine.engine.spark.paths import spark_file_uri
+from dvengine.errors import InvalidArgumentError, ProtocolError
+from dvengine.expressions import BoundPredicate
 from dvengine.log import Snapshot
 from dvengine.protocol.actions import AddFile
 from dvengine.protocol.schema import StructField, StructType, to_arrow_field, to_arrow_schema
 from dvengine.storage import resolve_data_path
+from dvengine.writing.files import parse_partition_folders
 
 FILE_PATH_COL = "__dv_file_path"
 ROW_INDEX_COL = "__dv_row_index"
 FILE_ID_COL = "__dv_file_id"
+FILE_SIZE_COL = "__dv_file_size"
 # Above this many deleted rows the (file id, row index) set (12 bytes a row) is left to Spark's
 # planner, which shuffles instead of broadcasting when it exceeds autoBroadcastJoinThreshold.
 BROADCAST_MAX_DELETED_ROWS = 2_000_000
@@ -40,46 +46,30 @@ def spark_schema(schema: StructType, physical: bool = False) -> SparkStructType:
     return converted
 
 
-def scan_files_with_row_index(
-    spark: SparkSession, snapshot: Snapshot, absolute_paths: Sequence[str], columns: Sequence[str] | None = None
-) -> DataFrame:
-    """Physical scan of the given files: data columns under PHYSICAL names plus file path and row index.
+def deleted_rows_frame(
+    spark: SparkSession, snapshot: Snapshot, files: Sequence[AddFile], key: str = FILE_ID_COL
+) -> DataFrame | None:
+    """(file key, row index) of every row the files' DVs delete, or None if there are none.
 
-    Used by the reader and by DML verification scans; no DV is applied here.
+    The file key is the file's position in ``files`` (``FILE_ID_COL``, see :func:`file_ids_frame`)
+    or its size in bytes (``FILE_SIZE_COL``, when sizes are unique): 12-16 bytes per deleted row
+    instead of a repeated path string, so millions of deleted rows stay joinable.
     """
-    partition_cols = {c.lower() for c in snapshot.partition_columns}
-    data_fields = [
-        f for f in snapshot.schema.fields
-        if f.name.lower() not in partition_cols and (columns is None or f.name in columns)
-    ]
-    physical = StructType(tuple(data_fields))
-    reader = spark.read.schema(spark_schema(physical, physical=True))
-    df = reader.parquet(*absolute_paths)
-    return df.select(
-        *[F.col(f"`{f.physical_name}`") for f in data_fields],
-        F.col("_metadata.file_path").alias(FILE_PATH_COL),
-        F.col("_metadata.row_index").alias(ROW_INDEX_COL),
-    )
-
-
-def deleted_rows_frame(spark: SparkSession, snapshot: Snapshot, files: Sequence[AddFile]) -> DataFrame | None:
-    """(file id, row index) of every row the files' DVs delete, or None if there are none.
-
-    The file id is the file's position in ``files`` (see :func:`file_ids_frame`): 12 bytes per
-    deleted row instead of a repeated path string, so millions of deleted rows stay joinable.
-    """
-    ids: list[pa.Array] = []
+    keys: list[pa.Array] = []
     rows: list[pa.Array] = []
     for file_id, add in enumerate(files):
         if add.deletion_vector is None:
             continue
-        bitmap = load_deletion_vector(snapshot.table_root, add.deletion_vector)
+        bitmap = load_deletion_vector(snapshot.table_root, add.deletion_vector, num_records=add.num_records)
         indexes = np.asarray(bitmap.to_array(), dtype=np.int64)
-        ids.append(pa.array(np.full(len(indexes), file_id, dtype=np.int32)))
+        if key == FILE_SIZE_COL:
+            keys.append(pa.array(np.full(len(indexes), add.size, dtype=np.int64)))
+        else:
+            keys.append(pa.array(np.full(len(indexes), file_id, dtype=np.int32)))
         rows.append(pa.array(indexes, type=pa.int64()))
-    if not ids:
+    if not keys:
         return None
-    return spark.createDataFrame(pa.table({FILE_ID_COL: pa.concat_arrays(ids), ROW_INDEX_COL: pa.concat_arrays(rows)}))
+    return spark.createDataFrame(pa.table({key: pa.concat_arrays(keys), ROW_INDEX_COL: pa.concat_arrays(rows)}))
 
 
 def file_ids_frame(spark: SparkSession, snapshot: Snapshot, files: Sequence[AddFile]) -> DataFrame:
@@ -103,6 +93,116 @@ def partition_values_frame(spark: SparkSession, snapshot: Snapshot, files: Seque
     return spark.createDataFrame(table)
 
 
+def _discoverable_partitions(snapshot: Snapshot, files: Sequence[AddFile]) -> bool:
+    """Whether Spark's own partition discovery gives exactly the log's partition values.
+
+    The protocol does not tie partition values to folder names, so this is checked file by
+    file: every file must sit in Hive-style folders (``<key>=<value>`` per partition column, keys
+    as ``partitionValues`` spells them) that parse to its ``partitionValues``, for column types
+    whose folder text Spark parses the same way. Then Spark sees real partition columns and a
+    filter on them prunes files (PartitionFilters) instead of joining values onto every row.
+    """
+    if not snapshot.partition_columns:
+        return True
+    keys = snapshot.partition_keys
+    if any(data_type.name not in _DISCOVERABLE_TYPES for _, _, data_type in keys):
+        return False
+    part_types = [(key, data_type) for _, key, data_type in keys]
+    for add in files:
+        relative = unquote(add.path)
+        if "://" in add.path or relative.startswith("/"):
+            return False
+        folder = relative.rsplit("/", 1)[0] if "/" in relative else ""
+        try:
+            parsed = parse_partition_folders(folder, part_types)
+        except (ProtocolError, ValueError):
+            return False
+        if any(parsed.get(key) != add.partition_values.get(key) for _, key, _ in keys):
+            return False
+    return True
+
+
+_DISCOVERABLE_TYPES = frozenset({"string", "long", "integer", "short", "byte", "date", "boolean"})
+
+
+def _unique_sizes(files: Sequence[AddFile]) -> bool:
+    sizes = [add.size for add in files]
+    return len(set(sizes)) == len(sizes)
+
+
+def _scan_group(
+    spark: SparkSession,
+    snapshot: Snapshot,
+    files: Sequence[AddFile],
+    wanted: Sequence[StructField],
+    keep_row_ids: bool,
+) -> DataFrame:
+    """Live rows of files that share one way of reading: all without DVs, or all with DVs.
+
+    Files without a DV are a plain Parquet scan. Files with DVs also read ``_metadata.row_index``
+    and anti-join the deleted (file, row index) pairs; the file is identified by its size (a long,
+    so the join compares two longs per row) when sizes are unique among these files, else by a
+    small integer id joined on the path.
+    """
+    root = snapshot.table_root
+    part_lower = {c.lower() for c in snapshot.partition_columns}
+    data_fields = [f for f in wanted if f.name.lower() not in part_lower]
+    part_fields = [f for f in wanted if f.name.lower() in part_lower]
+    with_dvs = any(add.deletion_vector is not None for add in files)
+    discover = bool(part_fields) and _discoverable_partitions(snapshot, files)
+    by_size = with_dvs and _unique_sizes(files)
+    needs_path = keep_row_ids or (with_dvs and not by_size) or (bool(part_fields) and not discover)
+
+    read_fields: list[StructField] = list(data_fields)
+    if discover:
+        keys = {logical: key for logical, key, _ in snapshot.partition_keys}
+        read_fields += [StructField(keys[f.name], f.type, True, {}) for f in part_fields]
+    physical = StructType(tuple(data_fields))
+    schema = spark_schema(physical, physical=True)
+    for f in read_fields[len(data_fields):]:
+        schema = schema.add(f.name, spark_schema(StructType((f,)))[0].dataType, True)
+    reader = spark.read.schema(schema)
+    if discover:
+        reader = reader.option("basePath", spark_file_uri(root))
+    df = reader.parquet(*[resolve_data_path(root, add.path) for add in files])
+    columns = [F.col(f"`{f.physical_name}`") for f in data_fields]
+    if discover:
+        columns += [F.col(f"`{f.name}`") for f in read_fields[len(data_fields):]]
+    if needs_path:
+        columns.append(F.col("_metadata.file_path").alias(FILE_PATH_COL))
+    if with_dvs or keep_row_ids:
+        columns.append(F.col("_metadata.row_index").alias(ROW_INDEX_COL))
+    if by_size:
+        columns.append(F.col("_metadata.file_size").alias(FILE_SIZE_COL))
+    df = df.select(*columns)
+    if with_dvs:
+        total_deleted = sum(add.deleted_row_count for add in files)
+        if by_size:
+            deleted = deleted_rows_frame(spark, snapshot, files, key=FILE_SIZE_COL)
+            assert deleted is not None
+            right = F.broadcast(deleted) if total_deleted <= BROADCAST_MAX_DELETED_ROWS else deleted
+            df = df.join(right, on=[FILE_SIZE_COL, ROW_INDEX_COL], how="left_anti").drop(FILE_SIZE_COL)
+        else:
+            deleted = deleted_rows_frame(spark, snapshot, files)
+            assert deleted is not None
+            df = df.join(F.broadcast(file_ids_frame(spark, snapshot, files)), on=FILE_PATH_COL, how="inner")
+            right = F.broadcast(deleted) if total_deleted <= BROADCAST_MAX_DELETED_ROWS else deleted
+            df = df.join(right, on=[FILE_ID_COL, ROW_INDEX_COL], how="left_anti").drop(FILE_ID_COL)
+    if part_fields and not discover:
+        df = df.join(F.broadcast(partition_values_frame(spark, snapshot, files)), on=FILE_PATH_COL, how="inner")
+    selected = []
+    keys_by_name = {logical: key for logical, key, _ in snapshot.partition_keys}
+    for f in wanted:
+        if f.name.lower() in part_lower:
+            source = keys_by_name[f.name] if discover else f.name
+        else:
+            source = f.physical_name
+        selected.append(F.col(f"`{source}`").cast(logical_spark_type(f)).alias(f.name))
+    if keep_row_ids:
+        selected += [F.col(FILE_PATH_COL), F.col(ROW_INDEX_COL)]
+    return df.select(*selected)
+
+
 def scan_logical(
     spark: SparkSession,
     snapshot: Snapshot,
@@ -114,7 +214,8 @@ def scan_logical(
 
     ``columns`` limits the scan to those logical columns (DML verification reads only what
     the predicate needs); ``keep_row_ids`` keeps the file path and row index columns that
-    address each row physically.
+    address each row physically. Files without a DV are read by a plain scan and pay nothing
+    for the DVs of others (see :func:`_scan_group`).
     """
     logical = snapshot.schema
     wanted = [f for f in logical.fields if columns is None or f.name in columns]
@@ -125,26 +226,60 @@ def scan_logical(
                 ROW_INDEX_COL, F.lit(None).cast("long")
             )
         return empty
-    paths = [resolve_data_path(snapshot.table_root, add.path) for add in files]
-    df = scan_files_with_row_index(spark, snapshot, paths, [f.name for f in wanted])
-    deleted = deleted_rows_frame(spark, snapshot, files)
-    if deleted is not None:
-        # Tag rows with a small integer file id (tiny broadcast join on the path), then drop the
-        # deleted (file id, row index) pairs: broadcast when small, shuffle join when huge.
-        df = df.join(F.broadcast(file_ids_frame(spark, snapshot, files)), on=FILE_PATH_COL, how="inner")
-        total_deleted = sum(add.deleted_row_count for add in files)
-        right = F.broadcast(deleted) if total_deleted <= BROADCAST_MAX_DELETED_ROWS else deleted
-        df = df.join(right, on=[FILE_ID_COL, ROW_INDEX_COL], how="left_anti").drop(FILE_ID_COL)
-    part_lower = {c.lower() for c in snapshot.partition_columns}
-    if any(f.name.lower() in part_lower for f in wanted):
-        df = df.join(F.broadcast(partition_values_frame(spark, snapshot, files)), on=FILE_PATH_COL, how="inner")
-    selected = []
-    for f in wanted:
-        source = f.name if f.name.lower() in part_lower else f.physical_name
-        selected.append(F.col(f"`{source}`").cast(logical_spark_type(f)).alias(f.name))
-    if keep_row_ids:
-        selected += [F.col(FILE_PATH_COL), F.col(ROW_INDEX_COL)]
-    return df.select(*selected)
+    clean = [add for add in files if add.deletion_vector is None]
+    with_dv = [add for add in files if add.deletion_vector is not None]
+    groups = [clean, *size_unique_groups(with_dv)] if clean else size_unique_groups(with_dv)
+    frames = [_scan_group(spark, snapshot, group, wanted, keep_row_ids) for group in groups]
+    return reduce(lambda a, b: a.unionByName(b), frames)
+
+
+def size_unique_groups(files: Sequence[AddFile], max_groups: int = 4) -> list[list[AddFile]]:
+    """Split files into as few groups as possible in which no two files have the same size.
+
+    Within such a group ``_metadata.file_size`` identifies a file, so deleted rows are matched on
+    two longs (size, row index) instead of a path string per row. Sizes repeat rarely; files
+    beyond ``max_groups`` collisions share a last group, which then falls back to path ids.
+    """
+    groups: list[list[AddFile]] = []
+    sizes: list[set[int]] = []
+    for add in files:
+        for group, seen in zip(groups, sizes):
+            if add.size not in seen:
+                group.append(add)
+                seen.add(add.size)
+                break
+        else:
+            if len(groups) < max_groups:
+                groups.append([add])
+                sizes.append({add.size})
+            else:
+                groups[-1].append(add)
+    return groups
+
+
+def scan_snapshot(
+    spark: SparkSession,
+    snapshot: Snapshot,
+    predicate: BoundPredicate | None = None,
+    columns: Sequence[str] | None = None,
+) -> DataFrame:
+    """Rows of a snapshot matching ``predicate``, with partition pruning and stats skipping from
+    the log applied before Spark sees a file; ``columns`` (logical names) limits the output."""
+    from dvengine.planning.candidates import plan_candidates
+
+    files = snapshot.files if predicate is None else plan_candidates(snapshot, predicate).candidates
+    if columns is not None:
+        unknown = [c for c in columns if snapshot.schema.find(c) is None]
+        if unknown:
+            raise InvalidArgumentError(f"unknown column(s) {unknown}; the table has {snapshot.schema.field_names}")
+    wanted = None if columns is None else {snapshot.schema.get(c).name for c in columns}
+    needed = None if wanted is None else wanted | (set() if predicate is None else set(predicate.columns))
+    df = scan_logical(spark, snapshot, files, columns=needed)
+    if predicate is not None:
+        df = df.where(F.expr(predicate.sql))
+    if wanted is not None:
+        df = df.select(*[F.col("`" + f.name.replace("`", "``") + "`") for f in snapshot.schema.fields if f.name in wanted])
+    return df
 
 
 def read_snapshot_df(spark: SparkSession, snapshot: Snapshot, keep_row_ids: bool = False) -> DataFrame:
