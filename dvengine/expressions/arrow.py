@@ -115,6 +115,12 @@ class _Translator:
         if a.expr is _NULL_BOOL or b.expr is _NULL_BOOL:
             return _NULL_BOOL
         self._check_comparable(node, a, b)
+        # Spark orders NaN above every number and equal to itself; IEEE (Arrow) makes every
+        # comparison with NaN false. Equal to a non-NaN literal is the same in both.
+        left_nan, right_nan = _may_be_nan(left), _may_be_nan(right)
+        ordering = build is not _COMPARE[exp.EQ] and build is not _COMPARE[exp.NEQ]
+        if (left_nan or right_nan) if ordering else (left_nan and right_nan):
+            raise self.fail(node, "floating point comparison where NaN may occur")
         return build(a.expr, b.expr)
 
     def _check_comparable(self, node: exp.Expr, a: _Typed, b: _Typed) -> None:
@@ -218,7 +224,15 @@ def _coerce(lit: Lit, kind: Kind, target: DataType | None) -> Any:
         if isinstance(number, float) and math.isnan(number):
             return _UNSUPPORTED
         if is_integral(target) and not isinstance(number, int):
-            return _UNSUPPORTED if lit.kind == Kind.STRING else float(number)
+            # Spark compares an integer column with 2.5 exactly (as decimals) or with 1.5E0 as
+            # doubles; Arrow would cast the column to float32 and fail beyond 2**24
+            return _UNSUPPORTED
+        if isinstance(number, int) and target is not None and target.name in ("decimal", "double", "float"):
+            # Spark casts the integer to the column's type; Arrow would fail on an int64 scalar
+            # (decimal precision, or beyond 2**53 for doubles)
+            if target.name == "decimal":
+                return decimal.Decimal(number)
+            return float(number) if target.name == "double" or abs(number) <= 2**24 else _UNSUPPORTED
         if isinstance(number, decimal.Decimal) and (target is None or kind_of(target) == Kind.NUMERIC):
             return number if target is not None and target.name == "decimal" else float(number)
         return number
@@ -256,6 +270,18 @@ def _literal_arrow_type(kind: Kind, target: DataType | None, value: Any) -> pa.D
     if target is not None and kind == Kind.NUMERIC and isinstance(value, int) and is_integral(target):
         return to_arrow_type(target) if -(2**31) <= value < 2**31 else pa.int64()
     return None
+
+
+def _may_be_nan(node: exp.Expr) -> bool:
+    """Whether ``node`` may evaluate to NaN: it reads a float/double column or has a float literal."""
+    for sub in node.walk():
+        ref = ref_of(sub)
+        if ref is not None and ref.leaf.type.name in ("float", "double"):
+            return True
+        lit = literal_of(sub)
+        if lit is not None and isinstance(lit.value, float):
+            return True
+    return False
 
 
 def to_pyarrow_expression(pred: BoundPredicate, rename: Mapping[str, str] | None = None) -> pc.Expression:
