@@ -150,7 +150,11 @@ class _Translator:
             for scalar in reversed(values):
                 result = (subject.expr == pc.scalar(scalar)) | result
             return result
-        value_set = pa.array(values, type=to_arrow_type(subject.data_type))
+        try:
+            value_set = pa.array([v.as_py() for v in values], type=to_arrow_type(subject.data_type))
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+            # a value the column type cannot hold (1.005 for DECIMAL(10,2), 2**31 for INT)
+            raise self.fail(node, "an IN value does not fit the column type") from None
         matched = pc.is_in(subject.expr, value_set=value_set, skip_nulls=True)
         result = pc.if_else(pc.is_null(subject.expr), _NULL_BOOL, matched)
         if has_null:
