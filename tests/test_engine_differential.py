@@ -283,6 +283,9 @@ REGRESSIONS = [
     Case("update", "i NOT BETWEEN 9.007199254740993E15 AND 32768", {"id": "-id - 1"}),
     Case("update", "NOT (id NOT IN (99.5, NULL))", {"s": "s * s"}, mode="auto"),
     Case("delete", "i > 2.5 OR s < 1.5E0"),
+    # IN values of another width or scale than the column (ArrowInvalid crashed the command)
+    Case("delete", "dec IN (NULL, 1.005, NULL) OR dec IN (1.5, 3) OR i IN (2147483648, 12) OR s IN (12)"),
+    Case("delete", "NOT (dec IN (1.50, 12))"),
     # a double column against a BIGINT literal beyond 2**53; a decimal column against an integer
     Case("delete", "d = 9007199254740993 OR d <> 9223372036854775807 OR d IN (9007199254740993)"),
     Case("delete", "dec >= 3 OR dec = 12"),
