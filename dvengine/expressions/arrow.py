@@ -33,7 +33,7 @@ from dvengine.expressions.literals import (
     parse_timestamp_text,
 )
 from dvengine.expressions.refs import ref_of
-from dvengine.protocol.schema import DataType, to_arrow_type
+from dvengine.protocol.schema import DataType, PrimitiveType, to_arrow_type
 
 _NULL_BOOL = pc.scalar(pa.scalar(None, pa.bool_()))
 _COMPARE = {
@@ -184,12 +184,12 @@ class _Translator:
             if lit.value is None:
                 return _Typed(_NULL_BOOL, Kind.NULL, None)
             return self._literal(node, lit, other)
-        for op, fn in _ARITH.items():
+        for op in _ARITH:
             if isinstance(node, op):
-                a, b = self.value(node.this, None), self.value(node.expression, None)
-                if a.kind != Kind.NUMERIC or b.kind != Kind.NUMERIC:
-                    raise self.fail(node, "arithmetic needs numbers")
-                return _Typed(pc.Expression._call(fn, [a.expr, b.expr]), Kind.NUMERIC, None)
+                # typed as Spark types it (no decimals, no mixing of integers and floating point),
+                # so literals compared with the result are coerced to that type
+                expr, _, arrow_type = _ValueTranslator.family_value(self, node)  # type: ignore[arg-type]
+                return _Typed(expr, Kind.NUMERIC, PrimitiveType(_SPARK_NAME[arrow_type]))
         if isinstance(node, exp.Neg):
             inner = self.value(node.this, None)
             if inner.kind != Kind.NUMERIC:
@@ -272,7 +272,8 @@ def _literal_arrow_type(kind: Kind, target: DataType | None, value: Any) -> pa.D
     if kind == Kind.DATE:
         return pa.date32()
     if target is not None and kind == Kind.NUMERIC and isinstance(value, int) and is_integral(target):
-        return to_arrow_type(target) if -(2**31) <= value < 2**31 else pa.int64()
+        bits = _INT_WIDTH.get(target.name, 64)
+        return to_arrow_type(target) if -(2 ** (bits - 1)) <= value < 2 ** (bits - 1) else pa.int64()
     return None
 
 
@@ -294,7 +295,7 @@ def to_pyarrow_expression(pred: BoundPredicate, rename: Mapping[str, str] | None
     ``rename`` maps ``name`` or ``alias.name`` to the Arrow field name to read (e.g. physical
     names); raises InvalidPredicateError for constructs Arrow cannot evaluate exactly.
     """
-    return _Translator(pred, rename).boolean(pred.tree)
+    return _ValueTranslator(pred, rename).boolean(pred.tree)  # its family_value types arithmetic
 
 
 # --- values (UPDATE SET / MERGE assignments) ---------------------------------------------------
@@ -307,6 +308,10 @@ def to_pyarrow_expression(pred: BoundPredicate, rename: Mapping[str, str] | None
 
 _INT_WIDTH = {"byte": 8, "short": 16, "integer": 32, "long": 64}
 _FLOATING = ("float", "double")
+_SPARK_NAME = {
+    pa.int8(): "byte", pa.int16(): "short", pa.int32(): "integer", pa.int64(): "long",
+    pa.float32(): "float", pa.float64(): "double",
+}
 
 
 def _type_name(data_type: DataType | None) -> str:
@@ -314,8 +319,10 @@ def _type_name(data_type: DataType | None) -> str:
 
 
 class _ValueTranslator(_Translator):
-    def family_value(self, node: exp.Expr) -> tuple[Any, str]:
-        """(Arrow expression, 'int' | 'float') of a numeric sub-expression, typed as Spark types it."""
+    def family_value(self, node: exp.Expr) -> tuple[Any, str, pa.DataType]:
+        """(Arrow expression, 'int' | 'float', Arrow type) of a numeric sub-expression, typed as Spark
+        types it: both operands of + - * are cast to the wider of their types explicitly (Arrow
+        would otherwise narrow a literal to the column's type: SMALLINT + 1 overflowing SMALLINT)."""
         while isinstance(node, exp.Paren):
             node = node.this
         ref = ref_of(node)
@@ -323,9 +330,9 @@ class _ValueTranslator(_Translator):
             name = self._rename.get(ref.key.lower(), ref.top)
             type_name = _type_name(ref.leaf.type)
             if type_name in _INT_WIDTH:
-                return pc.field(name, *ref.path[1:]), "int"
+                return pc.field(name, *ref.path[1:]), "int", to_arrow_type(ref.leaf.type)
             if type_name in _FLOATING:
-                return pc.field(name, *ref.path[1:]), "float"
+                return pc.field(name, *ref.path[1:]), "float", to_arrow_type(ref.leaf.type)
             raise self.fail(node, f"column of type {type_name} in arithmetic")
         lit = literal_of(node)
         if lit is not None:
@@ -335,19 +342,20 @@ class _ValueTranslator(_Translator):
                 arrow_type = pa.int32() if -(2**31) <= lit.value < 2**31 else pa.int64()
                 if not -(2**63) <= lit.value < 2**63:
                     raise self.fail(node, "integer literal out of BIGINT range")
-                return pc.scalar(pa.scalar(lit.value, arrow_type)), "int"
+                return pc.scalar(pa.scalar(lit.value, arrow_type)), "int", arrow_type
             if isinstance(lit.value, float) and math.isfinite(lit.value):
-                return pc.scalar(pa.scalar(lit.value, pa.float64())), "float"
+                return pc.scalar(pa.scalar(lit.value, pa.float64())), "float", pa.float64()
             raise self.fail(node, "decimal literals in arithmetic are typed as DECIMAL by Spark")
         for op, fn in _ARITH.items():
             if isinstance(node, op):
-                (a, fa), (b, fb) = self.family_value(node.this), self.family_value(node.expression)
+                (a, fa, ta), (b, fb, tb) = self.family_value(node.this), self.family_value(node.expression)
                 if fa != fb:
                     raise self.fail(node, "mixing integers and floating point")
-                return pc.Expression._call(fn, [a, b]), fa
+                wider = ta if ta.bit_width >= tb.bit_width else tb
+                return pc.Expression._call(fn, [a.cast(wider), b.cast(wider)]), fa, wider
         if isinstance(node, exp.Neg):
-            inner, family = self.family_value(node.this)
-            return pc.Expression._call("negate_checked", [inner]), family
+            inner, family, arrow_type = self.family_value(node.this)
+            return pc.Expression._call("negate_checked", [inner]), family, arrow_type
         raise self.fail(node)
 
     def assigned(self, node: exp.Expr, target: DataType) -> Any:
@@ -373,7 +381,7 @@ class _ValueTranslator(_Translator):
                 return column.cast(arrow_target)
             raise self.fail(node, f"storing a {source_name} column into a {target_name} column")
         if target_name in _INT_WIDTH or target_name in _FLOATING:
-            value, family = self.family_value(node)
+            value, family, _ = self.family_value(node)
             if family == "float" and target_name not in _FLOATING:
                 raise self.fail(node, "floating point into an integer column")
             return value.cast(arrow_target, safe=True)
