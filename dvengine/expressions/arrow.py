@@ -115,13 +115,24 @@ class _Translator:
         if a.expr is _NULL_BOOL or b.expr is _NULL_BOOL:
             return _NULL_BOOL
         self._check_comparable(node, a, b)
-        # Spark orders NaN above every number and equal to itself; IEEE (Arrow) makes every
-        # comparison with NaN false. Equal to a non-NaN literal is the same in both.
         left_nan, right_nan = _may_be_nan(left), _may_be_nan(right)
-        ordering = build is not _COMPARE[exp.EQ] and build is not _COMPARE[exp.NEQ]
-        if (left_nan or right_nan) if ordering else (left_nan and right_nan):
-            raise self.fail(node, "floating point comparison where NaN may occur")
-        return build(a.expr, b.expr)
+        if not (left_nan or right_nan):
+            return build(a.expr, b.expr)
+        # Spark orders NaN above every number and equal to itself; IEEE (Arrow) makes every
+        # comparison with NaN false: add the NaN cases, and keep NULL when either side is NULL
+        no = pc.scalar(False)
+        na = pc.Expression._call("is_nan", [a.expr]) if left_nan else no
+        nb = pc.Expression._call("is_nan", [b.expr]) if right_nan else no
+        equal = (a.expr == b.expr) | (na & nb)
+        nan_aware = {
+            _COMPARE[exp.EQ]: equal,
+            _COMPARE[exp.NEQ]: ~equal,
+            _COMPARE[exp.GT]: (a.expr > b.expr) | (na & ~nb),
+            _COMPARE[exp.GTE]: (a.expr >= b.expr) | na,
+            _COMPARE[exp.LT]: (a.expr < b.expr) | (~na & nb),
+            _COMPARE[exp.LTE]: (a.expr <= b.expr) | nb,
+        }[build]
+        return pc.if_else(pc.is_null(a.expr) | pc.is_null(b.expr), _NULL_BOOL, nan_aware)
 
     def _check_comparable(self, node: exp.Expr, a: _Typed, b: _Typed) -> None:
         if a.kind == b.kind and a.kind not in (Kind.UNKNOWN, Kind.COMPLEX, Kind.BINARY):
@@ -278,7 +289,12 @@ def _literal_arrow_type(kind: Kind, target: DataType | None, value: Any) -> pa.D
 
 
 def _may_be_nan(node: exp.Expr) -> bool:
-    """Whether ``node`` may evaluate to NaN: it reads a float/double column or has a float literal."""
+    """Whether ``node`` may evaluate to NaN: it reads a float/double column or computes with a
+    float literal (a NaN literal is refused where literals are coerced)."""
+    while isinstance(node, exp.Paren):
+        node = node.this
+    if literal_of(node) is not None:
+        return False
     for sub in node.walk():
         ref = ref_of(sub)
         if ref is not None and ref.leaf.type.name in ("float", "double"):
@@ -350,7 +366,10 @@ class _ValueTranslator(_Translator):
             if isinstance(node, op):
                 (a, fa, ta), (b, fb, tb) = self.family_value(node.this), self.family_value(node.expression)
                 if fa != fb:
-                    raise self.fail(node, "mixing integers and floating point")
+                    # Spark converts the integer side to the floating side's type (rounding)
+                    wider = ta if fa == "float" else tb
+                    a, b = a.cast(wider, safe=False), b.cast(wider, safe=False)
+                    return pc.Expression._call(fn, [a, b]), "float", wider
                 wider = ta if ta.bit_width >= tb.bit_width else tb
                 return pc.Expression._call(fn, [a.cast(wider), b.cast(wider)]), fa, wider
         if isinstance(node, exp.Neg):
