@@ -264,13 +264,17 @@ def generated_case(seed: int) -> Case:
     return Case(op, predicate, {c: rng.choice(VALUES[c]) for c in columns}, mode, partitioned)
 
 
-N_GENERATED = int(os.environ.get("DVENGINE_DIFFERENTIAL_CASES", "36"))  # more when exploring
+N_GENERATED = int(os.environ.get("DVENGINE_DIFFERENTIAL_CASES", "30"))  # more when exploring
 
 # Divergences between the executors that this test found, kept as explicit examples, plus shapes
 # that must keep working (each documented where it is).
 REGRESSIONS = [
     # NaN is the largest double and equal to itself in Spark; IEEE comparisons disagree
     Case("delete", "d > 1000.0"),
+    Case("delete", "NOT (d >= 1.5E0) OR 0 < d OR d BETWEEN 1 AND 2", partitioned=True),
+    Case("update", "1000.0 <= d * 1E0 OR d <= -1E308", {"d": "d * 2"}),
+    Case("delete", "d = d * 1E0 AND NOT (d < d + 1) OR d >= d - 1E0"),
+    Case("update", "d + i > 1E0 OR d - l <= 0 OR NOT (d * s <> d)", {"d": "d + i", "l": "l * 3"}),
     Case("delete", "d = CAST('NaN' AS DOUBLE)"),
     Case("delete", "d = d"),
     Case("delete", "d BETWEEN -1E0 AND 1E0 OR d <> 0"),
@@ -312,7 +316,17 @@ REGRESSIONS = [
     Case("delete", "g IS NULL OR str LIKE 'a%'", mode="rewrite", partitioned=True),
 ]
 
-CASES = [pytest.param(c, id=f"regression{n}") for n, c in enumerate(REGRESSIONS)] + [
+# Known, not fixed here: dvengine's binder accepts an IN list of mixed types that Spark's analyzer
+# rejects, and the AnalysisException leaves the Spark executor untranslated (no dvengine error).
+KNOWN_SPARK_BUGS = [
+    pytest.param(
+        Case("delete", "str NOT IN (true, 1e3, 'true')"),
+        id="known-spark-untyped-analysis-error",
+        marks=pytest.mark.xfail(strict=True, reason="AnalysisException escapes the Spark executor untyped"),
+    ),
+]
+
+CASES = KNOWN_SPARK_BUGS + [pytest.param(c, id=f"regression{n}") for n, c in enumerate(REGRESSIONS)] + [
     pytest.param(generated_case(seed), id=f"seed{seed}") for seed in range(N_GENERATED)
 ]
 
