@@ -1,6 +1,11 @@
 """Model-based test: random interleavings of append / delete / update / merge (all modes, partitioned
 or not, several files, DVs accumulating) must leave exactly the rows of an in-memory model,
-as seen by dvengine's Arrow and Spark readers, delta-rs and DuckDB."""
+as seen by dvengine's Arrow and Spark readers, delta-rs and DuckDB.
+
+DELETE and UPDATE run on each executor (``engine`` local, spark, auto; MERGE always runs on
+Spark). Each predicate and assignment knows whether the local executor can evaluate it: with
+``engine="local"`` the others must be refused without a commit, with ``auto`` they must go to Spark.
+"""
 
 from __future__ import annotations
 
@@ -11,10 +16,12 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dvengine import DeltaTable
+from dvengine.errors import InvalidPredicateError
 from interop import assert_all_readers, rows_arrow, sort_rows
 
 Row = tuple[int, str, int]
@@ -25,6 +32,7 @@ COLS = ["id", "name", "part"]
 class Pred:
     sql: str
     test: Callable[[Row], bool]
+    local: bool = True  # the local executor evaluates it (no %, no functions)
 
     def __repr__(self) -> str:
         return self.sql
@@ -32,7 +40,13 @@ class Pred:
 
 def predicates() -> st.SearchStrategy[Pred]:
     return st.one_of(
-        st.builds(lambda k, r: Pred(f"id % {k} = {r % k}", lambda x: x[0] % k == r % k), st.integers(2, 7), st.integers(0, 6)),
+        st.builds(
+            lambda k, r: Pred(f"id % {k} = {r % k}", lambda x: x[0] % k == r % k, local=False),
+            st.integers(2, 7), st.integers(0, 6),
+        ),
+        st.builds(
+            lambda a, b: Pred(f"id IN ({a}, {b}, NULL)", lambda x: x[0] in (a, b)), st.integers(0, 150), st.integers(0, 150)
+        ),
         st.builds(lambda v: Pred(f"id < {v}", lambda x: x[0] < v), st.integers(0, 120)),
         st.builds(lambda j: Pred(f"name = 'n{j}'", lambda x: x[1] == f"n{j}"), st.integers(0, 6)),
         st.builds(lambda p: Pred(f"part = {p}", lambda x: x[2] == p), st.integers(0, 2)),
@@ -47,10 +61,12 @@ def predicates() -> st.SearchStrategy[Pred]:
     )
 
 
-ASSIGNMENTS: list[tuple[dict[str, str], Callable[[Row], Row]]] = [
-    ({"name": "concat(name, 'u')"}, lambda r: (r[0], r[1] + "u", r[2])),
-    ({"part": "(part + 1) % 3"}, lambda r: (r[0], r[1], (r[2] + 1) % 3)),
-    ({"id": "id + 1000", "name": "'moved'"}, lambda r: (r[0] + 1000, "moved", r[2])),
+# (assignments, effect on a row, whether the local executor evaluates them)
+ASSIGNMENTS: list[tuple[dict[str, str], Callable[[Row], Row], bool]] = [
+    ({"name": "concat(name, 'u')"}, lambda r: (r[0], r[1] + "u", r[2]), False),
+    ({"part": "(part + 1) % 3"}, lambda r: (r[0], r[1], (r[2] + 1) % 3), False),
+    ({"id": "id + 1000", "name": "'moved'"}, lambda r: (r[0] + 1000, "moved", r[2]), True),
+    ({"part": "part + 1", "name": "name"}, lambda r: (r[0], r[1], r[2] + 1), True),
 ]
 
 modes = st.sampled_from(["dv", "rewrite", "auto"])
@@ -85,9 +101,28 @@ def _upsert(spark: Any, path: Path, rows: list[Row], mode: str) -> dict[str, Any
     )
 
 
-@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+def _expect_engine(
+    table: DeltaTable, engine: str, local_ok: bool, run: Callable[[], dict[str, Any]]
+) -> dict[str, Any] | None:
+    """Run a DELETE/UPDATE; None when the local executor refused it (and so nothing was committed)."""
+    if engine == "local" and not local_ok:
+        version = table.version()
+        with pytest.raises(InvalidPredicateError, match="cannot run on the local executor"):
+            run()
+        assert table.version() == version
+        return None
+    metrics = run()
+    expected = {"local": "local", "spark": "spark", "auto": "local" if local_ok else "spark"}[engine]
+    assert metrics["executionEngine"] == expected
+    return metrics
+
+
+@pytest.mark.parametrize("engine", ["local", "spark", "auto"])
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(partitioned=st.booleans(), initial=st.integers(20, 120), ops=st.lists(operations, min_size=2, max_size=5))
-def test_random_dml_sequences_match_model(spark: Any, tmp_path: Path, partitioned: bool, initial: int, ops: list[Any]) -> None:
+def test_random_dml_sequences_match_model(
+    spark: Any, tmp_path: Path, engine: str, partitioned: bool, initial: int, ops: list[Any]
+) -> None:
     path = tmp_path / uuid.uuid4().hex
     next_id = initial
     model: list[Row] = [(i, f"n{i % 7}", i % 3) for i in range(initial)]
@@ -101,7 +136,11 @@ def test_random_dml_sequences_match_model(spark: Any, tmp_path: Path, partitione
             model += new
         elif op[0] == "delete":
             pred, mode = op[1], op[2]
-            metrics = table.delete(pred.sql, mode=mode)
+            deleted = _expect_engine(table, engine, pred.local, lambda: table.delete(pred.sql, mode=mode, engine=engine))
+            if deleted is None:
+                assert rows_arrow(path, COLS) == sort_rows(model), op
+                continue
+            metrics = deleted
             kept = [r for r in model if not pred.test(r)]
             assert metrics["numDeletedRows"] == len(model) - len(kept), (pred, mode)
             model = kept
@@ -116,8 +155,14 @@ def test_random_dml_sequences_match_model(spark: Any, tmp_path: Path, partitione
             model = [by_key.get(r[0], r) for r in model] + [r for r in source if r[0] not in present]
         else:
             pred, which, mode = op[1], op[2], op[3]
-            assignment, apply = ASSIGNMENTS[which]
-            metrics = table.update(pred.sql, assignment, mode=mode)
+            assignment, apply, local_ok = ASSIGNMENTS[which]
+            updated = _expect_engine(
+                table, engine, pred.local and local_ok, lambda: table.update(pred.sql, assignment, mode=mode, engine=engine)
+            )
+            if updated is None:
+                assert rows_arrow(path, COLS) == sort_rows(model), op
+                continue
+            metrics = updated
             assert metrics["numUpdatedRows"] == sum(1 for r in model if pred.test(r)), (pred, mode)
             if mode == "dv" and metrics["numUpdatedRows"]:
                 assert metrics["numCopiedRows"] == 0

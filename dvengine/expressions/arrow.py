@@ -33,7 +33,7 @@ from dvengine.expressions.literals import (
     parse_timestamp_text,
 )
 from dvengine.expressions.refs import ref_of
-from dvengine.protocol.schema import DataType, to_arrow_type
+from dvengine.protocol.schema import DataType, PrimitiveType, to_arrow_type
 
 _NULL_BOOL = pc.scalar(pa.scalar(None, pa.bool_()))
 _COMPARE = {
@@ -115,7 +115,24 @@ class _Translator:
         if a.expr is _NULL_BOOL or b.expr is _NULL_BOOL:
             return _NULL_BOOL
         self._check_comparable(node, a, b)
-        return build(a.expr, b.expr)
+        left_nan, right_nan = _may_be_nan(left), _may_be_nan(right)
+        if not (left_nan or right_nan):
+            return build(a.expr, b.expr)
+        # Spark orders NaN above every number and equal to itself; IEEE (Arrow) makes every
+        # comparison with NaN false: add the NaN cases, and keep NULL when either side is NULL
+        no = pc.scalar(False)
+        na = pc.Expression._call("is_nan", [a.expr]) if left_nan else no
+        nb = pc.Expression._call("is_nan", [b.expr]) if right_nan else no
+        equal = (a.expr == b.expr) | (na & nb)
+        nan_aware = {
+            _COMPARE[exp.EQ]: equal,
+            _COMPARE[exp.NEQ]: ~equal,
+            _COMPARE[exp.GT]: (a.expr > b.expr) | (na & ~nb),
+            _COMPARE[exp.GTE]: (a.expr >= b.expr) | na,
+            _COMPARE[exp.LT]: (a.expr < b.expr) | (~na & nb),
+            _COMPARE[exp.LTE]: (a.expr <= b.expr) | nb,
+        }[build]
+        return pc.if_else(pc.is_null(a.expr) | pc.is_null(b.expr), _NULL_BOOL, nan_aware)
 
     def _check_comparable(self, node: exp.Expr, a: _Typed, b: _Typed) -> None:
         if a.kind == b.kind and a.kind not in (Kind.UNKNOWN, Kind.COMPLEX, Kind.BINARY):
@@ -144,7 +161,11 @@ class _Translator:
             for scalar in reversed(values):
                 result = (subject.expr == pc.scalar(scalar)) | result
             return result
-        value_set = pa.array(values, type=to_arrow_type(subject.data_type))
+        try:
+            value_set = pa.array([v.as_py() for v in values], type=to_arrow_type(subject.data_type))
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+            # a value the column type cannot hold (1.005 for DECIMAL(10,2), 2**31 for INT)
+            raise self.fail(node, "an IN value does not fit the column type") from None
         matched = pc.is_in(subject.expr, value_set=value_set, skip_nulls=True)
         result = pc.if_else(pc.is_null(subject.expr), _NULL_BOOL, matched)
         if has_null:
@@ -174,41 +195,21 @@ class _Translator:
             if lit.value is None:
                 return _Typed(_NULL_BOOL, Kind.NULL, None)
             return self._literal(node, lit, other)
-        for op, fn in _ARITH.items():
+        for op in _ARITH:
             if isinstance(node, op):
-                a, b = self.value(node.this, None), self.value(node.expression, None)
-                if a.kind != Kind.NUMERIC or b.kind != Kind.NUMERIC:
-                    raise self.fail(node, "arithmetic needs numbers")
-                return _Typed(pc.Expression._call(fn, [a.expr, b.expr]), Kind.NUMERIC, None)
+                # typed as Spark types it (no decimals, no mixing of integers and floating point),
+                # so literals compared with the result are coerced to that type
+                expr, _, arrow_type = _ValueTranslator.family_value(self, node)  # type: ignore[arg-type]
+                return _Typed(expr, Kind.NUMERIC, PrimitiveType(_SPARK_NAME[arrow_type]))
         if isinstance(node, exp.Mod):
-            return _Typed(self._integer_mod(node), Kind.NUMERIC, None)
+            expr, _, arrow_type = _ValueTranslator.family_value(self, node)  # type: ignore[arg-type]
+            return _Typed(expr, Kind.NUMERIC, PrimitiveType(_SPARK_NAME[arrow_type]))
         if isinstance(node, exp.Neg):
             inner = self.value(node.this, None)
             if inner.kind != Kind.NUMERIC:
                 raise self.fail(node)
             return _Typed(pc.Expression._call("negate_checked", [inner.expr]), Kind.NUMERIC, None)
         raise self.fail(node)
-
-    def _integer_operand(self, node: exp.Expr) -> Any:
-        """An integer column or literal of a ``%`` (floating-point remainders are left to Spark)."""
-        while isinstance(node, exp.Paren):
-            node = node.this
-        ref = ref_of(node)
-        if ref is not None and is_integral(ref.leaf.type):
-            return pc.field(self._rename.get(ref.key.lower(), ref.top), *ref.path[1:])
-        lit = literal_of(node)
-        if lit is not None and isinstance(lit.value, int) and not isinstance(lit.value, bool) and -(2**63) <= lit.value < 2**63:
-            return pc.scalar(pa.scalar(lit.value, pa.int32() if -(2**31) <= lit.value < 2**31 else pa.int64()))
-        if isinstance(node, exp.Mod):
-            return self._integer_mod(node)
-        raise self.fail(node, "% is evaluated locally on integers only")
-
-    def _integer_mod(self, node: exp.Mod) -> Any:
-        """Spark's integer ``a % b``: the remainder of truncated division (sign of ``a``); b = 0 fails
-        as under ANSI (DIVIDE_BY_ZERO), here as an Arrow division-by-zero error."""
-        a, b = self._integer_operand(node.this), self._integer_operand(node.expression)
-        quotient = pc.Expression._call("divide_checked", [a, b])
-        return pc.Expression._call("subtract_checked", [a, pc.Expression._call("multiply_checked", [quotient, b])])
 
     def _literal(self, node: exp.Expr, lit: Lit, other: _Typed | None) -> _Typed:
         target = other.data_type if other is not None else None
@@ -241,7 +242,15 @@ def _coerce(lit: Lit, kind: Kind, target: DataType | None) -> Any:
         if isinstance(number, float) and math.isnan(number):
             return _UNSUPPORTED
         if is_integral(target) and not isinstance(number, int):
-            return _UNSUPPORTED if lit.kind == Kind.STRING else float(number)
+            # Spark compares an integer column with 2.5 exactly (as decimals) or with 1.5E0 as
+            # doubles; Arrow would cast the column to float32 and fail beyond 2**24
+            return _UNSUPPORTED
+        if isinstance(number, int) and target is not None and target.name in ("decimal", "double", "float"):
+            # Spark casts the integer to the column's type; Arrow would fail on an int64 scalar
+            # (decimal precision, or beyond 2**53 for doubles)
+            if target.name == "decimal":
+                return decimal.Decimal(number)
+            return float(number) if target.name == "double" or abs(number) <= 2**24 else _UNSUPPORTED
         if isinstance(number, decimal.Decimal) and (target is None or kind_of(target) == Kind.NUMERIC):
             return number if target is not None and target.name == "decimal" else float(number)
         return number
@@ -277,8 +286,26 @@ def _literal_arrow_type(kind: Kind, target: DataType | None, value: Any) -> pa.D
     if kind == Kind.DATE:
         return pa.date32()
     if target is not None and kind == Kind.NUMERIC and isinstance(value, int) and is_integral(target):
-        return to_arrow_type(target) if -(2**31) <= value < 2**31 else pa.int64()
+        bits = _INT_WIDTH.get(target.name, 64)
+        return to_arrow_type(target) if -(2 ** (bits - 1)) <= value < 2 ** (bits - 1) else pa.int64()
     return None
+
+
+def _may_be_nan(node: exp.Expr) -> bool:
+    """Whether ``node`` may evaluate to NaN: it reads a float/double column or computes with a
+    float literal (a NaN literal is refused where literals are coerced)."""
+    while isinstance(node, exp.Paren):
+        node = node.this
+    if literal_of(node) is not None:
+        return False
+    for sub in node.walk():
+        ref = ref_of(sub)
+        if ref is not None and ref.leaf.type.name in ("float", "double"):
+            return True
+        lit = literal_of(sub)
+        if lit is not None and isinstance(lit.value, float):
+            return True
+    return False
 
 
 def to_pyarrow_expression(pred: BoundPredicate, rename: Mapping[str, str] | None = None) -> pc.Expression:
@@ -287,7 +314,7 @@ def to_pyarrow_expression(pred: BoundPredicate, rename: Mapping[str, str] | None
     ``rename`` maps ``name`` or ``alias.name`` to the Arrow field name to read (e.g. physical
     names); raises InvalidPredicateError for constructs Arrow cannot evaluate exactly.
     """
-    return _Translator(pred, rename).boolean(pred.tree)
+    return _ValueTranslator(pred, rename).boolean(pred.tree)  # its family_value types arithmetic
 
 
 # --- values (UPDATE SET / MERGE assignments) ---------------------------------------------------
@@ -300,6 +327,10 @@ def to_pyarrow_expression(pred: BoundPredicate, rename: Mapping[str, str] | None
 
 _INT_WIDTH = {"byte": 8, "short": 16, "integer": 32, "long": 64}
 _FLOATING = ("float", "double")
+_SPARK_NAME = {
+    pa.int8(): "byte", pa.int16(): "short", pa.int32(): "integer", pa.int64(): "long",
+    pa.float32(): "float", pa.float64(): "double",
+}
 
 
 def _type_name(data_type: DataType | None) -> str:
@@ -307,8 +338,10 @@ def _type_name(data_type: DataType | None) -> str:
 
 
 class _ValueTranslator(_Translator):
-    def family_value(self, node: exp.Expr) -> tuple[Any, str]:
-        """(Arrow expression, 'int' | 'float') of a numeric sub-expression, typed as Spark types it."""
+    def family_value(self, node: exp.Expr) -> tuple[Any, str, pa.DataType]:
+        """(Arrow expression, 'int' | 'float', Arrow type) of a numeric sub-expression, typed as Spark
+        types it: both operands of + - * are cast to the wider of their types explicitly (Arrow
+        would otherwise narrow a literal to the column's type: SMALLINT + 1 overflowing SMALLINT)."""
         while isinstance(node, exp.Paren):
             node = node.this
         ref = ref_of(node)
@@ -316,9 +349,9 @@ class _ValueTranslator(_Translator):
             name = self._rename.get(ref.key.lower(), ref.top)
             type_name = _type_name(ref.leaf.type)
             if type_name in _INT_WIDTH:
-                return pc.field(name, *ref.path[1:]), "int"
+                return pc.field(name, *ref.path[1:]), "int", to_arrow_type(ref.leaf.type)
             if type_name in _FLOATING:
-                return pc.field(name, *ref.path[1:]), "float"
+                return pc.field(name, *ref.path[1:]), "float", to_arrow_type(ref.leaf.type)
             raise self.fail(node, f"column of type {type_name} in arithmetic")
         lit = literal_of(node)
         if lit is not None:
@@ -328,19 +361,30 @@ class _ValueTranslator(_Translator):
                 arrow_type = pa.int32() if -(2**31) <= lit.value < 2**31 else pa.int64()
                 if not -(2**63) <= lit.value < 2**63:
                     raise self.fail(node, "integer literal out of BIGINT range")
-                return pc.scalar(pa.scalar(lit.value, arrow_type)), "int"
+                return pc.scalar(pa.scalar(lit.value, arrow_type)), "int", arrow_type
             if isinstance(lit.value, float) and math.isfinite(lit.value):
-                return pc.scalar(pa.scalar(lit.value, pa.float64())), "float"
+                return pc.scalar(pa.scalar(lit.value, pa.float64())), "float", pa.float64()
             raise self.fail(node, "decimal literals in arithmetic are typed as DECIMAL by Spark")
         for op, fn in _ARITH.items():
             if isinstance(node, op):
-                (a, fa), (b, fb) = self.family_value(node.this), self.family_value(node.expression)
+                (a, fa, ta), (b, fb, tb) = self.family_value(node.this), self.family_value(node.expression)
                 if fa != fb:
-                    raise self.fail(node, "mixing integers and floating point")
-                return pc.Expression._call(fn, [a, b]), fa
+                    # Spark converts the integer side to the floating side's type (rounding)
+                    wider = ta if fa == "float" else tb
+                    a, b = a.cast(wider, safe=False), b.cast(wider, safe=False)
+                    return pc.Expression._call(fn, [a, b]), "float", wider
+                wider = ta if ta.bit_width >= tb.bit_width else tb
+                return pc.Expression._call(fn, [a.cast(wider), b.cast(wider)]), fa, wider
+        if isinstance(node, exp.Mod):
+            (a, fa, ta), (b, fb, tb) = self.family_value(node.this), self.family_value(node.expression)
+            if fa != "int" or fb != "int":
+                raise self.fail(node, "% is evaluated locally on integers only")
+            return _integer_remainder(a, b, ta if ta.bit_width >= tb.bit_width else tb), "int", (
+                ta if ta.bit_width >= tb.bit_width else tb
+            )
         if isinstance(node, exp.Neg):
-            inner, family = self.family_value(node.this)
-            return pc.Expression._call("negate_checked", [inner]), family
+            inner, family, arrow_type = self.family_value(node.this)
+            return pc.Expression._call("negate_checked", [inner]), family, arrow_type
         raise self.fail(node)
 
     def assigned(self, node: exp.Expr, target: DataType) -> Any:
@@ -366,7 +410,7 @@ class _ValueTranslator(_Translator):
                 return column.cast(arrow_target)
             raise self.fail(node, f"storing a {source_name} column into a {target_name} column")
         if target_name in _INT_WIDTH or target_name in _FLOATING:
-            value, family = self.family_value(node)
+            value, family, _ = self.family_value(node)
             if family == "float" and target_name not in _FLOATING:
                 raise self.fail(node, "floating point into an integer column")
             return value.cast(arrow_target, safe=True)
@@ -406,6 +450,17 @@ class _ValueTranslator(_Translator):
             if coerced is not _UNSUPPORTED:
                 return pa.scalar(coerced, arrow_target)
         raise self.fail(node, f"literal {value!r} into a {name} column")
+
+
+def _integer_remainder(a: Any, b: Any, wider: pa.DataType) -> Any:
+    """Spark's integer ``a % b`` in the wider operand type: the remainder of truncated division
+    (sign of ``a``, as Java's ``%``); ``b = 0`` fails as ANSI mode does (DIVIDE_BY_ZERO). ``x % -1``
+    is computed as ``x % 1`` (both 0), so MIN % -1 cannot overflow the division as it would in Arrow."""
+    a, b = a.cast(wider), b.cast(wider)
+    minus_one = pc.scalar(pa.scalar(-1, wider))
+    divisor = pc.Expression._call("if_else", [pc.Expression._call("equal", [b, minus_one]), pc.scalar(pa.scalar(1, wider)), b])
+    quotient = pc.Expression._call("divide_checked", [a, divisor])
+    return pc.Expression._call("subtract_checked", [a, pc.Expression._call("multiply_checked", [quotient, divisor])])
 
 
 def to_pyarrow_value(value: BoundExpression, target: DataType, rename: Mapping[str, str] | None = None) -> pc.Expression:

@@ -201,6 +201,8 @@ class SparkExecutor:
         if "NULL" in str(error) and "NOT NULL" in str(error):
             return error
         matched = self._matched_rows(ctx, predicate)
+        # the job also evaluated the condition: if that is what fails, it is no value's fault
+        spark_job(f"the condition of {ctx.operation}", matched.count)
         for name, text in sql.items():
             field = ctx.snapshot.schema.get(name)
             try:

@@ -1,0 +1,256 @@
+"""The import structure of dvengine, checked statically with ``ast`` (nothing is imported).
+
+(a) Only ``dvengine.engine.spark`` (and the benchmark harness ``dvengine.bench``) import pyspark;
+    everything else may name pyspark types only under ``if TYPE_CHECKING:``.
+(b) ``dvengine.engine.spark`` is reached from outside the engine only lazily (inside a function)
+    and only from the user-facing modules that dispatch to it.
+(c) Modules import only from their own layer or lower ones (upward imports under TYPE_CHECKING
+    are allowed). The layers, bottom to top, are those of ``LAYERS``.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+PACKAGE_ROOT = Path(__file__).resolve().parents[1] / "dvengine"
+
+# Bottom to top. A module belongs to the layer of its longest matching prefix.
+LAYERS: list[tuple[str, ...]] = [
+    ("dvengine.errors", "dvengine.faults"),
+    ("dvengine.protocol",),
+    ("dvengine.dv",),
+    ("dvengine.expressions",),
+    ("dvengine.storage",),
+    ("dvengine.log",),
+    ("dvengine.planning",),
+    ("dvengine.commit",),
+    ("dvengine.writing",),
+    ("dvengine.read",),
+    # maintenance (VACUUM, history) sits with the commands, not at the top beside the CLI: it needs
+    # only log, storage and dv, and DeltaTable.history()/vacuum() delegate to it (table.py imports
+    # it lazily), so placing it above table.py would make every such call an upward import.
+    ("dvengine.commands", "dvengine.maintenance"),
+    ("dvengine.engine",),  # engine.local and engine.spark
+    ("dvengine.dml", "dvengine.table", "dvengine"),  # "dvengine" is the package __init__
+    ("dvengine.cli", "dvengine.cli_dml", "dvengine.cli_maintenance", "dvengine.bench"),
+]
+
+# Upward imports that exist on purpose, each with its reason: (importer, imported module).
+# Keep this list short and explained; a new entry is an architectural decision, not a test fix.
+ALLOWED_UPWARD: dict[tuple[str, str], str] = {}
+
+# Modules outside dvengine.engine.spark that may import pyspark outside TYPE_CHECKING.
+PYSPARK_ALLOWED_PREFIXES = ("dvengine.engine.spark", "dvengine.bench")
+
+# Modules outside dvengine.engine.spark that may import dvengine.engine.spark, and only lazily
+# (inside a function body), so that importing them starts no JVM and needs no pyspark.
+SPARK_ENGINE_LAZY_IMPORTERS = (
+    "dvengine",
+    "dvengine.table",
+    "dvengine.dml",
+    "dvengine.cli",
+    "dvengine.cli_dml",
+    "dvengine.cli_maintenance",
+    "dvengine.bench",
+)
+
+
+@dataclass(frozen=True)
+class Import:
+    importer: str
+    target: str  # dotted module name (best resolution: submodule when the imported name is one)
+    line: int
+    type_checking: bool
+    in_function: bool
+
+
+def module_name(path: Path) -> str:
+    rel = path.relative_to(PACKAGE_ROOT.parent).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def all_modules() -> dict[str, Path]:
+    return {module_name(p): p for p in sorted(PACKAGE_ROOT.rglob("*.py"))}
+
+
+MODULES = all_modules()
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _resolve_relative(importer: str, is_package: bool, level: int, module: str | None) -> str:
+    base = importer.split(".")
+    if not is_package:
+        base = base[:-1]
+    if level > 1:
+        base = base[: len(base) - (level - 1)]
+    return ".".join(base + ([module] if module else []))
+
+
+def imports_of(name: str, path: Path) -> list[Import]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    is_package = path.name == "__init__.py"
+    found: list[Import] = []
+
+    def visit(node: ast.AST, type_checking: bool, in_function: bool) -> None:
+        if isinstance(node, ast.If) and _is_type_checking(node.test):
+            for child in node.body:
+                visit(child, True, in_function)
+            for child in node.orelse:
+                visit(child, type_checking, in_function)
+            return
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                found.append(Import(name, alias.name, node.lineno, type_checking, in_function))
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = _resolve_relative(name, is_package, node.level, node.module)
+            for alias in node.names:
+                sub = f"{base}.{alias.name}"
+                target = sub if sub in MODULES else base
+                found.append(Import(name, target, node.lineno, type_checking, in_function))
+        inner = in_function or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+        for child in ast.iter_child_nodes(node):
+            visit(child, type_checking, inner)
+
+    visit(tree, False, False)
+    return found
+
+
+ALL_IMPORTS = [imp for name, path in MODULES.items() for imp in imports_of(name, path)]
+
+
+def _within(name: str, prefix: str) -> bool:
+    return name == prefix or name.startswith(prefix + ".")
+
+
+def layer_of(name: str) -> int:
+    best: tuple[int, int] | None = None  # (prefix length, layer)
+    for index, prefixes in enumerate(LAYERS):
+        for prefix in prefixes:
+            # the bare package "dvengine" matches only itself, not every module
+            matches = name == prefix if prefix == "dvengine" else _within(name, prefix)
+            if matches and (best is None or len(prefix) > best[0]):
+                best = (len(prefix), index)
+    if best is None:
+        raise AssertionError(f"module {name} belongs to no layer: add it to LAYERS")
+    return best[1]
+
+
+# --- the checker itself ------------------------------------------------------------------------
+
+
+def test_the_parser_sees_the_imports_it_must_judge() -> None:
+    """Guards against a checker that passes because it finds nothing."""
+    assert len(MODULES) > 80
+    by_importer = {(i.importer, i.target) for i in ALL_IMPORTS}
+    assert ("dvengine.engine.local.executor", "dvengine.commands.context") in by_importer
+    table_spark = [i for i in ALL_IMPORTS if i.importer == "dvengine.table" and i.target.startswith("pyspark")]
+    assert table_spark and all(i.type_checking for i in table_spark)
+    lazy = [i for i in ALL_IMPORTS if i.importer == "dvengine.table" and i.target == "dvengine.engine.spark.reader"]
+    assert lazy and all(i.in_function and not i.type_checking for i in lazy)
+
+
+def test_every_module_has_a_layer() -> None:
+    for name in MODULES:
+        layer_of(name)
+
+
+def test_the_checker_flags_an_upward_import(tmp_path: Path) -> None:
+    """Self-test on synthetic source: an upward import is found, one under TYPE_CHECKING is not."""
+    source = (
+        "from typing import TYPE_CHECKING\n"
+        "from dvengine.log import Snapshot\n"
+        "import pyspark.sql\n"
+        "if TYPE_CHECKING:\n"
+        "    from dvengine.table import DeltaTable\n"
+        "def f():\n"
+        "    from dvengine.engine.spark import reader\n"
+    )
+    fake = PACKAGE_ROOT / "protocol" / "fake.py"  # only its name is used; the text is parsed from tmp
+    path = tmp_path / "fake.py"
+    path.write_text(source)
+    found = imports_of(module_name(fake), path)
+    upward = [
+        i for i in found
+        if _within(i.target, "dvengine") and not i.type_checking and layer_of(i.target) > layer_of(i.importer)
+    ]
+    assert {i.target for i in upward} == {"dvengine.log", "dvengine.engine.spark.reader"}
+    assert [i.target for i in found if i.target.startswith("pyspark") and not i.type_checking] == ["pyspark.sql"]
+
+
+# --- the rules ---------------------------------------------------------------------------------
+
+
+def test_only_the_spark_engine_imports_pyspark() -> None:
+    offenders = [
+        f"{i.importer}:{i.line} imports {i.target}"
+        for i in ALL_IMPORTS
+        if _within(i.target, "pyspark") or _within(i.target, "py4j") or _within(i.target, "delta")
+        if not i.type_checking
+        if not any(_within(i.importer, p) for p in PYSPARK_ALLOWED_PREFIXES)
+    ]
+    assert offenders == []
+
+
+def test_the_spark_engine_is_imported_lazily_and_only_from_the_dispatching_modules() -> None:
+    offenders = []
+    for i in ALL_IMPORTS:
+        if not _within(i.target, "dvengine.engine.spark") or _within(i.importer, "dvengine.engine.spark"):
+            continue
+        if i.type_checking:
+            continue
+        allowed = any(
+            i.importer == p or (p != "dvengine" and _within(i.importer, p)) for p in SPARK_ENGINE_LAZY_IMPORTERS
+        )
+        if not allowed:
+            offenders.append(f"{i.importer}:{i.line} imports {i.target} (not a dispatching module)")
+        elif not i.in_function and not _within(i.importer, "dvengine.bench"):
+            offenders.append(f"{i.importer}:{i.line} imports {i.target} at module level (must be lazy)")
+    assert offenders == []
+
+
+def test_the_local_engine_does_not_depend_on_the_spark_engine() -> None:
+    offenders = [
+        f"{i.importer}:{i.line} imports {i.target}"
+        for i in ALL_IMPORTS
+        if _within(i.importer, "dvengine.engine.local") and _within(i.target, "dvengine.engine.spark")
+    ]
+    assert offenders == []
+
+
+def _layer_violations() -> list[tuple[str, str, str]]:
+    out = []
+    for i in ALL_IMPORTS:
+        if not _within(i.target, "dvengine") or i.type_checking:
+            continue
+        if i.target not in MODULES:
+            raise AssertionError(f"{i.importer}:{i.line} imports {i.target}, which is not a dvengine module")
+        low, high = layer_of(i.importer), layer_of(i.target)
+        if high > low:
+            out.append((i.importer, i.target, f"{i.importer}:{i.line} (layer {low}) imports {i.target} (layer {high})"))
+    return out
+
+
+def test_modules_import_only_their_own_layer_or_lower_ones() -> None:
+    violations = [text for importer, target, text in _layer_violations() if (importer, target) not in ALLOWED_UPWARD]
+    assert violations == [], "upward imports:\n" + "\n".join(violations)
+
+
+@pytest.mark.parametrize("pair", sorted(ALLOWED_UPWARD) or [None])
+def test_the_allow_list_holds_no_stale_entries(pair: tuple[str, str] | None) -> None:
+    if pair is None:
+        return
+    assert pair in {(a, b) for a, b, _ in _layer_violations()}, f"{pair} is allowed but no longer imported upward"
