@@ -148,12 +148,11 @@ def build_parser() -> argparse.ArgumentParser:
     insp.add_argument("--json", action="store_true", help="machine-readable output")
     insp.set_defaults(handler=cmd_inspect)
 
-    from dvengine import cli_dml, cli_maintenance
+    from dvengine import cli_dml, cli_maintenance, cli_upsert
     from dvengine.bench import cli as bench_cli
-    from dvengine.engine.spark import merge
 
     cli_dml.register(sub)
-    merge.register_cli(sub)
+    cli_upsert.register_cli(sub)
     cli_maintenance.register(sub)
     bench_cli.register(sub)
     for command in sub.choices.values():  # `dvengine delete ... --debug` works as well as `dvengine --debug delete`

@@ -9,12 +9,9 @@ banner, log lines, executors' Java stacks) off the terminal unless ``--debug`` i
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
-import logging
 import os
 import sys
-from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -48,59 +45,12 @@ def parquet_source_schema(path: str, option: str) -> pa.Schema:
         raise InvalidArgumentError(f"{option} {path} is not a readable Parquet file: {reason}") from exc
 
 
-@contextlib.contextmanager
-def _stderr_fd_to_devnull() -> Iterator[None]:
-    """Point file descriptor 2 at /dev/null while the JVM is launched, so the JVM (and the Python
-    workers it forks) inherit it: their banners, log lines and Java stacks never reach the
-    terminal. Our own stderr is restored as soon as the launch returns."""
-    sys.stderr.flush()
-    saved = os.dup(2)
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(devnull, 2)
-        yield
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
-        os.close(devnull)
-
-
-def _quiet_pyspark_loggers() -> None:
-    """PySpark logs every SQL error with a query context as a JSON line on stderr (and then raises it).
-
-    The CLI reports the raised error itself, so these duplicates are raised above ERROR. They are
-    fetched through PySparkLogger.getLogger so that the logger keeps PySpark's class (PySpark calls
-    it with extra keyword arguments a plain logging.Logger would reject).
-    """
-    try:
-        from pyspark.logger import PySparkLogger
-    except ImportError:  # PySpark < 4 has no structured loggers to quiet
-        return
-    for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
-        PySparkLogger.getLogger(name).setLevel(logging.CRITICAL)
-
-
 def cli_session(args: argparse.Namespace) -> SparkSession:
-    """The SparkSession for a CLI command: reused if one is active, else started quietly.
+    """The SparkSession for a CLI command: reused if active, else started quietly (see
+    ``engine.spark.session.quiet_session``); ``--debug`` leaves Spark's logging on."""
+    from dvengine.engine.spark.session import quiet_session
 
-    Without ``--debug`` a new JVM gets /dev/null as stderr and PySpark's duplicate error logging
-    is quieted; either way the log level is set to ERROR before the session runs any job. Failures still reach the user: as exceptions, which
-    the CLI boundary reports as one line.
-    """
-    from pyspark.sql import SparkSession
-
-    from dvengine.engine.spark.session import get_or_create_session
-
-    debug = bool(getattr(args, "debug", False))
-    if not debug:
-        _quiet_pyspark_loggers()
-    if SparkSession.getActiveSession() is None and not debug:
-        with _stderr_fd_to_devnull():
-            session = get_or_create_session()
-    else:
-        session = get_or_create_session()
-    session.sparkContext.setLogLevel("ERROR")
-    return session
+    return quiet_session(debug=bool(getattr(args, "debug", False)))
 
 
 def cmd_create(args: argparse.Namespace) -> int:

@@ -35,8 +35,8 @@ LAYERS: list[tuple[str, ...]] = [
     # it lazily), so placing it above table.py would make every such call an upward import.
     ("dvengine.commands", "dvengine.maintenance"),
     ("dvengine.engine",),  # engine.local and engine.spark
-    ("dvengine.dml", "dvengine.table", "dvengine"),  # "dvengine" is the package __init__
-    ("dvengine.cli", "dvengine.cli_dml", "dvengine.cli_maintenance", "dvengine.bench"),
+    ("dvengine.dml", "dvengine.merge_builder", "dvengine.table", "dvengine"),  # "dvengine" is the package __init__
+    ("dvengine.cli", "dvengine.cli_dml", "dvengine.cli_errors", "dvengine.cli_maintenance", "dvengine.cli_upsert", "dvengine.bench", "dvengine.torture"),
 ]
 
 # Upward imports that exist on purpose, each with its reason: (importer, imported module).
@@ -52,7 +52,11 @@ SPARK_ENGINE_LAZY_IMPORTERS = (
     "dvengine",
     "dvengine.table",
     "dvengine.dml",
+    "dvengine.merge_builder",
+    "dvengine.torture",
     "dvengine.cli",
+    "dvengine.cli_errors",
+    "dvengine.cli_upsert",
     "dvengine.cli_dml",
     "dvengine.cli_maintenance",
     "dvengine.bench",

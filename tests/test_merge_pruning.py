@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from dml_helpers import make_table
-from dvengine.engine.spark.merge import register_cli
+from dvengine.cli_upsert import register_cli
 from dvengine.merge_builder import merge_builder
 from dvengine.log import load_snapshot
 from interop import assert_all_readers

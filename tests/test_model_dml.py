@@ -32,7 +32,7 @@ COLS = ["id", "name", "part"]
 class Pred:
     sql: str
     test: Callable[[Row], bool]
-    local: bool = True  # the local executor evaluates it (no %, no functions)
+    local: bool = True  # the local executor evaluates it (no functions)
 
     def __repr__(self) -> str:
         return self.sql
@@ -41,9 +41,10 @@ class Pred:
 def predicates() -> st.SearchStrategy[Pred]:
     return st.one_of(
         st.builds(
-            lambda k, r: Pred(f"id % {k} = {r % k}", lambda x: x[0] % k == r % k, local=False),
+            lambda k, r: Pred(f"id % {k} = {r % k}", lambda x: x[0] % k == r % k),
             st.integers(2, 7), st.integers(0, 6),
         ),
+        st.builds(lambda n: Pred(f"length(name) = {n}", lambda x: len(x[1]) == n, local=False), st.integers(2, 3)),
         st.builds(
             lambda a, b: Pred(f"id IN ({a}, {b}, NULL)", lambda x: x[0] in (a, b)), st.integers(0, 150), st.integers(0, 150)
         ),
@@ -64,7 +65,7 @@ def predicates() -> st.SearchStrategy[Pred]:
 # (assignments, effect on a row, whether the local executor evaluates them)
 ASSIGNMENTS: list[tuple[dict[str, str], Callable[[Row], Row], bool]] = [
     ({"name": "concat(name, 'u')"}, lambda r: (r[0], r[1] + "u", r[2]), False),
-    ({"part": "(part + 1) % 3"}, lambda r: (r[0], r[1], (r[2] + 1) % 3), False),
+    ({"part": "(part + 1) % 3"}, lambda r: (r[0], r[1], (r[2] + 1) % 3), True),
     ({"id": "id + 1000", "name": "'moved'"}, lambda r: (r[0] + 1000, "moved", r[2]), True),
     ({"part": "part + 1", "name": "name"}, lambda r: (r[0], r[1], r[2] + 1), True),
 ]

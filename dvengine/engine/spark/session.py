@@ -7,9 +7,12 @@ session (a user's cluster) is reused untouched.
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
 import re
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 from pyspark.sql import SparkSession
@@ -97,3 +100,53 @@ def check_python_workers(spark: SparkSession) -> None:
 
 
 __all__ = ["LOCAL_DEFAULTS", "check_python_workers", "get_or_create_session"]
+
+
+@contextlib.contextmanager
+def _stderr_fd_to_devnull() -> Iterator[None]:
+    """Point file descriptor 2 at /dev/null while the JVM is launched, so the JVM (and the Python
+    workers it forks) inherit it: their banners, log lines and Java stacks never reach the
+    terminal. Our own stderr is restored as soon as the launch returns."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
+
+
+def _quiet_pyspark_loggers() -> None:
+    """PySpark logs every SQL error with a query context as a JSON line on stderr (and then raises it).
+
+    The CLI reports the raised error itself, so these duplicates are raised above ERROR. They are
+    fetched through PySparkLogger.getLogger so that the logger keeps PySpark's class (PySpark calls
+    it with extra keyword arguments a plain logging.Logger would reject).
+    """
+    try:
+        from pyspark.logger import PySparkLogger
+    except ImportError:  # PySpark < 4 has no structured loggers to quiet
+        return
+    for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
+        PySparkLogger.getLogger(name).setLevel(logging.CRITICAL)
+
+
+def quiet_session(debug: bool = False) -> SparkSession:
+    """The SparkSession for a CLI command: reused if one is active, else started quietly.
+
+    Without ``--debug`` a new JVM gets /dev/null as stderr and PySpark's duplicate error logging
+    is quieted; either way the log level is set to ERROR before the session runs any job. Failures still reach the user: as exceptions, which
+    the CLI boundary reports as one line.
+    """
+    if not debug:
+        _quiet_pyspark_loggers()
+    if SparkSession.getActiveSession() is None and not debug:
+        with _stderr_fd_to_devnull():
+            session = get_or_create_session()
+    else:
+        session = get_or_create_session()
+    session.sparkContext.setLogLevel("ERROR")
+    return session
