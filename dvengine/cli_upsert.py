@@ -14,17 +14,14 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from dvengine.cli_dml import cli_session, parquet_source_schema
+from dvengine.expressions.identifiers import quote_identifier
 from dvengine.planning.decisions import MODES
 from dvengine.storage import normalize_table_path
 from dvengine.table import DeltaTable
 
 
-def _quote(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
-
-
 def upsert_condition(keys: list[str]) -> str:
-    return " AND ".join(f"t.{_quote(k)} = s.{_quote(k)}" for k in keys)
+    return " AND ".join(f"t.{quote_identifier(k)} = s.{quote_identifier(k)}" for k in keys)
 
 
 def key_columns(text: str) -> list[str]:

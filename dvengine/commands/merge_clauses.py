@@ -17,6 +17,7 @@ from typing import Any
 
 from dvengine.errors import InvalidArgumentError, SchemaMismatchError
 from dvengine.expressions import BoundExpression, BoundPredicate, parse_predicate, parse_value_expression
+from dvengine.expressions.identifiers import quote_identifier
 from dvengine.protocol.schema import StructType
 
 # A condition or value as the user gave it: SQL text, or an engine object (a pyspark Column)
@@ -136,8 +137,8 @@ def _star_assignments(scope: MergeScope, kind: ClauseKind) -> dict[str, BoundExp
         )
     out: dict[str, BoundExpression] = {}
     for f in scope.target_schema.fields:
-        source_name = scope.source_schema.get(f.name).name.replace("`", "``")
-        out[f.name] = _bind_value(scope, f"`{scope.source_alias}`.`{source_name}`", kind)
+        source_name = scope.source_schema.get(f.name).name
+        out[f.name] = _bind_value(scope, f"{quote_identifier(scope.source_alias)}.{quote_identifier(source_name)}", kind)
     return out
 
 

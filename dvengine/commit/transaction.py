@@ -10,14 +10,12 @@ appears, or nothing does and a typed error says why.
 
 from __future__ import annotations
 
-import importlib
-import json
 import logging
 import os
 import random
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from dvengine.commit.commit_info import build_commit_info
@@ -33,11 +31,13 @@ from dvengine.commit.validation import validate_commit
 from dvengine.errors import (
     CommitError,
     InvalidArgumentError,
-    LogCorruptedError,
     MaxCommitAttemptsExceededError,
     ProtocolChangedError,
     TableAlreadyExistsError,
 )
+from dvengine.log.checkpoint_writer import maybe_checkpoint
+from dvengine.log.filenames import commit_file_name
+from dvengine.log.loader import read_commit_actions
 from dvengine.protocol.actions import (
     Action,
     AddCDCFile,
@@ -47,7 +47,6 @@ from dvengine.protocol.actions import (
     Protocol,
     RemoveFile,
     Txn,
-    action_from_json,
     action_to_line,
 )
 from dvengine.protocol.features import check_writable
@@ -60,29 +59,13 @@ _BACKOFF_CAP_S = 0.2
 
 
 def commit_file_path(table_root: str, version: int) -> str:
-    return os.path.join(log_dir(table_root), f"{version:020d}.json")
+    return os.path.join(log_dir(table_root), commit_file_name(version))
 
 
 def read_commit(store: LogStore, table_root: str, version: int) -> list[Action]:
-    """Actions of one commit file, read through the transaction's own store.
-
-    Kept here rather than borrowed from the log package because the loser of a race must read
-    the winner through the same store it commits with.
-    """
-    path = commit_file_path(table_root, version)
-    raw = store.read_bytes(path)
-    actions: list[Action] = []
-    for number, line in enumerate(raw.decode("utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise LogCorruptedError(f"{path} line {number} is not valid JSON: {exc}") from None
-        action = action_from_json(obj)
-        if action is not None:
-            actions.append(action)
-    return actions
+    """Actions of one commit file, read through the transaction's own store (the loser of a race
+    must read the winner through the same store it commits with)."""
+    return read_commit_actions(table_root, version, store)
 
 
 def _now_ms() -> int:
@@ -258,16 +241,6 @@ class Transaction:
 
     def _run_post_commit_hooks(self, version: int) -> None:
         """Checkpoint if the policy says so. The commit is durable already, so a failure only warns."""
-        try:
-            # Imported lazily and by name: checkpoints are an optional layer above the commit.
-            checkpoint_writer = importlib.import_module("dvengine.log.checkpoint_writer")
-        except ModuleNotFoundError as exc:
-            if exc.name is not None and exc.name.startswith("dvengine.log"):
-                return
-            raise
-        maybe_checkpoint: Callable[[str, int], bool] | None = getattr(checkpoint_writer, "maybe_checkpoint", None)
-        if maybe_checkpoint is None:
-            return
         try:
             maybe_checkpoint(self.table_root, version)
         except Exception:

@@ -13,6 +13,7 @@ partition pruning and stats skipping share this one evaluator.
 
 from __future__ import annotations
 
+import bisect
 import decimal
 import re
 from collections.abc import Callable
@@ -126,6 +127,9 @@ def like_matches(value: str, pattern: str) -> bool:
     return re.fullmatch("".join(regex), value, flags=re.DOTALL) is not None
 
 
+_IN_POINTS_KEY = "dvengine.in_points"
+
+
 class Interpreter:
     """Evaluates bound trees to truth sets, given what each column may hold."""
 
@@ -172,10 +176,61 @@ class Interpreter:
         if node.args.get("query") is not None or not node.expressions:
             return ALL
         subject = self.value(node.this)
+        fast = self._in_of_points(node, subject)
+        if fast is not None:
+            return fast
         result: TruthSet = frozenset({False})
         for item in node.expressions:
             result = _combine(or3, result, self.compare(exp.EQ, subject, self.value(item)))
         return result
+
+    def _in_of_points(self, node: exp.In, subject: Operand) -> TruthSet | None:
+        """``x IN (literals)`` for a column range in O(log n): the same truth set the item-by-item
+        loop computes, from the sorted literal values (MERGE key lists hold up to 1000 of them and
+        are evaluated once per candidate file). None when a literal is not a plain point of the
+        subject's domain; the general loop then decides."""
+        if not isinstance(subject, Range):
+            return None
+        if subject.kind == Kind.UNKNOWN and subject.may_null and subject.may_value:
+            return ALL  # nothing known about the column (e.g. not a partition column): any outcome
+        if subject.lo is None or subject.hi is None:
+            return None
+        # cached on the node itself (its lifetime is the bound predicate's): a plan evaluates the
+        # same IN list for every candidate file
+        cache: dict[tuple[Kind, bool], tuple[list[Any], bool]] = node.meta.setdefault(_IN_POINTS_KEY, {})
+        key = (subject.kind, subject.integral)
+        cached = cache.get(key)
+        if cached is None:
+            values: list[Any] = []
+            has_null = False
+            for item in node.expressions:
+                lit = literal_of(item)
+                if lit is None:
+                    return None
+                if lit.value is None:
+                    has_null = True
+                    continue
+                coerced = coerce_literal(lit, subject)
+                if coerced is None or not coerced.is_point or coerced.kind != subject.kind:
+                    return None
+                values.append(coerced.lo)
+            try:
+                values.sort()
+            except TypeError:
+                return None
+            cached = (values, has_null)
+            cache[key] = cached
+        values, has_null = cached
+        out: set[Truth] = {None} if (subject.may_null or has_null) else set()
+        if not subject.may_value:
+            return frozenset(out or {None})
+        inside = bisect.bisect_left(values, subject.lo) < bisect.bisect_right(values, subject.hi)
+        if inside:
+            out.add(True)
+        exact_hit = subject.is_point and inside
+        if not exact_hit:
+            out.add(False if not has_null else None)
+        return frozenset(out)
 
     def _null_safe_eq(self, node: exp.NullSafeEQ) -> TruthSet:
         a, b = self.value(node.this), self.value(node.expression)

@@ -17,7 +17,6 @@ from dvengine.errors import ProtocolError
 from dvengine.log.column_mapping import column_mapping_mode
 from dvengine.protocol.actions import AddFile, DomainMetadata, Metadata, Protocol, RemoveFile, Txn
 from dvengine.protocol.schema import DataType, StructType, parse_partition_value, parse_schema
-from dvengine.protocol.stats import FileStats
 
 
 @dataclass(frozen=True)
@@ -64,10 +63,10 @@ class Snapshot:
         """Live rows: physical numRecords minus DV cardinalities; None if any file lacks stats."""
         total = 0
         for add in self.files:
-            stats = FileStats.parse(add.stats)
-            if stats is None or stats.num_records is None:
+            live = add.live_records
+            if live is None:
                 return None
-            total += stats.num_records - add.deleted_row_count
+            total += live
         return total
 
     @cached_property

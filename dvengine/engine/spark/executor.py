@@ -27,6 +27,7 @@ from dvengine.commands.written import WrittenRows
 from dvengine.dv import new_dv_file_id
 from dvengine.engine.spark import errors as spark_errors
 from dvengine.engine.spark.dv_job import RESULT_DDL, DvJobContext, build_deletion_vectors
+from dvengine.engine.spark.identifiers import quote
 from dvengine.engine.spark.paths import spark_file_uri
 from dvengine.engine.spark.reader import FILE_PATH_COL, ROW_INDEX_COL, logical_spark_type, scan_logical, spark_schema
 from dvengine.engine.spark.session import check_python_workers
@@ -81,11 +82,6 @@ def updated_projection(snapshot: Snapshot, assignments: Mapping[str, str], match
         new = F.expr(assignments[field.name]).cast(logical_spark_type(field))
         out.append((new if matched is None else F.when(matched, new).otherwise(old)).alias(field.name))
     return out
-
-
-def quote(name: str) -> str:
-    """A Spark SQL identifier, back-quoted with back-quotes doubled."""
-    return "`" + name.replace("`", "``") + "`"
 
 
 class SparkExecutor:

@@ -41,7 +41,8 @@ from dvengine.commands.options import resolve_options
 from dvengine.commands.retirement import RowRetirement
 from dvengine.commands.written import commit_or_clean_up
 from dvengine.engine.spark.columns import predicate_column_to_sql, value_column_to_sql
-from dvengine.engine.spark.executor import SparkExecutor, quote, spark_job
+from dvengine.engine.spark.executor import SparkExecutor, spark_job
+from dvengine.engine.spark.identifiers import quote
 from dvengine.engine.spark.merge_prune import ConditionParts, derive_target_predicate, split_condition
 from dvengine.engine.spark.reader import FILE_PATH_COL, ROW_INDEX_COL, logical_spark_type, scan_logical, spark_schema
 from dvengine.engine.spark.write_api import dataframe_schema

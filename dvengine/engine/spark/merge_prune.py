@@ -22,6 +22,7 @@ from pyspark.sql import types as T
 from sqlglot import exp
 
 from dvengine.expressions import BoundPredicate, parse_predicate, to_spark_sql
+from dvengine.expressions.identifiers import quote_identifier
 from dvengine.expressions.refs import bound_refs, ref_of
 from dvengine.protocol.schema import StructField, StructType
 
@@ -149,7 +150,7 @@ def derive_target_predicate(
         if match is None:
             continue
         lo, hi = row[f"lo{i}"], row[f"hi{i}"]
-        column = "`" + key.target.name.replace("`", "``") + "`"
+        column = quote_identifier(key.target.name)
         if lo is None:
             conjuncts.append("FALSE")  # no non-null key: `t.k = NULL` never holds, nothing can match
             continue

@@ -28,15 +28,13 @@ from dvengine.expressions import BoundPredicate, is_partition_only, parse_predic
 from dvengine.log import Snapshot, load_snapshot
 from dvengine.protocol.actions import Action, AddFile
 from dvengine.protocol.features import check_writable
-from dvengine.protocol.stats import FileStats
 from dvengine.storage.logstore import normalize_table_path
 
 OPERATION = "REORG"
 
 
 def _physical_rows(add: AddFile) -> int | None:
-    stats = FileStats.parse(add.stats)
-    return None if stats is None else stats.num_records
+    return add.num_records
 
 
 def _deleted_ratio(add: AddFile) -> float:

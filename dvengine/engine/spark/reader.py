@@ -22,6 +22,7 @@ from pyspark.sql.types import DataType
 from pyspark.sql.types import StructType as SparkStructType
 
 from dvengine.dv import load_deletion_vector
+from dvengine.engine.spark.identifiers import quote
 from dvengine.engine.spark.paths import spark_file_uri
 from dvengine.errors import InvalidArgumentError, ProtocolError
 from dvengine.expressions import BoundPredicate
@@ -165,9 +166,9 @@ def _scan_group(
     if discover:
         reader = reader.option("basePath", spark_file_uri(root))
     df = reader.parquet(*[resolve_data_path(root, add.path) for add in files])
-    columns = [F.col(f"`{f.physical_name}`") for f in data_fields]
+    columns = [F.col(quote(f.physical_name)) for f in data_fields]
     if discover:
-        columns += [F.col(f"`{f.name}`") for f in read_fields[len(data_fields):]]
+        columns += [F.col(quote(f.name)) for f in read_fields[len(data_fields):]]
     if needs_path:
         columns.append(F.col("_metadata.file_path").alias(FILE_PATH_COL))
     if with_dvs or keep_row_ids:
@@ -197,7 +198,7 @@ def _scan_group(
             source = keys_by_name[f.name] if discover else f.name
         else:
             source = f.physical_name
-        selected.append(F.col(f"`{source}`").cast(logical_spark_type(f)).alias(f.name))
+        selected.append(F.col(quote(source)).cast(logical_spark_type(f)).alias(f.name))
     if keep_row_ids:
         selected += [F.col(FILE_PATH_COL), F.col(ROW_INDEX_COL)]
     return df.select(*selected)
@@ -278,7 +279,7 @@ def scan_snapshot(
     if predicate is not None:
         df = df.where(F.expr(predicate.sql))
     if wanted is not None:
-        df = df.select(*[F.col("`" + f.name.replace("`", "``") + "`") for f in snapshot.schema.fields if f.name in wanted])
+        df = df.select(*[F.col(quote(f.name)) for f in snapshot.schema.fields if f.name in wanted])
     return df
 
 

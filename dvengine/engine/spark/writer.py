@@ -23,6 +23,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from dvengine.engine.spark.identifiers import quote
 from dvengine.errors import InvalidArgumentError
 from dvengine.faults import DML_DATA_FILES_WRITTEN, fault_point
 from dvengine.protocol.actions import AddFile
@@ -100,7 +101,7 @@ def physical_columns(schema: StructType) -> list[Column]:
     for logical in schema.fields:
         phys_type = _spark_type(_physical_json(logical.type.to_json()))
         same_type = _spark_type(_physical_json(logical.type.to_json(), rename=False))
-        column = F.col(f"`{logical.name}`")
+        column = F.col(quote(logical.name))
         if phys_type != same_type:
             column = column.cast(phys_type)  # renames nested fields positionally
         metadata = {} if logical.field_id is None else {"parquet.field.id": logical.field_id}
