@@ -6,7 +6,6 @@ import json
 import logging
 import multiprocessing
 import os
-import sys
 import threading
 import types
 from pathlib import Path
@@ -14,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from dvengine.commit.transaction import Transaction, commit_file_path
+from dvengine.commit.transaction import Transaction
 from dvengine.errors import (
     CommitConflictError,
     CommitError,
@@ -277,7 +276,9 @@ def test_checkpoint_failure_only_warns(tmp_path: Path, monkeypatch: pytest.Monke
         raise OSError("disk full")
 
     fake.maybe_checkpoint = boom  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "dvengine.log.checkpoint_writer", fake)
+    import dvengine.commit.transaction as transaction_module
+
+    monkeypatch.setattr(transaction_module, "maybe_checkpoint", fake.maybe_checkpoint)
     with caplog.at_level(logging.WARNING):
         assert append(root, "x.parquet") == 1
     assert "checkpoint failed" in caplog.text
@@ -289,7 +290,9 @@ def test_checkpoint_called_with_committed_version(tmp_path: Path, monkeypatch: p
     calls: list[tuple[str, int]] = []
     fake = types.ModuleType("dvengine.log.checkpoint_writer")
     fake.maybe_checkpoint = lambda r, v: calls.append((r, v)) or False  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "dvengine.log.checkpoint_writer", fake)
+    import dvengine.commit.transaction as transaction_module
+
+    monkeypatch.setattr(transaction_module, "maybe_checkpoint", fake.maybe_checkpoint)
     append(root, "x.parquet")
     assert calls == [(os.path.realpath(root), 1)]
 
