@@ -272,7 +272,7 @@ def test_checkpoint_failure_only_warns(tmp_path: Path, monkeypatch: pytest.Monke
     create_table(root)
     fake = types.ModuleType("dvengine.log.checkpoint_writer")
 
-    def boom(table_root: str, version: int) -> bool:
+    def boom(table_root: str, version: int, **kwargs: Any) -> bool:
         raise OSError("disk full")
 
     fake.maybe_checkpoint = boom  # type: ignore[attr-defined]
@@ -289,7 +289,7 @@ def test_checkpoint_called_with_committed_version(tmp_path: Path, monkeypatch: p
     create_table(root)
     calls: list[tuple[str, int]] = []
     fake = types.ModuleType("dvengine.log.checkpoint_writer")
-    fake.maybe_checkpoint = lambda r, v: calls.append((r, v)) or False  # type: ignore[attr-defined]
+    fake.maybe_checkpoint = lambda r, v, **kw: calls.append((r, v)) or False  # type: ignore[attr-defined]
     import dvengine.commit.transaction as transaction_module
 
     monkeypatch.setattr(transaction_module, "maybe_checkpoint", fake.maybe_checkpoint)

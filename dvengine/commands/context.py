@@ -8,13 +8,14 @@ read set (candidate files and the predicate they were chosen by, for conflict de
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from dvengine.commands.written import WrittenFiles
+from dvengine.commands.written import WrittenFiles, commit_or_clean_up
 from dvengine.commit.transaction import Transaction
 from dvengine.errors import OperationNotAllowedError, UnsupportedFeatureError
 from dvengine.expressions import BoundPredicate
@@ -68,6 +69,30 @@ class DmlContext:
 
     def elapsed_ms(self) -> int:
         return int((time.monotonic() - self.started) * 1000)
+
+    def finish(self, metrics: dict[str, Any]) -> dict[str, Any]:
+        """Commit what the command added; ``metrics`` get ``executionTimeMs`` and ``version``.
+
+        With nothing to commit (nothing matched) the version is None and anything written is
+        removed; a commit that fails removes what was written (``commit_or_clean_up``).
+        """
+        metrics["executionTimeMs"] = self.elapsed_ms()
+        if not self.transaction.actions:
+            metrics["version"] = None
+            self.written.remove_all()
+            return metrics
+        metrics["version"] = commit_or_clean_up(self.transaction, metrics, self.written)
+        return metrics
+
+    @contextlib.contextmanager
+    def cleaning_up_on_failure(self) -> Iterator[None]:
+        """Remove every file the command wrote if it raises before its commit exists."""
+        try:
+            yield
+        except BaseException:
+            if self.transaction.committed_version is None:
+                self.written.remove_all()
+            raise
 
 
 def open_dml(

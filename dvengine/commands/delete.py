@@ -12,7 +12,6 @@ from typing import Any
 
 from dvengine.commands.context import DmlContext
 from dvengine.commands.executor import Executor
-from dvengine.commands.written import commit_or_clean_up
 from dvengine.protocol.actions import AddFile
 from dvengine.read import physical_row_count
 
@@ -39,7 +38,7 @@ def delete_metrics(ctx: DmlContext, executor_name: str) -> dict[str, Any]:
 def run_delete(ctx: DmlContext, executor: Executor) -> dict[str, Any]:
     """Execute a planned DELETE; returns Delta's DELETE metrics plus ``version`` (None: nothing matched)."""
     txn, metrics = ctx.transaction, delete_metrics(ctx, executor.name)
-    try:
+    with ctx.cleaning_up_on_failure():
         if ctx.plan.partition_only:
             for add in ctx.plan.candidates:
                 txn.add_actions([add.to_remove(ctx.now_ms)])
@@ -51,12 +50,10 @@ def run_delete(ctx: DmlContext, executor: Executor) -> dict[str, Any]:
             assert ctx.predicate is not None
             metrics["numFilesVerified"] = len(ctx.plan.candidates)
             retired = executor.retire_rows(ctx, ctx.plan.candidates, ctx.predicate)
-            ctx.written.add_paths(retired.dv_files)
             txn.add_actions(retired.actions)
             metrics.update(retired.delta_metrics(), numDeletedRows=retired.rows_retired)
             if retired.files_to_rewrite:
                 survivors = executor.write_survivors(ctx, retired.files_to_rewrite, ctx.predicate)
-                ctx.written.add_data_files(survivors.files)
                 txn.add_actions(survivors.files)
                 metrics.update(
                     numAddedFiles=len(survivors.files),
@@ -64,17 +61,7 @@ def run_delete(ctx: DmlContext, executor: Executor) -> dict[str, Any]:
                     numCopiedRows=survivors.rows,
                     rewriteTimeMs=survivors.elapsed_ms,
                 )
-        metrics["executionTimeMs"] = ctx.elapsed_ms()
-        if not txn.actions:
-            metrics["version"] = None  # nothing matched: no commit
-            ctx.written.remove_all()
-            return metrics
-        metrics["version"] = commit_or_clean_up(txn, metrics, ctx.written)
-        return metrics
-    except BaseException:
-        if txn.committed_version is None:
-            ctx.written.remove_all()
-        raise
+        return ctx.finish(metrics)
 
 
 def _live_rows(ctx: DmlContext, add: AddFile) -> int:

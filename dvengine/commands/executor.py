@@ -25,7 +25,11 @@ ENGINES = (ENGINE_AUTO, ENGINE_LOCAL, ENGINE_SPARK)
 
 
 class Executor(Protocol):
-    """One engine's side of a DML command; an instance serves one command and is then closed."""
+    """One engine's side of a DML command; an instance serves one command and is then closed.
+
+    Every file an executor writes (DV files, data files) it records in ``ctx.written`` as soon as
+    it exists, so the command can remove them all if it does not commit.
+    """
 
     name: str
 

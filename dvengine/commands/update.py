@@ -14,7 +14,6 @@ from typing import Any
 
 from dvengine.commands.context import DmlContext
 from dvengine.commands.executor import Executor
-from dvengine.commands.written import commit_or_clean_up
 from dvengine.errors import InvalidArgumentError, InvalidPredicateError
 from dvengine.expressions import BoundExpression, parse_value_expression
 from dvengine.protocol.schema import StructType
@@ -64,15 +63,13 @@ def update_metrics(ctx: DmlContext, executor_name: str) -> dict[str, Any]:
 def run_update(ctx: DmlContext, executor: Executor, assignments: Mapping[str, BoundExpression]) -> dict[str, Any]:
     """Execute a planned UPDATE; returns Delta's UPDATE metrics plus ``version`` (None: nothing matched)."""
     txn, metrics = ctx.transaction, update_metrics(ctx, executor.name)
-    try:
+    with ctx.cleaning_up_on_failure():
         executor.check_assignments(ctx, assignments)
         if ctx.plan.candidates:
             executor.check_new_values(ctx, ctx.predicate, assignments)
             retired = executor.retire_rows(ctx, ctx.plan.candidates, ctx.predicate)
-            ctx.written.add_paths(retired.dv_files)
             if retired.rows_retired:
                 written = executor.write_updated_rows(ctx, ctx.predicate, assignments, retired.files_to_rewrite)
-                ctx.written.add_data_files(written.files)
                 txn.add_actions(written.files)
                 txn.add_actions(retired.actions)
                 metrics.update(
@@ -83,14 +80,4 @@ def run_update(ctx: DmlContext, executor: Executor, assignments: Mapping[str, Bo
                     numCopiedRows=written.rows - retired.rows_retired,
                     rewriteTimeMs=written.elapsed_ms,
                 )
-        metrics["executionTimeMs"] = ctx.elapsed_ms()
-        if metrics["numUpdatedRows"] == 0:
-            metrics["version"] = None
-            ctx.written.remove_all()
-            return metrics
-        metrics["version"] = commit_or_clean_up(txn, metrics, ctx.written)
-        return metrics
-    except BaseException:
-        if txn.committed_version is None:
-            ctx.written.remove_all()
-        raise
+        return ctx.finish(metrics)

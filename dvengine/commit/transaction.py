@@ -242,7 +242,8 @@ class Transaction:
     def _run_post_commit_hooks(self, version: int) -> None:
         """Checkpoint if the policy says so. The commit is durable already, so a failure only warns."""
         try:
-            maybe_checkpoint(self.table_root, version)
+            _, metadata = self._effective_protocol_and_metadata()
+            maybe_checkpoint(self.table_root, version, configuration=metadata.configuration)
         except Exception:
             _LOG.warning("commit %d of %s succeeded but writing its checkpoint failed", version, self.table_root, exc_info=True)
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Mapping
 from typing import Any
 
 import pyarrow as pa
@@ -150,13 +151,19 @@ def checkpoint_interval(configuration: Any) -> int:
     return value
 
 
-def maybe_checkpoint(table_root: str, version: int, cleanup_logs: bool = True) -> bool:
+def maybe_checkpoint(
+    table_root: str, version: int, cleanup_logs: bool = True, configuration: Mapping[str, str] | None = None
+) -> bool:
     """After committing ``version``: checkpoint it when ``version % delta.checkpointInterval == 0``.
 
     Then (like Delta Spark) remove expired log files unless ``cleanup_logs`` is False or the
-    table disables it. Returns True when a checkpoint was written.
+    table disables it. Returns True when a checkpoint was written. A committer that knows the
+    table properties passes ``configuration``, so the nine commits in ten that need no checkpoint
+    do not load the snapshot (~15 ms on a 20-file table with a checkpoint).
     """
     if version <= 0:
+        return False
+    if configuration is not None and version % checkpoint_interval(configuration) != 0:
         return False
     root = normalize_table_path(table_root)
     snapshot = load_snapshot(root, version=version)

@@ -7,6 +7,7 @@ from dvengine.read.arrow_reader import (
     read_file_arrow,
     read_physical_rows,
     read_snapshot_arrow,
+    relabel_by_position,
 )
 
 __all__ = [
@@ -16,4 +17,5 @@ __all__ = [
     "read_file_arrow",
     "read_physical_rows",
     "read_snapshot_arrow",
+    "relabel_by_position",
 ]

@@ -131,14 +131,19 @@ def read_file_arrow(
 
 
 def _cast_physical(column: pa.ChunkedArray, target: pa.Field) -> pa.ChunkedArray:
-    """Cast a physical column to its logical Arrow type.
+    """Cast a physical column to its logical Arrow type (see :func:`relabel_by_position`)."""
+    return relabel_by_position(column, target.type)
 
-    Under column mapping, nested struct fields carry physical names in Parquet; both sides
-    share field positions, so nested values are re-labelled by position before casting.
+
+def relabel_by_position(column: pa.ChunkedArray, target: pa.DataType) -> pa.ChunkedArray:
+    """``column`` as ``target``: nested struct fields re-labelled by position, then cast.
+
+    Under column mapping nested fields carry physical names in Parquet and logical names in the
+    schema; both share positions. Used in both directions (reading and writing).
     """
-    if column.type == target.type:
+    if column.type == target:
         return column
-    return pa.chunked_array([_relabel(chunk, target.type) for chunk in column.chunks], type=target.type)
+    return pa.chunked_array([_relabel(chunk, target) for chunk in column.chunks], type=target)
 
 
 def _relabel(array: pa.Array, target: pa.DataType) -> pa.Array:

@@ -28,6 +28,7 @@ from dvengine.protocol.schema import (
     serialize_partition_value,
     to_arrow_type,
 )
+from dvengine.read import relabel_by_position
 from dvengine.writing.files import HIVE_DEFAULT_PARTITION, build_add_file, escape_partition_value
 from dvengine.writing.stats import stats_from_parquet_metadata
 
@@ -58,27 +59,8 @@ def _to_physical(rows: pa.Table, schema: StructType, partition_columns: Sequence
     columns = []
     for f, arrow_field in zip(data_fields, target):
         column = rows.column(f.name)
-        columns.append(_relabel_chunked(column, arrow_field.type))
+        columns.append(relabel_by_position(column, arrow_field.type))
     return pa.Table.from_arrays(columns, schema=target)
-
-
-def _relabel_chunked(column: pa.ChunkedArray, target: pa.DataType) -> pa.ChunkedArray:
-    if column.type == target:
-        return column
-    if pa.types.is_struct(target) or pa.types.is_list(target):
-        return pa.chunked_array([_relabel(chunk, target) for chunk in column.chunks], type=target)
-    return column.cast(target)
-
-
-def _relabel(array: pa.Array, target: pa.DataType) -> pa.Array:
-    """Nested values under physical field names (positions are shared by both schemas)."""
-    if pa.types.is_struct(target) and pa.types.is_struct(array.type):
-        children = [_relabel(array.field(i), target.field(i).type) for i in range(target.num_fields)]
-        return pa.StructArray.from_arrays(children, fields=list(target), mask=array.is_null())
-    if pa.types.is_list(target) and pa.types.is_list(array.type):
-        values = _relabel(array.values, target.value_type)
-        return pa.ListArray.from_arrays(array.offsets, values, type=target, mask=array.is_null())
-    return array.cast(target)
 
 
 def _partition_folder(schema: StructType, partition_columns: Sequence[str], values: dict[str, object]) -> tuple[str, dict[str, str | None]]:

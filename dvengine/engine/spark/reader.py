@@ -9,13 +9,15 @@ small. Partition values are joined from the log, never parsed from folder names.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Collection, Sequence
 from functools import reduce
 from urllib.parse import unquote
 
 import numpy as np
 import pyarrow as pa
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.errors import AnalysisException
+from pyspark.sql import DataFrame, DataFrameReader, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import DataType
@@ -24,7 +26,7 @@ from pyspark.sql.types import StructType as SparkStructType
 from dvengine.dv import load_deletion_vector
 from dvengine.engine.spark.identifiers import quote
 from dvengine.engine.spark.paths import spark_file_uri
-from dvengine.errors import InvalidArgumentError, ProtocolError
+from dvengine.errors import InvalidArgumentError, LogCorruptedError, ProtocolError
 from dvengine.expressions import BoundPredicate
 from dvengine.log import Snapshot
 from dvengine.protocol.actions import AddFile
@@ -126,6 +128,22 @@ def _discoverable_partitions(snapshot: Snapshot, files: Sequence[AddFile]) -> bo
 _DISCOVERABLE_TYPES = frozenset({"string", "long", "integer", "short", "byte", "date", "boolean"})
 
 
+def _read_parquet(reader: DataFrameReader, snapshot: Snapshot, files: Sequence[AddFile]) -> DataFrame:
+    """``reader.parquet`` of the files; a file the log lists but the disk lacks is LogCorruptedError
+    naming it (Spark checks existence when the DataFrame is created)."""
+    paths = [resolve_data_path(snapshot.table_root, add.path) for add in files]
+    try:
+        return reader.parquet(*paths)
+    except AnalysisException as exc:
+        missing = [add.path for add, path in zip(files, paths) if not os.path.exists(path)]
+        if not missing:
+            raise
+        raise LogCorruptedError(
+            f"data file {missing[0]} listed in the log of {snapshot.table_root} is missing"
+            + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else "")
+        ) from exc
+
+
 def _unique_sizes(files: Sequence[AddFile]) -> bool:
     sizes = [add.size for add in files]
     return len(set(sizes)) == len(sizes)
@@ -165,7 +183,7 @@ def _scan_group(
     reader = spark.read.schema(schema)
     if discover:
         reader = reader.option("basePath", spark_file_uri(root))
-    df = reader.parquet(*[resolve_data_path(root, add.path) for add in files])
+    df = _read_parquet(reader, snapshot, files)
     columns = [F.col(quote(f.physical_name)) for f in data_fields]
     if discover:
         columns += [F.col(quote(f.name)) for f in read_fields[len(data_fields):]]
