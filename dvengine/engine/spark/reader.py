@@ -17,7 +17,7 @@ from urllib.parse import unquote
 import numpy as np
 import pyarrow as pa
 from pyspark.errors import AnalysisException
-from pyspark.sql import DataFrame, DataFrameReader, SparkSession
+from pyspark.sql import Column, DataFrame, DataFrameReader, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import DataType
@@ -41,6 +41,9 @@ FILE_SIZE_COL = "__dv_file_size"
 # Above this many deleted rows the (file id, row index) set (12 bytes a row) is left to Spark's
 # planner, which shuffles instead of broadcasting when it exceeds autoBroadcastJoinThreshold.
 BROADCAST_MAX_DELETED_ROWS = 2_000_000
+# Up to this many deleted rows among a scan group's files, they are dropped by a filter with an
+# IN list per file (Spark turns it into a hash-set lookup) instead of an anti-join.
+FILTER_MAX_DELETED_ROWS = 1_000
 
 
 def spark_schema(schema: StructType, physical: bool = False) -> SparkStructType:
@@ -144,6 +147,19 @@ def _read_parquet(reader: DataFrameReader, snapshot: Snapshot, files: Sequence[A
         ) from exc
 
 
+def _deleted_rows_condition(snapshot: Snapshot, files: Sequence[AddFile]) -> Column:
+    """``(size = s1 AND row_index IN (...)) OR ...`` over the files' DVs: for a few deleted rows a
+    filter inside the scan's stage costs less than building and broadcasting a join table."""
+    condition: Column | None = None
+    for add in files:
+        if add.deletion_vector is None:
+            continue
+        rows = load_deletion_vector(snapshot.table_root, add.deletion_vector, num_records=add.num_records)
+        term = (F.col(FILE_SIZE_COL) == F.lit(add.size)) & F.col(ROW_INDEX_COL).isin([int(r) for r in rows])
+        condition = term if condition is None else condition | term
+    return F.lit(False) if condition is None else condition
+
+
 def _unique_sizes(files: Sequence[AddFile]) -> bool:
     sizes = [add.size for add in files]
     return len(set(sizes)) == len(sizes)
@@ -196,7 +212,9 @@ def _scan_group(
     df = df.select(*columns)
     if with_dvs:
         total_deleted = sum(add.deleted_row_count for add in files)
-        if by_size:
+        if by_size and total_deleted <= FILTER_MAX_DELETED_ROWS:
+            df = df.where(~_deleted_rows_condition(snapshot, files)).drop(FILE_SIZE_COL)
+        elif by_size:
             deleted = deleted_rows_frame(spark, snapshot, files, key=FILE_SIZE_COL)
             assert deleted is not None
             right = F.broadcast(deleted) if total_deleted <= BROADCAST_MAX_DELETED_ROWS else deleted
