@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 from typing import Any
@@ -41,3 +42,15 @@ def data_listing(path: Path) -> list[str]:
     return sorted(
         str(p.relative_to(path)) for p in path.rglob("*") if p.is_file() and "_delta_log" not in p.parts
     )
+
+
+def folder_state(folder: Path) -> dict[str, str]:
+    """{relative path: sha256 of the bytes} of every file under ``folder`` (empty if it does not exist):
+    equal before and after means byte-for-byte unchanged with no new or removed files."""
+    if not folder.exists():
+        return {}
+    return {
+        p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }

@@ -9,7 +9,6 @@ cases that need Spark share the session fixture.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import subprocess
 import sys
@@ -24,6 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from deltalake import write_deltalake
+from dml_helpers import folder_state
 
 import dvengine
 from dvengine import DeltaTable
@@ -54,15 +54,6 @@ WORKTREE = Path(__file__).resolve().parents[1]
 # --- helpers ---------------------------------------------------------------------------------
 
 
-def folder_state(folder: Path) -> dict[str, str]:
-    """{relative path: sha256 of the bytes} of every file under ``folder`` (empty if it does not exist)."""
-    if not folder.exists():
-        return {}
-    return {
-        p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(folder.rglob("*"))
-        if p.is_file()
-    }
 
 
 def rows() -> pa.Table:

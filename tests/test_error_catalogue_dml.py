@@ -8,7 +8,6 @@ concurrency losers are in test_failed_command_cleanup.py.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pytest
+from dml_helpers import folder_state
 
 import dvengine
 from dvengine import DeltaTable
@@ -36,12 +36,6 @@ from dvengine.errors import (
 ENGINES = ["local", "spark"]
 
 
-def folder_state(folder: Path) -> dict[str, str]:
-    return {
-        p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(folder.rglob("*"))
-        if p.is_file()
-    }
 
 
 @pytest.fixture

@@ -7,7 +7,6 @@ exist (a conflict discovered at commit time) and inside the DV job (a file whose
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pytest
+from dml_helpers import folder_state
 
 import dvengine
 from dvengine import DeltaTable
@@ -24,12 +24,6 @@ from dvengine.log import load_snapshot
 ENGINES = ["local", "spark"]
 
 
-def folder_state(folder: Path) -> dict[str, str]:
-    return {
-        p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(folder.rglob("*"))
-        if p.is_file()
-    }
 
 
 def _table(path: Path, files: int = 3, rows_per_file: int = 2000) -> None:

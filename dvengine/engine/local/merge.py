@@ -35,8 +35,8 @@ from dvengine.commands.merge_clauses import (
     bind_condition,
     operation_parameters,
 )
+from dvengine.commands.merge_metrics import merge_metrics
 from dvengine.commands.retirement import RowRetirement
-from dvengine.commands.written import commit_or_clean_up
 from dvengine.engine.local.executor import FileMatch, LocalExecutor, project
 from dvengine.errors import (
     EvaluationError,
@@ -56,6 +56,7 @@ from dvengine.expressions import (
 )
 from dvengine.expressions.identifiers import quote_identifier
 from dvengine.expressions.refs import bound_refs, ref_of
+from dvengine.expressions.trees import conjuncts
 from dvengine.log import load_snapshot
 from dvengine.planning.decisions import DmlOptions
 from dvengine.protocol.schema import StructField, StructType, from_arrow_schema, to_arrow_type
@@ -89,14 +90,6 @@ class _Key:
     source: StructField
 
 
-def _conjuncts(node: exp.Expr) -> list[exp.Expr]:
-    if isinstance(node, exp.Paren):
-        return _conjuncts(node.this)
-    if isinstance(node, exp.And):
-        return _conjuncts(node.this) + _conjuncts(node.expression)
-    return [node]
-
-
 def _family(f: StructField) -> str | None:
     name = f.type.name
     if name in _INTEGRAL:
@@ -110,7 +103,7 @@ def _split(condition: BoundPredicate, target_alias: str, source_alias: str) -> t
     """Equality keys ``t.col = s.col`` (same type family) and the remaining conjuncts."""
     keys: list[_Key] = []
     rest: list[exp.Expr] = []
-    for conj in _conjuncts(condition.tree):
+    for conj in conjuncts(condition.tree):
         if isinstance(conj, exp.EQ):
             left, right = ref_of(_unparen(conj.this)), ref_of(_unparen(conj.expression))
             if left is not None and right is not None and len(left.path) == 1 and len(right.path) == 1:
@@ -310,14 +303,9 @@ def execute_local_merge(req: LocalMergeRequest) -> dict[str, Any]:
 
     derived = None if by_source else _derive_target_predicate(req.source, keys, snapshot.schema)
     ctx = open_dml(snapshot, "MERGE", req.options, derived, operation_parameters(condition, clauses))
-    executor = LocalExecutor()
-    try:
-        metrics = _run(ctx, executor, req.source, plan, keys, residual, clauses, started)
-    except BaseException:
-        if ctx.transaction.committed_version is None:
-            ctx.written.remove_all()
-        raise
-    return metrics
+    ctx.started = started  # executionTimeMs covers binding too, as on Spark
+    with ctx.cleaning_up_on_failure():
+        return _run(ctx, LocalExecutor(), req.source, plan, keys, residual, clauses)
 
 
 def _run(
@@ -328,7 +316,6 @@ def _run(
     keys: Sequence[_Key],
     residual: BoundPredicate | None,
     clauses: Sequence[BoundClause],
-    started: float,
 ) -> dict[str, Any]:
     schema = ctx.snapshot.schema
     matched_clauses = [c for c in clauses if c.kind is ClauseKind.MATCHED]
@@ -417,50 +404,10 @@ def _run(
     rewrite_started = time.monotonic()
     survivors = [executor.surviving_rows(ctx, add) for add in retired.files_to_rewrite]
     written = executor.write_tables(ctx, outputs + survivors)
-    by_id = {c.clause_id: c for c in clauses}
-
-    def count(kind: ClauseKind, action: ClauseAction) -> int:
-        return sum(n for cid, n in counts.items() if by_id[cid].kind is kind and by_id[cid].action is action)
-
-    matched_updated = count(ClauseKind.MATCHED, ClauseAction.UPDATE)
-    matched_deleted = count(ClauseKind.MATCHED, ClauseAction.DELETE)
-    if not check_duplicates and matched_deleted:
-        matched_deleted = retired.rows_retired
-    nmbs_updated = count(ClauseKind.NOT_MATCHED_BY_SOURCE, ClauseAction.UPDATE)
-    nmbs_deleted = count(ClauseKind.NOT_MATCHED_BY_SOURCE, ClauseAction.DELETE)
-    inserted = count(ClauseKind.NOT_MATCHED, ClauseAction.INSERT)
-    metrics: dict[str, Any] = {
-        "numSourceRows": source.num_rows,
-        "numTargetRowsInserted": inserted,
-        "numTargetRowsUpdated": matched_updated + nmbs_updated,
-        "numTargetRowsDeleted": matched_deleted + nmbs_deleted,
-        "numTargetRowsMatchedUpdated": matched_updated,
-        "numTargetRowsMatchedDeleted": matched_deleted,
-        "numTargetRowsNotMatchedBySourceUpdated": nmbs_updated,
-        "numTargetRowsNotMatchedBySourceDeleted": nmbs_deleted,
-        "numTargetRowsCopied": written.rows - (matched_updated + nmbs_updated + inserted) if written.files else 0,
-        "numOutputRows": written.rows,
-        "numTargetDeletionVectorsAdded": retired.dvs_added,
-        "numTargetDeletionVectorsRemoved": retired.dvs_removed,
-        "numTargetDeletionVectorsUpdated": retired.dvs_updated,
-        "numTargetFilesAdded": len(written.files),
-        "numTargetFilesRemoved": retired.files_removed,
-        "numTargetBytesAdded": written.bytes,
-        "numTargetBytesRemoved": retired.removed_bytes,
-        "numTargetFilesBeforeSkipping": ctx.plan.num_files_total,
-        "numTargetFilesAfterSkipping": len(ctx.plan.candidates),
-        **ctx.plan.metrics(),
-        "scanTimeMs": scan_ms,
-        "rewriteTimeMs": int((time.monotonic() - rewrite_started) * 1000) if written.files else 0,
-        "executionEngine": executor.name,
-    }
-    txn = ctx.transaction
-    txn.add_actions([*retired.actions, *written.files])
-    metrics["executionTimeMs"] = int((time.monotonic() - started) * 1000)
-    if not txn.actions:
-        metrics["version"] = None
-        ctx.written.remove_all()
-        return metrics
-    metrics["version"] = commit_or_clean_up(txn, metrics, ctx.written)
-    return metrics
+    metrics = merge_metrics(
+        clauses, counts, not check_duplicates, source.num_rows, retired, written.files, ctx.plan, scan_ms,
+        int((time.monotonic() - rewrite_started) * 1000) if written.files else 0, executor.name,
+    )
+    ctx.transaction.add_actions([*retired.actions, *written.files])
+    return ctx.finish(metrics)
 

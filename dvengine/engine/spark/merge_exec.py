@@ -37,9 +37,9 @@ from dvengine.commands.merge_clauses import (
     bind_condition,
     operation_parameters,
 )
+from dvengine.commands.merge_metrics import merge_metrics
 from dvengine.commands.options import resolve_options
 from dvengine.commands.retirement import RowRetirement
-from dvengine.commands.written import commit_or_clean_up
 from dvengine.engine.spark.columns import predicate_column_to_sql, value_column_to_sql
 from dvengine.engine.spark.executor import SparkExecutor, spark_job
 from dvengine.engine.spark.identifiers import quote
@@ -254,12 +254,8 @@ def execute_merge(spark: SparkSession, req: MergeRequest) -> dict[str, Any]:
             raise InvalidPredicateError(f"cannot evaluate the MERGE condition or clause conditions: {exc}") from exc
         work = work.persist(StorageLevel.MEMORY_AND_DISK)
         run = _Run(spark, ctx, condition, clauses, names, check_duplicates, num_source_rows, total)
-        try:
+        with ctx.cleaning_up_on_failure():  # DV and data files of a MERGE that did not commit
             return _apply(run, work)
-        except BaseException:
-            if ctx.transaction.committed_version is None:
-                ctx.written.remove_all()  # DV and data files of a MERGE that did not commit
-            raise
     finally:
         if work is not None:
             work.unpersist()
@@ -304,11 +300,6 @@ def _apply(run: _Run, work: DataFrame) -> dict[str, Any]:
             )
 
     counts = _clause_counts_and_validate(valued, tried, fields, typed_names, writing)
-    by_id = {c.clause_id: c for c in clauses}
-
-    def count(kind: ClauseKind, action: ClauseAction) -> int:
-        return sum(n for cid, n in counts.items() if by_id[cid].kind is kind and by_id[cid].action is action)
-
     retired = RowRetirement()
     if any(counts.get(cid, 0) for cid in retiring):
         ids = work.where(F.col(CLAUSE).isin(retiring)).select(FILE_PATH_COL, ROW_INDEX_COL)
@@ -341,48 +332,12 @@ def _apply(run: _Run, work: DataFrame) -> dict[str, Any]:
         ctx.written.add_data_files(adds)
     rewrite_ms = rewrite.ms() if adds else 0
 
-    matched_updated = count(ClauseKind.MATCHED, ClauseAction.UPDATE)
-    matched_deleted = count(ClauseKind.MATCHED, ClauseAction.DELETE)
-    if not run.check_duplicates and matched_deleted:
-        matched_deleted = retired.rows_retired  # duplicates allowed: count distinct target rows
-    nmbs_updated = count(ClauseKind.NOT_MATCHED_BY_SOURCE, ClauseAction.UPDATE)
-    nmbs_deleted = count(ClauseKind.NOT_MATCHED_BY_SOURCE, ClauseAction.DELETE)
-    inserted = count(ClauseKind.NOT_MATCHED, ClauseAction.INSERT)
-    output_rows = _num_records(adds)
-    metrics: dict[str, Any] = {
-        "numSourceRows": run.num_source_rows,
-        "numTargetRowsInserted": inserted,
-        "numTargetRowsUpdated": matched_updated + nmbs_updated,
-        "numTargetRowsDeleted": matched_deleted + nmbs_deleted,
-        "numTargetRowsMatchedUpdated": matched_updated,
-        "numTargetRowsMatchedDeleted": matched_deleted,
-        "numTargetRowsNotMatchedBySourceUpdated": nmbs_updated,
-        "numTargetRowsNotMatchedBySourceDeleted": nmbs_deleted,
-        "numTargetRowsCopied": output_rows - (matched_updated + nmbs_updated + inserted) if adds else 0,
-        "numOutputRows": output_rows,
-        "numTargetDeletionVectorsAdded": retired.dvs_added,
-        "numTargetDeletionVectorsRemoved": retired.dvs_removed,
-        "numTargetDeletionVectorsUpdated": retired.dvs_updated,
-        "numTargetFilesAdded": len(adds),
-        "numTargetFilesRemoved": retired.files_removed,
-        "numTargetBytesAdded": sum(a.size for a in adds),
-        "numTargetBytesRemoved": retired.removed_bytes,
-        "numTargetFilesBeforeSkipping": plan.num_files_total,
-        "numTargetFilesAfterSkipping": len(plan.candidates),
-        **plan.metrics(),
-        "scanTimeMs": scan_ms,
-        "rewriteTimeMs": rewrite_ms,
-        "executionEngine": "spark",
-    }
-    txn = ctx.transaction
-    txn.add_actions([*retired.actions, *adds])
-    metrics["executionTimeMs"] = run.total.ms()
-    if not txn.actions:
-        metrics["version"] = None  # nothing matched any clause: no commit
-        ctx.written.remove_all()
-        return metrics
-    metrics["version"] = commit_or_clean_up(txn, metrics, ctx.written)
-    return metrics
+    metrics = merge_metrics(
+        clauses, counts, not run.check_duplicates, run.num_source_rows, retired, adds, plan, scan_ms, rewrite_ms, "spark"
+    )
+    ctx.started = run.total.started  # executionTimeMs covers binding and the source aggregation too
+    ctx.transaction.add_actions([*retired.actions, *adds])
+    return ctx.finish(metrics)
 
 
 def _analyze(build: Callable[[], Any], error: type[Exception], what: str) -> Any:

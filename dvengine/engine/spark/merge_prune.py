@@ -24,6 +24,7 @@ from sqlglot import exp
 from dvengine.expressions import BoundPredicate, parse_predicate, to_spark_sql
 from dvengine.expressions.identifiers import quote_identifier
 from dvengine.expressions.refs import bound_refs, ref_of
+from dvengine.expressions.trees import conjuncts
 from dvengine.protocol.schema import StructField, StructType
 
 IN_LIST_MAX = 1000
@@ -41,14 +42,6 @@ class JoinKey:
 class ConditionParts:
     keys: tuple[JoinKey, ...]
     target_only: tuple[str, ...]  # conjunct SQL over the target's logical (unqualified) names
-
-
-def _conjuncts(node: exp.Expr) -> list[exp.Expr]:
-    if isinstance(node, exp.Paren):
-        return _conjuncts(node.this)
-    if isinstance(node, exp.And):
-        return _conjuncts(node.this) + _conjuncts(node.expression)
-    return [node]
 
 
 def _qualifiers(node: exp.Expr) -> set[str | None]:
@@ -75,7 +68,7 @@ def split_condition(
     aliases = {target_alias: target_schema}
     keys: list[JoinKey] = []
     target_only: list[str] = []
-    for conj in _conjuncts(condition.tree):
+    for conj in conjuncts(condition.tree):
         quals = _qualifiers(conj)
         if quals == {target_alias}:
             bound = parse_predicate(conj.sql(dialect="spark"), target_schema, aliases=aliases)
