@@ -122,10 +122,13 @@ def update(
     snapshot = load_snapshot(table_root)
     schema = snapshot.schema
     predicate = _bind_condition(session, condition, schema)
-    texts = {str(name): session.value_sql(value, schema, str(name)) for name, value in assignments.items()}
+    for name in assignments:
+        if not isinstance(name, str):
+            raise TypeError(f"set keys must be column names (str), got {type(name).__name__}: {name!r}")
+    texts = {name: session.value_sql(value, schema, name) for name, value in assignments.items()}
     bound = bind_assignments(schema, texts)
     ctx = open_dml(snapshot, "UPDATE", options, predicate)
-    values = [(schema.get(name).type, value) for name, value in bound.items()]
+    values = [(name, schema.get(name).type, value) for name, value in bound.items()]
     executor = choice.select(schema, predicate, values, candidate_bytes(ctx), "UPDATE")
     try:
         return run_update(ctx, executor, bound)

@@ -414,7 +414,7 @@ def test_generated_cases_exercise_every_outcome(spark: Any, base_tables: dict[bo
         case = generated_case(seed)
         try:
             pred = parse_predicate(case.predicate, schema)
-            values = [(schema.get(c).type, parse_value_expression(v, schema)) for c, v in case.assignments.items()]
+            values = [(c, schema.get(c).type, parse_value_expression(v, schema)) for c, v in case.assignments.items()]
         except InvalidPredicateError:
             continue
         if LocalExecutor().unsupported_reason(schema, pred, values) is None:

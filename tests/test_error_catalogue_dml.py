@@ -167,7 +167,7 @@ def _first_data_file(path: Path) -> Path:
 def _damage(path: Path, how: str) -> str:
     """Damage the table; returns the name the error must mention."""
     snapshot = DeltaTable.forPath(None, path).snapshot()
-    add = snapshot.files[0]
+    add = next(a for a in snapshot.files if '"minValues":{"id":0' in (a.stats or ""))  # holds the ids every case touches
     data = path / add.path
     if how == "missing-data-file":
         os.unlink(data)

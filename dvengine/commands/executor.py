@@ -34,10 +34,10 @@ class Executor(Protocol):
     name: str
 
     def unsupported_reason(
-        self, schema: StructType, predicate: BoundPredicate | None, values: Sequence[tuple[DataType, BoundExpression]]
+        self, schema: StructType, predicate: BoundPredicate | None, values: Sequence[tuple[str, DataType, BoundExpression]]
     ) -> str | None:
-        """Why this executor cannot evaluate the condition, or a value stored into a column of the
-        given type, exactly as Spark SQL would (None: it can)."""
+        """Why this executor cannot evaluate the condition, or a value stored into the named column
+        of the given type, exactly as Spark SQL would (None: it can)."""
         ...
 
     def check_assignments(self, ctx: DmlContext, assignments: Mapping[str, BoundExpression]) -> None:

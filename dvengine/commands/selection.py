@@ -65,7 +65,7 @@ class EngineChoice:
         self,
         schema: StructType,
         predicate: BoundPredicate | None,
-        values: Sequence[tuple[DataType, BoundExpression]],
+        values: Sequence[tuple[str, DataType, BoundExpression]],
         candidate_bytes: int,
         operation: str,
     ) -> Executor:

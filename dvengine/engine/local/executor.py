@@ -103,18 +103,18 @@ class LocalExecutor:
     # --- capability ---------------------------------------------------------------------------
 
     def unsupported_reason(
-        self, schema: StructType, predicate: BoundPredicate | None, values: Sequence[tuple[DataType, BoundExpression]]
+        self, schema: StructType, predicate: BoundPredicate | None, values: Sequence[tuple[str, DataType, BoundExpression]]
     ) -> str | None:
         try:
             if predicate is not None:
                 to_pyarrow_expression(predicate)
         except InvalidPredicateError as exc:
             return str(exc)
-        for target, value in values:
+        for column, target, value in values:
             try:
                 to_pyarrow_value(value, target)
             except InvalidPredicateError as exc:
-                return str(exc)
+                return f"the value for column {column!r}: {exc}"
         return None
 
     def check_assignments(self, ctx: DmlContext, assignments: Mapping[str, BoundExpression]) -> None:

@@ -30,16 +30,27 @@ _FILE_ERROR_CLASSES = ("FAILED_READ_FILE", "PATH_NOT_FOUND", "FILE_NOT_EXIST")
 _PYTHON_ERROR = re.compile(r"dvengine\.errors\.(\w+): (.*)")
 
 
+_ERROR_CLASS_IN_TEXT = re.compile(r"\[([A-Z][A-Z_]+(?:\.[A-Z_]+)?)\]")
+_FILE_IN_TEXT = re.compile(r"while reading file (\S+?)\.?\s")
+
+
 def spark_error_class(exc: BaseException) -> str | None:
-    """Spark's error class of a failed job (e.g. CAST_INVALID_INPUT), or None."""
+    """Spark's error class of a failed job (e.g. CAST_INVALID_INPUT), or None.
+
+    PySpark's exceptions carry it; a raw Py4JJavaError (what a failed ``collect`` can raise)
+    only has it in its text, as ``[CLASS]`` on its first lines.
+    """
     getter = getattr(exc, "getCondition", None) or getattr(exc, "getErrorClass", None)
-    if getter is None:
-        return None
-    try:
-        value = getter()
-    except Exception:
-        return None
-    return None if value is None else str(value)
+    value = None
+    if getter is not None:
+        try:
+            value = getter()
+        except Exception:
+            value = None  # a Py4J error without a condition: look in its text
+    if value is not None:
+        return str(value)
+    match = _ERROR_CLASS_IN_TEXT.search(str(exc)[:4000])
+    return None if match is None else match.group(1)
 
 
 def first_line(exc: BaseException) -> str:
@@ -74,5 +85,9 @@ def translate(exc: BaseException, what: str, value_error: bool = False) -> BaseE
             return errors.SchemaViolationError(f"{what}: a value does not fit its column ({error_class}): {text}")
         return errors.EvaluationError(f"{what} failed while evaluating rows ({error_class}): {text}")
     if error_class.startswith(_FILE_ERROR_CLASSES) or "FileNotFoundException" in str(exc)[:2000]:
-        return errors.LogCorruptedError(f"{what}: a data file of the table cannot be read ({error_class}): {text}")
+        found = _FILE_IN_TEXT.search(str(exc)[:4000])
+        where = f" {found.group(1)}" if found else ""
+        if "FileNotFoundException" in str(exc)[:4000] or error_class.startswith(("PATH_NOT_FOUND", "FILE_NOT_EXIST")):
+            return errors.LogCorruptedError(f"{what}: data file{where} of the table is missing ({error_class}): {text}")
+        return errors.DataFileError(f"{what}: data file{where} of the table cannot be read as Parquet ({error_class}): {text}")
     return exc

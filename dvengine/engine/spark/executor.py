@@ -95,7 +95,7 @@ class SparkExecutor:
         self._persisted: list[DataFrame] = []
 
     def unsupported_reason(
-        self, schema: StructType, predicate: BoundPredicate | None, values: Sequence[tuple[DataType, BoundExpression]]
+        self, schema: StructType, predicate: BoundPredicate | None, values: Sequence[tuple[str, DataType, BoundExpression]]
     ) -> str | None:
         return None  # Spark is the reference semantics: it evaluates whatever binds
 
@@ -185,8 +185,10 @@ class SparkExecutor:
         new_values = self._matched_rows(ctx, predicate).select(*updated_projection(ctx.snapshot, sql, None))
         try:
             spark_job("UPDATE", lambda: check_not_null(new_values, ctx.snapshot.schema), value_error=True)
-            counted = new_values.agg(*[F.count_if(F.col(quote(name)).isNull()).alias(f"c{i}") for i, name in enumerate(sql)])
-            spark_job("UPDATE", counted.collect, value_error=True)
+            # hash() consumes every value, so each assigned expression and its cast really run
+            # (a bare IS NULL test on a non-nullable ANSI cast is folded away by the optimizer)
+            forced = new_values.agg(*[F.max(F.hash(F.col(quote(name)))).alias(f"h{i}") for i, name in enumerate(sql)])
+            spark_job("UPDATE", forced.collect, value_error=True)
         except SchemaViolationError as exc:
             raise self._name_failing_column(ctx, predicate, sql, exc) from exc.__cause__
 
@@ -201,12 +203,19 @@ class SparkExecutor:
         spark_job(f"the condition of {ctx.operation}", matched.count)
         for name, text in sql.items():
             field = ctx.snapshot.schema.get(name)
-            try:
-                matched.select(F.expr(text).cast(logical_spark_type(field))).collect()
+            value = F.expr(text)
+            target = logical_spark_type(field)
+            misfit = F.count_if(value.isNotNull() & value.try_cast(target).isNull()).alias("n")
+            try:  # try_cast never raises: a non-zero count, or a raising value expression, names the column
+                culprit = bool(matched.agg(misfit).collect()[0]["n"])
+                reason = "does not cast to the column type"
             except Exception as exc:
+                culprit = True
+                reason = spark_errors.spark_error_class(exc) or type(exc).__name__
+            if culprit:
                 return SchemaViolationError(
                     f"the value {text!r} does not fit column {name!r} of type {field.type.simple_string()} "
-                    f"({spark_errors.spark_error_class(exc) or type(exc).__name__}); nothing was written"
+                    f"({reason}); nothing was written"
                 )
         return error
 
@@ -227,7 +236,10 @@ class SparkExecutor:
                 *updated_projection(ctx.snapshot, sql, self._condition(predicate))
             )
             rows = rows.unionByName(whole)
-        written = spark_job("UPDATE", lambda: write_frame(rows, ctx.snapshot), value_error=True)
+        try:
+            written = spark_job("UPDATE", lambda: write_frame(rows, ctx.snapshot), value_error=True)
+        except SchemaViolationError as exc:
+            raise self._name_failing_column(ctx, predicate, sql, exc) from exc.__cause__
         ctx.written.add_data_files(written.files)
         return written
 

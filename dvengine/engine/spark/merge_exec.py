@@ -206,7 +206,9 @@ def execute_merge(spark: SparkSession, req: MergeRequest) -> dict[str, Any]:
             else split_condition(condition, scope.target_alias, scope.source_alias, snapshot.schema, source_rename)
         )
         target_types = {f.name: logical_spark_type(f) for f in snapshot.schema.fields}
-        derived, num_source_rows = derive_target_predicate(source, parts, snapshot.schema, target_types)
+        derived, num_source_rows = spark_job(
+            "MERGE", lambda: derive_target_predicate(source, parts, snapshot.schema, target_types)
+        )
         ctx = open_dml(
             snapshot, "MERGE", options, None if by_source else derived, operation_parameters(condition, clauses)
         )
@@ -255,7 +257,7 @@ def execute_merge(spark: SparkSession, req: MergeRequest) -> dict[str, Any]:
         work = work.persist(StorageLevel.MEMORY_AND_DISK)
         run = _Run(spark, ctx, condition, clauses, names, check_duplicates, num_source_rows, total)
         with ctx.cleaning_up_on_failure():  # DV and data files of a MERGE that did not commit
-            return _apply(run, work)
+            return spark_job("MERGE", lambda: _apply(run, work))
     finally:
         if work is not None:
             work.unpersist()
