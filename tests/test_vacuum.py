@@ -108,6 +108,10 @@ def test_vacuum_reclaims_only_outside_retention_and_never_touches_foreign_files(
     assert _tree(root) == before
     done = vacuum(str(root))
     assert done["files"] == ["orphan.parquet"] and done["numFilesDeleted"] == 1
+    # the staging folder itself was written just now (only its file is aged): it may be a running
+    # Spark write, so it stays until everything in it is older than the retention
+    assert done["numAbandonedTempFiles"] == 0
+    staging = "_dvengine_staging_abc/part-0.parquet"
     assert _tree(root) == before - {"orphan.parquet"}
     for version, expected in states.items():  # time travel inside retention still works
         assert rows_of(root, version=version) == expected
@@ -117,8 +121,8 @@ def test_vacuum_reclaims_only_outside_retention_and_never_touches_foreign_files(
     dry = vacuum(str(root), dry_run=True, now_ms=later)
     assert sorted(dry["files"]) == sorted([dv1, file_b]) and dry["numDeletionVectorFiles"] == 1
     done = vacuum(str(root), now_ms=later)
-    assert done["numFilesDeleted"] == 2
-    assert _tree(root) == before - {"orphan.parquet", dv1, file_b}
+    assert done["numFilesDeleted"] == 2 and done["numAbandonedTempFiles"] == 1  # the abandoned staging folder
+    assert _tree(root) == before - {"orphan.parquet", staging, dv1, file_b}
     assert (outside / "precious.parquet").exists()
     assert_all_readers(spark, root, ["id", "v"], states[3])
     assert vacuum(str(root), now_ms=later)["numFilesDeleted"] == 0  # idempotent
@@ -193,7 +197,14 @@ def test_vacuum_removes_abandoned_log_temp_files_past_retention(tmp_path: Path) 
     recent.write_text("{}")
     day_ago = old.stat().st_mtime - 86_400
     _os.utime(old, (day_ago, day_ago))
+    staging = root / "_dvengine_staging_0123"  # a killed Spark writer's private folder
+    staging.mkdir()
+    (staging / "part-0.parquet").write_bytes(b"x")
+    data_temp = root / ".part-00000-abc.c000.snappy.parquet.tmp"  # a killed local writer's temp
+    data_temp.write_bytes(b"x")
+    for stale in (staging / "part-0.parquet", staging, data_temp):
+        _os.utime(stale, (day_ago, day_ago))
     report = _vacuum(str(root), retention_hours=1, enforce_retention=False)
-    assert report["numAbandonedLogTempFiles"] == 1
-    assert not old.exists() and recent.exists()
+    assert report["numAbandonedTempFiles"] == 3
+    assert not old.exists() and recent.exists() and not staging.exists() and not data_temp.exists()
     assert dvengine.DeltaTable.forPath(None, root).toArrow().num_rows == 3

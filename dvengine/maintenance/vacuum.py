@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import shutil
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -39,6 +40,7 @@ from dvengine.log.listing import list_log
 from dvengine.log.timestamps import commit_info_timestamp
 from dvengine.protocol.actions import AddFile, RemoveFile
 from dvengine.storage.logstore import LocalLogStore, resolve_data_path
+from dvengine.writing.files import SPARK_STAGING_PREFIX
 
 DEFAULT_RETENTION_HOURS = 168.0
 DEFAULT_DELETED_FILE_RETENTION = "interval 1 week"
@@ -58,30 +60,57 @@ class VacuumPlan:
     num_dv_files: int = 0
     num_referenced_files: int = 0
     num_protected_recent_files: int = 0
-    log_temp_files: list[str] = field(default_factory=list)  # writers' abandoned hidden temp files
+    log_temp_files: list[str] = field(default_factory=list)  # writers' abandoned temp files and staging folders
 
 
-def abandoned_log_temp_files(table_root: str, cutoff_ms: int) -> list[str]:
-    """Hidden ``.<name>.<uuid>.tmp`` files in ``_delta_log`` older than the cutoff.
+TEMP_FILE_MIN_AGE_MS = 3_600_000
 
-    A writer killed between writing a commit's temp file and linking it leaves one behind; no
-    reader looks at hidden names, so only age can tell it is abandoned.
+
+def _newest_mtime_ms(folder: str) -> int:
+    """The newest modification time of a folder and everything in it."""
+    newest = os.stat(folder, follow_symlinks=False).st_mtime
+    for directory, _, names in os.walk(folder):
+        for name in [*names, "."]:
+            try:
+                newest = max(newest, os.stat(os.path.join(directory, name), follow_symlinks=False).st_mtime)
+            except FileNotFoundError:
+                continue
+    return int(newest * 1000)
+
+
+def abandoned_temp_files(table_root: str, cutoff_ms: int) -> list[str]:
+    """Writers' hidden temp files (``.<name>[.<uuid>].tmp``) anywhere in the table, and Spark
+    staging folders (``_dvengine_staging_<uuid>``), older than the cutoff.
+
+    A writer killed between writing a temp file and renaming or linking it leaves one behind (a
+    commit's temp in ``_delta_log``, a data or DV file's temp beside its target, a staging folder).
+    Readers never look at hidden names, so only age can tell one is abandoned; VACUUM's candidate
+    scan skips hidden names, so they are collected here. Nested tables and symlinks are left alone.
     """
-    log = os.path.join(table_root, "_delta_log")
-    out = []
-    try:
-        entries = list(os.scandir(log))
-    except FileNotFoundError:
-        return []
-    for entry in entries:
-        if not (entry.name.startswith(".") and entry.name.endswith(".tmp")):
-            continue
+    out: list[str] = []
+    pending = [table_root]
+    while pending:
+        directory = pending.pop()
         try:
-            mtime_ms = int(entry.stat(follow_symlinks=False).st_mtime * 1000)
-        except FileNotFoundError:
-            continue  # its writer finished (renamed or removed it) since the listing
-        if mtime_ms < cutoff_ms and entry.is_file(follow_symlinks=False):
-            out.append(entry.path)
+            entries = list(os.scandir(directory))
+        except (FileNotFoundError, NotADirectoryError, PermissionError):
+            continue
+        for entry in entries:
+            try:
+                if entry.is_symlink():
+                    continue
+                is_dir = entry.is_dir(follow_symlinks=False)
+                stale = int(entry.stat(follow_symlinks=False).st_mtime * 1000) < cutoff_ms
+            except FileNotFoundError:
+                continue  # its writer finished (renamed or removed it) since the listing
+            if is_dir:
+                if entry.name.startswith(SPARK_STAGING_PREFIX):
+                    if _newest_mtime_ms(entry.path) < cutoff_ms:  # a running job keeps writing into it
+                        out.append(entry.path)
+                elif not os.path.isdir(os.path.join(entry.path, "_delta_log")) or entry.name == "_delta_log":
+                    pending.append(entry.path)
+            elif entry.name.startswith(".") and entry.name.endswith(".tmp") and stale:
+                out.append(entry.path)
     return sorted(out)
 
 
@@ -191,7 +220,9 @@ def plan_vacuum(
         plan.total_bytes += st.st_size
         plan.num_dv_files += int(entry.name.startswith("deletion_vector_") and entry.name.endswith(".bin"))
     plan.files.sort()
-    plan.log_temp_files = abandoned_log_temp_files(root, cutoff)
+    # Never younger than an hour, whatever the retention: a running writer's temp file or staging
+    # folder is young, and deleting it would fail that writer.
+    plan.log_temp_files = abandoned_temp_files(root, min(cutoff, now - TEMP_FILE_MIN_AGE_MS))
     return plan
 
 
@@ -236,8 +267,11 @@ def vacuum(
             deleted.append(path)
         dirs_removed = _remove_empty_dirs(plan.table_root, deleted)
         for path in plan.log_temp_files:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(path)
+            if os.path.isdir(path):
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(path)
     files = plan.files if dry_run else deleted
     return {
         "path": plan.table_root,
@@ -251,6 +285,6 @@ def vacuum(
         "numDirectoriesDeleted": dirs_removed,
         "numReferencedFiles": plan.num_referenced_files,
         "numProtectedRecentFiles": plan.num_protected_recent_files,
-        "numAbandonedLogTempFiles": len(plan.log_temp_files),
+        "numAbandonedTempFiles": len(plan.log_temp_files),
         "files": [os.path.relpath(p, plan.table_root) for p in files],
     }

@@ -24,6 +24,9 @@ from dvengine.protocol.schema import DataType, PartitionValue, parse_partition_v
 from dvengine.protocol.stats import FileStats
 
 HIVE_DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
+# The Spark writer's private folder inside the table root (hidden from readers by its leading "_");
+# VACUUM removes ones a killed writer left behind.
+SPARK_STAGING_PREFIX = "_dvengine_staging_"
 
 _SPARK_ESCAPED = set('"#%\'*/:=?\\\x7f{[]^')
 

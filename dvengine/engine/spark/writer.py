@@ -28,10 +28,10 @@ from dvengine.errors import InvalidArgumentError
 from dvengine.faults import DML_DATA_FILES_WRITTEN, fault_point
 from dvengine.protocol.actions import AddFile
 from dvengine.protocol.schema import FIELD_ID_KEY, PHYSICAL_NAME_KEY, StructType
-from dvengine.writing.files import build_add_file, parse_partition_folders
+from dvengine.writing.files import SPARK_STAGING_PREFIX, build_add_file, parse_partition_folders
 from dvengine.writing.stats import stats_from_parquet_metadata
 
-STAGING_PREFIX = "_dvengine_staging_"
+STAGING_PREFIX = SPARK_STAGING_PREFIX
 
 # Session settings the files must be written with: INT64 microsecond timestamps (INT96 has no
 # footer statistics and is deprecated), proleptic Gregorian dates as every Delta reader expects.
