@@ -29,22 +29,28 @@ COLS = ["id", "v"]
 
 
 def _child(kind: str, root: str, condition: str, mode: str) -> None:
-    if kind.startswith("spark"):
+    if kind.startswith(("spark", "local")):
         from dvengine import DeltaTable
-        from dvengine.engine.spark.session import get_or_create_session
 
-        spark = get_or_create_session()
-        spark.conf.set("dvengine.dv.inlineMaxBytes", "0")  # DVs in files, so orphans are visible
-        table = DeltaTable.forPath(spark, root)
-        if kind == "spark-update":
-            table.update(condition, {"v": "v + 100"}, mode=mode)
-        elif kind == "spark-merge":
-            source = spark.createDataFrame([(3, 300), (99, 99)], "id long, v long").alias("s")
-            table.alias("t").merge(source, "t.id = s.id").whenMatchedUpdateAll().whenNotMatchedInsertAll().withMode(
-                mode
-            ).execute()
+        engine = "spark" if kind.startswith("spark") else "local"
+        spark = None
+        if engine == "spark":
+            from dvengine.engine.spark.session import get_or_create_session
+
+            spark = get_or_create_session()
+            spark.conf.set("dvengine.dv.inlineMaxBytes", "0")  # DVs in files, so orphans are visible
         else:
-            table.delete(condition, mode=mode)
+            os.environ["DVENGINE_DV_INLINEMAXBYTES"] = "0"  # the same setting without a session
+        table = DeltaTable.forPath(spark, root)
+        if kind.endswith("-update"):
+            table.update(condition, {"v": "v + 100"}, mode=mode, engine=engine)
+        elif kind.endswith("-merge"):
+            data = pa.table({"id": pa.array([3, 99], pa.int64()), "v": pa.array([300, 99], pa.int64())})
+            source = spark.createDataFrame(data).alias("s") if spark is not None else data
+            builder = table.alias("t").merge(source, "t.id = s.id", source_alias="s").withEngine(engine)
+            builder.whenMatchedUpdateAll().whenNotMatchedInsertAll().withMode(mode).execute()
+        else:
+            table.delete(condition, mode=mode, engine=engine)
     else:
         from test_concurrency_support import core_delete
 
@@ -88,6 +94,9 @@ CASES = [
     ("dml.dv_files_written", "spark", "dv", False),
     ("dml.dv_files_written", "spark-update", "dv", False),
     ("dml.data_files_written", "spark-merge", "dv", False),
+    ("dml.dv_files_written", "local", "dv", False),
+    ("dml.dv_files_written", "local-update", "dv", False),
+    ("dml.data_files_written", "local-merge", "dv", False),
     ("commit.before_link", "core", "dv", False),
     ("commit.after_link", "core", "dv", True),
 ]

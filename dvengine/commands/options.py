@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 
 from dvengine.errors import InvalidArgumentError
@@ -17,9 +18,15 @@ CONF_ENGINE = "dvengine.execution.engine"
 CONF_LOCAL_MAX_BYTES = "dvengine.execution.localMaxBytes"
 
 
-def no_conf(_key: str) -> str | None:
-    """The lookup used without a SparkSession: every key falls back to its default."""
-    return None
+def env_key(key: str) -> str:
+    """The environment variable standing for a conf key without a SparkSession:
+    ``dvengine.dv.inlineMaxBytes`` -> ``DVENGINE_DV_INLINEMAXBYTES``."""
+    return key.replace(".", "_").upper()
+
+
+def no_conf(key: str) -> str | None:
+    """The lookup used without a SparkSession: the key's environment variable, else the default."""
+    return os.environ.get(env_key(key))
 
 
 def _number(conf: ConfLookup, key: str, default: float, kind: Callable[[str], float]) -> float:
