@@ -28,7 +28,7 @@ run: check-java install
 
 test: check-java install
 	$(BIN)/python -m mypy
-	$(BIN)/python -m ruff check dvengine
+	$(BIN)/python -m ruff check dvengine tests
 	$(BIN)/python -m pytest -q --durations=15 tests
 
 clean:

@@ -15,9 +15,9 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from interop import rows_duckdb
 
 from dvengine import DeltaTable, write
-from interop import rows_duckdb
 
 N_ROWS = 1_000_000
 N_UPSERTS = 50

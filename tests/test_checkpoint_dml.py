@@ -13,9 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from dml_helpers import make_table
+from interop import assert_all_readers
+
 from dvengine import DeltaTable, write
 from dvengine.log import load_snapshot
-from interop import assert_all_readers
 
 COLS = ["id", "name", "part"]
 

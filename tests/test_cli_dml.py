@@ -10,10 +10,10 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from interop import rows_delta_rs
 
 from dvengine.cli import main as cli_main
 from dvengine.log import load_snapshot
-from interop import rows_delta_rs
 
 
 def _run(args: list[str]) -> tuple[int, str]:

@@ -12,6 +12,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_commit_helpers import (
+    METADATA,
+    FakeSnapshot,
+    add,
+    append,
+    create_table,
+    dv,
+    log_lines,
+    log_versions,
+    redv,
+    remove_of,
+    replay,
+)
 
 from dvengine.commit.transaction import Transaction
 from dvengine.errors import (
@@ -28,20 +41,6 @@ from dvengine.errors import (
 )
 from dvengine.protocol.actions import AddFile, Metadata, Protocol
 from dvengine.storage.logstore import LocalLogStore
-
-from test_commit_helpers import (
-    METADATA,
-    FakeSnapshot,
-    add,
-    append,
-    create_table,
-    dv,
-    log_lines,
-    log_versions,
-    redv,
-    remove_of,
-    replay,
-)
 
 
 def test_create_writes_commit_info_protocol_metadata_and_adds(tmp_path: Path) -> None:
@@ -63,7 +62,7 @@ def test_commit_info_encodes_parameters_and_metrics_as_delta_does(tmp_path: Path
     txn = Transaction(root, FakeSnapshot(root, 0), "WRITE", {"mode": "Append", "partitionBy": ["a", "b"]})
     txn.add_actions([add("new.parquet")])
     assert txn.commit({"numFiles": 1, "numOutputRows": 10}) == 1
-    info = [line for v, line in log_lines(root) if v == 1][0]["commitInfo"]
+    info = next(line for v, line in log_lines(root) if v == 1)["commitInfo"]
     assert info["operationParameters"] == {"mode": "Append", "partitionBy": '["a","b"]'}
     assert info["operationMetrics"] == {"numFiles": "1", "numOutputRows": "10"}
     assert info["readVersion"] == 0 and info["isBlindAppend"] is True
@@ -73,7 +72,7 @@ def test_delete_is_not_blind_append_and_replays(tmp_path: Path) -> None:
     root = str(tmp_path / "t")
     create_table(root, files=2)
     assert redv(root, "f1.parquet", "a") == 1
-    info = [line for v, line in log_lines(root) if v == 1][0]["commitInfo"]
+    info = next(line for v, line in log_lines(root) if v == 1)["commitInfo"]
     assert info["isBlindAppend"] is False
     live = replay(root)
     assert sorted(live) == [("f0.parquet", None), ("f1.parquet", "u" + "a" * 20 + "@1")]

@@ -28,11 +28,11 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from test_concurrency_support import core_delete, core_update, create_table, retire_rows_core, rows_of
 
 from dvengine.errors import CommitConflictError, ConcurrentDeleteReadError
 from dvengine.log import latest_version, load_snapshot, read_commit_actions
 from dvengine.protocol.actions import CommitInfo
-from test_concurrency_support import core_delete, core_update, create_table, retire_rows_core, rows_of
 
 REPO = Path(__file__).resolve().parents[1]
 CHILDREN = 3
@@ -71,7 +71,7 @@ def _child(root: str, child: int, go_file: str, out_file: str) -> None:
             except CommitConflictError as exc:
                 conflicts.append(type(exc).__name__)
                 final_error = type(exc).__name__
-            except Exception as exc:  # noqa: BLE001 - reported to the parent, which fails the test
+            except Exception as exc:
                 final_error = f"UNTYPED {type(exc).__name__}: {exc}"
                 break
         else:

@@ -103,10 +103,11 @@ CASES = [
 
 
 def test_kill_at_every_stage_leaves_last_committed_version(spark: Any, tmp_path: Path) -> None:
+    from interop import assert_all_readers, rows_arrow, rows_delta_rs, rows_duckdb
+
     from dvengine import DeltaTable
     from dvengine.log import latest_version
     from dvengine.maintenance import vacuum
-    from interop import assert_all_readers, rows_arrow, rows_delta_rs, rows_duckdb
 
     condition = "id in (3, 14)"
     runs = []
@@ -115,7 +116,7 @@ def test_kill_at_every_stage_leaves_last_committed_version(spark: Any, tmp_path:
         model = _make(root)
         before = _files(root)
         runs.append((stage, kind, mode, committed, root, model, before, _spawn(kind, stage, root, condition, mode)))
-    for stage, kind, mode, committed, root, model, before, proc in runs:
+    for stage, kind, _mode, committed, root, model, before, proc in runs:
         _, err = proc.communicate(timeout=120)
         assert proc.returncode == -signal.SIGKILL, f"{stage}/{kind}: child exited {proc.returncode}: {err.decode()[-2000:]}"
         stage = f"{stage}/{kind}"
@@ -125,7 +126,7 @@ def test_kill_at_every_stage_leaves_last_committed_version(spark: Any, tmp_path:
             model = {k: v for k, v in model.items() if k not in (3, 14)}
         assert_all_readers(spark, root, COLS, sorted(model.items()))
         leftovers = {f for f in _files(root) - before if not f.startswith("_delta_log")}
-        if stage.startswith("dml.") or stage.startswith("commit.before_link"):
+        if stage.startswith(("dml.", "commit.before_link")):
             assert leftovers, f"{stage}: the killed writer should have left files behind"
         if stage.startswith("commit.before_link"):  # the temp commit exists but is invisible to readers
             assert any(f.endswith(".tmp") for f in os.listdir(root / "_delta_log"))
@@ -144,11 +145,12 @@ def test_kill_at_every_stage_leaves_last_committed_version(spark: Any, tmp_path:
 
 @pytest.mark.parametrize("damage", ["truncate", "corrupt", "missing", "garbage_version"])
 def test_damaged_dv_file_fails_reads_loudly(spark: Any, tmp_path: Path, damage: str) -> None:
+    from test_concurrency_support import core_delete, rows_of
+
     from dvengine import DeltaTable
     from dvengine.dv import absolute_dv_path
     from dvengine.errors import DeletionVectorError
     from dvengine.log import load_snapshot
-    from test_concurrency_support import core_delete, rows_of
 
     root = tmp_path / "t"
     model = _make(root)

@@ -12,9 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from dml_helpers import data_listing, log_listing, make_table
+from interop import assert_all_readers
 from pyspark.sql import functions as F
 
-from dml_helpers import data_listing, log_listing, make_table
 from dvengine import DeltaTable
 from dvengine.errors import (
     ConcurrentDeleteReadError,
@@ -24,7 +25,6 @@ from dvengine.errors import (
     UnsupportedFeatureError,
 )
 from dvengine.log import load_snapshot
-from interop import assert_all_readers
 
 COLS = ["id", "name", "part"]
 
@@ -223,7 +223,7 @@ def test_conflicting_concurrent_delete_raises_and_commits_nothing(
     rows = make_table(spark, tmp_path / "t", files=1)
     stale = load_snapshot(str(tmp_path / "t"))
     DeltaTable.forPath(spark, tmp_path / "t").delete("id = 1", mode="dv")  # the winner re-DVs the only file
-    import dvengine.dml as dml
+    from dvengine import dml
 
     monkeypatch.setattr(dml, "load_snapshot", lambda root: stale)
     before = (log_listing(tmp_path / "t"), [r for r in rows if r[0] != 1])

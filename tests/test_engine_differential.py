@@ -31,14 +31,14 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from interop import rows_delta_rs
 
 import dvengine
 from dvengine import DeltaTable
 from dvengine.errors import DvengineError, InvalidPredicateError
-from interop import rows_delta_rs
 
 N_ROWS = 200
-UTC = dt.timezone.utc
+UTC = dt.UTC
 SCHEMA = pa.schema(
     [
         pa.field("id", pa.int64(), nullable=False),

@@ -13,10 +13,10 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from interop import assert_all_readers
 
 import dvengine
 from dvengine import DeltaTable
-from interop import assert_all_readers
 
 Row = tuple[int, str, int]
 COLS = ["id", "name", "part"]

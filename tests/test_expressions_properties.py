@@ -89,7 +89,7 @@ ORDERED = ["i", "l", "x", "s", "d", "ts", "p"]
 
 @st.composite
 def comparison(draw: st.DrawFn) -> str:
-    column = draw(st.sampled_from(ORDERED + ["b"]))
+    column = draw(st.sampled_from([*ORDERED, "b"]))
     op = draw(st.sampled_from(["=", "<>", "<", "<=", ">", ">="]))
     if draw(st.integers(0, 5)) == 0:
         other = {"i": "l", "l": "i"}.get(column, column)

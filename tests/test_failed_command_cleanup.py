@@ -64,9 +64,9 @@ def _operations(spark: Any, path: Path, engine: str) -> dict[str, Any]:
 def test_conflict_loser_leaves_no_files(
     spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, engine: str, operation: str
 ) -> None:
-    import dvengine.dml as dml
     import dvengine.engine.local.merge as local_merge
-    import dvengine.engine.spark.merge_exec as merge_exec
+    from dvengine import dml
+    from dvengine.engine.spark import merge_exec
 
     path = tmp_path / "t"
     _table(path)

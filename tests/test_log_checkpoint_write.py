@@ -42,7 +42,7 @@ def _duckdb() -> duckdb.DuckDBPyConnection:
     import duckdb_ext  # type: ignore[import-untyped]
 
     con = duckdb.connect()
-    con.execute(f"SET extension_directory='{os.path.join(list(duckdb_ext.__path__)[0], 'extensions')}'")
+    con.execute(f"SET extension_directory='{os.path.join(next(iter(duckdb_ext.__path__)), 'extensions')}'")
     con.execute("LOAD delta")
     return con
 
@@ -180,7 +180,7 @@ def test_cleanup_keeps_everything_needed_inside_retention(golden_copy: Any) -> N
     table = golden_copy("dv-partitioned-with-checkpoint")
     now = int(time.time() * 1000)
     write_checkpoint(load_snapshot(str(table)))  # checkpoint at 15 too
-    _age(table, range(0, 13), 40 * DAY_MS, now)  # 0..12 expired, 13..15 inside 30 days
+    _age(table, range(13), 40 * DAY_MS, now)  # 0..12 expired, 13..15 inside 30 days
     deleted = cleanup_expired_logs(str(table), now_ms=now)
     # version 13 is the oldest retained; it needs checkpoint 10 and commits 11..13
     assert sorted(Path(p).name for p in deleted) == [f"{v:020d}.json" for v in range(10)]
@@ -195,7 +195,7 @@ def test_cleanup_all_expired_keeps_latest_checkpoint(golden_copy: Any) -> None:
     now = int(time.time() * 1000)
     expected = load_snapshot(str(table))
     write_checkpoint(expected)
-    _age(table, range(0, 16), 40 * DAY_MS, now)
+    _age(table, range(16), 40 * DAY_MS, now)
     deleted = {Path(p).name for p in cleanup_expired_logs(str(table), now_ms=now)}
     assert "00000000000000000010.checkpoint.parquet" in deleted and "00000000000000000014.json" in deleted
     assert "00000000000000000015.json" not in deleted
@@ -206,16 +206,16 @@ def test_cleanup_respects_table_properties(tmp_path: Path) -> None:
     now = int(time.time() * 1000)
     _synthetic(tmp_path / "off", 11, {"delta.enableExpiredLogCleanup": "false"})
     assert maybe_checkpoint(str(tmp_path / "off"), 10)
-    _age(tmp_path / "off", range(0, 11), 400 * DAY_MS, now)
+    _age(tmp_path / "off", range(11), 400 * DAY_MS, now)
     assert cleanup_expired_logs(str(tmp_path / "off"), now_ms=now) == []
 
     _synthetic(tmp_path / "short", 11, {"delta.logRetentionDuration": "interval 2 days"})
     assert maybe_checkpoint(str(tmp_path / "short"), 10)
-    _age(tmp_path / "short", range(0, 11), 3 * DAY_MS, now)
+    _age(tmp_path / "short", range(11), 3 * DAY_MS, now)
     assert len(cleanup_expired_logs(str(tmp_path / "short"), now_ms=now)) == 10
     _synthetic(tmp_path / "long", 11, {"delta.logRetentionDuration": "interval 4 days"})
     assert maybe_checkpoint(str(tmp_path / "long"), 10)
-    _age(tmp_path / "long", range(0, 11), 3 * DAY_MS, now)
+    _age(tmp_path / "long", range(11), 3 * DAY_MS, now)
     assert cleanup_expired_logs(str(tmp_path / "long"), now_ms=now) == []
 
 

@@ -186,7 +186,7 @@ def test_stats_parsed_used_when_stats_string_missing(golden_copy: Any, truth: di
             row["add"]["stats_parsed"] = {"numRecords": stats["numRecords"]}
             row["add"]["stats"] = None
     add_type = original.schema.field("add").type
-    new_add = pa.struct(list(add_type) + [pa.field("stats_parsed", pa.struct([("numRecords", pa.int64())]))])
+    new_add = pa.struct([*list(add_type), pa.field("stats_parsed", pa.struct([("numRecords", pa.int64())]))])
     schema = original.schema.set(original.schema.get_field_index("add"), pa.field("add", new_add))
     pq.write_table(pa.Table.from_pylist(rows, schema=schema), log / CP)
     _only_checkpoint_can_answer(table)

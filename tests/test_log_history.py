@@ -49,7 +49,7 @@ def test_timestamp_travel_exact_and_just_before(version: int) -> None:
 
 def test_timestamp_forms() -> None:
     ts = TS[7]
-    aware = dt.datetime.fromtimestamp(ts / 1000, tz=dt.timezone.utc)
+    aware = dt.datetime.fromtimestamp(ts / 1000, tz=dt.UTC)
     naive = aware.replace(tzinfo=None)
     assert load_snapshot(str(TABLE), timestamp=aware).version == 7
     assert load_snapshot(str(TABLE), timestamp=naive).version == 7

@@ -7,16 +7,16 @@ Truth is a plain-Python model of MERGE over the rows, checked through four indep
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pytest
-
 from dml_helpers import make_table
-from dvengine.merge_builder import merge_builder
 from interop import assert_all_readers
+
+from dvengine.merge_builder import merge_builder
 
 COLS = ["id", "name", "part"]
 Row = tuple[Any, ...]

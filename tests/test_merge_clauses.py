@@ -7,12 +7,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pyspark.sql import functions as F
-
 from dml_helpers import data_listing, log_listing, make_table
-from dvengine.merge_builder import merge_builder
 from interop import assert_all_readers
+from pyspark.sql import functions as F
 from test_merge import COLS, commit_lines, model_merge, source_df
+
+from dvengine.merge_builder import merge_builder
 
 
 @pytest.mark.parametrize("mode", ["dv", "rewrite"])
@@ -146,7 +146,7 @@ def test_insert_only_merge_conflicts_only_with_concurrent_inserts_of_matching_ke
     """Two concurrent upserts of the same new key must not both insert it. (A concurrent *blind*
     append is exempt under WriteSerializable, as in Delta; another MERGE is not blind.)"""
     import dvengine.engine.local.merge as local_merge
-    import dvengine.engine.spark.merge_exec as merge_exec
+    from dvengine.engine.spark import merge_exec
     from dvengine.errors import ConcurrentAppendError
     from dvengine.log import load_snapshot
 
@@ -158,7 +158,7 @@ def test_insert_only_merge_conflicts_only_with_concurrent_inserts_of_matching_ke
     monkeypatch.setattr(local_merge, "load_snapshot", lambda root: stale)
     _insert_only(spark, path, [(205, "new", 1)])
     monkeypatch.undo()
-    assert_all_readers(spark, path, COLS, rows + [(5000, "other", 0), (205, "new", 1)])
+    assert_all_readers(spark, path, COLS, [*rows, (5000, "other", 0), (205, "new", 1)])
 
     stale = load_snapshot(str(path))
     _insert_only(spark, path, [(206, "racer", 0)])  # concurrent insert of the key we are about to insert
@@ -168,4 +168,4 @@ def test_insert_only_merge_conflicts_only_with_concurrent_inserts_of_matching_ke
     with pytest.raises(ConcurrentAppendError):
         _insert_only(spark, path, [(206, "mine", 2)])
     assert (log_listing(path), data_listing(path)) == before  # the new file was deleted again
-    assert_all_readers(spark, path, COLS, rows + [(5000, "other", 0), (205, "new", 1), (206, "racer", 0)])
+    assert_all_readers(spark, path, COLS, [*rows, (5000, "other", 0), (205, "new", 1), (206, "racer", 0)])

@@ -7,10 +7,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from dml_helpers import data_listing, log_listing, make_table
+from interop import assert_all_readers
+from test_merge import COLS, source_df
+
 from dvengine import DeltaTable
-from dvengine.merge_builder import DeltaMergeBuilder, merge_builder
 from dvengine.errors import (
     InvalidArgumentError,
     InvalidPredicateError,
@@ -18,8 +19,7 @@ from dvengine.errors import (
     SchemaMismatchError,
     SchemaViolationError,
 )
-from interop import assert_all_readers
-from test_merge import COLS, source_df
+from dvengine.merge_builder import DeltaMergeBuilder, merge_builder
 
 
 def _state(path: Path) -> tuple[list[str], list[str]]:

@@ -19,10 +19,10 @@ import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from interop import assert_all_readers, rows_arrow, sort_rows
 
 from dvengine import DeltaTable
 from dvengine.errors import InvalidPredicateError
-from interop import assert_all_readers, rows_arrow, sort_rows
 
 Row = tuple[int, str, int]
 COLS = ["id", "name", "part"]

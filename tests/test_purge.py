@@ -16,13 +16,15 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from interop import assert_all_readers
+from test_concurrency_support import core_delete, create_table, retire_rows_core, rows_of
 
 from dvengine import DeltaTable
 from dvengine.cli_maintenance import register
 from dvengine.commit.transaction import Transaction
+from dvengine.dv import absolute_dv_path
 from dvengine.engine.spark import purge as purge_module
 from dvengine.engine.spark.purge import purge
-from dvengine.dv import absolute_dv_path
 from dvengine.errors import ConcurrentDeleteReadError, InvalidArgumentError, InvalidPredicateError
 from dvengine.expressions import parse_predicate
 from dvengine.log import load_snapshot, read_commit_actions
@@ -30,8 +32,6 @@ from dvengine.maintenance import history, vacuum
 from dvengine.planning.candidates import might_match_function
 from dvengine.protocol.actions import AddFile, RemoveFile
 from dvengine.storage.logstore import resolve_data_path
-from interop import assert_all_readers
-from test_concurrency_support import core_delete, create_table, retire_rows_core, rows_of
 
 COLS = ["id", "p"]
 

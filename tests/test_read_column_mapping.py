@@ -11,10 +11,10 @@ from typing import Any
 import pyarrow as pa
 import pytest
 from deltalake import write_deltalake
+from interop import assert_all_readers, sort_rows
 
 from dvengine import DeltaTable
 from dvengine.log import load_snapshot
-from interop import assert_all_readers, sort_rows
 
 COLS = ["Id Col", "value", "Part Col", "d"]
 

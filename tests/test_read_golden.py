@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from conftest import GOLDEN_NAMES, load_expected
+
 from dvengine import DeltaTable
 from dvengine.cli import main as cli_main
 

@@ -14,11 +14,11 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pytest
+from interop import rows_delta_rs, sort_rows
 
 import dvengine
 from dvengine import DeltaTable
 from dvengine.engine.spark import reader
-from interop import rows_delta_rs, sort_rows
 
 COLS = ["id", "part", "name"]
 

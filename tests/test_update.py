@@ -7,15 +7,15 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute  # noqa: F401 - registers pa.compute
+import pyarrow.compute
 import pytest
+from dml_helpers import data_listing, log_listing, make_table
+from interop import assert_all_readers
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from dml_helpers import data_listing, log_listing, make_table
 from dvengine import DeltaTable
 from dvengine.errors import InvalidArgumentError, InvalidPredicateError, SchemaViolationError
-from interop import assert_all_readers
 
 COLS = ["id", "name", "part"]
 

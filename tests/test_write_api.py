@@ -34,7 +34,7 @@ from dvengine.errors import (
 from dvengine.protocol.actions import Metadata, Protocol
 from dvengine.storage.logstore import resolve_data_path
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 
 
 def _duckdb() -> Any:

@@ -18,7 +18,7 @@ from dvengine.protocol.schema import from_arrow_schema, parse_schema
 from dvengine.protocol.stats import FileStats
 from dvengine.writing.stats import MAX_CODE_POINT, stats_from_parquet_metadata, truncate_string_max
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 
 
 def _write(tmp_path: Path, table: pa.Table, **kwargs: Any) -> pq.FileMetaData:
