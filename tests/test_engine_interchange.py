@@ -186,3 +186,22 @@ def test_partitioned_table_through_the_local_executor(spark: Any, tmp_path: Path
     steps.delete("spark", "length(name) > 2 AND part = 2", lambda r: len(r[1]) > 2 and r[2] == 2)
     steps.update("local", "part IN (0, 2)", lambda r: r[2] in (0, 2), {"part": "1"}, lambda r: (r[0], r[1], 1))
     assert {a.partition_values["part"] for a in DeltaTable.forPath(None, path).snapshot().files} >= {"1"}
+
+
+@pytest.mark.parametrize("engine", ["local", "spark"])
+def test_both_executors_honour_num_indexed_cols(spark: Any, tmp_path: Path, engine: str) -> None:
+    """Files written by UPDATE carry stats for the first delta.dataSkippingNumIndexedCols columns only,
+    whichever executor wrote them (the table's own files are the reference)."""
+    import json as _json
+
+    import dvengine as _dvengine
+
+    path = tmp_path / "t"
+    data = pa.table({"id": pa.array(range(50), pa.int64()), "name": [f"n{i}" for i in range(50)]})
+    _dvengine.write(data, str(path), configuration={"delta.dataSkippingNumIndexedCols": "1"})
+    session = spark if engine == "spark" else None
+    metrics = DeltaTable.forPath(session, path).update("id < 5", {"name": "'x'"}, mode="dv", engine=engine)
+    assert metrics["executionEngine"] == engine and metrics["numUpdatedRows"] == 5
+    for add in DeltaTable.forPath(None, path).snapshot().files:
+        stats = _json.loads(add.stats or "{}")
+        assert set(stats["minValues"]) == {"id"} and set(stats["maxValues"]) == {"id"}

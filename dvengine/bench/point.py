@@ -10,7 +10,6 @@ on each executor and for delta-rs, on fresh copies of one base table, in one run
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import shutil
@@ -24,6 +23,7 @@ import numpy as np
 import pyarrow as pa
 
 import dvengine
+from dvengine.bench.outputs import write_report
 from dvengine.table import DeltaTable
 
 ENGINES = ("local", "spark", "auto", "delta-rs")
@@ -146,14 +146,10 @@ def main(argv: list[str] | None = None) -> int:
         report = run(args.rows, args.files, args.ops, engines, work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "point.json"), "w") as fh:
-        json.dump(report, fh, indent=2)
     markdown = to_markdown(report)
-    with open(os.path.join(args.out, "point.md"), "w") as fh:
-        fh.write(markdown)
+    paths = write_report(args.out, "point", report, markdown)
     print(markdown)
-    print(f"wrote {os.path.join(args.out, 'point.json')} and point.md")
+    print(f"wrote {' and '.join(paths)}")
     return 0
 
 

@@ -11,7 +11,6 @@ file; plus ``toArrow()`` for the last. Medians of ``--repeat`` runs, ratios agai
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import statistics
@@ -24,6 +23,7 @@ import numpy as np
 import pyarrow as pa
 
 import dvengine
+from dvengine.bench.outputs import write_report
 from dvengine.storage import resolve_data_path
 from dvengine.table import DeltaTable
 
@@ -114,13 +114,10 @@ def main(argv: list[str] | None = None) -> int:
         report = run(args.rows, args.files, args.repeat, work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "read_path.json"), "w") as fh:
-        json.dump(report, fh, indent=2)
     markdown = to_markdown(report)
-    with open(os.path.join(args.out, "read_path.md"), "w") as fh:
-        fh.write(markdown)
+    paths = write_report(args.out, "read_path", report, markdown)
     print(markdown)
+    print(f"wrote {' and '.join(paths)}")
     return 0
 
 

@@ -28,6 +28,7 @@ from dvengine.writing.schema_checks import (
     new_table_protocol,
     resolve_partition_columns,
 )
+from dvengine.writing.stats import num_indexed_cols
 
 WRITE_MODES = ("error", "errorifexists", "append", "overwrite")
 _DELTA_MODE_NAMES = {"error": "ErrorIfExists", "append": "Append", "overwrite": "Overwrite"}
@@ -46,11 +47,7 @@ class WritePlan:
 
     @property
     def num_indexed_cols(self) -> int:
-        raw = self.configuration.get("delta.dataSkippingNumIndexedCols", "32")
-        try:
-            return int(raw)
-        except ValueError:
-            raise InvalidArgumentError(f"delta.dataSkippingNumIndexedCols must be an integer, got {raw!r}") from None
+        return num_indexed_cols(self.configuration)
 
 
 def normalize_write_mode(mode: object) -> str:

@@ -14,12 +14,13 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import pyarrow.parquet as pq
 
+from dvengine.errors import InvalidArgumentError
 from dvengine.protocol.schema import ArrayType, DataType, DecimalType, MapType, PrimitiveType, StructField, StructType
 from dvengine.protocol.stats import FileStats
 
@@ -176,6 +177,19 @@ def _put_nested(target: dict[str, Any], path: tuple[str, ...], value: Any) -> No
     for part in path[:-1]:
         node = node.setdefault(part, {})
     node[path[-1]] = value
+
+
+DEFAULT_NUM_INDEXED_COLS = 32
+
+
+def num_indexed_cols(configuration: Mapping[str, str]) -> int:
+    """``delta.dataSkippingNumIndexedCols`` of a table (default 32; -1 = all columns): how many
+    leaf columns every writer, on every executor, collects min/max/nullCount for."""
+    raw = configuration.get("delta.dataSkippingNumIndexedCols", str(DEFAULT_NUM_INDEXED_COLS))
+    try:
+        return int(raw)
+    except ValueError:
+        raise InvalidArgumentError(f"delta.dataSkippingNumIndexedCols must be an integer, got {raw!r}") from None
 
 
 def stats_from_parquet_metadata(

@@ -35,15 +35,16 @@ from dvengine.engine.local.writer import write_data_files
 from dvengine.errors import EvaluationError, InvalidPredicateError, SchemaViolationError
 from dvengine.expressions import BoundExpression, BoundPredicate, to_pyarrow_expression, to_pyarrow_value
 from dvengine.faults import DML_DV_FILES_WRITTEN, fault_point
-from dvengine.log import Snapshot
 from dvengine.planning.decisions import FileAction, decide_file_action
 from dvengine.protocol.actions import AddFile
 from dvengine.protocol.schema import DataType, StructField, StructType, to_arrow_field
 from dvengine.read import open_data_file, read_physical_rows
+from dvengine.writing.stats import num_indexed_cols
 
 ROW_INDEX = "__dvengine_row_index"
 _STATE_MATCHES = "local.matches"
 _STATE_BITMAPS = "local.bitmaps"
+_STATE_UPDATED = "local.updated"
 T = TypeVar("T")
 R = TypeVar("R")
 
@@ -210,7 +211,7 @@ class LocalExecutor:
         snapshot = ctx.snapshot
         common = pa.schema([to_arrow_field(f).with_nullable(True) for f in snapshot.schema.fields])
         rows = pa.concat_tables([t.select(common.names).cast(common) for t in tables])
-        files = write_data_files(rows, snapshot.table_root, snapshot.schema, snapshot.partition_columns, _indexed_cols(snapshot))
+        files = write_data_files(rows, snapshot.table_root, snapshot.schema, snapshot.partition_columns, num_indexed_cols(snapshot.configuration))
         ctx.written.add_data_files(files)
         return WrittenRows.of(files, started)
 
@@ -241,7 +242,7 @@ class LocalExecutor:
         self, ctx: DmlContext, predicate: BoundPredicate | None, assignments: Mapping[str, BoundExpression]
     ) -> None:
         matches = self._matches(ctx, ctx.plan.candidates, predicate, all_columns=True)
-        updated: dict[str, pa.Table] = ctx.engine_state.setdefault("local.updated", {})
+        updated: dict[str, pa.Table] = ctx.engine_state.setdefault(_STATE_UPDATED, {})
         for match in matches:
             if match.rows is not None and match.rows.num_rows:
                 updated[match.add.path] = self._new_values(ctx, match.rows, assignments)
@@ -253,18 +254,13 @@ class LocalExecutor:
         assignments: Mapping[str, BoundExpression],
         rewrite_files: Sequence[AddFile],
     ) -> WrittenRows:
-        updated: dict[str, pa.Table] = ctx.engine_state.get("local.updated", {})
+        updated: dict[str, pa.Table] = ctx.engine_state.get(_STATE_UPDATED, {})
         tables = list(updated.values())
         tables += _parallel(lambda add: self.surviving_rows(ctx, add), list(rewrite_files))
         return self.write_tables(ctx, tables)
 
     def close(self) -> None:
         return None
-
-
-def _indexed_cols(snapshot: Snapshot) -> int:
-    raw = snapshot.configuration.get("delta.dataSkippingNumIndexedCols", "32")
-    return int(raw)
 
 
 def _value_error(

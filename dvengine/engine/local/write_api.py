@@ -8,7 +8,7 @@ from typing import Any
 import pyarrow as pa
 
 from dvengine.commands.write import finish_write, plan_write
-from dvengine.engine.local.writer import remove_data_files, write_data_files
+from dvengine.engine.local.writer import write_data_files
 from dvengine.errors import SchemaViolationError
 from dvengine.protocol.schema import from_arrow_schema, to_arrow_schema
 
@@ -60,8 +60,4 @@ def write_arrow(
         columns.append(column.cast(f.type))
     aligned = pa.Table.from_arrays(columns, names=[name for _, name in plan.column_pairs])
     adds = write_data_files(aligned, plan.table_root, plan.schema, plan.partition_columns, plan.num_indexed_cols)
-    try:
-        return finish_write(plan, adds)
-    except BaseException:
-        remove_data_files(plan.table_root, adds)
-        raise
+    return finish_write(plan, adds)  # deletes the files again if the commit does not happen

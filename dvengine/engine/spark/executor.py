@@ -41,6 +41,7 @@ from dvengine.planning.decisions import FileAction
 from dvengine.protocol.actions import AddFile, DeletionVectorDescriptor
 from dvengine.protocol.schema import DataType, StructType
 from dvengine.storage import resolve_data_path
+from dvengine.writing.stats import num_indexed_cols
 
 _MATCHED = "spark.matched"
 R = TypeVar("R")
@@ -67,7 +68,9 @@ def spark_job(what: str, run: Callable[[], R], value_error: bool = False) -> R:
 def write_frame(df: DataFrame, snapshot: Snapshot) -> WrittenRows:
     """Write ``df`` (logical columns of the table) as new data files with stats."""
     started = time.monotonic()
-    files = write_parquet_files(df, snapshot.table_root, snapshot.schema, snapshot.partition_columns)
+    files = write_parquet_files(
+        df, snapshot.table_root, snapshot.schema, snapshot.partition_columns, num_indexed_cols(snapshot.configuration)
+    )
     return WrittenRows.of(files, started)
 
 

@@ -58,6 +58,7 @@ from dvengine.expressions import BoundExpression, BoundPredicate, to_spark_sql
 from dvengine.log import Snapshot, load_snapshot
 from dvengine.protocol.actions import AddFile
 from dvengine.protocol.schema import StructField, StructType
+from dvengine.writing.stats import num_indexed_cols
 
 T_PRESENT = "__merge_tp"
 S_PRESENT = "__merge_sp"
@@ -328,7 +329,11 @@ def _apply(run: _Run, work: DataFrame) -> dict[str, Any]:
         estimate = new_rows + sum(a.live_records or 0 for a in retired.files_to_rewrite)
         out = out.coalesce(max(1, -(-estimate // ROWS_PER_OUTPUT_FILE)))  # never raises the partition count
         adds = spark_job(
-            "MERGE", lambda: write_parquet_files(out, snapshot.table_root, snapshot.schema, snapshot.partition_columns),
+            "MERGE",
+            lambda: write_parquet_files(
+                out, snapshot.table_root, snapshot.schema, snapshot.partition_columns,
+                num_indexed_cols(snapshot.configuration),
+            ),
             value_error=True,
         )
         ctx.written.add_data_files(adds)
