@@ -17,7 +17,7 @@ from dvengine.bench.runner import run_benchmark
 from dvengine.table import DeltaTable
 
 # dvengine-auto runs the same code paths as dv/rewrite; leaving it out keeps the test well under 60 s.
-CONTENDERS = ("dvengine-dv", "dvengine-rewrite", "delta-rs", "floor")
+CONTENDERS = ("dvengine-dv", "dvengine-spark", "dvengine-rewrite", "delta-rs", "floor")
 
 
 def test_bench_smoke_run(spark: Any, tmp_path: Path) -> None:
@@ -58,6 +58,12 @@ def test_bench_smoke_run(spark: Any, tmp_path: Path) -> None:
     one_row = by_key[("delete-1row", "dvengine-dv")]
     assert one_row["files_removed"] == 1 and one_row["data_files_written"] == 0  # stats skipping + a DV, no rewrite
     assert by_key[("delete-1row", "delta-rs")]["files_removed"] == 1
+    # Spark jobs per command, from Spark's status tracker: the auto executor picks the in-process
+    # one for a table this small (no Spark job at all); the forced Spark executor needs at least one.
+    for workload in config.workloads:
+        assert by_key[(workload, "dvengine-dv")]["spark_jobs"] == 0, workload
+        assert by_key[(workload, "dvengine-spark")]["spark_jobs"] >= 1, workload
+        assert by_key[(workload, "delta-rs")]["spark_jobs"] is None
     assert any("delete-1row" in line and "dvengine-dv" in line and line.rstrip().endswith(")") for line in lines)
     assert (out / "results.md").read_text().startswith("# dvengine benchmark results")
     assert {Path(p).name for p in paths} >= {"results.json", "results.md", "latency.png", "read_after.png"}

@@ -46,8 +46,20 @@ def _bytes(s: dict[str, Any]) -> str:
     return f"{human_bytes(s['bytes_written'])} + {human_bytes(s.get('log_bytes_written'))}"
 
 
-def _reads(s: dict[str, Any]) -> str:
-    return ", ".join(f"{k} {v:.3f}" for k, v in s["read_after_s"].items()) or "-"
+def _reads(s: dict[str, Any], baseline: dict[str, dict[str, float]]) -> str:
+    """Read-after times, each with its ratio to the same reader on the untouched base table: the
+    read penalty the operation left behind (DVs to apply, more files) in one number."""
+    engine = "dvengine" if s["contender"].startswith("dvengine") else s["contender"]
+    base = baseline.get(engine, {})
+    parts = []
+    for reader, seconds in s["read_after_s"].items():
+        ratio = f" ({seconds / base[reader]:.2f}x base)" if base.get(reader) else ""
+        parts.append(f"{reader} {seconds:.3f}{ratio}")
+    return ", ".join(parts) or "-"
+
+
+def _jobs(s: dict[str, Any]) -> str:
+    return "-" if s.get("spark_jobs") is None else f"{s['spark_jobs']:.0f}"
 
 
 def machine_lines(payload: dict[str, Any]) -> list[str]:
@@ -88,20 +100,20 @@ def workload_table(payload: dict[str, Any], info: dict[str, Any]) -> list[str]:
         f"{info['matched_rows']:,} rows matched ({pct(info['fraction'])}) in {info['files_holding_matches']} files"
         + (f", {info['new_rows']:,} inserted" if info["new_rows"] else ""),
         "",
-        "| contender | median s | min-max s | vs delta-rs | vs floor | files removed / data + DV files written (DVs) | bytes written (data+DV + log) | read after (s) |",
-        "|---|---:|---:|---:|---:|---:|---:|---|",
+        "| contender | median s | min-max s | vs delta-rs | vs floor | Spark jobs | files removed / data + DV files written (DVs) | bytes written (data+DV + log) | read after (s) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for s in rows:
         if s["status"] != "ok" and s["median_s"] is None:
-            lines.append(f"| {s['contender']} | {s['status']} | | | | | | {(s['error'] or '')[:240]} |")
+            lines.append(f"| {s['contender']} | {s['status']} | | | | | | | {(s['error'] or '')[:240]} |")
             continue
-        reads = _reads(s)
+        reads = _reads(s, payload.get("baseline_read_s") or {})
         if s["status"] != "ok":  # some runs verified, some failed: show both, never hide the failure
             runs = s["runs"] + s.get("failed_runs", 0)
             reads = f"**FAILED in {s.get('failed_runs', 0)} of {runs} runs**: {(s['error'] or '')[:240]}"
         lines.append(
             f"| {s['contender']} | {_s(s['median_s'])} | {_s(s['min_s'])}-{_s(s['max_s'])} | {_ratio(s['median_s'], deltars)}"
-            f" | {_ratio(s['median_s'], floor)} | {_files(s)} | {_bytes(s)} | {reads} |"
+            f" | {_ratio(s['median_s'], floor)} | {_jobs(s)} | {_files(s)} | {_bytes(s)} | {reads} |"
         )
     return [*lines, ""]
 
@@ -165,7 +177,9 @@ def render_markdown(payload: dict[str, Any]) -> str:
         (
             "Times are the operation alone (table open + DML + commit) on a warm session; a contender's time counts"
             " only after DuckDB's delta_scan and its own reader saw the expected rows. 'vs' columns: median ratio"
-            " (above 1 = slower). Read after: full-table count + sums right after the operation."
+            " (above 1 = slower). Spark jobs: jobs the operation started, from Spark's status tracker (median)."
+            " Read after: full-table count + sums right after the operation, with the ratio to the same"
+            " reader on the untouched base table."
         ),
         "",
         "## Workloads",

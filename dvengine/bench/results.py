@@ -43,6 +43,7 @@ class Measurement:
     dvs_written: int | None = None  # dvengine: DVs added or updated (inline ones live in the log, not in files)
     files_removed: int | None = None
     files_added: int | None = None
+    spark_jobs: int | None = None  # Spark jobs the operation started (status tracker); None: no Spark session
     read_after: dict[str, float] = field(default_factory=dict)
     verified_by: list[str] = field(default_factory=list)
     metrics: dict[str, Any] = field(default_factory=dict)
@@ -68,6 +69,7 @@ class Summary:
     dv_files_written: float | None
     dvs_written: float | None
     read_after_s: dict[str, float]
+    spark_jobs: float | None = None
     error: str | None = None
     failed_runs: int = 0  # a failed summary may still hold the medians of its verified runs
 
@@ -111,6 +113,7 @@ def summarize(measurements: list[Measurement]) -> list[Summary]:
                 dv_files_written=med("dv_files_written"),
                 dvs_written=med("dvs_written"),
                 read_after_s=read_after,
+                spark_jobs=med("spark_jobs"),
                 error=bad[0].error if bad else None,
                 failed_runs=sum(1 for m in bad if m.status == STATUS_FAILED),
             )

@@ -39,6 +39,7 @@ from dvengine.bench.results import (
     machine_facts,
     summarize,
 )
+from dvengine.bench.spark_jobs import count_spark_jobs
 from dvengine.bench.verify import TableFacts, duckdb_facts, duckdb_sql_matches, expected_facts, mismatch
 from dvengine.bench.workloads import Workload, build_workload
 
@@ -147,9 +148,11 @@ class Runner:
             since = tables.latest_version(table) if is_engine else -1
             prepared = contender.prepare(workload, table, self.context())
             try:
-                started = time.perf_counter()
-                outcome = prepared.run()
-                elapsed = time.perf_counter() - started
+                with count_spark_jobs(self.spark if contender.engine == ENGINE_DVENGINE else None, label) as jobs:
+                    started = time.perf_counter()
+                    outcome = prepared.run()
+                    elapsed = time.perf_counter() - started
+                m.spark_jobs = jobs.jobs
             finally:
                 prepared.cleanup()
             self._record_outcome(m, outcome.metrics, outcome.reported_rows)
@@ -369,6 +372,8 @@ def progress_line(done: int, total: int, m: Measurement, repeat: int) -> str:
     if m.status != STATUS_OK or m.seconds is None:
         return f"{head}  FAILED: {m.error}"
     parts = [f"{m.seconds:7.3f} s"]
+    if m.spark_jobs is not None:
+        parts.append(f"{m.spark_jobs} Spark jobs")
     if m.files_removed is not None:
         parts.append(
             f"touched {m.files_removed} files, wrote {m.data_files_written} data + {m.dv_files_written} DV files"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -43,6 +44,7 @@ class WrittenFiles:
 
     table_root: str
     paths: list[str] = field(default_factory=list)
+    folders: list[str] = field(default_factory=list)  # private staging folders, removed whole
 
     def add_data_files(self, adds: Iterable[AddFile]) -> None:
         self.paths.extend(resolve_data_path(self.table_root, a.path) for a in adds)
@@ -50,8 +52,22 @@ class WrittenFiles:
     def add_paths(self, paths: Iterable[str]) -> None:
         self.paths.extend(paths)
 
+    def add_folder(self, folder: str) -> None:
+        """A private folder (inside the table root) that only this command writes into."""
+        self.folders.append(folder)
+
+    def remove_staging(self, folder: str) -> None:
+        """Remove a staging folder whose useful files were moved out; it is no longer tracked."""
+        with contextlib.suppress(FileNotFoundError):
+            shutil.rmtree(folder)
+        if folder in self.folders:
+            self.folders.remove(folder)
+
     def remove_all(self) -> None:
         """Delete every recorded file that exists, and folders this left empty (never the root)."""
+        for staging in self.folders:
+            with contextlib.suppress(FileNotFoundError):
+                shutil.rmtree(staging)
         folders = set()
         for path in self.paths:
             with contextlib.suppress(FileNotFoundError):

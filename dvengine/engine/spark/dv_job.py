@@ -54,7 +54,7 @@ class FileOutcome:
     newly_deleted: int
 
 
-def _finish_file(ctx: DvJobContext, uri: str, chunks: list[np.ndarray]) -> FileOutcome:
+def finish_file(ctx: DvJobContext, uri: str, chunks: list[np.ndarray]) -> FileOutcome:
     add = ctx.targets.get(uri)
     if add is None:
         raise DeletionVectorError(f"verification scan returned rows of {uri}, which is not a candidate file")
@@ -80,6 +80,22 @@ def _task_dv_file_id(ctx: DvJobContext) -> tuple[str, str]:
     return ctx.dv_file_ids[partition % len(ctx.dv_file_ids)]
 
 
+def encode_outcomes(ctx: DvJobContext, outcomes: Mapping[str, FileOutcome]) -> dict[str, str]:
+    """Write the new DVs of this task's files (packed into the task's one DV file, or inline);
+    returns file uri -> descriptor JSON for the files that keep a DV."""
+    dv_uris = [uri for uri, o in outcomes.items() if o.action is FileAction.DELETION_VECTOR]
+    if not dv_uris:
+        return {}
+    descriptors = encode_deletion_vectors(
+        ctx.table_root,
+        [outcomes[uri].all_deleted for uri in dv_uris],
+        ctx.options.inline_max_bytes,
+        ctx.options.dv_random_prefix_len,
+        _task_dv_file_id(ctx),
+    )
+    return {uri: json.dumps(d.to_json()) for uri, d in zip(dv_uris, descriptors)}
+
+
 def build_deletion_vectors(ctx: DvJobContext) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """A mapInArrow function: batches of (file uri, row index) in, one result row per file out."""
 
@@ -97,16 +113,8 @@ def build_deletion_vectors(ctx: DvJobContext) -> Callable[[Iterator[pa.RecordBat
                 per_file.setdefault(str(uris[start]), []).append(rows[start:stop])
         if not per_file:
             return
-        outcomes = {uri: _finish_file(ctx, uri, chunks) for uri, chunks in per_file.items()}
-        dv_uris = [uri for uri, o in outcomes.items() if o.action is FileAction.DELETION_VECTOR]
-        descriptors = encode_deletion_vectors(
-            ctx.table_root,
-            [outcomes[uri].all_deleted for uri in dv_uris],
-            ctx.options.inline_max_bytes,
-            ctx.options.dv_random_prefix_len,
-            _task_dv_file_id(ctx),
-        )
-        dv_json = {uri: json.dumps(d.to_json()) for uri, d in zip(dv_uris, descriptors)}
+        outcomes = {uri: finish_file(ctx, uri, chunks) for uri, chunks in per_file.items()}
+        dv_json = encode_outcomes(ctx, outcomes)
         out = {
             "file_uri": list(outcomes),
             "action": [o.action.value for o in outcomes.values()],

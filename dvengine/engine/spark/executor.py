@@ -13,7 +13,9 @@ from __future__ import annotations
 import json
 import os
 import time
+import uuid
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TypeVar
 
 from pyspark import StorageLevel
@@ -30,21 +32,45 @@ from dvengine.engine.spark.dv_job import RESULT_DDL, DvJobContext, build_deletio
 from dvengine.engine.spark.identifiers import quote
 from dvengine.engine.spark.paths import spark_file_uri
 from dvengine.engine.spark.reader import FILE_PATH_COL, ROW_INDEX_COL, logical_spark_type, scan_logical, spark_schema
+from dvengine.engine.spark.rows_job import KIND_ADD, KIND_COUNT, KIND_FILE, RowsJobContext, retire_and_write
+from dvengine.engine.spark.rows_job import RESULT_DDL as RESULT_DDL_ROWS
 from dvengine.engine.spark.session import check_python_workers
-from dvengine.engine.spark.write_api import check_not_null
 from dvengine.engine.spark.writer import write_parquet_files
 from dvengine.errors import SchemaViolationError
 from dvengine.expressions import BoundExpression, BoundPredicate
-from dvengine.faults import DML_DV_FILES_WRITTEN, fault_point
+from dvengine.faults import DML_DATA_FILES_WRITTEN, DML_DV_FILES_WRITTEN, fault_point
 from dvengine.log import Snapshot
 from dvengine.planning.decisions import FileAction
 from dvengine.protocol.actions import AddFile, DeletionVectorDescriptor
 from dvengine.protocol.schema import DataType, StructType
 from dvengine.storage import resolve_data_path
+from dvengine.writing.files import SPARK_STAGING_PREFIX
 from dvengine.writing.stats import num_indexed_cols
 
 _MATCHED = "spark.matched"
+_FUSED = "spark.fused"
 R = TypeVar("R")
+
+
+@dataclass(frozen=True)
+class RetiredAndWritten:
+    """What one retire-and-write job did: DVs/decisions per file, new data files, rows per clause."""
+
+    retirement: RowRetirement
+    written: WrittenRows
+    clause_counts: dict[int, int]
+
+
+@dataclass(frozen=True)
+class RowsLayout:
+    """Which columns of the rows frame mean what to the retire-and-write tasks (see ``rows_job``)."""
+
+    value_columns: tuple[str, ...]
+    write_col: str | None = None
+    retire_col: str | None = None
+    clause_col: str | None = None
+    match_col: str | None = None
+    bad_values_col: str | None = None
 
 
 def spark_job(what: str, run: Callable[[], R], value_error: bool = False) -> R:
@@ -85,6 +111,21 @@ def updated_projection(snapshot: Snapshot, assignments: Mapping[str, str], match
         new = F.expr(assignments[field.name]).cast(logical_spark_type(field))
         out.append((new if matched is None else F.when(matched, new).otherwise(old)).alias(field.name))
     return out
+
+
+def _publish(ctx: DmlContext, staging: str, adds: Sequence[AddFile]) -> None:
+    """Move the files a job wrote into the staging folder to their place in the table.
+
+    Only the files of successful task attempts (those whose adds came back) move; the folder,
+    with anything a failed or speculative attempt left, is removed afterwards.
+    """
+    root = ctx.snapshot.table_root
+    for add in adds:
+        target = resolve_data_path(root, add.path)
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        os.rename(resolve_data_path(staging, add.path), target)
+        ctx.written.add_paths([target])
+    ctx.written.remove_staging(staging)
 
 
 class SparkExecutor:
@@ -132,6 +173,9 @@ class SparkExecutor:
         return cached
 
     def retire_rows(self, ctx: DmlContext, files: Sequence[AddFile], predicate: BoundPredicate | None) -> RowRetirement:
+        fused: RetiredAndWritten | None = ctx.engine_state.get(_FUSED)
+        if fused is not None:  # UPDATE: check_new_values already did the work
+            return fused.retirement
         started = time.monotonic()
         matched = ctx.engine_state.get(_MATCHED)
         if matched is None:
@@ -171,6 +215,71 @@ class SparkExecutor:
             outcomes.append(FileRetirement(targets[row["file_uri"]], FileAction(row["action"]), dv, int(row["newly_deleted"])))
         return build_retirement(outcomes, ctx.now_ms, dv_paths, int((time.monotonic() - started) * 1000))
 
+    def retire_and_write(
+        self, ctx: DmlContext, files: Sequence[AddFile], rows: DataFrame, layout: RowsLayout, spread: Column | None = None
+    ) -> RetiredAndWritten:
+        """One job: retire the target rows of ``rows`` and write their new versions (``rows_job``).
+
+        ``rows`` carries ``FILE_PATH_COL``/``ROW_INDEX_COL`` (null for rows without a target row,
+        as MERGE inserts) and the new values. Rows are repartitioned by file so a file's matches
+        meet in one task; ``spread`` (deterministic) spreads rows without a file over the tasks.
+        New files go to a private staging folder first and are renamed into place once the job
+        succeeded; the command removes the folder (and any DV file) if it fails.
+        """
+        started = time.monotonic()
+        snapshot = ctx.snapshot
+        targets = {spark_file_uri(resolve_data_path(snapshot.table_root, add.path)): add for add in files}
+        partitions = max(1, min(max(1, len(files)), self.spark.sparkContext.defaultParallelism))
+        file_ids = tuple(new_dv_file_id(ctx.options.dv_random_prefix_len) for _ in range(partitions))
+        dv_paths = [os.path.join(snapshot.table_root, relative) for _, relative in file_ids]
+        ctx.written.add_paths(dv_paths)  # any task may have written its file before a failure
+        staging = os.path.join(snapshot.table_root, f"{SPARK_STAGING_PREFIX}{uuid.uuid4().hex}")
+        ctx.written.add_folder(staging)
+        job = RowsJobContext(
+            dv=DvJobContext(
+                table_root=snapshot.table_root,
+                targets=targets,
+                options=ctx.options,
+                dv_supported=ctx.dv_supported,
+                file_path_col=FILE_PATH_COL,
+                row_index_col=ROW_INDEX_COL,
+                dv_file_ids=file_ids,
+            ),
+            schema=snapshot.schema,
+            partition_columns=tuple(snapshot.partition_columns),
+            num_indexed_cols=num_indexed_cols(snapshot.configuration),
+            staging_root=staging,
+            value_columns=layout.value_columns,
+            operation=ctx.operation,
+            write_col=layout.write_col,
+            retire_col=layout.retire_col,
+            clause_col=layout.clause_col,
+            match_col=layout.match_col,
+            bad_values_col=layout.bad_values_col,
+        )
+        key = F.col(FILE_PATH_COL) if spread is None else F.coalesce(F.col(FILE_PATH_COL), spread.cast("string"))
+        results = spark_job(
+            ctx.operation,
+            lambda: rows.repartition(partitions, key).mapInArrow(retire_and_write(job), RESULT_DDL_ROWS).collect(),
+            value_error=True,
+        )
+        fault_point(DML_DV_FILES_WRITTEN)
+        outcomes: list[FileRetirement] = []
+        adds: list[AddFile] = []
+        counts: dict[int, int] = {}
+        for row in results:
+            if row["kind"] == KIND_FILE:
+                dv = None if row["dv_json"] is None else DeletionVectorDescriptor.from_json(json.loads(row["dv_json"]))
+                outcomes.append(FileRetirement(targets[row["file_uri"]], FileAction(row["action"]), dv, int(row["newly_deleted"])))
+            elif row["kind"] == KIND_ADD:
+                adds.append(AddFile.from_json(json.loads(row["add_json"])))
+            elif row["kind"] == KIND_COUNT:
+                counts[int(row["clause"])] = counts.get(int(row["clause"]), 0) + int(row["n"])
+        retirement = build_retirement(outcomes, ctx.now_ms, dv_paths, int((time.monotonic() - started) * 1000))
+        _publish(ctx, staging, adds)
+        fault_point(DML_DATA_FILES_WRITTEN)
+        return RetiredAndWritten(retirement, WrittenRows.of(adds, started), counts)
+
     # --- writing ------------------------------------------------------------------------------------
 
     def write_survivors(self, ctx: DmlContext, files: Sequence[AddFile], predicate: BoundPredicate) -> WrittenRows:
@@ -182,16 +291,20 @@ class SparkExecutor:
     def check_new_values(
         self, ctx: DmlContext, predicate: BoundPredicate | None, assignments: Mapping[str, BoundExpression]
     ) -> None:
-        """One job evaluates every new value of every matched row (ANSI casts fail it) and counts
-        NULLs headed for NOT NULL columns; the table folder is untouched when it raises."""
+        """The whole UPDATE in one job: Spark evaluates every new value of every matched row (ANSI
+        casts fail the job), and the tasks check NOT NULL columns, build the DVs and write the new
+        rows (``rows_job``). ``retire_rows`` and ``write_updated_rows`` then hand out the result;
+        a failure here leaves nothing behind (the command removes the staging folder and DV files)."""
         sql = {name: value.sql for name, value in assignments.items()}
-        new_values = self._matched_rows(ctx, predicate).select(*updated_projection(ctx.snapshot, sql, None))
+        snapshot = ctx.snapshot
+        rows = (
+            scan_logical(self.spark, snapshot, ctx.plan.candidates, keep_row_ids=True)
+            .where(self._condition(predicate))
+            .select(FILE_PATH_COL, ROW_INDEX_COL, *updated_projection(snapshot, sql, None))
+        )
+        layout = RowsLayout(value_columns=tuple(snapshot.schema.field_names))
         try:
-            spark_job("UPDATE", lambda: check_not_null(new_values, ctx.snapshot.schema), value_error=True)
-            # hash() consumes every value, so each assigned expression and its cast really run
-            # (a bare IS NULL test on a non-nullable ANSI cast is folded away by the optimizer)
-            forced = new_values.agg(*[F.max(F.hash(F.col(quote(name)))).alias(f"h{i}") for i, name in enumerate(sql)])
-            spark_job("UPDATE", forced.collect, value_error=True)
+            ctx.engine_state[_FUSED] = self.retire_and_write(ctx, ctx.plan.candidates, rows, layout)
         except SchemaViolationError as exc:
             raise self._name_failing_column(ctx, predicate, sql, exc) from exc.__cause__
 
@@ -229,22 +342,20 @@ class SparkExecutor:
         assignments: Mapping[str, BoundExpression],
         rewrite_files: Sequence[AddFile],
     ) -> WrittenRows:
-        sql = {name: value.sql for name, value in assignments.items()}
-        matched = self._matched_rows(ctx, predicate)
-        rewrite_uris = [spark_file_uri(resolve_data_path(ctx.table_root, a.path)) for a in rewrite_files]
-        outside = matched.where(~F.col(FILE_PATH_COL).isin(rewrite_uris)) if rewrite_uris else matched
-        rows = outside.drop(FILE_PATH_COL, ROW_INDEX_COL).select(*updated_projection(ctx.snapshot, sql, None))
-        if rewrite_files:
-            whole = scan_logical(self.spark, ctx.snapshot, rewrite_files).select(
-                *updated_projection(ctx.snapshot, sql, self._condition(predicate))
-            )
-            rows = rows.unionByName(whole)
-        try:
-            written = spark_job("UPDATE", lambda: write_frame(rows, ctx.snapshot), value_error=True)
-        except SchemaViolationError as exc:
-            raise self._name_failing_column(ctx, predicate, sql, exc) from exc.__cause__
-        ctx.written.add_data_files(written.files)
-        return written
+        """The updated rows the retire-and-write job wrote, plus the unmatched rows of the files the
+        rewrite threshold sends to copy-on-write (their matched rows are among the updated ones)."""
+        fused: RetiredAndWritten = ctx.engine_state[_FUSED]
+        if not rewrite_files or predicate is None:  # without a predicate no row survives
+            return fused.written
+        started = time.monotonic()
+        survivors = self.write_survivors(ctx, rewrite_files, predicate)
+        updated = fused.written
+        return WrittenRows(
+            [*updated.files, *survivors.files],
+            updated.rows + survivors.rows,
+            updated.bytes + survivors.bytes,
+            updated.elapsed_ms + int((time.monotonic() - started) * 1000),
+        )
 
     def close(self) -> None:
         for frame in self._persisted:

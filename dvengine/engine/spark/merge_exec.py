@@ -1,13 +1,13 @@
-"""MERGE execution: candidates, one join, clause evaluation, then DVs for retired rows and new files.
+"""MERGE execution: candidates, one join, and one job that evaluates clauses, writes DVs and new files.
 
-Order of work is what keeps failures clean. Everything that can reject the MERGE runs before a
-single byte is written: binding (unknown columns, scoping), static casts (Spark analysis),
-the cardinality check (a target row matched by several source rows), and a validation pass
-over the new rows (values that do not cast to the target type, NULLs into NOT NULL columns).
-Only then are deletion vectors and data files written, and one commit makes them visible.
-
-The joined frame is persisted once and feeds the cardinality check, the per-clause counts and
-validation, the DV job (row ids of updated and deleted target rows) and the write of new rows.
+Binding errors (unknown columns, scoping) and static casts (Spark analysis) are refused before
+any job runs. The join then feeds a single retire-and-write job (``rows_job``): its tasks check
+cardinality (a target row matched by several source rows), values that do not cast to the
+target type and NULLs into NOT NULL columns, build DVs and write the new rows. A refusal fails
+that job, and the command removes whatever any task wrote, so a refused MERGE leaves the table
+folder as it was; one commit makes a successful one visible. No copy of the join is persisted:
+a small upsert costs the source aggregation plus that one job (jobs per command are recorded by
+the benchmark harness).
 Target columns are renamed to ``__t<i>`` and source columns to ``__s<j>`` so that same-named
 columns of both sides can coexist; clause expressions are rewritten to those names from their
 bound trees, never by string substitution.
@@ -39,9 +39,8 @@ from dvengine.commands.merge_clauses import (
 )
 from dvengine.commands.merge_metrics import merge_metrics
 from dvengine.commands.options import resolve_options
-from dvengine.commands.retirement import RowRetirement
 from dvengine.engine.spark.columns import predicate_column_to_sql, value_column_to_sql
-from dvengine.engine.spark.executor import SparkExecutor, spark_job
+from dvengine.engine.spark.executor import RowsLayout, SparkExecutor, spark_job
 from dvengine.engine.spark.identifiers import quote
 from dvengine.engine.spark.merge_prune import ConditionParts, derive_target_predicate, split_condition
 from dvengine.engine.spark.reader import FILE_PATH_COL, ROW_INDEX_COL, logical_spark_type, scan_logical, spark_schema
@@ -50,14 +49,13 @@ from dvengine.engine.spark.writer import write_parquet_files
 from dvengine.errors import (
     InvalidArgumentError,
     InvalidPredicateError,
-    MergeCardinalityError,
     SchemaMismatchError,
     SchemaViolationError,
 )
 from dvengine.expressions import BoundExpression, BoundPredicate, to_spark_sql
 from dvengine.log import Snapshot, load_snapshot
 from dvengine.protocol.actions import AddFile
-from dvengine.protocol.schema import StructField, StructType
+from dvengine.protocol.schema import StructType
 from dvengine.writing.stats import num_indexed_cols
 
 T_PRESENT = "__merge_tp"
@@ -255,13 +253,10 @@ def execute_merge(spark: SparkSession, req: MergeRequest) -> dict[str, Any]:
             work = joined.withColumn(CLAUSE, clause_col).where(keep)
         except AnalysisException as exc:
             raise InvalidPredicateError(f"cannot evaluate the MERGE condition or clause conditions: {exc}") from exc
-        work = work.persist(StorageLevel.MEMORY_AND_DISK)
         run = _Run(spark, ctx, condition, clauses, names, check_duplicates, num_source_rows, total)
         with ctx.cleaning_up_on_failure():  # DV and data files of a MERGE that did not commit
             return spark_job("MERGE", lambda: _apply(run, work))
     finally:
-        if work is not None:
-            work.unpersist()
         source.unpersist()
 
 
@@ -279,7 +274,19 @@ class _Run:
     total: _Timer
 
 
+WRITE = "__merge_write"
+RETIRE = "__merge_retire"
+MATCH = "__merge_match"
+BAD = "__merge_bad"
+
+
 def _apply(run: _Run, work: DataFrame) -> dict[str, Any]:
+    """Clause values, checks, DVs and new files in one Spark job (``SparkExecutor.retire_and_write``).
+
+    Every check that can refuse the MERGE runs inside that job's tasks (cardinality, values that
+    do not cast, NULLs into NOT NULL columns); a refusal fails the job and the command removes
+    what any task wrote, so the table folder is as it was.
+    """
     spark, ctx, clauses, names = run.spark, run.ctx, run.clauses, run.names
     snapshot, plan = ctx.snapshot, ctx.plan
     scan = _Timer()
@@ -287,57 +294,60 @@ def _apply(run: _Run, work: DataFrame) -> dict[str, Any]:
     retiring = [c.clause_id for c in clauses if c.retires_target_row]
     fields = list(snapshot.schema.fields)
     typed_names = [names.target[f.name] for f in fields]
-    valued = _analyze(lambda: work.select(CLAUSE, *_value_columns(snapshot, clauses, names)),
-                      InvalidPredicateError, "cannot evaluate a MERGE assignment")
+    presence = [F.col(c) for c in (T_PRESENT, S_PRESENT) if c in work.columns]
+    valued = _analyze(
+        lambda: work.select(CLAUSE, *_row_id_columns(work), *presence, *_value_columns(snapshot, clauses, names)),
+        InvalidPredicateError,
+        "cannot evaluate a MERGE assignment",
+    )
     tried = [F.col(n).try_cast(logical_spark_type(f)) for n, f in zip(typed_names, fields)]
     _analyze(lambda: valued.select(*tried), SchemaViolationError, "a MERGE assignment cannot be cast to its target column type")
-
+    uncastable = F.concat_ws(",", *[F.when(F.col(n).isNotNull() & t.isNull(), F.lit(f.name)) for n, t, f in zip(typed_names, tried, fields)])
+    flags = [
+        F.coalesce(F.col(CLAUSE).isin(writing), F.lit(False)).alias(WRITE),
+        F.coalesce(F.col(CLAUSE).isin(retiring), F.lit(False)).alias(RETIRE),
+        uncastable.alias(BAD),
+    ]
     if run.check_duplicates:
-        both = work.where(F.col(T_PRESENT).isNotNull() & F.col(S_PRESENT).isNotNull())
-        duplicate = both.groupBy(FILE_PATH_COL, ROW_INDEX_COL).count().where(F.col("count") > 1).limit(1).collect()
-        if duplicate:
-            raise MergeCardinalityError(
-                "cannot perform MERGE: multiple source rows matched the same target row and could modify it in "
-                "conflicting ways (Delta's DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE); deduplicate the "
-                "source or make the condition match at most one source row per target row; nothing was written"
-            )
-
-    counts = _clause_counts_and_validate(valued, tried, fields, typed_names, writing)
-    retired = RowRetirement()
-    if any(counts.get(cid, 0) for cid in retiring):
-        ids = work.where(F.col(CLAUSE).isin(retiring)).select(FILE_PATH_COL, ROW_INDEX_COL)
-        if not run.check_duplicates:
-            ids = ids.distinct()
-        retired = SparkExecutor(spark).retire_row_ids(ctx, plan.candidates, ids, time.monotonic())
+        flags.append((F.col(T_PRESENT).isNotNull() & F.col(S_PRESENT).isNotNull()).alias(MATCH))
+    rows = valued.select(
+        FILE_PATH_COL, ROW_INDEX_COL, CLAUSE, *flags, *[t.alias(n) for n, t in zip(typed_names, tried)]
+    )
+    layout = RowsLayout(
+        value_columns=tuple(typed_names),
+        write_col=WRITE,
+        retire_col=RETIRE,
+        clause_col=CLAUSE,
+        match_col=MATCH if run.check_duplicates else None,
+        bad_values_col=BAD,
+    )
+    spread = F.hash(*[F.col(n) for n in typed_names])  # rows without a target row (inserts)
+    fused = SparkExecutor(spark).retire_and_write(ctx, plan.candidates, rows, layout, spread)
+    counts, retired = fused.clause_counts, fused.retirement
+    adds = list(fused.written.files)
     scan_ms = scan.ms()
 
     rewrite = _Timer()
-    new_rows = sum(counts.get(cid, 0) for cid in writing)
-    adds: list[AddFile] = []
-    if new_rows or retired.files_to_rewrite:
-        raw = valued.where(F.col(CLAUSE).isin(writing))
-        out = raw.select(*[F.col(n).cast(logical_spark_type(f)).alias(f.name) for n, f in zip(typed_names, fields)])
-        if retired.files_to_rewrite:
-            ids = work.where(F.col(CLAUSE).isin(retiring)).select(FILE_PATH_COL, ROW_INDEX_COL)
-            survivors = (
-                scan_logical(spark, snapshot, retired.files_to_rewrite, keep_row_ids=True)
-                .join(ids, on=[FILE_PATH_COL, ROW_INDEX_COL], how="left_anti")
-                .select(*[F.col(quote(f.name)) for f in fields])
-            )
-            out = out.unionByName(survivors)
-        # Small outputs (the common upsert) go to few files instead of one per shuffle partition.
-        estimate = new_rows + sum(a.live_records or 0 for a in retired.files_to_rewrite)
-        out = out.coalesce(max(1, -(-estimate // ROWS_PER_OUTPUT_FILE)))  # never raises the partition count
-        adds = spark_job(
+    if retired.files_to_rewrite:
+        # Files over the rewrite threshold lose their DV: their unretired rows are copied to new files.
+        ids = work.where(F.col(CLAUSE).isin(retiring)).select(FILE_PATH_COL, ROW_INDEX_COL)
+        survivors = (
+            scan_logical(spark, snapshot, retired.files_to_rewrite, keep_row_ids=True)
+            .join(ids, on=[FILE_PATH_COL, ROW_INDEX_COL], how="left_anti")
+            .select(*[F.col(quote(f.name)) for f in fields])
+        )
+        estimate = sum(a.live_records or 0 for a in retired.files_to_rewrite)
+        survivors = survivors.coalesce(max(1, -(-estimate // ROWS_PER_OUTPUT_FILE)))  # never raises the partition count
+        copied = spark_job(
             "MERGE",
             lambda: write_parquet_files(
-                out, snapshot.table_root, snapshot.schema, snapshot.partition_columns,
+                survivors, snapshot.table_root, snapshot.schema, snapshot.partition_columns,
                 num_indexed_cols(snapshot.configuration),
             ),
-            value_error=True,
         )
-        ctx.written.add_data_files(adds)
-    rewrite_ms = rewrite.ms() if adds else 0
+        ctx.written.add_data_files(copied)
+        adds += copied
+    rewrite_ms = fused.written.elapsed_ms + (rewrite.ms() if retired.files_to_rewrite else 0)
 
     metrics = merge_metrics(
         clauses, counts, not run.check_duplicates, run.num_source_rows, retired, adds, plan, scan_ms, rewrite_ms, "spark"
@@ -347,38 +357,16 @@ def _apply(run: _Run, work: DataFrame) -> dict[str, Any]:
     return ctx.finish(metrics)
 
 
+def _row_id_columns(work: DataFrame) -> list[Column]:
+    """The target row's (file, row index), NULL where the row has none (inserts; insert-only MERGE)."""
+    if FILE_PATH_COL in work.columns:
+        return [F.col(FILE_PATH_COL), F.col(ROW_INDEX_COL)]
+    return [F.lit(None).cast("string").alias(FILE_PATH_COL), F.lit(None).cast("long").alias(ROW_INDEX_COL)]
+
+
 def _analyze(build: Callable[[], Any], error: type[Exception], what: str) -> Any:
     """Run a frame-building step (Spark analyses eagerly) and turn analysis errors into ``error``."""
     try:
         return build()
     except AnalysisException as exc:
         raise error(f"{what}: {exc}") from exc
-
-
-def _clause_counts_and_validate(
-    valued: DataFrame, tried: list[Column], fields: Sequence[StructField], typed_names: list[str], writing: list[int]
-) -> dict[int, int]:
-    """Rows per clause, and in the same job the checks on new values (uncastable, NULL into NOT NULL)."""
-    is_writing = F.col(CLAUSE).isin(writing)
-    checks: list[Column] = []
-    for i, (name, f) in enumerate(zip(typed_names, fields)):
-        checks.append(F.when(F.col(name).isNotNull() & tried[i].isNull(), 1).otherwise(0).alias(f"bad{i}"))
-        if not f.nullable:
-            checks.append(F.when(is_writing & tried[i].isNull(), 1).otherwise(0).alias(f"null{i}"))
-    check_names = [f"bad{i}" for i in range(len(fields))] + [f"null{i}" for i, f in enumerate(fields) if not f.nullable]
-    rows = (
-        valued.select(CLAUSE, *checks)
-        .groupBy(CLAUSE)
-        .agg(F.count(F.lit(1)).alias("__n"), *[F.sum(F.col(n)).alias(n) for n in check_names])
-        .collect()
-    )
-    counts = {int(r[CLAUSE]): int(r["__n"]) for r in rows if r[CLAUSE] is not None}
-    bad = [f.name for i, f in enumerate(fields) if any((r[f"bad{i}"] or 0) > 0 for r in rows)]
-    if bad:
-        raise SchemaViolationError(
-            f"MERGE would write value(s) that cannot be cast to the target type of column(s) {bad}; nothing was written"
-        )
-    nulls = [f.name for i, f in enumerate(fields) if not f.nullable and any((r[f"null{i}"] or 0) > 0 for r in rows)]
-    if nulls:
-        raise SchemaViolationError(f"MERGE would write NULL into NOT NULL column(s) {nulls}; nothing was written")
-    return counts

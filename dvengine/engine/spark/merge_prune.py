@@ -16,6 +16,7 @@ import datetime as dt
 import decimal
 from dataclasses import dataclass
 
+import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -114,6 +115,20 @@ def _comparable(source_type: T.DataType, target_type: T.DataType) -> bool:
     return False
 
 
+# Sources up to this many rows are summarized on the driver from one Arrow collect of their key
+# columns (one Spark job); larger ones by an aggregation plus, for few distinct keys, a second job.
+LOCAL_SUMMARY_MAX_ROWS = 1_000_000
+
+
+@dataclass(frozen=True)
+class KeySummary:
+    """What the source says about one join key: its range and, when small, its distinct values."""
+
+    lo: object
+    hi: object
+    values: list[object] | None  # None: more than IN_LIST_MAX distinct values (or not collected)
+
+
 def derive_target_predicate(
     source: DataFrame,
     parts: ConditionParts,
@@ -122,34 +137,31 @@ def derive_target_predicate(
 ) -> tuple[BoundPredicate | None, int]:
     """The target-only predicate every matchable target row satisfies, and the source row count.
 
-    One aggregation over the (persisted) source gives the count and each key's min, max and
-    approximate distinct count; keys with few distinct values are then collected exactly.
+    A small source (the common upsert) is summarized from one Arrow collect of its key columns;
+    a large one by one aggregation (count, each key's min, max and approximate distinct count),
+    then keys with few distinct values are collected exactly. Each Spark job costs 100-300 ms
+    of fixed overhead here, so the small case matters.
     """
-    usable: list[tuple[JoinKey, T.DataType]] = []
-    aggs = [F.count(F.lit(1)).alias("n")]
+    usable: list[tuple[int, JoinKey, T.DataType]] = []
     for i, key in enumerate(parts.keys):
         source_type = source.select(F.expr(key.source_sql)).schema.fields[0].dataType
         target_type = target_spark_types[key.target.name]
-        if not _comparable(source_type, target_type):
-            continue
-        value = F.expr(key.source_sql)
-        aggs += [F.min(value).alias(f"lo{i}"), F.max(value).alias(f"hi{i}"), F.approx_count_distinct(value).alias(f"nd{i}")]
-        usable.append((key, target_type))
-    row = source.agg(*aggs).collect()[0]
-    num_source_rows = int(row["n"])
+        if _comparable(source_type, target_type):
+            usable.append((i, key, target_type))
+    found = _summarize_locally(source, usable)
+    if found is None:
+        found = _summarize_on_spark(source, usable)
+    num_source_rows, summaries = found
     conjuncts: list[str] = list(parts.target_only)
-    for i, key in enumerate(parts.keys):
-        match = next((t for k, t in usable if k is key), None)
-        if match is None:
-            continue
-        lo, hi = row[f"lo{i}"], row[f"hi{i}"]
+    for i, key, target_type in usable:
+        summary = summaries[i]
         column = quote_identifier(key.target.name)
-        if lo is None:
+        if summary.lo is None:
             conjuncts.append("FALSE")  # no non-null key: `t.k = NULL` never holds, nothing can match
             continue
-        text = _in_list(source, key, match, column, int(row[f"nd{i}"]))
+        text = _in_list_sql(summary.values, target_type, column)
         if text is None:
-            lo_sql, hi_sql = _literal(lo, match), _literal(hi, match)
+            lo_sql, hi_sql = _literal(summary.lo, target_type), _literal(summary.hi, target_type)
             if lo_sql is None or hi_sql is None:
                 continue
             text = f"{column} >= {lo_sql} AND {column} <= {hi_sql}"
@@ -160,15 +172,52 @@ def derive_target_predicate(
     return parse_predicate(sql, target_schema), num_source_rows
 
 
-def _in_list(source: DataFrame, key: JoinKey, target_type: T.DataType, column: str, approx_distinct: int) -> str | None:
-    if approx_distinct > IN_LIST_MAX * 1.1:
+def _summarize_locally(
+    source: DataFrame, usable: list[tuple[int, JoinKey, T.DataType]]
+) -> tuple[int, dict[int, KeySummary]] | None:
+    """Count and key summaries from the key columns collected as Arrow, or None if the source is large."""
+    columns = [F.expr(key.source_sql).alias(f"k{i}") for i, key, _ in usable] or [F.lit(True).alias("row")]
+    keys = source.select(*columns).limit(LOCAL_SUMMARY_MAX_ROWS + 1).toArrow()
+    if keys.num_rows > LOCAL_SUMMARY_MAX_ROWS:
         return None
+    summaries = {}
+    for i, _, _ in usable:
+        present = pc.drop_null(keys.column(f"k{i}"))
+        if len(present) == 0:
+            summaries[i] = KeySummary(None, None, None)
+            continue
+        distinct = pc.unique(present)
+        values = distinct.to_pylist() if len(distinct) <= IN_LIST_MAX else None
+        summaries[i] = KeySummary(pc.min(present).as_py(), pc.max(present).as_py(), values)
+    return keys.num_rows, summaries
+
+
+def _summarize_on_spark(
+    source: DataFrame, usable: list[tuple[int, JoinKey, T.DataType]]
+) -> tuple[int, dict[int, KeySummary]]:
+    aggs = [F.count(F.lit(1)).alias("n")]
+    for i, key, _ in usable:
+        value = F.expr(key.source_sql)
+        aggs += [F.min(value).alias(f"lo{i}"), F.max(value).alias(f"hi{i}"), F.approx_count_distinct(value).alias(f"nd{i}")]
+    row = source.agg(*aggs).collect()[0]
+    summaries = {}
+    for i, key, _ in usable:
+        values = _distinct_values(source, key) if int(row[f"nd{i}"]) <= IN_LIST_MAX * 1.1 else None
+        summaries[i] = KeySummary(row[f"lo{i}"], row[f"hi{i}"], values)
+    return int(row["n"]), summaries
+
+
+def _distinct_values(source: DataFrame, key: JoinKey) -> list[object] | None:
     values = [
         r[0]
         for r in source.select(F.expr(key.source_sql).alias("k")).where(F.col("k").isNotNull()).distinct()
         .limit(IN_LIST_MAX + 1).collect()
     ]
-    if len(values) > IN_LIST_MAX or not values:
+    return values if len(values) <= IN_LIST_MAX else None
+
+
+def _in_list_sql(values: list[object] | None, target_type: T.DataType, column: str) -> str | None:
+    if not values:
         return None
     literals = [_literal(v, target_type) for v in values]
     if any(lit is None for lit in literals):

@@ -1,0 +1,241 @@
+"""Executor side of UPDATE and MERGE: one task pass retires target rows AND writes the new rows.
+
+A small UPDATE or MERGE on Spark used to be several jobs over a persisted join: validate the
+new values, count clauses, check cardinality, build DVs, then write the new rows with Spark's
+Parquet writer (and read every footer back on the driver). Each job costs a fixed 100-300 ms
+here, so the job count, not the data, set the latency. This module does all of it in the task
+that already holds a file's matched rows after the repartition by file:
+
+- the new values arrive already evaluated by Spark (ANSI casts in the projection fail the job,
+  with Spark's own error), and the task checks NULLs headed for NOT NULL columns;
+- MERGE's cardinality check: every (file, row index) of one file meets in this task, so a target
+  row matched twice is seen here (Delta's rule, same message as the other executors);
+- bitmaps per file, unioned with the file's old DV, the DV/rewrite/remove decision, packed DV
+  files (the same code as the DELETE job, ``dv_job``);
+- new rows written with the embedded executor's writer (pyarrow: same physical schema, field
+  ids, partition folders and stats as every other dvengine write) into a per-command staging
+  folder the driver renames into place after the job, or removes if the command fails.
+
+Only descriptors, counts and ``add`` actions travel back to the driver.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from dvengine.engine.local.writer import write_data_files
+from dvengine.engine.spark.dv_job import DvJobContext, FileOutcome, encode_outcomes, finish_file
+from dvengine.errors import MergeCardinalityError, SchemaViolationError
+from dvengine.protocol.schema import StructType, to_arrow_type
+from dvengine.writing.schema_checks import not_null_paths
+
+KIND_FILE = "file"
+KIND_ADD = "add"
+KIND_COUNT = "count"
+
+RESULT_SCHEMA = pa.schema(
+    [
+        pa.field("kind", pa.string(), False),
+        pa.field("file_uri", pa.string(), True),
+        pa.field("action", pa.string(), True),
+        pa.field("dv_json", pa.string(), True),
+        pa.field("newly_deleted", pa.int64(), True),
+        pa.field("add_json", pa.string(), True),
+        pa.field("clause", pa.int32(), True),
+        pa.field("n", pa.int64(), True),
+    ]
+)
+RESULT_DDL = (
+    "kind string, file_uri string, action string, dv_json string, newly_deleted long, add_json string, clause int, n long"
+)
+
+# New rows are flushed to files at this many rows, which bounds a task's memory.
+FLUSH_ROWS = 1_000_000
+
+CARDINALITY_MESSAGE = (
+    "cannot perform MERGE: multiple source rows matched the same target row and could modify it in "
+    "conflicting ways (Delta's DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE); deduplicate the "
+    "source or make the condition match at most one source row per target row; nothing was written"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class RowsJobContext:
+    """What a task needs besides its rows (shipped once per task by closure)."""
+
+    dv: DvJobContext
+    schema: StructType
+    partition_columns: tuple[str, ...]
+    num_indexed_cols: int
+    staging_root: str  # new files go under it; the returned adds are relative to it
+    value_columns: tuple[str, ...]  # batch columns holding the new row, in schema field order
+    operation: str
+    write_col: str | None = None  # boolean: this row's new values are written (None: every row)
+    retire_col: str | None = None  # boolean: this row retires its target row (None: every row with a file)
+    clause_col: str | None = None  # int: counted per value (MERGE clause ids)
+    match_col: str | None = None  # boolean: target and source both present (MERGE cardinality check)
+    bad_values_col: str | None = None  # string: names of columns whose new value does not cast ("" if none)
+
+    @property
+    def not_null(self) -> list[tuple[str, ...]]:
+        return not_null_paths(self.schema)
+
+
+def _mask(batch: pa.Table, column: str | None) -> pa.ChunkedArray | None:
+    return None if column is None else pc.fill_null(batch.column(column), False)
+
+
+class _NewRows:
+    """New rows of one task, written in chunks of ``FLUSH_ROWS`` to the staging folder."""
+
+    def __init__(self, ctx: RowsJobContext) -> None:
+        self.ctx = ctx
+        self.pending: list[pa.Table] = []
+        self.pending_rows = 0
+        self.adds: list[str] = []
+        self.target = [(f, to_arrow_type(f.type)) for f in ctx.schema.fields]
+
+    def add(self, rows: pa.Table) -> None:
+        if rows.num_rows == 0:
+            return
+        columns = []
+        for (_, arrow_type), name in zip(self.target, self.ctx.value_columns):
+            column = rows.column(name)
+            columns.append(column if column.type == arrow_type else column.cast(arrow_type))
+        table = pa.Table.from_arrays(columns, names=[f.name for f, _ in self.target])
+        _check_not_null(table, self.ctx)
+        self.pending.append(table)
+        self.pending_rows += rows.num_rows
+        if self.pending_rows >= FLUSH_ROWS:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.pending:
+            return
+        rows = pa.concat_tables(self.pending)
+        self.pending, self.pending_rows = [], 0
+        written = write_data_files(
+            rows, self.ctx.staging_root, self.ctx.schema, self.ctx.partition_columns, self.ctx.num_indexed_cols
+        )
+        self.adds.extend(json.dumps(add.to_json()) for add in written)
+
+
+def _check_not_null(table: pa.Table, ctx: RowsJobContext) -> None:
+    """NULLs headed for NOT NULL fields, nested ones included (a null parent struct is allowed)."""
+    for path in ctx.not_null:
+        values: pa.ChunkedArray | pa.Array = table.column(path[0])
+        parents_valid = None
+        for name in path[1:]:
+            valid = pc.is_valid(values)
+            parents_valid = valid if parents_valid is None else pc.and_(parents_valid, valid)
+            values = pc.struct_field(values, name)
+        bad = pc.is_null(values) if parents_valid is None else pc.and_(parents_valid, pc.is_null(values))
+        if pc.any(bad).as_py():
+            raise SchemaViolationError(
+                f"{ctx.operation} would write NULL into NOT NULL column {'.'.join(path)!r}; nothing was written"
+            )
+
+
+def _check_castable(rows: pa.Table, ctx: RowsJobContext) -> None:
+    """Spark flagged (``try_cast`` gave NULL for a non-NULL value) new values that do not fit their column."""
+    if ctx.bad_values_col is None or rows.num_rows == 0:
+        return
+    flagged = pc.unique(rows.column(ctx.bad_values_col)).to_pylist()
+    bad = sorted({name for text in flagged if text for name in text.split(",")})
+    if bad:
+        raise SchemaViolationError(
+            f"{ctx.operation} would write value(s) that cannot be cast to the target type of column(s) {bad}; "
+            "nothing was written"
+        )
+
+
+def _check_cardinality(uris: np.ndarray, rows: np.ndarray) -> None:
+    """Raise if one (file, row index) appears twice among the matched pairs of this task."""
+    if len(rows) < 2:
+        return
+    order = np.lexsort((rows, uris))
+    uris, rows = uris[order], rows[order]
+    if np.any((uris[1:] == uris[:-1]) & (rows[1:] == rows[:-1])):
+        raise MergeCardinalityError(CARDINALITY_MESSAGE)
+
+
+def _group_by_file(uris: np.ndarray, rows: np.ndarray, per_file: dict[str, list[np.ndarray]]) -> None:
+    order = np.argsort(uris, kind="stable")
+    uris, rows = uris[order], rows[order]
+    boundaries = np.flatnonzero(uris[1:] != uris[:-1]) + 1
+    for start, stop in zip(np.r_[0, boundaries], np.r_[boundaries, len(uris)]):
+        per_file.setdefault(str(uris[start]), []).append(rows[start:stop])
+
+
+def retire_and_write(ctx: RowsJobContext) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """A mapInArrow function: matched rows (row ids + new values) in, outcomes and adds out."""
+    dv = ctx.dv
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        per_file: dict[str, list[np.ndarray]] = {}
+        matched_uris: list[np.ndarray] = []
+        matched_rows: list[np.ndarray] = []
+        counts: dict[int, int] = {}
+        new_rows = _NewRows(ctx)
+        for record_batch in batches:
+            if record_batch.num_rows == 0:
+                continue
+            batch = pa.Table.from_batches([record_batch])
+            if ctx.clause_col is not None:
+                for item in pc.value_counts(batch.column(ctx.clause_col)).to_pylist():
+                    if item["values"] is not None:
+                        counts[int(item["values"])] = counts.get(int(item["values"]), 0) + int(item["counts"])
+            has_file = pc.is_valid(batch.column(dv.file_path_col))
+            retire = _mask(batch, ctx.retire_col)
+            retiring = batch.filter(has_file if retire is None else pc.and_(has_file, retire))
+            if retiring.num_rows:
+                _group_by_file(
+                    retiring.column(dv.file_path_col).to_numpy(),
+                    retiring.column(dv.row_index_col).to_numpy().astype(np.int64),
+                    per_file,
+                )
+            match = _mask(batch, ctx.match_col)
+            if match is not None:
+                matched = batch.filter(pc.and_(has_file, match))
+                matched_uris.append(matched.column(dv.file_path_col).to_numpy())
+                matched_rows.append(matched.column(dv.row_index_col).to_numpy().astype(np.int64))
+            write = _mask(batch, ctx.write_col)
+            written = batch if write is None else batch.filter(write)
+            _check_castable(written, ctx)
+            new_rows.add(written)
+        if matched_uris:
+            _check_cardinality(np.concatenate(matched_uris), np.concatenate(matched_rows))
+        new_rows.flush()
+        yield from _results(dv, per_file, new_rows.adds, counts)
+
+    return run
+
+
+def _results(
+    dv: DvJobContext, per_file: dict[str, list[np.ndarray]], adds: list[str], counts: dict[int, int]
+) -> Iterator[pa.RecordBatch]:
+    outcomes: dict[str, FileOutcome] = {uri: finish_file(dv, uri, chunks) for uri, chunks in per_file.items()}
+    dv_json = encode_outcomes(dv, outcomes)
+    kinds: list[str] = []
+    out: dict[str, list[object]] = {name: [] for name in RESULT_SCHEMA.names}
+
+    def row(kind: str, **values: object) -> None:
+        kinds.append(kind)
+        for name in RESULT_SCHEMA.names[1:]:
+            out[name].append(values.get(name))
+
+    for uri, outcome in outcomes.items():
+        row(KIND_FILE, file_uri=uri, action=outcome.action.value, dv_json=dv_json.get(uri), newly_deleted=outcome.newly_deleted)
+    for add in adds:
+        row(KIND_ADD, add_json=add)
+    for clause, n in counts.items():
+        row(KIND_COUNT, clause=clause, n=n)
+    if kinds:
+        out["kind"] = list(kinds)
+        yield pa.RecordBatch.from_pydict(out, schema=RESULT_SCHEMA)
