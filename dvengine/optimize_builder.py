@@ -37,6 +37,8 @@ class DeltaOptimizeBuilder:
     def _condition(self) -> str | None:
         if not self._filters:
             return None
+        if len(self._filters) == 1:
+            return self._filters[0]
         return " AND ".join(f"({f})" for f in self._filters)
 
     def _settings(self) -> OptimizeSettings:

@@ -40,7 +40,7 @@ from dvengine.writing.properties import validate_table_properties
 
 def file_uri(path: str) -> str:
     """``file:///abs/path`` percent-encoded as ``add.path`` URIs are."""
-    return "file://" + quote(path, safe="/")
+    return "file://" + quote(path, safe="/=")
 
 
 def _absolute_dv(source_root: str, dv: DeletionVectorDescriptor | None) -> DeletionVectorDescriptor | None:
@@ -85,8 +85,10 @@ def _check_properties(properties: Mapping[str, str] | None) -> dict[str, str]:
     if not isinstance(properties, dict):
         raise ValueError(f"properties needs to be a dict but got '{type(properties)}'.")
     for k, v in properties.items():
-        if not isinstance(k, str) or not isinstance(v, str):
-            raise ValueError(f"All property keys and values must be strings, got {k!r}: {v!r}")
+        if not isinstance(k, str):
+            raise ValueError(f"All property keys including {k} needs to be a string but got '{type(k)}'.")
+        if not isinstance(v, str):
+            raise ValueError(f"All property values including {v} needs to be a string but got '{type(v)}'.")
     validate_table_properties(properties)
     return dict(properties)
 

@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from dvengine.commit.transaction import Transaction
-from dvengine.errors import DataFileError, InvalidArgumentError, SchemaMismatchError, TableNotFoundError
+from dvengine.errors import DataFileError, InvalidArgumentError, SchemaError, SchemaMismatchError, TableNotFoundError
 from dvengine.log import table_exists
 from dvengine.protocol.actions import AddFile, Metadata
 from dvengine.protocol.features import check_writable
@@ -134,7 +134,7 @@ def _partition_values(relative: str, columns: Sequence[StructField]) -> dict[str
             continue
         try:
             value = parse_partition_value(text, f.type)
-        except (ValueError, ArithmeticError, InvalidArgumentError) as exc:
+        except (ValueError, ArithmeticError, SchemaError) as exc:
             raise SchemaMismatchError(
                 f"file {relative}: partition value {text!r} of column {f.name!r} is not a valid {f.type.simple_string()} ({exc})"
             ) from exc

@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Mapping
-from urllib.parse import quote
 
 from dvengine.errors import InvalidArgumentError, OperationNotAllowedError, UnsupportedFeatureError
 from dvengine.log import Snapshot, load_snapshot
@@ -35,7 +34,7 @@ def _partition_dir(snapshot: Snapshot, values: Mapping[str, str | None]) -> str:
 
 
 def _file_uri(path: str) -> str:
-    return "file:" + quote(path)
+    return "file:" + path
 
 
 def _write_manifest(folder: str, lines: list[str]) -> None:

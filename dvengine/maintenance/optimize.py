@@ -108,10 +108,12 @@ def partition_predicate(snapshot: Snapshot, condition: str | None) -> BoundPredi
         raise TypeError(f"the OPTIMIZE partition filter must be a SQL string, got {type(condition).__name__}")
     predicate = parse_predicate(condition, snapshot.schema)
     if not is_partition_only(predicate, snapshot.partition_columns):
+        parts = {p.lower() for p in snapshot.partition_columns}
+        others = sorted(c for c in predicate.columns if c.lower() not in parts)
         raise InvalidPredicateError(
-            f"OPTIMIZE partition filter {condition!r} references non-partition column(s) "
-            f"{sorted(c for c in predicate.columns if c.lower() not in {p.lower() for p in snapshot.partition_columns})}; "
-            f"only partition columns {list(snapshot.partition_columns)} are allowed"
+            f"Predicate references non-partition column {', '.join(repr(c) for c in others)}. "
+            f"Only the partition columns may be referenced: [{', '.join(snapshot.partition_columns)}] "
+            f"(OPTIMIZE partition filter {condition!r}; nothing was written)"
         )
     return predicate
 

@@ -59,8 +59,8 @@ def add_feature(table_root: str, name: str) -> int | None:
     snapshot = load_snapshot(table_root)
     check_writable(snapshot.protocol, snapshot.metadata)
     feature_info(name)
-    if name in writer_features(snapshot.protocol) and snapshot.protocol.min_writer_version >= 7:
-        return None
+    if name in writer_features(snapshot.protocol):
+        return None  # supported already, explicitly or implied by a legacy version (as in Delta: a no-op)
     if name not in SUPPORTED_WRITER_FEATURES:
         raise UnsupportedFeatureError(
             f"adding table feature {name!r} is refused: dvengine does not implement it, so no dvengine writer "

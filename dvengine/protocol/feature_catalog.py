@@ -90,15 +90,16 @@ def check_versions(reader_version: int, writer_version: int) -> None:
 
 
 def upgraded(current: Protocol, reader_version: int, writer_version: int) -> Protocol:
-    """``current`` raised to (reader, writer): Delta refuses downgrades and keeps implied features."""
+    """``current`` raised to at least (reader, writer), keeping implied features.
+
+    As in delta-spark, asking for lower versions than the table has is not an error but changes
+    nothing (protocols are never downgraded: the result takes the larger of each version).
+    """
     check_versions(reader_version, writer_version)
-    if reader_version < current.min_reader_version or writer_version < current.min_writer_version:
-        raise InvalidArgumentError(
-            f"protocol version cannot be downgraded from ({current.min_reader_version}, {current.min_writer_version}) "
-            f"to ({reader_version}, {writer_version})"
-        )
     r = max(reader_version, current.min_reader_version)
     w = max(writer_version, current.min_writer_version)
+    if (r, w) == (current.min_reader_version, current.min_writer_version):
+        return current
     writers = sorted(writer_features(current)) if w >= 7 else None
     readers = sorted(reader_features(current)) if r >= 3 else None
     return Protocol(r, w, None if readers is None else tuple(readers), None if writers is None else tuple(writers))
