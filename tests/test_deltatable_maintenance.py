@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,13 @@ def _folder_state(path: Path | str) -> dict[str, bytes]:
             full = os.path.join(dirpath, name)
             out[os.path.relpath(full, path)] = Path(full).read_bytes()
     return out
+
+
+def dt_text(epoch_ms: int) -> str:
+    """A timestamp string (UTC, millisecond precision) as cloneAtTimestamp takes it."""
+    import datetime as dt
+
+    return dt.datetime.fromtimestamp(epoch_ms / 1000, dt.UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
 
 
 def _last(path: Path | str) -> dict[str, Any]:
@@ -201,6 +209,12 @@ def test_clone(tmp_path: Path) -> None:
     assert rows_arrow(t3, KV) == rows_delta_rs(t3, KV) == [("a", 1), ("b", 2), ("c", 3)]
     dt.clone(str(t3), True, True)
     assert rows_arrow(t3, KV) == rows_delta_rs(t3, KV) == [("d", 4), ("e", 5), ("f", 6)]
+    assert _last(t3)["operationMetrics"]["numRemovedFiles"] == "1"
+    t4 = tmp_path / "t4"
+    first_commit_ms = DeltaTable.forPath(None, src).history()[-1]["timestamp"]
+    stamp = dt_text(first_commit_ms)
+    dt.cloneAtTimestamp(stamp, str(t4), True)
+    assert rows_arrow(t4, KV) == [("a", 1), ("b", 2), ("c", 3)]
     with pytest.raises(TableAlreadyExistsError):
         dt.clone(str(t3), True, False)
 
@@ -449,3 +463,66 @@ def test_optimize_is_not_invalidated_by_a_concurrent_append(tmp_path: Path) -> N
     assert version == DeltaTable.forPath(None, tmp_path).version()
     want = sort_rows([*model, (1000, "new")])
     assert rows_arrow(tmp_path, ["id", "p"]) == rows_delta_rs(tmp_path, ["id", "p"]) == want
+
+
+def test_convert_spark_style_int96_timestamps_and_null_partitions(tmp_path: Path) -> None:
+    """Spark writes TIMESTAMP as INT96 by default: Delta types it ``timestamp`` (UTC), not NTZ."""
+    import datetime as dt
+
+    ts = pa.array([dt.datetime(2024, 1, 1, 12, tzinfo=dt.UTC), None], pa.timestamp("us", tz="UTC"))
+    for folder in ("day=__HIVE_DEFAULT_PARTITION__", "day=2024-01-02"):
+        (tmp_path / folder).mkdir()
+        pq.write_table(pa.table({"ts": ts, "n": [1, 2]}), tmp_path / folder / "f.parquet", use_deprecated_int96_timestamps=True)
+    dt_ = DeltaTable.convertToDelta(None, f"parquet.`{tmp_path}`", "day date")
+    assert [(f.name, f.type.simple_string()) for f in dt_.snapshot().schema.fields] == [
+        ("ts", "timestamp"), ("n", "long"), ("day", "date")
+    ]
+    noon = dt.datetime(2024, 1, 1, 12, tzinfo=dt.UTC)
+    want = sort_rows([(noon, 1, None), (None, 2, None), (noon, 1, dt.date(2024, 1, 2)), (None, 2, dt.date(2024, 1, 2))])
+    cols = ["ts", "n", "day"]
+    assert rows_arrow(tmp_path, cols) == rows_delta_rs(tmp_path, cols) == rows_duckdb(tmp_path, cols) == want
+
+
+def test_spark_reads_shallow_clones_and_converted_tables(spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from interop import rows_spark
+
+    monkeypatch.setenv("DVENGINE_DV_INLINEMAXBYTES", "0")
+    src, clone, plain = tmp_path / "src", tmp_path / "clone", tmp_path / "plain"
+    model = _dv_table(src, partitioned=True)
+    DeltaTable.forPath(spark, src).clone(str(clone), isShallow=True)
+    assert rows_spark(spark, clone, ["id", "p"]) == sort_rows(model)
+    plain.mkdir()
+    pq.write_table(pa.table({"key": ["a", "b"], "value": [1, 2]}), plain / "part-0.parquet")
+    DeltaTable.convertToDelta(spark, f"parquet.`{plain}`")
+    assert rows_spark(spark, plain, KV) == [("a", 1), ("b", 2)]
+
+
+@pytest.mark.parametrize("name", ["dv-partitioned-with-checkpoint", "basic-dv-no-checkpoint"])
+def test_optimize_and_clone_golden_delta_spark_dv_tables(
+    golden_copy: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    """Tables whose DVs Delta Spark wrote: a shallow clone and OPTIMIZE give the expected rows."""
+    from conftest import load_expected
+
+    expected = load_expected(name)
+    latest = max(expected["versions"], key=int)
+    want = sort_rows(expected["versions"][latest]["rows"])
+    cols = expected["columns"]
+    path = golden_copy(name)
+    clone = tmp_path / "clone"
+    DeltaTable.forPath(None, path).clone(str(clone), isShallow=True)
+    assert rows_arrow(clone, cols) == rows_delta_rs(clone, cols) == want
+    monkeypatch.setenv("SPARK_DATABRICKS_DELTA_OPTIMIZE_MAXDELETEDROWSRATIO", "0")
+    before = DeltaTable.forPath(None, path).snapshot().files
+    def part(f: Any) -> str:
+        return json.dumps(dict(f.partition_values), sort_keys=True)
+
+    per_partition = Counter(part(f) for f in before)
+    # Delta's rule: a file alone in its partition forms a one-file bin, which OPTIMIZE skips
+    lone_dv_files = sorted(f.path for f in before if f.deletion_vector is not None and per_partition[part(f)] == 1)
+    DeltaTable.forPath(None, path).optimize().executeCompaction()
+    snap = DeltaTable.forPath(None, path).snapshot()
+    assert sorted(f.path for f in snap.files if f.deletion_vector is not None) == lone_dv_files
+    assert len(snap.files) == len(per_partition)
+    assert rows_arrow(path, cols) == rows_delta_rs(path, cols) == rows_duckdb(path, cols) == want
+    assert rows_arrow(clone, cols) == want  # the clone still reads the source's old files

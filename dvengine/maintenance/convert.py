@@ -159,12 +159,16 @@ def _merge_schemas(footers: list[tuple[str, pq.FileMetaData]]) -> StructType:
 
 
 def _arrow_schema(md: pq.FileMetaData) -> pa.Schema:
-    schema = md.schema.to_arrow_schema()
+    """The file's columns as Delta would type them: timestamps in microseconds; INT96 ones (Spark's
+    default for TIMESTAMP, always UTC-normalized) as ``timestamp``, not ``timestamp_ntz``."""
+    int96 = {
+        md.schema.column(j).path.split(".")[0] for j in range(md.num_columns) if md.schema.column(j).physical_type == "INT96"
+    }
     fields = []
-    for f in schema:
+    for f in md.schema.to_arrow_schema():
         t = f.type
-        if pa.types.is_timestamp(t):  # INT96 / ns timestamps: Delta stores microseconds
-            t = pa.timestamp("us", tz="UTC" if t.tz is not None else None)
+        if pa.types.is_timestamp(t):
+            t = pa.timestamp("us", tz="UTC" if t.tz is not None or f.name in int96 else None)
         elif pa.types.is_large_string(t):
             t = pa.string()
         fields.append(pa.field(f.name, t, True))
