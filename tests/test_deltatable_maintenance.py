@@ -526,3 +526,52 @@ def test_optimize_and_clone_golden_delta_spark_dv_tables(
     assert len(snap.files) == len(per_partition)
     assert rows_arrow(path, cols) == rows_delta_rs(path, cols) == rows_duckdb(path, cols) == want
     assert rows_arrow(clone, cols) == want  # the clone still reads the source's old files
+
+
+def test_failed_clone_and_bad_protocol_requests_leave_everything_unchanged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    src, deep, busy = tmp_path / "src", tmp_path / "deep", tmp_path / "busy"
+    monkeypatch.setenv("DVENGINE_DV_INLINEMAXBYTES", "0")
+    _dv_table(src, partitioned=True)
+    source_before = _folder_state(src)
+    busy.mkdir()
+    (busy / "notes.txt").write_text("not a table")
+    dt = DeltaTable.forPath(None, src)
+    with pytest.raises(InvalidArgumentError, match="non-empty folder"):
+        dt.clone(str(busy), isShallow=True)
+    with pytest.raises(InvalidArgumentError, match="must not be the source"):
+        dt.clone(str(src / "inner"), isShallow=True)
+    with pytest.raises(InvalidArgumentError, match="delta.appendOnly"):
+        dt.clone(str(deep), isShallow=True, properties={"delta.appendOnly": "maybe"})
+    from dvengine.commit import transaction
+
+    def refuse(*args: Any, **kwargs: Any) -> int:
+        raise OSError("disk full (injected)")
+
+    with monkeypatch.context() as m:
+        m.setattr(transaction.Transaction, "commit", refuse)
+        with pytest.raises(OSError, match="injected"):
+            dt.clone(str(deep), isShallow=False)
+    assert _folder_state(deep) == {}  # every copied data and DV file removed again
+    assert _folder_state(busy) == {"notes.txt": b"not a table"}
+    version = dt.version()
+    with pytest.raises(InvalidArgumentError, match="readerVersion must be 1, 2 or 3"):
+        dt.upgradeTableProtocol(4, 7)
+    with pytest.raises(InvalidArgumentError, match="requires writerVersion 7"):
+        dt.upgradeTableProtocol(3, 5)
+    with pytest.raises(UnsupportedFeatureError, match="rowTracking"):
+        dt.addFeatureSupport("rowTracking")  # a Delta feature dvengine could not honour when writing
+    assert dt.version() == version
+    assert _folder_state(src) == source_before
+
+
+def test_drop_check_constraints_normalizes_to_legacy(tmp_path: Path) -> None:
+    dt = _feature_table(tmp_path)
+    dt.addFeatureSupport("checkConstraints")
+    p = dt.snapshot().protocol
+    assert (p.min_reader_version, p.min_writer_version) == (1, 7)
+    assert sorted(p.writer_features or ()) == ["appendOnly", "checkConstraints", "invariants"]
+    dt.dropFeatureSupport("checkConstraints")
+    assert _versions(dt) == (1, 2)
+    assert rows_arrow(tmp_path, KV) == rows_delta_rs(tmp_path, KV) == [("a", 1)]
