@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
     from dvengine.dml import EngineSession
     from dvengine.merge_builder import DeltaMergeBuilder
+    from dvengine.optimize_builder import DeltaOptimizeBuilder
 
 Timestamp = int | dt.datetime | str
 
@@ -182,6 +183,68 @@ class DeltaTable:
         from dvengine.engine.spark.purge import purge
 
         return purge(self.spark, self._path, condition, minDeletedRatio)
+
+    # --- maintenance: OPTIMIZE, CLONE, CONVERT, protocol, manifests (dvengine/maintenance_api.py) ---
+
+    def optimize(self) -> DeltaOptimizeBuilder:
+        """OPTIMIZE builder: ``.where(partitionFilter).executeCompaction()``; runs without a JVM."""
+        from dvengine.optimize_builder import DeltaOptimizeBuilder
+
+        return DeltaOptimizeBuilder(self._spark, self._path)
+
+    def clone(
+        self, target: str, isShallow: bool = False, replace: bool = False, properties: dict[str, str] | None = None
+    ) -> DeltaTable:
+        """Clone the latest version to ``target`` (shallow: files referenced by absolute path)."""
+        from dvengine.maintenance_api import clone_table
+
+        return DeltaTable(self._spark, clone_table(self.snapshot(), target, isShallow, replace, properties))
+
+    def cloneAtVersion(
+        self, version: int, target: str, isShallow: bool = False, replace: bool = False,
+        properties: dict[str, str] | None = None,
+    ) -> DeltaTable:
+        from dvengine.maintenance_api import check_int, clone_table
+
+        snapshot = self.snapshot(version=check_int(version, "version"))
+        return DeltaTable(self._spark, clone_table(snapshot, target, isShallow, replace, properties))
+
+    def cloneAtTimestamp(
+        self, timestamp: str, target: str, isShallow: bool = False, replace: bool = False,
+        properties: dict[str, str] | None = None,
+    ) -> DeltaTable:
+        from dvengine.maintenance_api import check_str, clone_table
+
+        snapshot = self.snapshot(timestamp=check_str(timestamp, "timestamp"))
+        return DeltaTable(self._spark, clone_table(snapshot, target, isShallow, replace, properties))
+
+    @classmethod
+    def convertToDelta(cls, sparkSession: SparkSession | None, identifier: str, partitionSchema: Any = None) -> DeltaTable:
+        """Convert ``parquet.`/path``` in place; ``partitionSchema``: DDL string or StructType."""
+        from dvengine.maintenance.convert import convert_to_delta
+
+        return cls(sparkSession, convert_to_delta(identifier, partitionSchema))
+
+    def upgradeTableProtocol(self, readerVersion: int, writerVersion: int) -> None:
+        from dvengine.maintenance_api import upgrade_table_protocol
+
+        upgrade_table_protocol(self._path, readerVersion, writerVersion)
+
+    def addFeatureSupport(self, featureName: str) -> None:
+        from dvengine.maintenance_api import add_feature_support
+
+        add_feature_support(self._path, featureName)
+
+    def dropFeatureSupport(self, featureName: str, truncateHistory: bool | None = None) -> None:
+        from dvengine.maintenance_api import drop_feature_support
+
+        drop_feature_support(self._path, featureName, truncateHistory)
+
+    def generate(self, mode: str) -> None:
+        """GENERATE symlink_format_manifest (refused on versions with DVs, as in Delta)."""
+        from dvengine.maintenance.manifest import generate
+
+        generate(self._path, mode)
 
     def __repr__(self) -> str:
         return f"DeltaTable({self._path!r})"

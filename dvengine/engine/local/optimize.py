@@ -1,0 +1,36 @@
+"""The embedded executor's half of OPTIMIZE and of DV purging: rewrite files without their deleted rows.
+
+A bin's files are read with their DVs applied (the reference Arrow reader), concatenated in bin
+order and written by the same writer DML uses (file naming, stats, column mapping, partition
+folders), so compacted files are indistinguishable from any other dvengine-written file. One bin
+is bounded by ``optimize.maxFileSize`` (1 GiB by default), which bounds the memory used.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pyarrow as pa
+
+from dvengine.engine.local.writer import write_data_files
+from dvengine.log import Snapshot
+from dvengine.protocol.actions import AddFile
+from dvengine.protocol.schema import to_arrow_schema
+from dvengine.read.arrow_reader import read_file_arrow
+from dvengine.writing.stats import num_indexed_cols
+
+
+def rewrite_files(snapshot: Snapshot, files: Sequence[AddFile]) -> list[AddFile]:
+    """Live rows of ``files`` (one partition) written as new data files; nothing is committed."""
+    names = to_arrow_schema(snapshot.schema).names
+    tables = [read_file_arrow(snapshot, add).select(names) for add in files]
+    rows = pa.concat_tables(tables) if tables else to_arrow_schema(snapshot.schema).empty_table()
+    if rows.num_rows == 0:
+        return []
+    return write_data_files(
+        rows,
+        snapshot.table_root,
+        snapshot.schema,
+        snapshot.partition_columns,
+        num_indexed_cols(snapshot.configuration),
+    )

@@ -1,0 +1,76 @@
+"""DeltaOptimizeBuilder: ``DeltaTable.optimize().where(...).executeCompaction()`` as in delta-spark.
+
+The builder only binds the call: the planning and commit rules are in
+:mod:`dvengine.maintenance.optimize`, the file rewriting on the embedded executor. With a
+SparkSession the result is the DataFrame delta-spark returns (one row: ``path``, ``metrics``);
+without one, the same row as a dict, so scripts need no JVM to compact a small table.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from dvengine.commands.options import no_conf
+from dvengine.errors import UnsupportedFeatureError
+from dvengine.log import load_snapshot
+from dvengine.maintenance.optimize import OptimizeSettings, plan_optimize, run_optimize
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+
+class DeltaOptimizeBuilder:
+    """Collects the partition filter; ``executeCompaction`` runs OPTIMIZE."""
+
+    def __init__(self, spark: SparkSession | None, table_root: str) -> None:
+        self._spark = spark
+        self._root = table_root
+        self._filters: list[str] = []
+
+    def where(self, partitionFilter: str) -> DeltaOptimizeBuilder:
+        """Limit OPTIMIZE to the partitions matching a SQL condition on partition columns."""
+        if not isinstance(partitionFilter, str):
+            raise TypeError(f"partitionFilter must be a SQL string, got {type(partitionFilter).__name__}")
+        self._filters.append(partitionFilter)
+        return self
+
+    def _condition(self) -> str | None:
+        if not self._filters:
+            return None
+        if len(self._filters) == 1:
+            return self._filters[0]
+        return " AND ".join(f"({f})" for f in self._filters)
+
+    def _settings(self) -> OptimizeSettings:
+        spark = self._spark
+        if spark is None:
+            return OptimizeSettings.from_conf(no_conf)
+        return OptimizeSettings.from_conf(lambda key: spark.conf.get(key, None))
+
+    def executeCompaction(self) -> Any:
+        """Compact small files (and files with many DV-deleted rows) per partition.
+
+        Returns a Spark DataFrame ``(path, metrics)`` when the table handle has a session, else
+        ``{"path": ..., "metrics": {...}}`` with Delta's OptimizeMetrics field names.
+        """
+        from dvengine.engine.local.optimize import rewrite_files
+
+        settings = self._settings()
+        plan = plan_optimize(load_snapshot(self._root), self._condition(), settings)
+        metrics, _version = run_optimize(plan, rewrite_files)
+        if self._spark is None:
+            return {"path": self._root, "metrics": metrics}
+        from dvengine.engine.spark.maintenance_frames import optimize_result_frame
+
+        return optimize_result_frame(self._spark, self._root, metrics)
+
+    def executeZOrderBy(self, *cols: str | list[str] | tuple[str, ...]) -> Any:
+        """Not implemented: Z-ordering needs an interleaved-bits range partitioning dvengine lacks."""
+        flat: list[object] = list(cols[0]) if len(cols) == 1 and isinstance(cols[0], (list, tuple)) else list(cols)
+        for c in flat:
+            if type(c) is not str:
+                raise TypeError(f"Z-order column must be str. Found {c} with type {type(c)}")
+        raise UnsupportedFeatureError(
+            f"OPTIMIZE ... ZORDER BY {flat} is not supported by dvengine; use executeCompaction() "
+            "(nothing was written)"
+        )
