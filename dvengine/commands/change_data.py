@@ -21,11 +21,10 @@ from dataclasses import replace
 from dvengine.commands.context import DmlContext
 from dvengine.log import Snapshot
 from dvengine.protocol.actions import AddCDCFile, AddFile
-from dvengine.protocol.features import change_data_feed_enabled
+from dvengine.protocol.features import CHANGE_DATA_DIR, change_data_feed_enabled
 from dvengine.protocol.schema import PrimitiveType, StructField, StructType
 from dvengine.storage import resolve_data_path
 
-CHANGE_DATA_DIR = "_change_data"
 CHANGE_TYPE_COLUMN = "_change_type"
 INSERT = "insert"
 DELETE = "delete"

@@ -16,6 +16,7 @@ TIMESTAMP_NTZ = "timestampNtz"
 V2_CHECKPOINT = "v2Checkpoint"
 CHANGE_DATA_FEED = "changeDataFeed"
 ENABLE_CHANGE_DATA_FEED = "delta.enableChangeDataFeed"
+CHANGE_DATA_DIR = "_change_data"  # PROTOCOL.md "Change Data Files": the folder at the table root
 
 SUPPORTED_READER_FEATURES = frozenset({DELETION_VECTORS, COLUMN_MAPPING, TIMESTAMP_NTZ, V2_CHECKPOINT, "vacuumProtocolCheck"})
 
