@@ -464,3 +464,22 @@ def test_conflict_loser_leaves_no_change_files(
             (t.alias("t").merge(source, "t.id = s.id", source_alias="s").withEngine(engine).withMode("dv")
              .whenMatchedUpdateAll().whenNotMatchedInsertAll().execute())
     assert folder_state(path) == before  # no cdc (or DV, or data) file of the loser is left
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_legacy_protocol_table_without_dvs(request: pytest.FixtureRequest, tmp_path: Path, engine: str) -> None:
+    """DVs off: the table gets writer version 4 (no table features), DML rewrites, readers agree."""
+    path = tmp_path / "t"
+    rows = [(i, i * 10) for i in range(8)]
+    _create(path, rows, ["key", "value"], [pa.int64(), pa.int64()], configuration={"delta.enableDeletionVectors": "false"})
+    protocol = next(a["protocol"] for a in _commit(path, 0) if "protocol" in a)
+    assert (protocol["minReaderVersion"], protocol["minWriterVersion"]) == (1, 4)
+    t = DeltaTable.forPath(_session(request, engine), path)
+    v1 = t.update("key % 2 = 0", {"value": "value + 1"}, engine=engine)["version"]
+    v2 = t.delete("key > 5", engine=engine)["version"]
+    after_update = {k: (v + 1 if k % 2 == 0 else v) for k, v in rows}
+    expected = [(k, v, "update_preimage", v1) for k, v in rows if k % 2 == 0]
+    expected += [(k, v + 1, "update_postimage", v1) for k, v in rows if k % 2 == 0]
+    expected += [(k, after_update[k], "delete", v2) for k, _ in rows if k > 5]
+    check_feed(path, v1, v2, ["key", "value"], expected)
+    check_table(path, ["key", "value"], [(k, v) for k, v in after_update.items() if k <= 5])
