@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -25,12 +25,21 @@ from pyroaring import BitMap64
 from dvengine.dv import load_deletion_vector
 from dvengine.errors import InvalidArgumentError
 from dvengine.log import Snapshot, latest_version, load_snapshot, read_commit_actions
+from dvengine.log.filenames import commit_file_name
 from dvengine.log.timestamps import commit_info_timestamp, to_epoch_ms
-from dvengine.protocol.actions import Action, AddCDCFile, AddFile, CommitInfo, Metadata, RemoveFile
+from dvengine.protocol.actions import (
+    Action,
+    AddCDCFile,
+    AddFile,
+    CommitInfo,
+    DeletionVectorDescriptor,
+    Metadata,
+    RemoveFile,
+)
 from dvengine.protocol.features import change_data_feed_enabled
 from dvengine.protocol.schema import to_arrow_field
 from dvengine.read import open_data_file, read_physical_rows
-from dvengine.storage import resolve_data_path
+from dvengine.storage import log_dir, resolve_data_path
 
 CHANGE_TYPE = "_change_type"
 COMMIT_VERSION = "_commit_version"
@@ -47,9 +56,9 @@ def change_schema(snapshot: Snapshot) -> pa.Schema:
     )
 
 
-def _as_add(path: str, partition_values: object, dv: object = None) -> AddFile:
-    values = dict(partition_values) if isinstance(partition_values, dict) else {}
-    return AddFile(path=path, partition_values=values, size=0, modification_time=0, deletion_vector=dv)  # type: ignore[arg-type]
+def _as_add(path: str, partition_values: Mapping[str, str | None], dv: DeletionVectorDescriptor | None) -> AddFile:
+    """A removed file in the shape the Arrow reader takes (only path, partitions and DV matter)."""
+    return AddFile(path=path, partition_values=dict(partition_values), size=0, modification_time=0, deletion_vector=dv)
 
 
 def _rows_at(snapshot: Snapshot, add: AddFile, positions: np.ndarray) -> pa.Table:
@@ -98,7 +107,7 @@ def _from_file_actions(snapshot: Snapshot, actions: Sequence[Action]) -> list[pa
             out.append(_tag(_rows_at(snapshot, add, positions), "insert"))
             continue
         num_rows = open_data_file(snapshot, add).metadata.num_rows
-        before = _dv_rows(snapshot, _as_add(old.path, old.partition_values, old.deletion_vector), num_rows)
+        before = _dv_rows(snapshot, _as_add(old.path, add.partition_values, old.deletion_vector), num_rows)
         after = _dv_rows(snapshot, add, num_rows)
         newly_deleted = np.asarray((after - before).to_array(), dtype=np.int64)
         restored = np.asarray((before - after).to_array(), dtype=np.int64)
@@ -109,14 +118,14 @@ def _from_file_actions(snapshot: Snapshot, actions: Sequence[Action]) -> list[pa
     for remove in removed.values():
         partition_values = remove.partition_values
         if partition_values is None:
-            partition_values = snapshot_partition_values(snapshot, remove.path)
+            partition_values = _folder_partition_values(remove.path)
         as_add = _as_add(remove.path, partition_values, remove.deletion_vector)
         positions, _ = _live_positions(snapshot, as_add)
         out.append(_tag(_rows_at(snapshot, as_add, positions), "delete"))
     return out
 
 
-def snapshot_partition_values(snapshot: Snapshot, path: str) -> dict[str, str | None]:
+def _folder_partition_values(path: str) -> dict[str, str | None]:
     """Partition values of a removed file whose ``remove`` omits them (legacy writers): its folder names."""
     values: dict[str, str | None] = {}
     for part in path.split("/")[:-1]:
@@ -162,16 +171,20 @@ def _version_range(table_root: str, latest: int, start: int | None, end: int | N
     return start, end
 
 
+def _commit_path(table_root: str, version: int) -> str:
+    return os.path.join(log_dir(table_root), commit_file_name(version))
+
+
 def _has_commit(table_root: str, version: int) -> bool:
-    return os.path.exists(os.path.join(table_root, "_delta_log", f"{version:020d}.json"))
+    return os.path.exists(_commit_path(table_root, version))
 
 
 def _commit_time(table_root: str, version: int, actions: Sequence[Action] | None = None) -> int:
+    """The commit's time as time travel sees it (see spec_notes/change-data-feed.md)."""
     if actions is None:
         actions = read_commit_actions(table_root, version)
     info = next((a for a in actions if isinstance(a, CommitInfo)), None)
-    mtime = int(os.stat(os.path.join(table_root, "_delta_log", f"{version:020d}.json")).st_mtime * 1000)
-    return commit_info_timestamp(info, mtime)
+    return commit_info_timestamp(info, int(os.stat(_commit_path(table_root, version)).st_mtime * 1000))
 
 
 def read_changes(
