@@ -92,6 +92,25 @@ class DeltaTable:
 
         return read_snapshot_df(self.spark, self.snapshot(version, timestamp))
 
+    def changes(
+        self,
+        startingVersion: int | None = None,
+        endingVersion: int | None = None,
+        startingTimestamp: Timestamp | None = None,
+        endingTimestamp: Timestamp | None = None,
+    ) -> Any:
+        """The change data feed between two versions (inclusive), with ``_change_type``,
+        ``_commit_version`` and ``_commit_timestamp``: a pyarrow.Table without a SparkSession, a
+        Spark DataFrame with one (see spec_notes/change-data-feed.md)."""
+        from dvengine.changes import read_changes
+
+        rows = read_changes(self._path, startingVersion, endingVersion, startingTimestamp, endingTimestamp)
+        if self._spark is None:
+            return rows
+        from dvengine.engine.spark.changes import changes_frame
+
+        return changes_frame(self._spark, rows)
+
     def scan(
         self,
         condition: str | Column | None = None,

@@ -30,6 +30,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("dvengine.commit",),
     ("dvengine.writing",),
     ("dvengine.read",),
+    ("dvengine.changes",),  # change data feed reader: log + read, below the commands
     # maintenance (VACUUM, history) sits with the commands, not at the top beside the CLI: it needs
     # only log, storage and dv, and DeltaTable.history()/vacuum() delegate to it (table.py imports
     # it lazily), so placing it above table.py would make every such call an upward import.

@@ -23,11 +23,12 @@ def test_legacy_writer_version_blocks_only_features_in_use() -> None:
     cases = [
         (_metadata({"delta.generationExpression": "y + 1"}), "generatedColumns"),
         (_metadata({"delta.identity.start": 1, "delta.identity.step": 1}), "identityColumns"),
-        (_metadata(configuration={"delta.enableChangeDataFeed": "true"}), "changeDataFeed"),
     ]
     for metadata, feature in cases:
         with pytest.raises(UnsupportedFeatureError, match=feature):
             check_writable(legacy, metadata)
+    # changeDataFeed is implemented (DML writes _change_data files): a CDF table is writable
+    check_writable(legacy, _metadata(configuration={"delta.enableChangeDataFeed": "true"}))
 
 
 def test_lower_legacy_versions_do_not_imply_later_features() -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from dvengine.commands.change_data import change_file_metrics, register_change_files, writes_change_data
 from dvengine.commands.context import DmlContext
 from dvengine.commands.executor import Executor
 from dvengine.protocol.actions import AddFile
@@ -29,6 +30,8 @@ def delete_metrics(ctx: DmlContext, executor_name: str) -> dict[str, Any]:
         "numRemovedBytes": 0,
         "scanTimeMs": 0,
         "rewriteTimeMs": 0,
+        "numAddedChangeFiles": 0,
+        "changeFileBytes": 0,
         **ctx.plan.metrics(),
         "numFilesVerified": 0,
         "executionEngine": executor_name,
@@ -61,6 +64,11 @@ def run_delete(ctx: DmlContext, executor: Executor) -> dict[str, Any]:
                     numCopiedRows=survivors.rows,
                     rewriteTimeMs=survivors.elapsed_ms,
                 )
+                if writes_change_data(ctx.snapshot):
+                    # Copy-on-write: re-added survivors would read as inserts, so the deleted rows are
+                    # written out (Delta Spark does the same); DV-only deletes are derived by readers.
+                    changes = register_change_files(ctx, executor.write_change_data(ctx, ctx.predicate, None))
+                    metrics.update(change_file_metrics(changes, "DELETE"))
         return ctx.finish(metrics)
 
 

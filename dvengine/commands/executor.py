@@ -71,6 +71,15 @@ class Executor(Protocol):
         whole with the assignments applied where the predicate holds."""
         ...
 
+    def write_change_data(
+        self, ctx: DmlContext, predicate: BoundPredicate | None, assignments: Mapping[str, BoundExpression] | None
+    ) -> list[AddFile]:
+        """Change data of the rows this DELETE (``assignments`` None: ``delete`` rows) or UPDATE
+        (``update_preimage`` + ``update_postimage`` rows) changes in ``ctx.plan.candidates``, written
+        under ``_change_data`` with ``commands.change_data.change_file_schema``; returns the files
+        (paths relative to ``_change_data``) for ``register_change_files``."""
+        ...
+
     def close(self) -> None:
         """Release what the command cached (persisted frames, open files)."""
         ...

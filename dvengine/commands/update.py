@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from dvengine.commands.change_data import change_file_metrics, register_change_files, writes_change_data
 from dvengine.commands.context import DmlContext
 from dvengine.commands.executor import Executor
 from dvengine.errors import InvalidArgumentError, InvalidPredicateError
@@ -52,6 +53,7 @@ def update_metrics(ctx: DmlContext, executor_name: str) -> dict[str, Any]:
         "numAddedBytes": 0,
         "numRemovedBytes": 0,
         "numAddedChangeFiles": 0,
+        "changeFileBytes": 0,
         "scanTimeMs": 0,
         "rewriteTimeMs": 0,
         **ctx.plan.metrics(),
@@ -80,4 +82,7 @@ def run_update(ctx: DmlContext, executor: Executor, assignments: Mapping[str, Bo
                     numCopiedRows=written.rows - retired.rows_retired,
                     rewriteTimeMs=written.elapsed_ms,
                 )
+                if writes_change_data(ctx.snapshot):
+                    changes = register_change_files(ctx, executor.write_change_data(ctx, ctx.predicate, assignments))
+                    metrics.update(change_file_metrics(changes, "UPDATE"))
         return ctx.finish(metrics)

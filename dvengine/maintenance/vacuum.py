@@ -12,8 +12,9 @@ A file may be deleted only when all of these hold:
 3. its modification time is older than the cutoff. A writer that has written files but not yet
    committed them (or a commit racing with us) is protected by this alone: its files are new;
 4. it lies under the table root, outside hidden (``.``/``_`` prefixed) folders and files - the
-   log, staging folders, checksum files - and outside any nested Delta table; symlinks are
-   never followed nor deleted.
+   log, staging folders, checksum files; ``_change_data`` is not hidden, its files are kept by
+   rule 2 through the ``cdc`` actions of commits in the window - and outside any nested Delta
+   table; symlinks are never followed nor deleted.
 
 The retention may not be shorter than ``delta.deletedFileRetentionDuration`` (default one
 week) unless the caller explicitly disables the check: a short retention breaks time travel
@@ -38,7 +39,8 @@ from dvengine.log.commit_file import find_commit_info, parse_actions
 from dvengine.log.intervals import parse_interval_ms
 from dvengine.log.listing import list_log
 from dvengine.log.timestamps import commit_info_timestamp
-from dvengine.protocol.actions import AddFile, RemoveFile
+from dvengine.protocol.actions import AddCDCFile, AddFile, RemoveFile
+from dvengine.protocol.features import CHANGE_DATA_DIR
 from dvengine.storage.logstore import LocalLogStore, resolve_data_path
 from dvengine.writing.files import SPARK_STAGING_PREFIX
 
@@ -159,12 +161,15 @@ def referenced_files(snapshot: Snapshot, cutoff_ms: int) -> set[str]:
         for action in parse_actions(raw, info.path):
             if isinstance(action, (AddFile, RemoveFile)):
                 keep.update(_file_paths(root, action))
+            elif isinstance(action, AddCDCFile):  # the change feed of a version in the window
+                keep.add(os.path.normpath(resolve_data_path(root, action.path)))
     return keep
 
 
 def _is_hidden(name: str, partition_columns: Iterable[str]) -> bool:
-    """Delta's rule: ``.``/``_`` prefixed names are hidden unless they are partition folders."""
-    if not name.startswith((".", "_")):
+    """Delta's rule: ``.``/``_`` prefixed names are hidden unless they are partition folders or
+    ``_change_data`` (change data files expire with the retention window like data files)."""
+    if not name.startswith((".", "_")) or name == CHANGE_DATA_DIR:
         return False
     return not any(name.startswith(f"{column}=") for column in partition_columns)
 

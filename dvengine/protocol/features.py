@@ -14,13 +14,16 @@ DELETION_VECTORS = "deletionVectors"
 COLUMN_MAPPING = "columnMapping"
 TIMESTAMP_NTZ = "timestampNtz"
 V2_CHECKPOINT = "v2Checkpoint"
+CHANGE_DATA_FEED = "changeDataFeed"
+ENABLE_CHANGE_DATA_FEED = "delta.enableChangeDataFeed"
+CHANGE_DATA_DIR = "_change_data"  # PROTOCOL.md "Change Data Files": the folder at the table root
 
 SUPPORTED_READER_FEATURES = frozenset({DELETION_VECTORS, COLUMN_MAPPING, TIMESTAMP_NTZ, V2_CHECKPOINT, "vacuumProtocolCheck"})
 
 # Writer features dvengine honours when it commits: appendOnly (DML and overwrite are refused),
 # invariants and checkConstraints (writes are refused while the schema or configuration uses
-# them, since dvengine does not evaluate them). changeDataFeed, generatedColumns,
-# identityColumns, rowTracking ... are not implemented.
+# them, since dvengine does not evaluate them), changeDataFeed (DML writes _change_data files,
+# dvengine.commands.change_data). generatedColumns, identityColumns, rowTracking ... are not implemented.
 SUPPORTED_WRITER_FEATURES = frozenset(
     {
         DELETION_VECTORS,
@@ -30,6 +33,7 @@ SUPPORTED_WRITER_FEATURES = frozenset(
         "invariants",
         "checkConstraints",
         "vacuumProtocolCheck",
+        CHANGE_DATA_FEED,
     }
 )
 
@@ -148,6 +152,29 @@ def with_deletion_vectors(protocol: Protocol) -> Protocol:
         reader_features=tuple(sorted(readers)),
         writer_features=tuple(sorted(writers)),
     )
+
+
+def change_data_feed_enabled(metadata: Metadata) -> bool:
+    """Whether writers must record change data (PROTOCOL.md "Writer Requirements for AddCDCFile").
+
+    The property alone decides: a table whose protocol lacks the feature but has the property
+    set (written by a lax writer) still gets change data, which no reader can object to.
+    """
+    return metadata.configuration.get(ENABLE_CHANGE_DATA_FEED, "false").lower() == "true"
+
+
+def with_change_data_feed(protocol: Protocol) -> Protocol:
+    """The protocol a table needs once ``delta.enableChangeDataFeed`` is true.
+
+    Legacy protocols move to writer 4 (which implies the feature, as Delta Spark does without
+    table features); explicit-feature protocols (writer 7) get ``changeDataFeed`` listed.
+    """
+    if CHANGE_DATA_FEED in writer_features(protocol):
+        return protocol
+    if protocol.min_writer_version < 7:
+        return Protocol(protocol.min_reader_version, 4, protocol.reader_features, protocol.writer_features)
+    writers = tuple(sorted(set(protocol.writer_features or ()) | {CHANGE_DATA_FEED}))
+    return Protocol(protocol.min_reader_version, 7, protocol.reader_features, writers)
 
 
 DEFAULT_NEW_TABLE_PROTOCOL = Protocol(3, 7, (DELETION_VECTORS,), (DELETION_VECTORS,))

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 
 from dvengine.errors import InvalidArgumentError, SchemaMismatchError, UnsupportedFeatureError
 from dvengine.protocol.actions import Metadata, Protocol
-from dvengine.protocol.features import DELETION_VECTORS, TIMESTAMP_NTZ
+from dvengine.protocol.features import DELETION_VECTORS, ENABLE_CHANGE_DATA_FEED, TIMESTAMP_NTZ, with_change_data_feed
 from dvengine.protocol.schema import ArrayType, DataType, DecimalType, MapType, PrimitiveType, StructType
 from dvengine.writing.properties import validate_table_properties
 
@@ -127,13 +127,18 @@ def new_table_protocol(schema: StructType, configuration: Mapping[str, str]) -> 
     DVs on (the default): reader 3 / writer 7 with ``deletionVectors``. DVs explicitly off:
     legacy (1, 2), which every Delta reader accepts, unless a TIMESTAMP_NTZ column forces table
     features. TIMESTAMP_NTZ always adds the ``timestampNtz`` feature, as Delta requires.
+    ``delta.enableChangeDataFeed=true`` adds ``changeDataFeed`` (legacy: writer 4).
     """
     dvs = configuration.get(ENABLE_DVS, "false").lower() == "true"
     ntz = _uses_timestamp_ntz(schema)
     if not dvs and not ntz:
-        return Protocol(1, 2)
-    features = tuple(sorted(({DELETION_VECTORS} if dvs else set()) | ({TIMESTAMP_NTZ} if ntz else set())))
-    return Protocol(3, 7, features, features)
+        protocol = Protocol(1, 2)
+    else:
+        features = tuple(sorted(({DELETION_VECTORS} if dvs else set()) | ({TIMESTAMP_NTZ} if ntz else set())))
+        protocol = Protocol(3, 7, features, features)
+    if configuration.get(ENABLE_CHANGE_DATA_FEED, "false").lower() == "true":
+        protocol = with_change_data_feed(protocol)
+    return protocol
 
 
 def check_new_table_configuration(configuration: Mapping[str, str]) -> None:

@@ -27,10 +27,12 @@ import pyarrow.compute as pc
 from pyarrow import acero
 from pyroaring import BitMap64
 
+from dvengine.commands.change_data import DELETE, UPDATE_POSTIMAGE, UPDATE_PREIMAGE
 from dvengine.commands.context import DmlContext
 from dvengine.commands.retirement import FileRetirement, RowRetirement, build_retirement
 from dvengine.commands.written import WrittenRows
 from dvengine.dv import absolute_dv_path, bitmap_from_row_indexes, encode_deletion_vectors, load_deletion_vector
+from dvengine.engine.local.change_data import tag, write_change_rows
 from dvengine.engine.local.writer import write_data_files
 from dvengine.errors import EvaluationError, InvalidPredicateError, SchemaViolationError
 from dvengine.expressions import BoundExpression, BoundPredicate, to_pyarrow_expression, to_pyarrow_value
@@ -258,6 +260,23 @@ class LocalExecutor:
         tables = list(updated.values())
         tables += _parallel(lambda add: self.surviving_rows(ctx, add), list(rewrite_files))
         return self.write_tables(ctx, tables)
+
+    # --- change data feed ------------------------------------------------------------------------
+
+    def write_change_data(
+        self, ctx: DmlContext, predicate: BoundPredicate | None, assignments: Mapping[str, BoundExpression] | None
+    ) -> list[AddFile]:
+        matches = self._matches(ctx, ctx.plan.candidates, predicate, all_columns=True)
+        updated: dict[str, pa.Table] = ctx.engine_state.get(_STATE_UPDATED, {})
+        tagged: list[pa.Table] = []
+        for match in matches:
+            if match.rows is None or not match.rows.num_rows:
+                continue
+            if assignments is None:
+                tagged.append(tag(match.rows, DELETE))
+            else:
+                tagged += [tag(match.rows, UPDATE_PREIMAGE), tag(updated[match.add.path], UPDATE_POSTIMAGE)]
+        return write_change_rows(ctx, tagged)
 
     def close(self) -> None:
         return None

@@ -24,6 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from sqlglot import exp
 
+from dvengine.commands.change_data import change_file_metrics, register_change_files, writes_change_data
 from dvengine.commands.context import DmlContext, check_dml_allowed, check_dv_mode_allowed, open_dml
 from dvengine.commands.merge_clauses import (
     BoundClause,
@@ -37,6 +38,7 @@ from dvengine.commands.merge_clauses import (
 )
 from dvengine.commands.merge_metrics import merge_metrics
 from dvengine.commands.retirement import RowRetirement
+from dvengine.engine.local.change_data import MergeChanges, write_change_rows
 from dvengine.engine.local.executor import FileMatch, LocalExecutor, project
 from dvengine.errors import (
     EvaluationError,
@@ -221,10 +223,10 @@ def _first_clause(table: pa.Table, clauses: Sequence[BoundClause], plan: _Plan) 
 
 def _new_rows(
     table: pa.Table, clause_ids: np.ndarray, clauses: Sequence[BoundClause], plan: _Plan, target: StructType
-) -> tuple[list[pa.Table], dict[int, int]]:
-    """Rows written by the writing clauses, and the row count of every clause."""
+) -> tuple[dict[int, pa.Table], dict[int, int]]:
+    """Rows written by each writing clause (by clause id), and the row count of every clause."""
     counts: dict[int, int] = {}
-    out: list[pa.Table] = []
+    out: dict[int, pa.Table] = {}
     for clause in clauses:
         mask = clause_ids == clause.clause_id
         n = int(mask.sum())
@@ -247,7 +249,7 @@ def _new_rows(
         bad = [f.name for f in target.fields if not f.nullable and values.column(f.name).null_count]
         if bad:
             raise SchemaViolationError(f"MERGE would write NULL into NOT NULL column(s) {bad}; nothing was written")
-        out.append(values.cast(pa.schema([pa.field(f.name, to_arrow_type(f.type)) for f in target.fields])))
+        out[clause.clause_id] = values.cast(pa.schema([pa.field(f.name, to_arrow_type(f.type)) for f in target.fields]))
     return out, counts
 
 
@@ -321,6 +323,7 @@ def _run(
     matched_clauses = [c for c in clauses if c.kind is ClauseKind.MATCHED]
     insert_clauses = [c for c in clauses if c.kind is ClauseKind.NOT_MATCHED]
     by_source = [c for c in clauses if c.kind is ClauseKind.NOT_MATCHED_BY_SOURCE]
+    insert_only = not matched_clauses and not by_source  # Delta writes no change files: readers derive inserts
     scan_started = time.monotonic()
     src = source.rename_columns([plan.source[f.name] for f in (from_arrow_schema(source.schema)).fields])
     src = src.append_column(SOURCE_ID, pa.array(np.arange(src.num_rows, dtype=np.int64)))
@@ -359,6 +362,7 @@ def _run(
 
     outputs: list[pa.Table] = []
     counts: dict[int, int] = {}
+    changes = MergeChanges(plan.target, schema, (FILE_ID, ROW_ID)) if writes_change_data(ctx.snapshot) and not insert_only else None
     retire: dict[int, list[np.ndarray]] = {}
 
     def retire_rows(table: pa.Table, ids: np.ndarray, retiring: set[int]) -> None:
@@ -372,24 +376,30 @@ def _run(
     if matched_clauses and pairs.num_rows:
         ids = _first_clause(pairs, matched_clauses, plan)
         new, c = _new_rows(pairs, ids, matched_clauses, plan, schema)
-        outputs += new
+        outputs += new.values()
         counts.update(c)
+        if changes is not None:
+            changes.add(pairs, ids, matched_clauses, new)
         retire_rows(pairs, ids, {c.clause_id for c in matched_clauses if c.retires_target_row})
     if insert_clauses:
         matched_sources = pc.unique(pairs.column(SOURCE_ID)) if pairs.num_rows else pa.array([], pa.int64())
         unmatched = src.filter(pc.invert(pc.is_in(src.column(SOURCE_ID), value_set=matched_sources)))
         ids = _first_clause(unmatched, insert_clauses, plan)
         new, c = _new_rows(unmatched, ids, insert_clauses, plan, schema)
-        outputs += new
+        outputs += new.values()
         counts.update(c)
+        if changes is not None:
+            changes.add(unmatched, ids, insert_clauses, new)
     if by_source:
         matched_targets = pc.add(pc.multiply(pairs.column(FILE_ID).cast(pa.int64()), 2**40), pairs.column(ROW_ID))
         all_targets = pc.add(pc.multiply(target.column(FILE_ID).cast(pa.int64()), 2**40), target.column(ROW_ID))
         lonely = target.filter(pc.invert(pc.is_in(all_targets, value_set=pc.unique(matched_targets))))
         ids = _first_clause(lonely, by_source, plan)
         new, c = _new_rows(lonely, ids, by_source, plan, schema)
-        outputs += new
+        outputs += new.values()
         counts.update(c)
+        if changes is not None:
+            changes.add(lonely, ids, by_source, new)
         retire_rows(lonely, ids, {c.clause_id for c in by_source if c.retires_target_row})
 
     retired = RowRetirement()
@@ -409,5 +419,7 @@ def _run(
         int((time.monotonic() - rewrite_started) * 1000) if written.files else 0, executor.name,
     )
     ctx.transaction.add_actions([*retired.actions, *written.files])
+    if changes is not None:
+        metrics.update(change_file_metrics(register_change_files(ctx, write_change_rows(ctx, changes.tagged)), "MERGE"))
     return ctx.finish(metrics)
 

@@ -23,11 +23,13 @@ from pyspark.errors import PySparkException
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from dvengine.commands.change_data import DELETE, UPDATE_POSTIMAGE, UPDATE_PREIMAGE
 from dvengine.commands.context import DmlContext
 from dvengine.commands.retirement import FileRetirement, RowRetirement, build_retirement
 from dvengine.commands.written import WrittenRows
 from dvengine.dv import new_dv_file_id
 from dvengine.engine.spark import errors as spark_errors
+from dvengine.engine.spark.change_data import table_columns, tagged, write_change_frames
 from dvengine.engine.spark.dv_job import RESULT_DDL, DvJobContext, build_deletion_vectors
 from dvengine.engine.spark.identifiers import quote
 from dvengine.engine.spark.paths import spark_file_uri
@@ -356,6 +358,23 @@ class SparkExecutor:
             updated.bytes + survivors.bytes,
             updated.elapsed_ms + int((time.monotonic() - started) * 1000),
         )
+
+    # --- change data feed ------------------------------------------------------------------------------
+
+    def write_change_data(
+        self, ctx: DmlContext, predicate: BoundPredicate | None, assignments: Mapping[str, BoundExpression] | None
+    ) -> list[AddFile]:
+        matched = self._matched_rows(ctx, predicate)
+        if assignments is None:
+            frames = [tagged(matched, table_columns(ctx), DELETE)]
+        else:
+            sql = {name: value.sql for name, value in assignments.items()}
+            frames = [
+                tagged(matched, table_columns(ctx), UPDATE_PREIMAGE),
+                tagged(matched, updated_projection(ctx.snapshot, sql, None), UPDATE_POSTIMAGE),
+            ]
+        adds = spark_job(f"{ctx.operation} change data", lambda: write_change_frames(ctx, frames), value_error=True)
+        return adds
 
     def close(self) -> None:
         for frame in self._persisted:

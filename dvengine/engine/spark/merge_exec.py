@@ -26,6 +26,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType as SparkStructType
 
+from dvengine.commands.change_data import change_file_metrics, register_change_files, writes_change_data
 from dvengine.commands.context import DmlContext, check_dml_allowed, check_dv_mode_allowed, open_dml
 from dvengine.commands.merge_clauses import (
     BoundClause,
@@ -39,6 +40,7 @@ from dvengine.commands.merge_clauses import (
 )
 from dvengine.commands.merge_metrics import merge_metrics
 from dvengine.commands.options import resolve_options
+from dvengine.engine.spark.change_data import merge_change_frames, write_change_frames
 from dvengine.engine.spark.columns import predicate_column_to_sql, value_column_to_sql
 from dvengine.engine.spark.executor import RowsLayout, SparkExecutor, spark_job
 from dvengine.engine.spark.identifiers import quote
@@ -354,6 +356,11 @@ def _apply(run: _Run, work: DataFrame) -> dict[str, Any]:
     )
     ctx.started = run.total.started  # executionTimeMs covers binding and the source aggregation too
     ctx.transaction.add_actions([*retired.actions, *adds])
+    changes_to_write = writes_change_data(snapshot) and any(c.kind is not ClauseKind.NOT_MATCHED for c in clauses)
+    if changes_to_write and any(counts.values()):  # an insert-only MERGE's inserts are derived from its adds
+        frames = merge_change_frames(ctx, clauses, work, valued, [names.target[f.name] for f in fields], CLAUSE)
+        changes = register_change_files(ctx, write_change_frames(ctx, frames))
+        metrics.update(change_file_metrics(changes, "MERGE"))
     return ctx.finish(metrics)
 
 
