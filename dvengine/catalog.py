@@ -28,6 +28,9 @@ from dvengine.errors import CatalogError, InvalidArgumentError
 
 CATALOG_FILE = "_dvengine_catalog.json"
 WAREHOUSE_CONF = "spark.sql.warehouse.dir"
+# Spark's warehouse dir is a static conf (fixed when the session starts); this dvengine key can be
+# set at runtime (spark.conf.set, or DVENGINE_CATALOG_WAREHOUSEDIR without a session) and wins.
+WAREHOUSE_OVERRIDE_CONF = "dvengine.catalog.warehouseDir"
 DEFAULT_WAREHOUSE = "spark-warehouse"
 DEFAULT_DATABASE = "default"
 _LOCK_TIMEOUT_S = 30.0
@@ -39,8 +42,14 @@ def _strip_scheme(path: str) -> str:
 
 
 def warehouse_dir(configured: str | None = None) -> str:
-    """The warehouse directory: ``configured`` (the Spark conf value) or ``./spark-warehouse``."""
-    chosen = configured or os.environ.get("SPARK_SQL_WAREHOUSE_DIR") or DEFAULT_WAREHOUSE
+    """The warehouse directory: ``configured`` (from the session's conf), else the environment
+    (``DVENGINE_CATALOG_WAREHOUSEDIR``, ``SPARK_SQL_WAREHOUSE_DIR``), else ``./spark-warehouse``."""
+    chosen = (
+        configured
+        or os.environ.get("DVENGINE_CATALOG_WAREHOUSEDIR")
+        or os.environ.get("SPARK_SQL_WAREHOUSE_DIR")
+        or DEFAULT_WAREHOUSE
+    )
     return os.path.abspath(_strip_scheme(chosen))
 
 

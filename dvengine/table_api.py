@@ -44,9 +44,10 @@ def check_hadoop_conf(conf: object) -> None:
 
 
 def warehouse_of(spark: SparkSession | None) -> str | None:
+    """The session's warehouse dir (``dvengine.catalog.warehouseDir`` first), None without a session."""
     if spark is None:
         return None
-    value = spark.conf.get(catalog.WAREHOUSE_CONF, None)
+    value = spark.conf.get(catalog.WAREHOUSE_OVERRIDE_CONF, None) or spark.conf.get(catalog.WAREHOUSE_CONF, None)
     return None if value is None else str(value)
 
 
