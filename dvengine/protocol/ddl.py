@@ -157,13 +157,28 @@ def parse_ddl_type(text: str) -> DataType:
     return result
 
 
+_CHAR_VARCHAR = re.compile(r"^(var)?char\(\d+\)$")
+
+
+def _strings_for_char_varchar(raw: Any) -> Any:
+    """Spark's CHAR(n)/VARCHAR(n) are stored by Delta as ``string`` (the length is not a log type)."""
+    if isinstance(raw, str):
+        return "string" if _CHAR_VARCHAR.match(raw) else raw
+    if isinstance(raw, list):
+        return [_strings_for_char_varchar(v) for v in raw]
+    if isinstance(raw, dict):
+        return {k: (_strings_for_char_varchar(v) if k in ("type", "elementType", "keyType", "valueType", "fields") else v)
+                for k, v in raw.items()}
+    return raw
+
+
 def from_spark_type(data_type: Any) -> DataType:
     """A pyspark ``DataType`` (duck-typed through ``jsonValue()``) as a Delta type."""
     try:
         raw = data_type.jsonValue()
     except AttributeError:
         raise TypeError(f"expected a pyspark DataType, got {type(data_type).__name__}: {data_type!r}") from None
-    return parse_data_type(json.loads(json.dumps(raw)))
+    return parse_data_type(_strings_for_char_varchar(json.loads(json.dumps(raw))))
 
 
 def from_spark_field(spark_field: Any) -> StructField:
