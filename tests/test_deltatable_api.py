@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from interop import rows_delta_rs, rows_duckdb, sort_rows
 
@@ -346,7 +347,7 @@ def test_vacuum_retention_check_without_session(tmp_path: Path, monkeypatch: pyt
 
 def test_isDeltaTable(tc: Case) -> None:
     os.makedirs(tc.tempFile)
-    pa.parquet.write_table(pa.table({"key": ["a"]}), os.path.join(tc.tempFile, "part-0.parquet"))
+    pq.write_table(pa.table({"key": ["a"]}), os.path.join(tc.tempFile, "part-0.parquet"))
     temp2 = tc.tempFile + "_2"
     tc.write([("a", 1), ("b", 2), ("c", 3)], temp2)
     assert DeltaTable.isDeltaTable(tc.spark, tc.tempFile) is False
@@ -634,3 +635,13 @@ def test_restore_refuses_vacuumed_files(tmp_path: Path, monkeypatch: pytest.Monk
     assert "version 0" in str(info.value)
     assert (sorted(os.listdir(path)), sorted(os.listdir(os.path.join(path, "_delta_log")))) == before
     _readers_agree(path, ["id"], [(4,)])
+
+
+def test_create_over_non_delta_files_is_refused(tc: Case) -> None:
+    os.makedirs(tc.tempFile)
+    stray = os.path.join(tc.tempFile, "part-0.parquet")
+    pq.write_table(pa.table({"a": [1]}), stray)
+    for builder in (DeltaTable.create(tc.spark), DeltaTable.createOrReplace(tc.spark)):
+        with pytest.raises(InvalidArgumentError, match="not empty and not a Delta table"):
+            builder.location(tc.tempFile).addColumn("a", "int").execute()
+    assert os.listdir(tc.tempFile) == ["part-0.parquet"]

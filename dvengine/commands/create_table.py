@@ -19,6 +19,7 @@ it was. New tables get deletion vectors on, like every table dvengine creates.
 from __future__ import annotations
 
 import json
+import os
 import time
 import uuid
 from collections.abc import Mapping
@@ -98,6 +99,19 @@ def _check_definition(definition: TableDefinition) -> tuple[tuple[str, ...], dic
     return partitions, configuration
 
 
+def _check_empty_location(root: str, label: str) -> None:
+    """Delta refuses to create a table over files that are not a Delta table (they would become
+    invisible, neither data nor garbage); only an empty ``_delta_log`` folder is tolerated."""
+    if not os.path.isdir(root):
+        return
+    entries = sorted(e for e in os.listdir(root) if not (e == "_delta_log" and not os.listdir(os.path.join(root, e))))
+    if entries:
+        raise InvalidArgumentError(
+            f"cannot create table {label}: its location {root} is not empty and not a Delta table "
+            f"(it holds {', '.join(entries[:5])}{' ...' if len(entries) > 5 else ''})"
+        )
+
+
 def create_table(definition: TableDefinition, mode: str) -> CreateResult:
     """Run one builder ``mode`` against ``definition.location``; see the module docstring."""
     if mode not in BUILDER_MODES:
@@ -112,6 +126,8 @@ def create_table(definition: TableDefinition, mode: str) -> CreateResult:
         raise TableNotFoundError(
             f"Table {definition.label} cannot be found: REPLACE needs an existing table at {root} (use createOrReplace)"
         )
+    if not exists:
+        _check_empty_location(root, definition.label)
     partitions, configuration = _check_definition(definition)
     now = int(time.time() * 1000)
     schema_string = definition.schema.to_json_string()
