@@ -1,8 +1,11 @@
 """MERGE: the delta-spark ``DeltaMergeBuilder`` API over both executors.
 
 The builder records clauses (names and semantics as in delta-spark, plus ``withMode`` and
-``withEngine``); binding, checks and work happen in :meth:`DeltaMergeBuilder.execute`, so a bad
-clause still leaves the table untouched. The source may be a Spark DataFrame, a pyarrow Table or
+``withEngine``). Argument types are checked when a clause is added, with delta-spark's
+TypeError/ValueError (``dvengine.commands.arguments``); binding against the schema and the work
+happen in :meth:`DeltaMergeBuilder.execute`, so a bad clause still leaves the table untouched.
+``execute()`` returns delta-spark's metrics DataFrame for a table opened with a SparkSession and
+the metrics dict otherwise; ``executeMetrics()`` always returns the dict. The source may be a Spark DataFrame, a pyarrow Table or
 a pandas DataFrame. With ``engine="auto"`` a source of at most
 ``dvengine.execution.localMaxSourceRows`` rows is merged in-process (a Spark source is
 collected to Arrow in one job), which is what makes frequent small CDC upserts cheap; larger
