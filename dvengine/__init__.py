@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from dvengine.table import DeltaTable
+from dvengine.table_builder import DeltaTableBuilder, IdentityGenerator
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -40,4 +41,4 @@ def write(
     return write_table(data, path, mode=mode, partitionBy=partitionBy, configuration=configuration, spark=spark)
 
 
-__all__ = ["DeltaTable", "__version__", "write"]
+__all__ = ["DeltaTable", "DeltaTableBuilder", "IdentityGenerator", "__version__", "write"]

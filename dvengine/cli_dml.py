@@ -88,7 +88,7 @@ def cmd_delete(args: argparse.Namespace) -> int:
     table = DeltaTable.forPath(None, args.path)  # a missing table fails here, before Spark starts
     _check_expressions(table, args.where, {})
     cli_session(args)
-    _print_metrics(table.delete(args.where, mode=args.mode))
+    _print_metrics(table.deleteMetrics(args.where, mode=args.mode))
     return 0
 
 
@@ -115,7 +115,7 @@ def cmd_update(args: argparse.Namespace) -> int:
     table = DeltaTable.forPath(None, args.path)
     _check_expressions(table, args.where, assignments)
     cli_session(args)
-    _print_metrics(table.update(args.where, assignments, mode=args.mode))
+    _print_metrics(table.updateMetrics(args.where, assignments, mode=args.mode))
     return 0
 
 

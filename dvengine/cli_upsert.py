@@ -52,7 +52,7 @@ def cmd_upsert(args: argparse.Namespace) -> int:
     )
     if args.mode:
         builder = builder.withMode(args.mode)
-    metrics = builder.execute()
+    metrics = builder.executeMetrics()
     sys.stdout.write(json.dumps(metrics, indent=2, sort_keys=True) + "\n")
     return 0
 

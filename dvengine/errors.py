@@ -23,6 +23,10 @@ class TableAlreadyExistsError(DvengineError):
     """A create in ``error`` mode found a table already at the path."""
 
 
+class CatalogError(DvengineError):
+    """The name -> location catalog (``dvengine.catalog``) is unreadable or locked."""
+
+
 class VersionNotFoundError(DvengineError):
     """A requested version or timestamp is outside what the log can reconstruct."""
 

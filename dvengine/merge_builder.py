@@ -1,8 +1,11 @@
 """MERGE: the delta-spark ``DeltaMergeBuilder`` API over both executors.
 
 The builder records clauses (names and semantics as in delta-spark, plus ``withMode`` and
-``withEngine``); binding, checks and work happen in :meth:`DeltaMergeBuilder.execute`, so a bad
-clause still leaves the table untouched. The source may be a Spark DataFrame, a pyarrow Table or
+``withEngine``). Argument types are checked when a clause is added, with delta-spark's
+TypeError/ValueError (``dvengine.commands.arguments``); binding against the schema and the work
+happen in :meth:`DeltaMergeBuilder.execute`, so a bad clause still leaves the table untouched.
+``execute()`` returns delta-spark's metrics DataFrame for a table opened with a SparkSession and
+the metrics dict otherwise; ``executeMetrics()`` always returns the dict. The source may be a Spark DataFrame, a pyarrow Table or
 a pandas DataFrame. With ``engine="auto"`` a source of at most
 ``dvengine.execution.localMaxSourceRows`` rows is merged in-process (a Spark source is
 collected to Arrow in one job), which is what makes frequent small CDC upserts cheap; larger
@@ -14,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from dvengine.commands.arguments import check_column_mapping, check_condition
 from dvengine.commands.executor import ENGINE_LOCAL, ENGINE_SPARK
 from dvengine.commands.merge_clauses import ClauseAction, ClauseKind, Expr, MergeClause
 from dvengine.commands.options import resolve_options
@@ -24,29 +28,12 @@ from dvengine.planning.decisions import MODES
 
 if TYPE_CHECKING:
     import pyarrow as pa
+    from pyspark.sql import DataFrame
 
     from dvengine.dml import EngineSession
 
 CONF_LOCAL_MAX_SOURCE_ROWS = "dvengine.execution.localMaxSourceRows"
 DEFAULT_LOCAL_MAX_SOURCE_ROWS = 1_000_000
-
-
-def _check_expr(value: object, what: str) -> None:
-    if value is None or isinstance(value, str) or type(value).__name__ == "Column":
-        return
-    raise TypeError(f"{what} must be a SQL string or a pyspark Column, got {type(value).__name__}: {value!r}")
-
-
-def _check_assignments(assignments: object, what: str) -> dict[str, Expr]:
-    if not isinstance(assignments, Mapping):
-        raise TypeError(f"{what} must be a dict of column name -> expression, got {type(assignments).__name__}")
-    out: dict[str, Expr] = {}
-    for key, value in assignments.items():
-        if not isinstance(key, str):
-            raise TypeError(f"{what} keys must be column names (str), got {type(key).__name__}: {key!r}")
-        _check_expr(value, f"the value for column {key!r}")
-        out[key] = value
-    return out
 
 
 class DeltaMergeBuilder:
@@ -60,14 +47,19 @@ class DeltaMergeBuilder:
         source: Any,
         condition: Expr,
         source_alias: str | None = None,
+        *,
+        delta_spark_results: bool = False,
     ) -> None:
-        _check_expr(condition, "the merge condition")
-        if condition is None:
-            raise TypeError("merge needs a condition (SQL string or pyspark Column)")
+        if source is None:
+            raise ValueError("'source' in merge cannot be None")
         if as_arrow_table(source) is None and type(source).__name__ != "DataFrame":
             raise TypeError(
-                f"the MERGE source must be a Spark DataFrame, a pyarrow Table or a pandas DataFrame, got {type(source).__name__}"
+                "Type of 'source' in merge must be DataFrame (a Spark DataFrame, a pyarrow Table or a pandas "
+                f"DataFrame), got {type(source).__name__}"
             )
+        if condition is None:
+            raise ValueError("'condition' in merge cannot be None")
+        check_condition(condition)
         self._session = session
         self._table_root = table_root
         self._target_alias = target_alias
@@ -77,18 +69,18 @@ class DeltaMergeBuilder:
         self._clauses: list[MergeClause] = []
         self._mode: str | None = None
         self._engine: str | None = None
+        self._delta_spark_results = delta_spark_results
 
     def _add(self, kind: ClauseKind, action: ClauseAction, condition: Expr | None, assignments: Mapping[str, Expr] | None,
-             what: str) -> DeltaMergeBuilder:
-        _check_expr(condition, f"the condition of {what}")
-        frozen = None if assignments is None else _check_assignments(assignments, f"the assignments of {what}")
+             what: str, mapping_name: str | None = None) -> DeltaMergeBuilder:
+        """Record a clause after delta-spark's call-time checks (the mapping first, as delta-spark does)."""
+        frozen = None if mapping_name is None else check_column_mapping(assignments, f"'{mapping_name}' in {what}")
+        check_condition(condition)
         self._clauses.append(MergeClause(kind, action, condition, frozen))
         return self
 
     def whenMatchedUpdate(self, condition: Expr | None = None, set: Mapping[str, Expr] | None = None) -> DeltaMergeBuilder:
-        if set is None:
-            raise ValueError("whenMatchedUpdate needs set={column: expression}; use whenMatchedUpdateAll for all columns")
-        return self._add(ClauseKind.MATCHED, ClauseAction.UPDATE, condition, set, "whenMatchedUpdate")
+        return self._add(ClauseKind.MATCHED, ClauseAction.UPDATE, condition, set, "whenMatchedUpdate", "set")
 
     def whenMatchedUpdateAll(self, condition: Expr | None = None) -> DeltaMergeBuilder:
         return self._add(ClauseKind.MATCHED, ClauseAction.UPDATE, condition, None, "whenMatchedUpdateAll")
@@ -97,9 +89,7 @@ class DeltaMergeBuilder:
         return self._add(ClauseKind.MATCHED, ClauseAction.DELETE, condition, None, "whenMatchedDelete")
 
     def whenNotMatchedInsert(self, condition: Expr | None = None, values: Mapping[str, Expr] | None = None) -> DeltaMergeBuilder:
-        if values is None:
-            raise ValueError("whenNotMatchedInsert needs values={column: expression}; use whenNotMatchedInsertAll")
-        return self._add(ClauseKind.NOT_MATCHED, ClauseAction.INSERT, condition, values, "whenNotMatchedInsert")
+        return self._add(ClauseKind.NOT_MATCHED, ClauseAction.INSERT, condition, values, "whenNotMatchedInsert", "values")
 
     def whenNotMatchedInsertAll(self, condition: Expr | None = None) -> DeltaMergeBuilder:
         return self._add(ClauseKind.NOT_MATCHED, ClauseAction.INSERT, condition, None, "whenNotMatchedInsertAll")
@@ -107,9 +97,9 @@ class DeltaMergeBuilder:
     def whenNotMatchedBySourceUpdate(
         self, condition: Expr | None = None, set: Mapping[str, Expr] | None = None
     ) -> DeltaMergeBuilder:
-        if set is None:
-            raise ValueError("whenNotMatchedBySourceUpdate needs set={column: expression}")
-        return self._add(ClauseKind.NOT_MATCHED_BY_SOURCE, ClauseAction.UPDATE, condition, set, "whenNotMatchedBySourceUpdate")
+        return self._add(
+            ClauseKind.NOT_MATCHED_BY_SOURCE, ClauseAction.UPDATE, condition, set, "whenNotMatchedBySourceUpdate", "set"
+        )
 
     def whenNotMatchedBySourceDelete(self, condition: Expr | None = None) -> DeltaMergeBuilder:
         return self._add(ClauseKind.NOT_MATCHED_BY_SOURCE, ClauseAction.DELETE, condition, None, "whenNotMatchedBySourceDelete")
@@ -156,8 +146,24 @@ class DeltaMergeBuilder:
 
         return local_merge_resolver(self._session.session())
 
-    def execute(self) -> dict[str, Any]:
-        """Run the MERGE as one commit; returns Delta's MERGE metrics plus ``version`` (None: no change)."""
+    def execute(self) -> DataFrame | dict[str, Any]:
+        """Run the MERGE as one commit.
+
+        For a table opened with a SparkSession this returns what delta-spark returns: a one-row
+        DataFrame ``num_affected_rows, num_updated_rows, num_deleted_rows, num_inserted_rows``.
+        Without a session (``DeltaTable.forPath(None, path)``) it returns the dict of
+        :meth:`executeMetrics`.
+        """
+        metrics = self.executeMetrics()
+        if not self._delta_spark_results:
+            return metrics
+        from dvengine.engine.spark.results import MERGE_METRIC_COLUMNS, metrics_dataframe
+
+        return metrics_dataframe(self._session.session(), delta_merge_result(metrics), MERGE_METRIC_COLUMNS, nullable=False)
+
+    def executeMetrics(self) -> dict[str, Any]:
+        """dvengine-native: run the MERGE; Delta's full MERGE metrics (commitInfo names) plus ``version``
+        (None: nothing changed) and ``executionEngine``, whatever the table was opened with."""
         choice = self._session.choice(self._engine)
         options = resolve_options(choice.conf, self._mode)
         source_alias = self._source_alias
@@ -185,6 +191,19 @@ class DeltaMergeBuilder:
         )
 
 
+def delta_merge_result(metrics: Mapping[str, Any]) -> dict[str, int]:
+    """delta-spark's MERGE result row from the commit metrics: affected = updated + deleted + inserted."""
+    updated = int(metrics.get("numTargetRowsUpdated") or 0)
+    deleted = int(metrics.get("numTargetRowsDeleted") or 0)
+    inserted = int(metrics.get("numTargetRowsInserted") or 0)
+    return {
+        "num_affected_rows": updated + deleted + inserted,
+        "num_updated_rows": updated,
+        "num_deleted_rows": deleted,
+        "num_inserted_rows": inserted,
+    }
+
+
 def merge_builder(
     spark: Any,
     table_root: str,
@@ -203,4 +222,7 @@ def merge_builder(
     table = DeltaTable.forPath(spark, table_root)
     if target_alias:
         table = table.alias(target_alias)
-    return DeltaMergeBuilder(table._engines(), table.path, target_alias, source, condition, source_alias)
+    return DeltaMergeBuilder(
+        table._engines(), table.path, target_alias, source, condition, source_alias,
+        delta_spark_results=table._delta_spark_results,
+    )

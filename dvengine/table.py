@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from dvengine.commands.arguments import check_column_mapping, check_condition, check_int, check_str
 from dvengine.errors import TableNotFoundError
 from dvengine.log import Snapshot, load_snapshot, table_exists
 from dvengine.read import read_snapshot_arrow
@@ -25,36 +26,106 @@ if TYPE_CHECKING:
     from dvengine.dml import EngineSession
     from dvengine.merge_builder import DeltaMergeBuilder
     from dvengine.optimize_builder import DeltaOptimizeBuilder
+    from dvengine.table_builder import DeltaTableBuilder
 
 Timestamp = int | dt.datetime | str
 
 
 class DeltaTable:
+    """A Delta table, with delta-spark's ``DeltaTable`` API.
+
+    Results follow how the table was opened. With a SparkSession (``forPath(spark, p)``,
+    ``forName``, a builder's ``execute()`` under a session) they are delta-spark's: ``history``,
+    ``detail``, ``vacuum``, ``restoreTo*`` and ``merge(...).execute()`` return DataFrames,
+    ``delete``/``update`` return None. Opened without one (``forPath(None, p)``) they are plain
+    Python data (lists/dicts), and no JVM starts unless the work needs Spark. The
+    dvengine-native forms are also available whatever the table was opened with:
+    :meth:`deleteMetrics`, :meth:`updateMetrics`, :meth:`historyRecords`, :meth:`detailRecord`,
+    :meth:`vacuumReport`, :meth:`restoreMetrics` and ``DeltaMergeBuilder.executeMetrics()``.
+    """
+
     # How to start a session when only Spark can do the work and none was given (the CLI sets it
     # to start a quiet one); None: dvengine's default local session.
     _spark_factory: Callable[[], SparkSession] | None = None
 
-    def __init__(self, spark: SparkSession | None, path: str, alias: str | None = None) -> None:
+    def __init__(
+        self,
+        spark: SparkSession | None,
+        path: str,
+        alias: str | None = None,
+        *,
+        name: str | None = None,
+        delta_spark_results: bool | None = None,
+    ) -> None:
         self._spark = spark
         self._path = path
         self._alias = alias
+        self._name = name
+        # Fixed at construction: a session started later for Spark-only work must not change
+        # what the methods return.
+        self._delta_spark_results = spark is not None if delta_spark_results is None else delta_spark_results
 
     # --- construction ------------------------------------------------------------------------
 
     @classmethod
-    def forPath(cls, spark: SparkSession | None, path: str | os.PathLike[str]) -> DeltaTable:
-        """Open an existing table; ``spark`` may be None for Arrow-only use (no JVM)."""
+    def forPath(
+        cls, spark: SparkSession | None, path: str | os.PathLike[str], hadoopConf: Mapping[str, str] | None = None
+    ) -> DeltaTable:
+        """Open an existing table; ``spark`` may be None for Arrow-only use (no JVM).
+
+        ``hadoopConf`` is checked as delta-spark checks it (only ``fs.``/``dfs.`` keys); dvengine
+        reads local files only, so the options have no effect.
+        """
+        from dvengine.table_api import check_hadoop_conf
+
+        check_hadoop_conf(hadoopConf)
         root = normalize_table_path(path)
         if not table_exists(root):
             raise TableNotFoundError(f"{root} is not a Delta table: it has no _delta_log with commit files")
         return cls(spark, root)
 
     @classmethod
+    def forName(cls, spark: SparkSession | None, tableOrViewName: str) -> DeltaTable:
+        """Open a table by catalog name (``t``, ``db.t``) or as ``delta.`/path```; see dvengine.catalog."""
+        from dvengine.table_api import resolve_table_name
+
+        root, name = resolve_table_name(spark, tableOrViewName)
+        return cls(spark, root, name=name)
+
+    @classmethod
+    def create(cls, sparkSession: SparkSession | None = None) -> DeltaTableBuilder:
+        """Builder for CREATE TABLE (error if the table exists)."""
+        from dvengine.table_builder import CREATE, new_builder
+
+        return new_builder(sparkSession, CREATE)
+
+    @classmethod
+    def createIfNotExists(cls, sparkSession: SparkSession | None = None) -> DeltaTableBuilder:
+        """Builder for CREATE TABLE IF NOT EXISTS (an existing table is returned untouched)."""
+        from dvengine.table_builder import CREATE_IF_NOT_EXISTS, new_builder
+
+        return new_builder(sparkSession, CREATE_IF_NOT_EXISTS)
+
+    @classmethod
+    def replace(cls, sparkSession: SparkSession | None = None) -> DeltaTableBuilder:
+        """Builder for REPLACE TABLE (error if the table does not exist)."""
+        from dvengine.table_builder import REPLACE, new_builder
+
+        return new_builder(sparkSession, REPLACE)
+
+    @classmethod
+    def createOrReplace(cls, sparkSession: SparkSession | None = None) -> DeltaTableBuilder:
+        """Builder for CREATE OR REPLACE TABLE."""
+        from dvengine.table_builder import CREATE_OR_REPLACE, new_builder
+
+        return new_builder(sparkSession, CREATE_OR_REPLACE)
+
+    @classmethod
     def isDeltaTable(cls, spark: SparkSession | None, path: str | os.PathLike[str]) -> bool:
         return table_exists(normalize_table_path(path))
 
     def alias(self, name: str) -> DeltaTable:
-        return DeltaTable(self._spark, self._path, name)
+        return DeltaTable(self._spark, self._path, name, name=self._name, delta_spark_results=self._delta_spark_results)
 
     # --- state -------------------------------------------------------------------------------
 
@@ -143,8 +214,19 @@ class DeltaTable:
 
     def delete(
         self, condition: str | Column | None = None, mode: str | None = None, engine: str | None = None
+    ) -> dict[str, Any] | None:
+        """Delete the rows matching ``condition`` (all rows when None).
+
+        Returns None when the table was opened with a SparkSession (as delta-spark does), else the
+        metrics of :meth:`deleteMetrics`. ``mode`` and ``engine`` are dvengine extensions, see there.
+        """
+        metrics = self.deleteMetrics(condition, mode, engine)
+        return None if self._delta_spark_results else metrics
+
+    def deleteMetrics(
+        self, condition: str | Column | None = None, mode: str | None = None, engine: str | None = None
     ) -> dict[str, Any]:
-        """Delete the rows matching ``condition`` (all rows when None); returns Delta-named metrics.
+        """dvengine-native DELETE: returns Delta-named metrics plus ``version`` and ``executionEngine``.
 
         ``mode``: "dv" (deletion vectors), "rewrite" (copy-on-write) or "auto" (DV below the
         rewrite threshold, rewrite above); default from Spark conf ``dvengine.dml.mode``.
@@ -153,6 +235,7 @@ class DeltaTable:
         """
         from dvengine.dml import delete
 
+        check_condition(condition)
         return delete(self._engines(), self._path, condition, mode, engine)
 
     def update(
@@ -161,15 +244,28 @@ class DeltaTable:
         set: Mapping[str, str | Column] | None = None,
         mode: str | None = None,
         engine: str | None = None,
-    ) -> dict[str, Any]:
-        """Set columns of the rows matching ``condition`` (all rows when None); returns metrics.
+    ) -> dict[str, Any] | None:
+        """Set columns of the rows matching ``condition`` (all rows when None).
 
-        ``set`` maps column names to SQL expressions or Columns, as in delta-spark; ``mode`` and
-        ``engine`` as for :meth:`delete`.
+        ``set`` maps column names to SQL expressions or Columns, as in delta-spark. Returns None
+        with a SparkSession (as delta-spark does), else the metrics of :meth:`updateMetrics`.
         """
+        metrics = self.updateMetrics(condition, set, mode, engine)
+        return None if self._delta_spark_results else metrics
+
+    def updateMetrics(
+        self,
+        condition: str | Column | None = None,
+        set: Mapping[str, str | Column] | None = None,
+        mode: str | None = None,
+        engine: str | None = None,
+    ) -> dict[str, Any]:
+        """dvengine-native UPDATE: metrics plus ``version``; ``mode`` and ``engine`` as for :meth:`deleteMetrics`."""
         from dvengine.dml import update
 
-        return update(self._engines(), self._path, condition, {} if set is None else set, mode, engine)
+        assignments = check_column_mapping(set, "'set'")
+        check_condition(condition)
+        return update(self._engines(), self._path, condition, assignments, mode, engine)
 
     def merge(self, source: Any, condition: str | Column, source_alias: str | None = None) -> DeltaMergeBuilder:
         """Start a MERGE of ``source`` into this table, as in delta-spark.
@@ -181,21 +277,98 @@ class DeltaTable:
         """
         from dvengine.merge_builder import DeltaMergeBuilder
 
-        return DeltaMergeBuilder(self._engines(), self._path, self._alias, source, condition, source_alias)
+        return DeltaMergeBuilder(
+            self._engines(), self._path, self._alias, source, condition, source_alias,
+            delta_spark_results=self._delta_spark_results,
+        )
 
     # --- maintenance -----------------------------------------------------------------------------
 
-    def history(self, limit: int | None = None) -> list[dict[str, Any]]:
-        """Commit history, newest first: one dict per version with the commitInfo fields."""
+    def history(self, limit: int | None = None) -> DataFrame | list[dict[str, Any]]:
+        """Commit history, newest first: a DataFrame with a SparkSession, else :meth:`historyRecords`."""
+        records = self.historyRecords(limit)
+        if not self._delta_spark_results:
+            return records
+        from dvengine.engine.spark.results import history_dataframe
+
+        return history_dataframe(self.spark, records)
+
+    def historyRecords(self, limit: int | None = None) -> list[dict[str, Any]]:
+        """dvengine-native history: one dict per version with the commitInfo fields (timestamp in epoch ms)."""
         from dvengine.maintenance.history import history
 
         return history(self._path, limit)
 
-    def vacuum(self, retentionHours: float = 168.0, dryRun: bool = False, enforceRetention: bool = True) -> dict[str, Any]:
-        """Delete files no version inside the retention window references; see spec_notes/retention-vacuum-purge.md."""
-        from dvengine.maintenance.vacuum import vacuum
+    def detail(self) -> DataFrame | dict[str, Any]:
+        """DESCRIBE DETAIL: a one-row DataFrame with a SparkSession, else :meth:`detailRecord`."""
+        record = self.detailRecord()
+        if not self._delta_spark_results:
+            return record
+        from dvengine.engine.spark.results import detail_dataframe
 
-        return vacuum(self._path, retention_hours=retentionHours, dry_run=dryRun, enforce_retention=enforceRetention)
+        return detail_dataframe(self.spark, record)
+
+    def detailRecord(self) -> dict[str, Any]:
+        """dvengine-native DESCRIBE DETAIL: a dict with delta-spark's columns."""
+        from dvengine.catalog import qualified_name
+        from dvengine.maintenance.detail import detail
+
+        return detail(self._path, None if self._name is None else qualified_name(self._name))
+
+    def vacuum(
+        self, retentionHours: float | None = None, dryRun: bool = False, enforceRetention: bool | None = None
+    ) -> DataFrame | dict[str, Any]:
+        """VACUUM; with a SparkSession returns delta-spark's one-row DataFrame (``path``), else :meth:`vacuumReport`."""
+        report = self.vacuumReport(retentionHours, dryRun, enforceRetention)
+        if not self._delta_spark_results:
+            return report
+        from dvengine.engine.spark.results import vacuum_dataframe
+
+        return vacuum_dataframe(self.spark, self._path)
+
+    def vacuumReport(
+        self, retentionHours: float | None = None, dryRun: bool = False, enforceRetention: bool | None = None
+    ) -> dict[str, Any]:
+        """dvengine-native VACUUM: delete files no version inside the retention window references.
+
+        ``retentionHours`` None: the table's ``delta.deletedFileRetentionDuration`` (default 7 days).
+        ``enforceRetention`` None: refuse a retention below that property unless Spark conf
+        ``spark.databricks.delta.retentionDurationCheck.enabled`` is ``false`` (without a session:
+        environment variable ``SPARK_DATABRICKS_DELTA_RETENTIONDURATIONCHECK_ENABLED``).
+        See spec_notes/retention-vacuum-purge.md.
+        """
+        from dvengine.maintenance.vacuum import vacuum
+        from dvengine.table_api import default_retention_hours, retention_check_enabled
+
+        hours = default_retention_hours(self._path) if retentionHours is None else retentionHours
+        if isinstance(hours, int) and not isinstance(hours, bool):
+            hours = float(hours)
+        enforce = retention_check_enabled(self._engines().conf()) if enforceRetention is None else enforceRetention
+        return vacuum(self._path, retention_hours=hours, dry_run=dryRun, enforce_retention=enforce)
+
+    def restoreToVersion(self, version: int) -> DataFrame | dict[str, Any]:
+        """RESTORE to ``version``: delta-spark's metrics DataFrame with a SparkSession, else :meth:`restoreMetrics`."""
+        check_int(version, "version")
+        return self._restore_result(self.restoreMetrics(version=version))
+
+    def restoreToTimestamp(self, timestamp: str) -> DataFrame | dict[str, Any]:
+        """RESTORE as of ``timestamp`` (``yyyy-MM-dd[ HH:mm:ss[.ffffff]]``, UTC unless an offset is given)."""
+        check_str(timestamp, "timestamp")
+        return self._restore_result(self.restoreMetrics(timestamp=timestamp))
+
+    def restoreMetrics(self, version: int | None = None, timestamp: Timestamp | None = None) -> dict[str, Any]:
+        """dvengine-native RESTORE: Delta's restore metrics (snake_case, as in its DataFrame) plus ``version``."""
+        from dvengine.maintenance.restore import restore
+
+        return restore(self._path, version=version, timestamp=timestamp)
+
+    def _restore_result(self, metrics: dict[str, Any]) -> DataFrame | dict[str, Any]:
+        if not self._delta_spark_results:
+            return metrics
+        from dvengine.engine.spark.results import metrics_dataframe
+        from dvengine.maintenance.restore import RESTORE_METRIC_COLUMNS
+
+        return metrics_dataframe(self.spark, metrics, RESTORE_METRIC_COLUMNS, nullable=True)
 
     def purge(self, condition: str | None = None, minDeletedRatio: float = 0.0) -> dict[str, Any]:
         """REORG ... APPLY (PURGE): rewrite files carrying DVs so deleted rows are physically gone."""

@@ -248,12 +248,12 @@ def execute_op(op: Mapping[str, Any], table: Any, source: Any) -> None:
             .whenNotMatchedInsertAll()
             .withMode(op["mode"])
             .withEngine(op["engine"])
-            .execute()
+            .executeMetrics()
         )
     elif kind == KIND_CHECKPOINT:
         write_checkpoint(load_snapshot(op["root"]))
     elif kind == KIND_VACUUM:
-        table.vacuum(retentionHours=0, enforceRetention=False)
+        table.vacuumReport(retentionHours=0, enforceRetention=False)
     else:
         raise ValueError(f"unknown operation kind {kind!r}")
 
@@ -639,7 +639,7 @@ class Torture:
         tombstoned = visible - data - dvs - orphans
         v = check_log(self.root)
         time.sleep(0.05)  # VACUUM's cutoff is "now": let the newest orphan get older than it
-        report = DeltaTable.forPath(None, self.root).vacuum(retentionHours=0, enforceRetention=False)
+        report = DeltaTable.forPath(None, self.root).vacuumReport(retentionHours=0, enforceRetention=False)
         self.stats.vacuum_runs += 1
         deleted = {os.path.normpath(p) for p in report["files"]}
         if deleted & (data | dvs):

@@ -82,16 +82,16 @@ def main(work: str) -> int:
         hi = lo + rng.randrange(1, 60)
         mode = rng.choice(["dv", "rewrite", "auto"])
         if kind == "delete":
-            t.delete(f"id >= {lo} AND id < {hi}", mode=mode, engine="spark")
+            t.deleteMetrics(f"id >= {lo} AND id < {hi}", mode=mode, engine="spark")
             model = {i: r for i, r in model.items() if not lo <= i < hi}
         elif kind == "update":
-            t.update(f"id >= {lo} AND id < {hi}", {"name": "'u'"}, mode=mode, engine="spark")
+            t.updateMetrics(f"id >= {lo} AND id < {hi}", {"name": "'u'"}, mode=mode, engine="spark")
             model = {i: ((r[0], "u", r[2]) if lo <= i < hi else r) for i, r in model.items()}
         else:
             keys = list(range(lo, hi)) + [1000 + step * 10 + j for j in range(3)]
             source = spark.createDataFrame([(int(x), f"m{step}", int(x) % 3) for x in keys], "id long, name string, grp int")
             (t.alias("t").merge(source.alias("s"), "t.id = s.id").withEngine("spark").withMode(mode)
-             .whenMatchedUpdateAll().whenNotMatchedInsertAll().execute())
+             .whenMatchedUpdateAll().whenNotMatchedInsertAll().executeMetrics())
             for x in keys:
                 model[x] = (x, f"m{step}", x % 3)
         expected_rows = sort_rows(list(model.values()))
@@ -100,7 +100,7 @@ def main(work: str) -> int:
         rs_rows = rows_delta_rs(path, ["id", "name", "grp"])
         if not (spark_rows == arrow_rows == rs_rows == expected_rows):
             raise AssertionError(f"DML step {step} ({kind}, {mode}): readers disagree with the model")
-        engine = t.history(1)[0]["operationMetrics"].get("executionEngine")
+        engine = t.historyRecords(1)[0]["operationMetrics"].get("executionEngine")
         if engine != "spark":
             raise AssertionError(f"DML step {step} ran on {engine!r}, not on the cluster")
         checked["dml_steps"] += 1

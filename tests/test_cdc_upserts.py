@@ -48,7 +48,7 @@ def _upsert(spark: Any, path: Path, batch: pa.Table, mode: str) -> dict[str, Any
     source = spark.createDataFrame(batch).alias("s")
     return (
         DeltaTable.forPath(spark, path).alias("t").merge(source, "t.id = s.id")
-        .whenMatchedUpdateAll().whenNotMatchedInsertAll().withMode(mode).execute()
+        .whenMatchedUpdateAll().whenNotMatchedInsertAll().withMode(mode).executeMetrics()
     )
 
 

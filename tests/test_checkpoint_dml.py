@@ -26,21 +26,21 @@ def test_state_from_our_checkpoint_reads_identically_everywhere(spark: Any, tmp_
     model = make_table(spark, root, n=300, files=3, partition_by=["part"])
     table = DeltaTable.forPath(spark, root)
     for k in range(4):  # versions 1..4: DV deletes that keep growing the same files' DVs
-        table.delete(f"id % 10 = {k}", mode="dv")
+        table.deleteMetrics(f"id % 10 = {k}", mode="dv")
         model = [r for r in model if r[0] % 10 != k]
     for k in range(3):  # versions 5..7: DV updates (new files + DVs)
-        table.update(f"id % 10 = {k + 5}", {"name": f"'u{k}'"}, mode="dv")
+        table.updateMetrics(f"id % 10 = {k + 5}", {"name": f"'u{k}'"}, mode="dv")
         model = [(i, f"u{k}", p) if i % 10 == k + 5 else (i, n, p) for i, n, p in model]
     # ids ending in 4, 8 and 9 are still live and untouched here
     source = spark.createDataFrame([(14, "m", 2), (5000, "new", 1)], "id long, name string, part int").alias("s")
-    table.alias("t").merge(source, "t.id = s.id").whenMatchedUpdateAll().whenNotMatchedInsertAll().withMode("dv").execute()
+    table.alias("t").merge(source, "t.id = s.id").whenMatchedUpdateAll().whenNotMatchedInsertAll().withMode("dv").executeMetrics()
     model = [r for r in model if r[0] != 14] + [(14, "m", 2), (5000, "new", 1)]  # version 8
-    table.delete("id = 18", mode="rewrite")  # version 9: a copy-on-write rewrite
+    table.deleteMetrics("id = 18", mode="rewrite")  # version 9: a copy-on-write rewrite
     model = [r for r in model if r[0] != 18]
     spark_rows = spark.createDataFrame([(6000, "a", 0)], "id long, name string, part int")
     write(spark_rows, str(root), mode="append", spark=spark)  # version 10 -> checkpoint
     model.append((6000, "a", 0))
-    table.delete("id = 19", mode="dv")  # version 11, after the checkpoint
+    table.deleteMetrics("id = 19", mode="dv")  # version 11, after the checkpoint
     model = [r for r in model if r[0] != 19]
 
     assert table.version() == 11

@@ -79,9 +79,9 @@ def test_delta_spark_style_merge_entry_point(spark: Any, tmp_path: Path) -> None
         target.merge(source, "t.id = s.id")
         .whenMatchedUpdate(set={"v": "s.v + t.v"})
         .whenNotMatchedInsert(values={"id": "s.id", "v": "s.v"})
-        .execute()
+        .executeMetrics()
     )
     assert (metrics["numTargetRowsUpdated"], metrics["numTargetRowsInserted"]) == (1, 1)
     expected = sorted({**{i: 0 for i in range(10)}, 3: 33, 20: 200}.items())
     assert rows_delta_rs(tmp_path / "t", ["id", "v"]) == expected
-    assert [h["operation"] for h in target.history()] == ["MERGE", "WRITE"]
+    assert [h["operation"] for h in target.historyRecords()] == ["MERGE", "WRITE"]

@@ -43,14 +43,14 @@ def _child(kind: str, root: str, condition: str, mode: str) -> None:
             os.environ["DVENGINE_DV_INLINEMAXBYTES"] = "0"  # the same setting without a session
         table = DeltaTable.forPath(spark, root)
         if kind.endswith("-update"):
-            table.update(condition, {"v": "v + 100"}, mode=mode, engine=engine)
+            table.updateMetrics(condition, {"v": "v + 100"}, mode=mode, engine=engine)
         elif kind.endswith("-merge"):
             data = pa.table({"id": pa.array([3, 99], pa.int64()), "v": pa.array([300, 99], pa.int64())})
             source = spark.createDataFrame(data).alias("s") if spark is not None else data
             builder = table.alias("t").merge(source, "t.id = s.id", source_alias="s").withEngine(engine)
-            builder.whenMatchedUpdateAll().whenNotMatchedInsertAll().withMode(mode).execute()
+            builder.whenMatchedUpdateAll().whenNotMatchedInsertAll().withMode(mode).executeMetrics()
         else:
-            table.delete(condition, mode=mode, engine=engine)
+            table.deleteMetrics(condition, mode=mode, engine=engine)
     else:
         from test_concurrency_support import core_delete
 
@@ -137,7 +137,7 @@ def test_kill_at_every_stage_leaves_last_committed_version(spark: Any, tmp_path:
         # The table stays writable: the next DELETE commits at the next version.
         if stage.startswith("commit.before_link"):
             time.sleep(0.01)
-            DeltaTable.forPath(spark, root).delete("id = 0", mode="dv")
+            DeltaTable.forPath(spark, root).deleteMetrics("id = 0", mode="dv")
             assert latest_version(str(root)) == expected_version + 1
             del model[0]
             assert rows_arrow(root, COLS) == rows_duckdb(root, COLS) == sorted(model.items())

@@ -34,7 +34,7 @@ COLS = ["id", "name", "part"]
 def test_delete_matches_model_in_every_mode(spark: Any, tmp_path: Path, mode: str, partitioned: bool) -> None:
     rows = make_table(spark, tmp_path / "t", partition_by=["part"] if partitioned else None)
     table = DeltaTable.forPath(spark, tmp_path / "t")
-    metrics = table.delete("id % 10 = 3 OR name = 'n5'", mode=mode)
+    metrics = table.deleteMetrics("id % 10 = 3 OR name = 'n5'", mode=mode)
     model = [r for r in rows if not (r[0] % 10 == 3 or r[1] == "n5")]
     assert metrics["numDeletedRows"] == len(rows) - len(model)
     if mode == "dv":
@@ -45,7 +45,7 @@ def test_delete_matches_model_in_every_mode(spark: Any, tmp_path: Path, mode: st
         assert metrics["numCopiedRows"] == len(model)
     assert_all_readers(spark, tmp_path / "t", COLS, model)
     # A second delete on files that now carry DVs must union with them.
-    metrics = table.delete("id < 50", mode=mode)
+    metrics = table.deleteMetrics("id < 50", mode=mode)
     model2 = [r for r in model if r[0] >= 50]
     assert metrics["numDeletedRows"] == len(model) - len(model2)
     assert_all_readers(spark, tmp_path / "t", COLS, model2)
@@ -53,7 +53,7 @@ def test_delete_matches_model_in_every_mode(spark: Any, tmp_path: Path, mode: st
 
 def test_dv_commit_shape_follows_protocol(spark: Any, tmp_path: Path) -> None:
     make_table(spark, tmp_path / "t", files=1)
-    DeltaTable.forPath(spark, tmp_path / "t").delete("id = 7", mode="dv")
+    DeltaTable.forPath(spark, tmp_path / "t").deleteMetrics("id = 7", mode="dv")
     lines = [json.loads(x) for x in (tmp_path / "t/_delta_log/00000000000000000001.json").read_text().splitlines()]
     kinds = [next(iter(x)) for x in lines]
     assert kinds[0] == "commitInfo" and sorted(kinds[1:]) == ["add", "remove"]
@@ -73,7 +73,7 @@ def test_file_dvs_when_inline_limit_is_zero(spark: Any, tmp_path: Path) -> None:
     rows = make_table(spark, tmp_path / "t", files=3)
     spark.conf.set("dvengine.dv.inlineMaxBytes", "0")
     try:
-        DeltaTable.forPath(spark, tmp_path / "t").delete("id % 4 = 1", mode="dv")
+        DeltaTable.forPath(spark, tmp_path / "t").deleteMetrics("id % 4 = 1", mode="dv")
     finally:
         spark.conf.unset("dvengine.dv.inlineMaxBytes")
     snapshot = load_snapshot(str(tmp_path / "t"))
@@ -88,7 +88,7 @@ def test_partition_only_delete_reads_no_data(spark: Any, tmp_path: Path) -> None
     # Destroy the files of partition 2: a delete that read them would fail.
     for f in (tmp_path / "t").glob("part=2/*.parquet"):
         f.write_bytes(b"not parquet")
-    metrics = DeltaTable.forPath(spark, tmp_path / "t").delete("part = 2")
+    metrics = DeltaTable.forPath(spark, tmp_path / "t").deleteMetrics("part = 2")
     assert metrics["numFilesVerified"] == 0 and metrics["numFilesPrunedByPartition"] > 0
     assert metrics["numRemovedFiles"] > 0
     model = [r for r in rows if r[2] != 2]
@@ -108,7 +108,7 @@ def test_stats_skipping_reads_no_data_of_skipped_files(spark: Any, tmp_path: Pat
             src.rename(src.with_suffix(".hidden"))
             hidden.append(src)
     assert len(hidden) == 3
-    metrics = DeltaTable.forPath(spark, tmp_path / "t").delete("id >= 190", mode="dv")
+    metrics = DeltaTable.forPath(spark, tmp_path / "t").deleteMetrics("id >= 190", mode="dv")
     for src in hidden:
         src.with_suffix(".hidden").rename(src)
     assert metrics["numFilesSkippedByStats"] == 3 and metrics["numFilesVerified"] == 1
@@ -119,21 +119,21 @@ def test_stats_skipping_reads_no_data_of_skipped_files(spark: Any, tmp_path: Pat
 def test_nothing_matching_makes_no_commit(spark: Any, tmp_path: Path) -> None:
     make_table(spark, tmp_path / "t")
     before = log_listing(tmp_path / "t")
-    metrics = DeltaTable.forPath(spark, tmp_path / "t").delete("id > 100000 OR name = 'zzz'")
+    metrics = DeltaTable.forPath(spark, tmp_path / "t").deleteMetrics("id > 100000 OR name = 'zzz'")
     assert metrics["numDeletedRows"] == 0 and metrics["version"] is None
     assert log_listing(tmp_path / "t") == before
 
 
 def test_delete_without_condition_removes_everything(spark: Any, tmp_path: Path) -> None:
     make_table(spark, tmp_path / "t")
-    metrics = DeltaTable.forPath(spark, tmp_path / "t").delete()
+    metrics = DeltaTable.forPath(spark, tmp_path / "t").deleteMetrics()
     assert metrics["numDeletedRows"] == 200 and metrics["numFilesVerified"] == 0
     assert_all_readers(spark, tmp_path / "t", COLS, [])
 
 
 def test_column_condition(spark: Any, tmp_path: Path) -> None:
     rows = make_table(spark, tmp_path / "t")
-    DeltaTable.forPath(spark, tmp_path / "t").delete((F.col("id") < 20) & (F.col("name") != "n1"), mode="dv")
+    DeltaTable.forPath(spark, tmp_path / "t").deleteMetrics((F.col("id") < 20) & (F.col("name") != "n1"), mode="dv")
     assert_all_readers(spark, tmp_path / "t", COLS, [r for r in rows if not (r[0] < 20 and r[1] != "n1")])
 
 
@@ -141,7 +141,7 @@ def test_auto_mode_rewrites_above_threshold_and_removes_emptied_files(spark: Any
     rows = make_table(spark, tmp_path / "t", n=40, files=4)  # 10 rows per file, ids sorted
     spark.conf.set("dvengine.dml.rewriteThreshold", "0.5")
     try:
-        metrics = DeltaTable.forPath(spark, tmp_path / "t").delete(
+        metrics = DeltaTable.forPath(spark, tmp_path / "t").deleteMetrics(
             "id < 10 OR (id >= 10 AND id < 16) OR id = 20", mode="auto"
         )
     finally:
@@ -154,7 +154,7 @@ def test_auto_mode_rewrites_above_threshold_and_removes_emptied_files(spark: Any
 
 def test_delete_unions_with_dvs_written_by_delta_spark(spark: Any, golden_copy: Any) -> None:
     table_path = golden_copy("basic-dv-no-checkpoint")  # ids 0..9, DV deletes 0 and 1
-    metrics = DeltaTable.forPath(spark, table_path).delete("id IN (1, 3, 8)", mode="dv")
+    metrics = DeltaTable.forPath(spark, table_path).deleteMetrics("id IN (1, 3, 8)", mode="dv")
     assert metrics["numDeletedRows"] == 2  # id 1 was already deleted
     assert metrics["numDeletionVectorsUpdated"] == 1 and metrics["numDeletionVectorsAdded"] == 1
     dvs = {a.path: a.deletion_vector for a in load_snapshot(str(table_path)).files}
@@ -165,7 +165,7 @@ def test_delete_unions_with_dvs_written_by_delta_spark(spark: Any, golden_copy: 
 def test_delete_on_partitioned_golden_table_with_checkpoint(spark: Any, golden_copy: Any) -> None:
     table_path = golden_copy("dv-partitioned-with-checkpoint")
     before = [tuple(r.values()) for r in DeltaTable.forPath(None, table_path).toArrow().to_pylist()]
-    DeltaTable.forPath(spark, table_path).delete("col1 % 2 = 0 AND part < 5", mode="dv")
+    DeltaTable.forPath(spark, table_path).deleteMetrics("col1 % 2 = 0 AND part < 5", mode="dv")
     model = [r for r in before if not (r[1] % 2 == 0 and r[0] < 5)]
     assert_all_readers(spark, table_path, ["part", "col1", "col2"], model)
 
@@ -184,14 +184,14 @@ def test_bad_condition_raises_and_leaves_table_unchanged(spark: Any, tmp_path: P
     make_table(spark, tmp_path / "t")
     before = (log_listing(tmp_path / "t"), data_listing(tmp_path / "t"))
     with pytest.raises(InvalidPredicateError, match=fragment):
-        DeltaTable.forPath(spark, tmp_path / "t").delete(condition)
+        DeltaTable.forPath(spark, tmp_path / "t").deleteMetrics(condition)
     assert (log_listing(tmp_path / "t"), data_listing(tmp_path / "t")) == before
 
 
 def test_bad_mode_raises(spark: Any, tmp_path: Path) -> None:
     make_table(spark, tmp_path / "t")
     with pytest.raises(InvalidArgumentError, match="mode"):
-        DeltaTable.forPath(spark, tmp_path / "t").delete("id = 1", mode="fast")
+        DeltaTable.forPath(spark, tmp_path / "t").deleteMetrics("id = 1", mode="fast")
 
 
 def test_unsupported_writer_feature_is_refused(spark: Any, tmp_path: Path) -> None:
@@ -202,7 +202,7 @@ def test_unsupported_writer_feature_is_refused(spark: Any, tmp_path: Path) -> No
     (log / "00000000000000000001.json").write_text(json.dumps({"commitInfo": {"timestamp": 1}}) + "\n" + json.dumps(protocol) + "\n")
     before = (log_listing(tmp_path / "t"), data_listing(tmp_path / "t"))
     with pytest.raises(UnsupportedFeatureError, match="someFutureWriterFeature"):
-        DeltaTable.forPath(spark, tmp_path / "t").delete("id = 1")
+        DeltaTable.forPath(spark, tmp_path / "t").deleteMetrics("id = 1")
     assert (log_listing(tmp_path / "t"), data_listing(tmp_path / "t")) == before
 
 
@@ -210,9 +210,9 @@ def test_dv_mode_on_table_without_dvs_is_refused_and_auto_rewrites(spark: Any, t
     rows = make_table(spark, tmp_path / "t", configuration={"delta.enableDeletionVectors": "false"})
     before = log_listing(tmp_path / "t")
     with pytest.raises(UnsupportedFeatureError, match="enableDeletionVectors"):
-        DeltaTable.forPath(spark, tmp_path / "t").delete("id = 1", mode="dv")
+        DeltaTable.forPath(spark, tmp_path / "t").deleteMetrics("id = 1", mode="dv")
     assert log_listing(tmp_path / "t") == before
-    metrics = DeltaTable.forPath(spark, tmp_path / "t").delete("id = 1", mode="auto")
+    metrics = DeltaTable.forPath(spark, tmp_path / "t").deleteMetrics("id = 1", mode="auto")
     assert metrics["numDeletionVectorsAdded"] == 0 and metrics["numAddedFiles"] == 1
     assert_all_readers(spark, tmp_path / "t", COLS, [r for r in rows if r[0] != 1])
 
@@ -222,13 +222,13 @@ def test_conflicting_concurrent_delete_raises_and_commits_nothing(
 ) -> None:
     rows = make_table(spark, tmp_path / "t", files=1)
     stale = load_snapshot(str(tmp_path / "t"))
-    DeltaTable.forPath(spark, tmp_path / "t").delete("id = 1", mode="dv")  # the winner re-DVs the only file
+    DeltaTable.forPath(spark, tmp_path / "t").deleteMetrics("id = 1", mode="dv")  # the winner re-DVs the only file
     from dvengine import dml
 
     monkeypatch.setattr(dml, "load_snapshot", lambda root: stale)
     before = (log_listing(tmp_path / "t"), [r for r in rows if r[0] != 1])
     with pytest.raises(ConcurrentDeleteReadError):
-        DeltaTable.forPath(spark, tmp_path / "t").delete("id = 2", mode="dv")
+        DeltaTable.forPath(spark, tmp_path / "t").deleteMetrics("id = 2", mode="dv")
     assert log_listing(tmp_path / "t") == before[0]
     assert_all_readers(spark, tmp_path / "t", COLS, before[1])
 
@@ -254,10 +254,10 @@ def test_dml_refused_on_tables_whose_rules_it_cannot_honour(
     before = (log_listing(tmp_path / "t"), data_listing(tmp_path / "t"))
     table = DeltaTable.forPath(spark, tmp_path / "t")
     with pytest.raises(error, match=fragment):
-        table.delete("id = 1")
+        table.deleteMetrics("id = 1")
     with pytest.raises(error, match=fragment):
-        table.update("id = 1", {"name": "'x'"})
+        table.updateMetrics("id = 1", {"name": "'x'"})
     source = spark.createDataFrame([(1, "x", 0)], "id long, name string, part int").alias("s")
     with pytest.raises(error, match=fragment):
-        table.alias("t").merge(source, "t.id = s.id").whenMatchedDelete().execute()
+        table.alias("t").merge(source, "t.id = s.id").whenMatchedDelete().executeMetrics()
     assert (log_listing(tmp_path / "t"), data_listing(tmp_path / "t")) == before

@@ -351,10 +351,10 @@ def run(case: Case, spark: Any, path: Path, engine: str) -> Outcome:
     table = DeltaTable.forPath(None if engine == "local" else spark, path)
     action: Callable[[], dict[str, Any]]
     if case.op == "delete":
-        action = lambda: table.delete(case.predicate, mode=case.mode, engine=engine)  # noqa: E731
+        action = lambda: table.deleteMetrics(case.predicate, mode=case.mode, engine=engine)  # noqa: E731
         key = "numDeletedRows"
     else:
-        action = lambda: table.update(case.predicate, set=case.assignments, mode=case.mode, engine=engine)  # noqa: E731
+        action = lambda: table.updateMetrics(case.predicate, set=case.assignments, mode=case.mode, engine=engine)  # noqa: E731
         key = "numUpdatedRows"
     try:
         metrics = action()

@@ -58,7 +58,7 @@ class Steps:
         return DeltaTable.forPath(self.spark if engine == "spark" else None, self.path)
 
     def delete(self, engine: str, sql: str, test: Callable[[Row], bool], mode: str = "dv") -> dict[str, Any]:
-        metrics = self._table(engine).delete(sql, mode=mode, engine=engine)
+        metrics = self._table(engine).deleteMetrics(sql, mode=mode, engine=engine)
         kept = [r for r in self.model if not test(r)]
         assert metrics["executionEngine"] == engine
         assert metrics["numDeletedRows"] == len(self.model) - len(kept), (sql, metrics)
@@ -70,7 +70,7 @@ class Steps:
         self, engine: str, sql: str, test: Callable[[Row], bool], assignments: dict[str, str],
         apply: Callable[[Row], Row], mode: str = "dv",
     ) -> dict[str, Any]:
-        metrics = self._table(engine).update(sql, set=assignments, mode=mode, engine=engine)
+        metrics = self._table(engine).updateMetrics(sql, set=assignments, mode=mode, engine=engine)
         assert metrics["executionEngine"] == engine
         assert metrics["numUpdatedRows"] == sum(1 for r in self.model if test(r)), (sql, metrics)
         self.model = [apply(r) if test(r) else r for r in self.model]
@@ -200,7 +200,7 @@ def test_both_executors_honour_num_indexed_cols(spark: Any, tmp_path: Path, engi
     data = pa.table({"id": pa.array(range(50), pa.int64()), "name": [f"n{i}" for i in range(50)]})
     _dvengine.write(data, str(path), configuration={"delta.dataSkippingNumIndexedCols": "1"})
     session = spark if engine == "spark" else None
-    metrics = DeltaTable.forPath(session, path).update("id < 5", {"name": "'x'"}, mode="dv", engine=engine)
+    metrics = DeltaTable.forPath(session, path).updateMetrics("id < 5", {"name": "'x'"}, mode="dv", engine=engine)
     assert metrics["executionEngine"] == engine and metrics["numUpdatedRows"] == 5
     for add in DeltaTable.forPath(None, path).snapshot().files:
         stats = _json.loads(add.stats or "{}")

@@ -52,7 +52,7 @@ def table(tmp_path: Path) -> Path:
             }
         )
         dvengine.write(data, str(path), mode="append" if i else "error")
-    DeltaTable.forPath(None, path).delete("id IN (3, 77)", engine="local")  # both files carry a DV
+    DeltaTable.forPath(None, path).deleteMetrics("id IN (3, 77)", engine="local")  # both files carry a DV
     return path
 
 
@@ -88,7 +88,7 @@ def test_update_errors(
 ) -> None:
     session = spark if engine == "spark" else None
     _assert_refused(
-        table, lambda: DeltaTable.forPath(session, table).update(condition, assignments, engine=engine), error, *fragments
+        table, lambda: DeltaTable.forPath(session, table).updateMetrics(condition, assignments, engine=engine), error, *fragments
     )
 
 
@@ -96,7 +96,7 @@ def test_update_errors(
 @pytest.mark.parametrize("bad_set", [[("cnt", "1")], "cnt = 1", {1: "2"}, {"cnt": 5}], ids=["list", "str", "int-key", "int-value"])
 def test_update_argument_types(spark: Any, table: Path, engine: str, bad_set: Any) -> None:
     session = spark if engine == "spark" else None
-    _assert_refused(table, lambda: DeltaTable.forPath(session, table).update("id = 1", bad_set, engine=engine), TypeError)
+    _assert_refused(table, lambda: DeltaTable.forPath(session, table).updateMetrics("id = 1", bad_set, engine=engine), TypeError)
 
 
 # --- MERGE ----------------------------------------------------------------------------------------
@@ -133,7 +133,7 @@ def test_merge_errors(
 
     def run() -> Any:
         builder = DeltaTable.forPath(session, table).alias("t").merge(source, "t.id = s.id", source_alias="s")
-        return clauses(builder.withEngine(engine)).execute()
+        return clauses(builder.withEngine(engine)).executeMetrics()
 
     _assert_refused(table, run, error, *fragments)
 
@@ -196,10 +196,10 @@ def test_dml_on_damaged_tables(spark: Any, table: Path, engine: str, operation: 
     session = spark if engine == "spark" else None
     t = DeltaTable.forPath(session, table)
     actions: dict[str, Callable[[], Any]] = {
-        "delete": lambda: t.delete("id >= 0 AND id < 10", engine=engine, mode="dv"),
-        "update": lambda: t.update("id >= 0 AND id < 10", {"cnt": "cnt + 1"}, engine=engine, mode="dv"),
+        "delete": lambda: t.deleteMetrics("id >= 0 AND id < 10", engine=engine, mode="dv"),
+        "update": lambda: t.updateMetrics("id >= 0 AND id < 10", {"cnt": "cnt + 1"}, engine=engine, mode="dv"),
         "merge": lambda: t.alias("t").merge(_source([1, 2]), "t.id = s.id", source_alias="s").withEngine(engine)
-        .whenMatchedUpdateAll().execute(),
+        .whenMatchedUpdateAll().executeMetrics(),
     }
     _assert_refused(table, actions[operation], errors, os.path.basename(name) if engine == "local" else "")
 
@@ -209,12 +209,12 @@ def test_dml_with_a_missing_dv_file(spark: Any, tmp_path: Path, engine: str) -> 
     path = tmp_path / "t"
     ids = np.arange(0, 4000, dtype=np.int64)
     dvengine.write(pa.table({"id": ids, "cnt": (ids % 7).astype(np.int32)}), str(path))
-    DeltaTable.forPath(None, path).delete("id % 3 = 0", engine="local", mode="dv")  # large: a DV file
+    DeltaTable.forPath(None, path).deleteMetrics("id % 3 = 0", engine="local", mode="dv")  # large: a DV file
     dv_files = list(path.rglob("deletion_vector_*.bin"))
     assert dv_files
     dv_files[0].unlink()
     session = spark if engine == "spark" else None
     _assert_refused(
-        path, lambda: DeltaTable.forPath(session, path).delete("id % 3 = 1", engine=engine, mode="dv"),
+        path, lambda: DeltaTable.forPath(session, path).deleteMetrics("id % 3 = 1", engine=engine, mode="dv"),
         DeletionVectorError, "deletion vector",
     )

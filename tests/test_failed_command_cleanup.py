@@ -36,7 +36,7 @@ def _table(path: Path, files: int = 3, rows_per_file: int = 2000) -> None:
 def _force_conflict(monkeypatch: pytest.MonkeyPatch, path: Path, modules: list[Any]) -> None:
     """Make the next command plan against a stale snapshot, while a winner re-DVs every file."""
     stale = load_snapshot(str(path))
-    DeltaTable.forPath(None, path).delete("id % 997 = 1", engine="local", mode="dv")
+    DeltaTable.forPath(None, path).deleteMetrics("id % 997 = 1", engine="local", mode="dv")
     for module in modules:
         monkeypatch.setattr(module, "load_snapshot", lambda root: stale)
 
@@ -48,13 +48,13 @@ def _operations(spark: Any, path: Path, engine: str) -> dict[str, Any]:
     def merge() -> Any:
         t = DeltaTable.forPath(session, path).alias("t")
         return (t.merge(source, "t.id = s.id", source_alias="s").withEngine(engine).withMode("dv")
-                .whenMatchedUpdateAll().whenNotMatchedInsertAll().execute())
+                .whenMatchedUpdateAll().whenNotMatchedInsertAll().executeMetrics())
 
     return {
         # id % 10: 10% of rows in every file -> DVs large enough for a DV file (not inline)
-        "delete-dv": lambda: DeltaTable.forPath(session, path).delete("id % 10 = 3", mode="dv", engine=engine),
-        "delete-rewrite": lambda: DeltaTable.forPath(session, path).delete("id % 10 = 3", mode="rewrite", engine=engine),
-        "update-dv": lambda: DeltaTable.forPath(session, path).update("id % 10 = 3", {"name": "'x'"}, mode="dv", engine=engine),
+        "delete-dv": lambda: DeltaTable.forPath(session, path).deleteMetrics("id % 10 = 3", mode="dv", engine=engine),
+        "delete-rewrite": lambda: DeltaTable.forPath(session, path).deleteMetrics("id % 10 = 3", mode="rewrite", engine=engine),
+        "update-dv": lambda: DeltaTable.forPath(session, path).updateMetrics("id % 10 = 3", {"name": "'x'"}, mode="dv", engine=engine),
         "merge-dv": merge,
     }
 
@@ -101,5 +101,5 @@ def test_stats_that_undercount_rows_fail_typed_and_leave_no_dv_file(spark: Any, 
     before = folder_state(path)
     session = spark if engine == "spark" else None
     with pytest.raises(DeletionVectorError, match="numRecords"):
-        DeltaTable.forPath(session, path).delete("id % 10 = 3", mode="dv", engine=engine)
+        DeltaTable.forPath(session, path).deleteMetrics("id % 10 = 3", mode="dv", engine=engine)
     assert folder_state(path) == before

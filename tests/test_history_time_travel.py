@@ -57,7 +57,7 @@ def _build(spark: Any, root: Path) -> dict[int, list[Row]]:
         time.sleep(0.01)  # distinct commit timestamps, so every version is reachable by timestamp
         if kind == "delete":
             cond, mode = arg
-            metrics = table.delete(cond, mode=mode)
+            metrics = table.deleteMetrics(cond, mode=mode)
             v = metrics["version"]
             predicate = {"id < 5": lambda i, x: i < 5, "id % 2 = 0": lambda i, x: i % 2 == 0, "v < 5": lambda i, x: x < 5}[cond]
             doomed = [i for i, x in model.items() if predicate(i, x)]

@@ -24,7 +24,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("dvengine.protocol",),
     ("dvengine.dv",),
     ("dvengine.expressions",),
-    ("dvengine.storage",),
+    ("dvengine.storage", "dvengine.catalog"),
     ("dvengine.log",),
     ("dvengine.planning",),
     ("dvengine.commit",),
@@ -36,7 +36,10 @@ LAYERS: list[tuple[str, ...]] = [
     # it lazily), so placing it above table.py would make every such call an upward import.
     ("dvengine.commands", "dvengine.maintenance"),
     ("dvengine.engine",),  # engine.local and engine.spark
-    ("dvengine.dml", "dvengine.merge_builder", "dvengine.optimize_builder", "dvengine.maintenance_api", "dvengine.table", "dvengine"),  # "dvengine" is the package __init__
+    (
+        "dvengine.dml", "dvengine.merge_builder", "dvengine.optimize_builder", "dvengine.maintenance_api",
+        "dvengine.table", "dvengine.table_api", "dvengine.table_builder", "dvengine",
+    ),  # "dvengine" is the package __init__
     ("dvengine.cli", "dvengine.cli_dml", "dvengine.cli_errors", "dvengine.cli_maintenance", "dvengine.cli_upsert", "dvengine.bench", "dvengine.torture"),
 ]
 
@@ -52,6 +55,8 @@ PYSPARK_ALLOWED_PREFIXES = ("dvengine.engine.spark", "dvengine.bench")
 SPARK_ENGINE_LAZY_IMPORTERS = (
     "dvengine",
     "dvengine.table",
+    "dvengine.table_api",
+    "dvengine.table_builder",
     "dvengine.dml",
     "dvengine.merge_builder",
     "dvengine.optimize_builder",

@@ -89,7 +89,7 @@ def test_upsert_matches_model(spark: Any, tmp_path: Path, mode: str, partitioned
         .whenMatchedUpdateAll()
         .whenNotMatchedInsertAll()
         .withMode(mode)
-        .execute()
+        .executeMetrics()
     )
     updated = sum(1 for r in src if r[0] < 200)
     assert metrics["numSourceRows"] == len(src)
@@ -113,5 +113,5 @@ def test_upsert_matches_model(spark: Any, tmp_path: Path, mode: str, partitioned
     # A second upsert over files that now carry DVs must union with them.
     src2 = [(i, f"v{i}", i % 3) for i in range(0, 300, 7)]
     merge_builder(spark, str(path), "t", source_df(spark, src2), "t.id = s.id").whenMatchedUpdateAll() \
-        .whenNotMatchedInsertAll().withMode(mode).execute()
+        .whenNotMatchedInsertAll().withMode(mode).executeMetrics()
     assert_all_readers(spark, path, COLS, model_upsert(model, src2))

@@ -28,7 +28,7 @@ def test_clauses_apply_in_order_with_conditions(spark: Any, tmp_path: Path, mode
         .whenNotMatchedInsert(condition="s.id % 10 = 0", values={"id": "s.id", "name": "s.name"})
         .whenNotMatchedInsert(values={"id": F.col("s.id") + 1000, "name": F.lit("other"), "part": "1"})
         .withMode(mode)
-        .execute()
+        .executeMetrics()
     )
     model = model_merge(
         rows,
@@ -65,7 +65,7 @@ def test_not_matched_by_source_update_and_delete(spark: Any, tmp_path: Path) -> 
         .whenNotMatchedBySourceUpdate(condition="t.id >= 150", set={"name": "'stale'"})
         .whenNotMatchedBySourceDelete(condition="t.id % 2 = 1")
         .withMode("dv")
-        .execute()
+        .executeMetrics()
     )
     model = model_merge(
         rows,
@@ -92,7 +92,7 @@ def test_insert_only_merge_appends_and_touches_no_existing_file(spark: Any, tmp_
     metrics = (
         merge_builder(spark, str(path), "t", source_df(spark, src), "t.id = s.id")
         .whenNotMatchedInsertAll(condition="s.name <> 's205'")
-        .execute()
+        .executeMetrics()
     )
     new = [s for s in src if s[0] >= 200 and s[1] != "s205"]
     assert metrics["numTargetRowsInserted"] == len(new) and metrics["numTargetRowsCopied"] == 0
@@ -113,7 +113,7 @@ def test_merge_changing_nothing_makes_no_commit(spark: Any, tmp_path: Path) -> N
         merge_builder(spark, str(path), "t", source_df(spark, src), "t.id = s.id")
         .whenMatchedUpdate(condition="s.part = 99", set={"name": "s.name"})
         .whenNotMatchedInsertAll()
-        .execute()
+        .executeMetrics()
     )
     assert metrics["version"] is None and metrics["numTargetRowsUpdated"] == 0
     assert (log_listing(path), data_listing(path)) == before
@@ -127,7 +127,7 @@ def test_unqualified_names_and_explicit_source_alias(spark: Any, tmp_path: Path)
         merge_builder(spark, str(path), None, src, "id = sid", source_alias="src")
         .whenMatchedUpdate(set={"name": "label"})
         .whenNotMatchedInsert(values={"id": "src.sid", "name": "label", "part": "7"})
-        .execute()
+        .executeMetrics()
     )
     assert metrics["numTargetRowsUpdated"] == 1 and metrics["numTargetRowsInserted"] == 1
     model = [(r[0], "x", r[2]) if r[0] == 5 else r for r in rows] + [(50, "y", 7)]
@@ -136,7 +136,7 @@ def test_unqualified_names_and_explicit_source_alias(spark: Any, tmp_path: Path)
 
 def _insert_only(spark: Any, path: Path, rows: list[tuple[int, str, int]]) -> dict[str, Any]:
     return (
-        merge_builder(spark, str(path), "t", source_df(spark, rows), "t.id = s.id").whenNotMatchedInsertAll().execute()
+        merge_builder(spark, str(path), "t", source_df(spark, rows), "t.id = s.id").whenNotMatchedInsertAll().executeMetrics()
     )
 
 

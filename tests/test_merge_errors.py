@@ -33,12 +33,12 @@ def test_duplicate_matches_raise_and_write_nothing(spark: Any, tmp_path: Path) -
     src = [(10, "a", 0), (10, "b", 0), (300, "c", 1)]
     with pytest.raises(MergeCardinalityError, match="multiple source rows"):
         DeltaTable.forPath(spark, str(path)).alias("t").merge(source_df(spark, src), "t.id = s.id") \
-            .whenMatchedUpdateAll().whenNotMatchedInsertAll().withMode("dv").execute()
+            .whenMatchedUpdateAll().whenNotMatchedInsertAll().withMode("dv").executeMetrics()
     assert _state(path) == before
     # Delta's rule: the check applies even when the matched clause's own condition is false.
     with pytest.raises(MergeCardinalityError):
         DeltaTable.forPath(spark, str(path)).alias("t").merge(source_df(spark, src), "t.id = s.id") \
-            .whenMatchedDelete(condition="s.part = 5").execute()
+            .whenMatchedDelete(condition="s.part = 5").executeMetrics()
     assert _state(path) == before
     assert_all_readers(spark, path, COLS, rows)
 
@@ -47,7 +47,7 @@ def test_duplicates_allowed_for_a_single_unconditional_delete(spark: Any, tmp_pa
     path = tmp_path / "t"
     rows = make_table(spark, path)
     src = [(10, "a", 0), (10, "b", 0), (11, "c", 0)]
-    metrics = DeltaTable.forPath(spark, str(path)).alias("t").merge(source_df(spark, src), "t.id = s.id").whenMatchedDelete().execute()
+    metrics = DeltaTable.forPath(spark, str(path)).alias("t").merge(source_df(spark, src), "t.id = s.id").whenMatchedDelete().executeMetrics()
     assert metrics["numTargetRowsDeleted"] == 2
     assert_all_readers(spark, path, COLS, [r for r in rows if r[0] not in (10, 11)])
 
@@ -81,7 +81,7 @@ def test_bad_clause_raises_and_leaves_table_unchanged(
     src = [(5, "u5", 0), (500, "u500", 1)]
     builder = DeltaTable.forPath(spark, str(path)).alias("t").merge(source_df(spark, src), "t.id = s.id")
     with pytest.raises(error, match=fragment):
-        configure(builder).execute()
+        configure(builder).executeMetrics()
     assert _state(path) == before
 
 
@@ -91,7 +91,7 @@ def test_update_all_with_source_missing_a_column(spark: Any, tmp_path: Path) -> 
     before = _state(path)
     src = spark.createDataFrame([(5, "x")], "id long, name string").alias("s")
     with pytest.raises(SchemaMismatchError, match="part"):
-        merge_builder(spark, str(path), "t", src, "t.id = s.id").whenMatchedUpdateAll().execute()
+        merge_builder(spark, str(path), "t", src, "t.id = s.id").whenMatchedUpdateAll().executeMetrics()
     assert _state(path) == before
 
 
@@ -105,13 +105,13 @@ def test_null_into_not_null_column_is_refused(spark: Any, tmp_path: Path) -> Non
     src = spark.createDataFrame([(3, "x"), (30, "y")], "id long, name string").alias("s")
     with pytest.raises(SchemaViolationError, match="NOT NULL"):
         merge_builder(spark, str(path), "t", src, "t.id = s.id") \
-            .whenMatchedUpdate(set={"id": "CASE WHEN s.name = 'x' THEN NULL ELSE s.id END"}).withMode("dv").execute()
+            .whenMatchedUpdate(set={"id": "CASE WHEN s.name = 'x' THEN NULL ELSE s.id END"}).withMode("dv").executeMetrics()
     assert _state(path) == before
     with pytest.raises(SchemaViolationError, match="NOT NULL"):
-        merge_builder(spark, str(path), "t", src, "t.id = s.id").whenNotMatchedInsert(values={"name": "s.name"}).execute()
+        merge_builder(spark, str(path), "t", src, "t.id = s.id").whenNotMatchedInsert(values={"name": "s.name"}).executeMetrics()
     assert _state(path) == before
     # A valid merge on the same table still works and keeps the column NOT NULL.
-    merge_builder(spark, str(path), "t", src, "t.id = s.id").whenMatchedUpdateAll().whenNotMatchedInsertAll().execute()
+    merge_builder(spark, str(path), "t", src, "t.id = s.id").whenMatchedUpdateAll().whenNotMatchedInsertAll().executeMetrics()
     expected = [(i, "x" if i == 3 else f"n{i}") for i in range(20)] + [(30, "y")]
     assert_all_readers(spark, path, ["id", "name"], expected)
 
@@ -124,6 +124,6 @@ def test_bad_mode_and_same_aliases(spark: Any, tmp_path: Path) -> None:
         builder.withMode("fast")
     with pytest.raises(InvalidArgumentError, match="alias"):
         merge_builder(spark, str(path), "s", source_df(spark, [(1, "a", 0)]), "s.id = s.id") \
-            .whenMatchedDelete().execute()
+            .whenMatchedDelete().executeMetrics()
     with pytest.raises(InvalidArgumentError, match="WHEN"):
-        builder.execute()
+        builder.executeMetrics()

@@ -48,7 +48,7 @@ def test_source_keys_select_candidate_files(spark: Any, tmp_path: Path, extra_ne
             .whenMatchedUpdateAll()
             .whenNotMatchedInsertAll()
             .withMode("dv")
-            .execute()
+            .executeMetrics()
         )
     finally:
         _unhide(hidden)
@@ -66,7 +66,7 @@ def test_partition_pruning_from_source_keys_and_target_only_conjuncts(spark: Any
         metrics = (
             merge_builder(spark, str(path), "t", source_df(spark, src), "t.id = s.id AND t.part = s.part AND t.id < 1000")
             .whenMatchedUpdate(set={"name": "s.name"})
-            .execute()
+            .executeMetrics()
         )
     finally:
         _unhide(hidden)
@@ -94,7 +94,7 @@ def test_dv_mode_writes_far_fewer_bytes_than_rewrite(spark: Any, tmp_path: Path)
             .whenMatchedUpdateAll()
             .whenNotMatchedInsertAll()
             .withMode(mode)
-            .execute()
+            .executeMetrics()
         )
         written[mode] = _bytes_written(path, metrics, before)
         assert metrics["numTargetRowsUpdated"] == 20 and metrics["numTargetRowsInserted"] == 10

@@ -98,7 +98,7 @@ def _upsert(spark: Any, path: Path, rows: list[Row], mode: str) -> dict[str, Any
     source = spark.createDataFrame(rows, "id long, name string, part int").alias("s")
     return (
         DeltaTable.forPath(spark, path).alias("t").merge(source, "t.id = s.id")
-        .whenMatchedUpdateAll().whenNotMatchedInsertAll().withMode(mode).execute()
+        .whenMatchedUpdateAll().whenNotMatchedInsertAll().withMode(mode).executeMetrics()
     )
 
 
@@ -137,7 +137,7 @@ def test_random_dml_sequences_match_model(
             model += new
         elif op[0] == "delete":
             pred, mode = op[1], op[2]
-            deleted = _expect_engine(table, engine, pred.local, lambda: table.delete(pred.sql, mode=mode, engine=engine))
+            deleted = _expect_engine(table, engine, pred.local, lambda: table.deleteMetrics(pred.sql, mode=mode, engine=engine))
             if deleted is None:
                 assert rows_arrow(path, COLS) == sort_rows(model), op
                 continue
@@ -158,7 +158,7 @@ def test_random_dml_sequences_match_model(
             pred, which, mode = op[1], op[2], op[3]
             assignment, apply, local_ok = ASSIGNMENTS[which]
             updated = _expect_engine(
-                table, engine, pred.local and local_ok, lambda: table.update(pred.sql, assignment, mode=mode, engine=engine)
+                table, engine, pred.local and local_ok, lambda: table.updateMetrics(pred.sql, assignment, mode=mode, engine=engine)
             )
             if updated is None:
                 assert rows_arrow(path, COLS) == sort_rows(model), op

@@ -40,7 +40,7 @@ def _table(spark: Any, root: Path) -> list[tuple[int, str]]:
     """Three files: f0 has 2/10 rows deleted, f1 8/10, f2 none. Returns the live rows."""
     batches = [pa.table({"id": list(range(k * 10, k * 10 + 10)), "p": ["a" if k < 2 else "b"] * 10}) for k in range(3)]
     create_table(root, batches)
-    DeltaTable.forPath(spark, root).delete("id in (0, 1) or (id >= 10 and id < 18)", mode="dv")
+    DeltaTable.forPath(spark, root).deleteMetrics("id in (0, 1) or (id >= 10 and id < 18)", mode="dv")
     return [(i, "a" if i < 20 else "b") for i in range(30) if not (i in (0, 1) or 10 <= i < 18)]
 
 
@@ -93,7 +93,7 @@ def test_purge_partition_condition_and_bad_input(spark: Any, tmp_path: Path) -> 
     root = tmp_path / "t"
     rows = [(i, "a" if i % 2 else "b") for i in range(20)]
     create_table(root, [pa.table({"id": [r[0] for r in rows], "p": [r[1] for r in rows]})], partition_by="p")
-    DeltaTable.forPath(spark, root).delete("id < 6", mode="dv")
+    DeltaTable.forPath(spark, root).deleteMetrics("id < 6", mode="dv")
     model = sorted(r for r in rows if r[0] >= 6)
     log = sorted(os.listdir(root / "_delta_log"))
     with pytest.raises(InvalidPredicateError, match="partition columns only"):

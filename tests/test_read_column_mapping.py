@@ -48,7 +48,7 @@ def test_column_mapped_table_reads_under_logical_names(spark: Any, tmp_path: Pat
 
     # delta-rs made this table without deletion vectors, so the default mode rewrites the files,
     # which must be written under the physical names (and field ids) of the mapping.
-    metrics = DeltaTable.forPath(spark, root).delete("`Id Col` % 4 = 1 AND `Part Col` <> 'p 0'")
+    metrics = DeltaTable.forPath(spark, root).deleteMetrics("`Id Col` % 4 = 1 AND `Part Col` <> 'p 0'")
     model = [r for r in expected if not (r[0] % 4 == 1 and r[2] != "p 0")]
     assert metrics["numDeletedRows"] == len(expected) - len(model)
     assert metrics["numDeletionVectorsAdded"] == 0 and metrics["numAddedFiles"] > 0

@@ -48,7 +48,7 @@ def test_mixed_clean_and_dv_files_read_exactly(spark: Any, tmp_path: Path, parti
     path = tmp_path / "t"
     rows = _table(path, partitioned)
     t = DeltaTable.forPath(None, path)
-    t.delete("id % 10 = 3 AND id < 200", engine="local")  # DVs in two of four files
+    t.deleteMetrics("id % 10 = 3 AND id < 200", engine="local")  # DVs in two of four files
     expected = sort_rows([r for r in rows if not (r[0] % 10 == 3 and r[0] < 200)])
     snapshot = t.snapshot()
     assert sum(a.deletion_vector is not None for a in snapshot.files) == 2
@@ -62,7 +62,7 @@ def test_path_identity_fallback_reads_exactly(spark: Any, tmp_path: Path, monkey
     """When DV'd files cannot be told apart by size, rows are matched to DVs through the path join."""
     path = tmp_path / "t"
     rows = _table(path, partitioned=True, files=3)
-    DeltaTable.forPath(None, path).delete("id IN (5, 105, 250)", engine="local")
+    DeltaTable.forPath(None, path).deleteMetrics("id IN (5, 105, 250)", engine="local")
     expected = sort_rows([r for r in rows if r[0] not in (5, 105, 250)])
     monkeypatch.setattr(reader, "_unique_sizes", lambda files: False)
     assert _spark_rows(DeltaTable.forPath(spark, path).toDF()) == expected
@@ -82,7 +82,7 @@ def test_size_identity_requires_unique_sizes() -> None:
 def test_partition_filter_reads_only_that_partition(spark: Any, tmp_path: Path) -> None:
     path = tmp_path / "t"
     rows = _table(path, partitioned=True)
-    DeltaTable.forPath(None, path).delete("id = 150", engine="local")  # a DV in partition p1
+    DeltaTable.forPath(None, path).deleteMetrics("id = 150", engine="local")  # a DV in partition p1
     for data_file in (path / "part=p0").glob("*.parquet"):
         os.truncate(data_file, 10)  # opening a p0 file now fails the query: it must not be opened
     expected = sort_rows([r for r in rows if r[1] == "p1" and r[0] != 150])

@@ -56,7 +56,7 @@ def test_checker_reports_a_table_that_differs_from_the_model(tmp_path: Path) -> 
         # A committed DELETE the model does not know about: the after-model check catches it.
         from dvengine import DeltaTable
 
-        DeltaTable.forPath(None, t.root).delete("id = 3", mode="dv", engine="local")
+        DeltaTable.forPath(None, t.root).deleteMetrics("id = 3", mode="dv", engine="local")
         with pytest.raises(torture.TortureFailure, match="missing ids|unexpected ids"):
             t.verify(t.model, t.model, version, "unmodelled delete")
     finally:

@@ -25,7 +25,7 @@ COLS = ["id", "name", "part"]
 def test_update_matches_model_in_every_mode(spark: Any, tmp_path: Path, mode: str, partitioned: bool) -> None:
     rows = make_table(spark, tmp_path / "t", partition_by=["part"] if partitioned else None)
     table = DeltaTable.forPath(spark, tmp_path / "t")
-    metrics = table.update("id % 10 = 3", {"name": "concat(name, '_x')", "id": "id + 1000"}, mode=mode)
+    metrics = table.updateMetrics("id % 10 = 3", {"name": "concat(name, '_x')", "id": "id + 1000"}, mode=mode)
     model = [(i + 1000, n + "_x", p) if i % 10 == 3 else (i, n, p) for i, n, p in rows]
     assert metrics["numUpdatedRows"] == 20
     if mode == "dv":
@@ -34,14 +34,14 @@ def test_update_matches_model_in_every_mode(spark: Any, tmp_path: Path, mode: st
         assert metrics["numDeletionVectorsAdded"] == 0 and metrics["numCopiedRows"] == len(rows) - 20
     assert_all_readers(spark, tmp_path / "t", COLS, model)
     # update rows that already were updated, and rows in files that carry DVs now
-    table.update("id >= 1000 OR id < 3", {"part": "part + 10"}, mode=mode)
+    table.updateMetrics("id >= 1000 OR id < 3", {"part": "part + 10"}, mode=mode)
     model = [(i, n, p + 10) if (i >= 1000 or i < 3) else (i, n, p) for i, n, p in model]
     assert_all_readers(spark, tmp_path / "t", COLS, model)
 
 
 def test_update_moves_rows_between_partitions(spark: Any, tmp_path: Path) -> None:
     rows = make_table(spark, tmp_path / "t", partition_by=["part"])
-    metrics = DeltaTable.forPath(spark, tmp_path / "t").update("part = 1 AND id < 30", {"part": "2"}, mode="dv")
+    metrics = DeltaTable.forPath(spark, tmp_path / "t").updateMetrics("part = 1 AND id < 30", {"part": "2"}, mode="dv")
     assert metrics["numCopiedRows"] == 0
     model = [(i, n, 2) if (p == 1 and i < 30) else (i, n, p) for i, n, p in rows]
     assert_all_readers(spark, tmp_path / "t", COLS, model)
@@ -50,16 +50,16 @@ def test_update_moves_rows_between_partitions(spark: Any, tmp_path: Path) -> Non
 
 def test_update_with_columns_and_without_condition(spark: Any, tmp_path: Path) -> None:
     rows = make_table(spark, tmp_path / "t", n=50, files=2)
-    DeltaTable.forPath(spark, tmp_path / "t").update(set={"name": F.upper(F.col("name"))}, mode="dv")
+    DeltaTable.forPath(spark, tmp_path / "t").updateMetrics(set={"name": F.upper(F.col("name"))}, mode="dv")
     assert_all_readers(spark, tmp_path / "t", COLS, [(i, n.upper(), p) for i, n, p in rows])
-    DeltaTable.forPath(spark, tmp_path / "t").update(F.col("id") > 40, {"id": F.col("id") * 2})
+    DeltaTable.forPath(spark, tmp_path / "t").updateMetrics(F.col("id") > 40, {"id": F.col("id") * 2})
     assert_all_readers(spark, tmp_path / "t", COLS, [(i * 2 if i > 40 else i, n.upper(), p) for i, n, p in rows])
 
 
 def test_update_matching_nothing_commits_nothing(spark: Any, tmp_path: Path) -> None:
     make_table(spark, tmp_path / "t")
     before = log_listing(tmp_path / "t")
-    metrics = DeltaTable.forPath(spark, tmp_path / "t").update("id < 0", {"name": "'x'"})
+    metrics = DeltaTable.forPath(spark, tmp_path / "t").updateMetrics("id < 0", {"name": "'x'"})
     assert metrics["numUpdatedRows"] == 0 and metrics["version"] is None
     assert log_listing(tmp_path / "t") == before
 
@@ -90,14 +90,14 @@ def test_bad_updates_raise_and_leave_table_unchanged(
     _not_null_table(spark, tmp_path / "t")
     before = (log_listing(tmp_path / "t"), data_listing(tmp_path / "t"))
     with pytest.raises(error, match=fragment or None):
-        DeltaTable.forPath(spark, tmp_path / "t").update("id < 5", assignments, mode="dv")
+        DeltaTable.forPath(spark, tmp_path / "t").updateMetrics("id < 5", assignments, mode="dv")
     assert (log_listing(tmp_path / "t"), data_listing(tmp_path / "t")) == before
     assert DeltaTable.forPath(None, tmp_path / "t").toArrow().num_rows == 20
 
 
 def test_update_unions_with_golden_dv(spark: Any, golden_copy: Any) -> None:
     path = golden_copy("basic-dv-no-checkpoint")  # ids 2..9 live
-    metrics = DeltaTable.forPath(spark, path).update("id IN (0, 2, 9)", {"id": "id * 100"}, mode="dv")
+    metrics = DeltaTable.forPath(spark, path).updateMetrics("id IN (0, 2, 9)", {"id": "id * 100"}, mode="dv")
     assert metrics["numUpdatedRows"] == 2  # id 0 is already deleted by the golden DV
     assert_all_readers(spark, path, ["id"], [(i,) for i in (200, 3, 4, 5, 6, 7, 8, 900)])
 
@@ -105,8 +105,8 @@ def test_update_unions_with_golden_dv(spark: Any, golden_copy: Any) -> None:
 def test_dv_update_writes_far_fewer_bytes_than_rewrite(spark: Any, tmp_path: Path) -> None:
     for name in ("dv", "rewrite"):
         make_table(spark, tmp_path / name, n=20_000, files=4)
-    dv = DeltaTable.forPath(spark, tmp_path / "dv").update("id % 1000 = 1", {"name": "'changed'"}, mode="dv")
-    cow = DeltaTable.forPath(spark, tmp_path / "rewrite").update("id % 1000 = 1", {"name": "'changed'"}, mode="rewrite")
+    dv = DeltaTable.forPath(spark, tmp_path / "dv").updateMetrics("id % 1000 = 1", {"name": "'changed'"}, mode="dv")
+    cow = DeltaTable.forPath(spark, tmp_path / "rewrite").updateMetrics("id % 1000 = 1", {"name": "'changed'"}, mode="rewrite")
     assert dv["numUpdatedRows"] == cow["numUpdatedRows"] == 20
     assert dv["numAddedBytes"] * 5 < cow["numAddedBytes"], (dv["numAddedBytes"], cow["numAddedBytes"])
     changed = DeltaTable.forPath(None, tmp_path / "dv").toArrow().filter(pa.compute.equal(pa.compute.field("name"), "changed"))

@@ -164,7 +164,7 @@ class DvengineContender(Contender):
             predicate = workload.predicate
 
             def run_delete() -> OpOutcome:
-                metrics = DeltaTable.forPath(spark, table).delete(predicate, mode=mode, engine=executor)
+                metrics = DeltaTable.forPath(spark, table).deleteMetrics(predicate, mode=mode, engine=executor)
                 return OpOutcome(dict(metrics), _int(metrics.get("numDeletedRows")))
 
             return Prepared(run_delete, restore)
@@ -173,7 +173,7 @@ class DvengineContender(Contender):
 
             def run_update() -> OpOutcome:
                 dt: Any = DeltaTable.forPath(spark, table)
-                metrics = dt.update(condition=predicate, set=dict(UPDATE_SET), mode=mode, engine=executor)
+                metrics = dt.updateMetrics(condition=predicate, set=dict(UPDATE_SET), mode=mode, engine=executor)
                 return OpOutcome(dict(metrics or {}), _int((metrics or {}).get("numUpdatedRows")))
 
             return Prepared(run_update, restore)
@@ -187,7 +187,7 @@ class DvengineContender(Contender):
                 builder = dt.merge(source.alias("s"), "t.id = s.id").withEngine("spark")
             else:  # the same in-memory Arrow table delta-rs gets
                 builder = dt.merge(arrow_source, "t.id = s.id", source_alias="s").withEngine(executor or "auto")
-            result = builder.whenMatchedUpdateAll().whenNotMatchedInsertAll().execute()
+            result = builder.whenMatchedUpdateAll().whenNotMatchedInsertAll().executeMetrics()
             metrics = dict(result or {})
             return OpOutcome(metrics, _sum_metrics(metrics, ("numTargetRowsUpdated", "numTargetRowsInserted")))
 

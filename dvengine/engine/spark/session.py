@@ -32,6 +32,11 @@ LOCAL_DEFAULTS: dict[str, str] = {
 }
 
 
+def active_session() -> SparkSession | None:
+    """The active SparkSession of this thread, if any (never starts one)."""
+    return SparkSession.getActiveSession()
+
+
 def get_or_create_session(master: str | None = None, app_name: str = "dvengine") -> SparkSession:
     active = SparkSession.getActiveSession()
     if active is not None:

@@ -1,0 +1,162 @@
+"""CREATE / REPLACE TABLE from a column list: the commit behind delta-spark's ``DeltaTableBuilder``.
+
+The four builder modes behave as Delta's SQL statements do:
+
+- ``create`` (CREATE TABLE): a table already at the location is an error;
+- ``createIfNotExists`` (CREATE TABLE IF NOT EXISTS): an existing table is left untouched and
+  returned as it is, whatever columns were asked for;
+- ``replace`` (REPLACE TABLE): the table must exist; one commit removes every live file and
+  writes a new ``metaData`` (schema, partitioning, properties, description). As in Delta the
+  table id is kept (it is the same table, logically emptied and redefined), and the protocol is
+  never downgraded: it becomes the union of the old one and what the new definition needs;
+- ``createOrReplace`` (CREATE OR REPLACE TABLE): replace when it exists, else create.
+
+Everything that can reject the statement (types, names, partitioning, properties) is checked
+before the commit, and nothing but the commit file is written, so a failure leaves the folder as
+it was. New tables get deletion vectors on, like every table dvengine creates.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from dvengine.commit.transaction import Transaction
+from dvengine.errors import InvalidArgumentError, TableAlreadyExistsError, TableNotFoundError
+from dvengine.log import load_snapshot, table_exists
+from dvengine.protocol.actions import Metadata, Protocol
+from dvengine.protocol.features import check_writable, reader_features, writer_features
+from dvengine.protocol.schema import StructType
+from dvengine.writing.schema_checks import (
+    DEFAULT_NEW_TABLE_CONFIGURATION,
+    check_distinct_column_names,
+    check_new_table_configuration,
+    new_table_protocol,
+    resolve_partition_columns,
+)
+
+CREATE = "create"
+CREATE_IF_NOT_EXISTS = "createIfNotExists"
+REPLACE = "replace"
+CREATE_OR_REPLACE = "createOrReplace"
+BUILDER_MODES = (CREATE, CREATE_IF_NOT_EXISTS, REPLACE, CREATE_OR_REPLACE)
+
+
+@dataclass(frozen=True)
+class TableDefinition:
+    """What a builder asks for; ``label`` names the table in errors (its name, else its path)."""
+
+    location: str
+    label: str
+    schema: StructType
+    partition_columns: tuple[str, ...] = ()
+    properties: Mapping[str, str] = field(default_factory=dict)
+    description: str | None = None
+    managed: bool = False
+
+
+@dataclass(frozen=True)
+class CreateResult:
+    """``version`` is None when ``createIfNotExists`` found the table and did nothing."""
+
+    location: str
+    version: int | None
+
+
+def merge_protocols(old: Protocol, new: Protocol) -> Protocol:
+    """The weakest protocol allowing everything either allows (Delta's ``Protocol.merge``)."""
+    if old.min_writer_version < 7 and new.min_writer_version < 7 and old.min_reader_version < 3 and new.min_reader_version < 3:
+        return Protocol(max(old.min_reader_version, new.min_reader_version), max(old.min_writer_version, new.min_writer_version))
+    writers = writer_features(old) | writer_features(new)
+    readers = reader_features(old) | reader_features(new)
+    reader_version = max(old.min_reader_version, new.min_reader_version)
+    if reader_version >= 3:
+        return Protocol(3, 7, tuple(sorted(readers)), tuple(sorted(writers)))
+    return Protocol(reader_version, 7, None, tuple(sorted(writers)))
+
+
+def _operation_parameters(definition: TableDefinition, configuration: Mapping[str, str]) -> dict[str, object]:
+    return {
+        "isManaged": "true" if definition.managed else "false",
+        "description": definition.description,
+        "partitionBy": json.dumps(list(definition.partition_columns)),
+        "clusterBy": "[]",
+        "properties": json.dumps(dict(configuration), separators=(",", ":")),
+    }
+
+
+def _check_definition(definition: TableDefinition) -> tuple[tuple[str, ...], dict[str, str]]:
+    if not definition.schema.fields:
+        raise InvalidArgumentError(f"table {definition.label} needs at least one column (addColumn / addColumns)")
+    check_distinct_column_names(definition.schema)
+    partitions = resolve_partition_columns(definition.schema, definition.partition_columns)
+    configuration = {**DEFAULT_NEW_TABLE_CONFIGURATION, **dict(definition.properties)}
+    check_new_table_configuration(configuration)
+    return partitions, configuration
+
+
+def _check_empty_location(root: str, label: str) -> None:
+    """Delta refuses to create a table over files that are not a Delta table (they would become
+    invisible, neither data nor garbage); only an empty ``_delta_log`` folder is tolerated."""
+    if not os.path.isdir(root):
+        return
+    entries = sorted(e for e in os.listdir(root) if not (e == "_delta_log" and not os.listdir(os.path.join(root, e))))
+    if entries:
+        raise InvalidArgumentError(
+            f"cannot create table {label}: its location {root} is not empty and not a Delta table "
+            f"(it holds {', '.join(entries[:5])}{' ...' if len(entries) > 5 else ''})"
+        )
+
+
+def create_table(definition: TableDefinition, mode: str) -> CreateResult:
+    """Run one builder ``mode`` against ``definition.location``; see the module docstring."""
+    if mode not in BUILDER_MODES:
+        raise InvalidArgumentError(f"builder mode must be one of {BUILDER_MODES}, got {mode!r}")
+    root = definition.location
+    exists = table_exists(root)
+    if exists and mode == CREATE:
+        raise TableAlreadyExistsError(f"Table {definition.label} already exists (a Delta table is at {root})")
+    if exists and mode == CREATE_IF_NOT_EXISTS:
+        return CreateResult(root, None)
+    if not exists and mode == REPLACE:
+        raise TableNotFoundError(
+            f"Table {definition.label} cannot be found: REPLACE needs an existing table at {root} (use createOrReplace)"
+        )
+    if not exists:
+        _check_empty_location(root, definition.label)
+    partitions, configuration = _check_definition(definition)
+    now = int(time.time() * 1000)
+    schema_string = definition.schema.to_json_string()
+    params = _operation_parameters(definition, configuration)
+    wanted_protocol = new_table_protocol(definition.schema, configuration)
+    if not exists:
+        metadata = Metadata(
+            id=str(uuid.uuid4()), schema_string=schema_string, partition_columns=partitions,
+            configuration=configuration, description=definition.description, created_time=now,
+        )
+        check_writable(wanted_protocol, metadata)
+        txn = Transaction(root, None, "CREATE TABLE", params)
+        txn.update_protocol(wanted_protocol)
+        txn.update_metadata(metadata)
+        return CreateResult(root, txn.commit({}))
+    snapshot = load_snapshot(root)
+    check_writable(snapshot.protocol, snapshot.metadata)
+    metadata = Metadata(
+        id=snapshot.metadata.id, schema_string=schema_string, partition_columns=partitions,
+        configuration=configuration, description=definition.description, created_time=now,
+    )
+    protocol = merge_protocols(snapshot.protocol, wanted_protocol)
+    check_writable(protocol, metadata)
+    operation = "CREATE OR REPLACE TABLE" if mode == CREATE_OR_REPLACE else "REPLACE TABLE"
+    txn = Transaction(root, snapshot, operation, params)
+    txn.record_read(snapshot.files, None)
+    if protocol != snapshot.protocol:
+        txn.update_protocol(protocol)
+    txn.update_metadata(metadata)
+    txn.add_actions(f.to_remove(now) for f in snapshot.files)
+    metrics = {"numRemovedFiles": len(snapshot.files), "numRemovedBytes": sum(f.size for f in snapshot.files)}
+    return CreateResult(root, txn.commit(metrics))

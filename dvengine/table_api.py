@@ -1,0 +1,91 @@
+"""Helpers behind DeltaTable's delta-spark entry points: names, options and retention settings.
+
+Kept out of table.py so that the class stays a thin dispatcher (and so the files colleagues
+edit in parallel change little): resolving ``forName`` through the catalog, checking
+``forPath``'s ``hadoopConf`` as delta-spark does, and reading the retention-check switch from
+Spark conf or, without a session, from the environment (``dvengine.commands.options.env_key``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from dvengine import catalog
+from dvengine.commands.options import ConfLookup
+from dvengine.errors import InvalidArgumentError, TableNotFoundError
+from dvengine.log import load_snapshot, table_exists
+from dvengine.log.intervals import parse_interval_ms
+from dvengine.maintenance.vacuum import DEFAULT_DELETED_FILE_RETENTION, RETENTION_PROPERTY
+from dvengine.storage import normalize_table_path
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+RETENTION_CHECK_CONF = "spark.databricks.delta.retentionDurationCheck.enabled"
+_PATH_IDENTIFIER = re.compile(r"^\s*delta\s*\.\s*`(.+)`\s*$", re.IGNORECASE | re.DOTALL)
+_HOUR_MS = 3_600_000
+
+
+def check_hadoop_conf(conf: object) -> None:
+    """delta-spark accepts only ``fs.``/``dfs.`` options in ``forPath(..., hadoopConf)``."""
+    if conf is None:
+        return
+    if not isinstance(conf, Mapping):
+        raise TypeError(f"hadoopConf must be a dict of str to str, got {type(conf).__name__}")
+    for key, value in conf.items():
+        if not isinstance(key, str) or not isinstance(value, str):
+            raise TypeError(f"hadoopConf must map str to str, got {key!r}: {value!r}")
+        if not key.startswith(("fs.", "dfs.")):
+            raise InvalidArgumentError(
+                f"hadoopConf option {key!r} is not allowed: only options starting with 'fs.' or 'dfs.' are"
+            )
+
+
+def warehouse_of(spark: SparkSession | None) -> str | None:
+    """The session's warehouse dir (``dvengine.catalog.warehouseDir`` first), None without a session."""
+    if spark is None:
+        return None
+    value = spark.conf.get(catalog.WAREHOUSE_OVERRIDE_CONF, None) or spark.conf.get(catalog.WAREHOUSE_CONF, None)
+    return None if value is None else str(value)
+
+
+def resolve_table_name(spark: SparkSession | None, name: str) -> tuple[str, str | None]:
+    """(table root, catalog name or None) for ``forName``; TableNotFoundError naming the name."""
+    if not isinstance(name, str):
+        raise TypeError(f"tableOrViewName must be a str, got {type(name).__name__}")
+    match = _PATH_IDENTIFIER.match(name)
+    if match is not None:
+        root = normalize_table_path(match.group(1).replace("``", "`"))
+        if not table_exists(root):
+            raise TableNotFoundError(f"{name} is not a Delta table: {root} has no _delta_log with commit files")
+        return root, None
+    location = catalog.lookup_table(name, warehouse_of(spark))
+    if location is None:
+        db, table = catalog.split_name(name)
+        raise TableNotFoundError(
+            f"The table or view `{db}`.`{table}` cannot be found in dvengine's catalog "
+            f"({catalog.warehouse_dir(warehouse_of(spark))}/{catalog.CATALOG_FILE})"
+        )
+    root = normalize_table_path(location)
+    if not table_exists(root):
+        raise TableNotFoundError(f"{name} is registered at {root}, but no Delta table is there")
+    return root, name
+
+
+def default_retention_hours(table_root: str) -> float:
+    """The table's ``delta.deletedFileRetentionDuration`` in hours (VACUUM's default retention)."""
+    text = load_snapshot(table_root).configuration.get(RETENTION_PROPERTY, DEFAULT_DELETED_FILE_RETENTION)
+    return parse_interval_ms(text) / _HOUR_MS
+
+
+def retention_check_enabled(conf: ConfLookup) -> bool:
+    """``spark.databricks.delta.retentionDurationCheck.enabled`` (default true); bad values are refused."""
+    raw = conf(RETENTION_CHECK_CONF)
+    if raw is None or str(raw).strip() == "":
+        return True
+    text = str(raw).strip().lower()
+    if text not in ("true", "false"):
+        raise InvalidArgumentError(f"{RETENTION_CHECK_CONF} must be 'true' or 'false', got {raw!r}")
+    return text == "true"
