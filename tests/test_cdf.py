@@ -126,7 +126,7 @@ def test_delete_shape_matches_delta_spark(request: pytest.FixtureRequest, tmp_pa
     path = tmp_path / "t"
     _create(path, rows, ["part", "id", "name"], [pa.int32(), pa.int64(), pa.string()], ["part"])
     t = DeltaTable.forPath(_session(request, engine), path)
-    metrics = t.delete("id % 5 = 0", mode="rewrite", engine=engine)
+    metrics = t.deleteMetrics("id % 5 = 0", mode="rewrite", engine=engine)
     actions = _commit(path, metrics["version"])
     cdc = [a["cdc"] for a in actions if "cdc" in a]
     assert cdc and all(not c["dataChange"] for c in cdc)
@@ -143,7 +143,7 @@ def test_delete_shape_matches_delta_spark(request: pytest.FixtureRequest, tmp_pa
     protocol = next(a["protocol"] for a in _commit(path, 0) if "protocol" in a)
     assert "changeDataFeed" in protocol["writerFeatures"]
 
-    metrics = t.delete("id % 5 = 1", mode="dv", engine=engine)
+    metrics = t.deleteMetrics("id % 5 = 1", mode="dv", engine=engine)
     actions = _commit(path, metrics["version"])
     assert not [a for a in actions if "cdc" in a]
     assert metrics["numDeletionVectorsAdded"] > 0
@@ -169,7 +169,7 @@ def test_update_feed(request: pytest.FixtureRequest, tmp_path: Path, engine: str
     rows = [(1, 1, 1), (2, 2, 0), (3, 3, 1), (4, 4, 0)]
     path = tmp_path / "t"
     _create(path, rows, ["key", "value", "part"], [pa.int32(), pa.int32(), pa.int32()], ["part"])
-    metrics = DeltaTable.forPath(_session(request, engine), path).update(condition, {"value": "-1"}, mode=mode, engine=engine)
+    metrics = DeltaTable.forPath(_session(request, engine), path).updateMetrics(condition, {"value": "-1"}, mode=mode, engine=engine)
     version = metrics["version"]
     assert metrics["numAddedChangeFiles"] >= 1
     check_table(path, ["key", "value", "part"], [(k, -1 if hits((k, v, p)) else v, p) for k, v, p in rows])
@@ -185,8 +185,8 @@ def test_repeated_point_update_over_a_version_range(request: pytest.FixtureReque
     path = tmp_path / "t"
     _create(path, rows, ["key", "value"], [pa.int32(), pa.int32()])
     t = DeltaTable.forPath(_session(request, engine), path)
-    v1 = t.update("key = 1", {"value": "-1"}, engine=engine)["version"]
-    v2 = t.update("key = 3", {"value": "-3"}, engine=engine)["version"]
+    v1 = t.updateMetrics("key = 1", {"value": "-1"}, engine=engine)["version"]
+    v2 = t.updateMetrics("key = 3", {"value": "-3"}, engine=engine)["version"]
     check_feed(path, v1, v2, ["key", "value"], [
         (1, 1, "update_preimage", v1), (1, -1, "update_postimage", v1),
         (3, 3, "update_preimage", v2), (3, -3, "update_postimage", v2),
@@ -244,7 +244,7 @@ def test_merge_feed(request: pytest.FixtureRequest, tmp_path: Path, engine: str,
     _create(path, target, ["key", "n"], [pa.int32(), pa.int32()])
     src = pa.table({"key": pa.array([r[0] for r in source], pa.int32()), "n": pa.array([r[1] for r in source], pa.int32())})
     builder = DeltaTable.forPath(_session(request, engine), path).alias("t").merge(src, "t.key = s.key", source_alias="s")
-    metrics = clauses(builder.withEngine(engine).withMode(mode)).execute()
+    metrics = clauses(builder.withEngine(engine).withMode(mode)).executeMetrics()
     version = metrics["version"]
     check_table(path, ["key", "n"], table_after)
     check_feed(path, version, version, ["key", "n"], [(*r, version) for r in feed])
@@ -310,14 +310,14 @@ def test_random_sequence_matches_model(request: pytest.FixtureRequest, tmp_path:
         kind, args, apply = _model_step(rng, model, step)
         mode = rng.choice(["dv", "rewrite", "auto"])
         if kind == "delete":
-            metrics = t.delete(args, mode=mode, engine=engine)
+            metrics = t.deleteMetrics(args, mode=mode, engine=engine)
         elif kind == "update":
-            metrics = t.update(args[0], args[1], mode=mode, engine=engine)
+            metrics = t.updateMetrics(args[0], args[1], mode=mode, engine=engine)
         else:
             src = pa.table({"id": pa.array([r[0] for r in args], pa.int64()), "name": [r[1] for r in args],
                             "part": pa.array([r[2] for r in args], pa.int32())})
             metrics = (t.alias("t").merge(src, "t.id = s.id", source_alias="s").withEngine(engine).withMode(mode)
-                       .whenMatchedDelete("t.id % 4 = 0").whenMatchedUpdateAll().whenNotMatchedInsertAll().execute())
+                       .whenMatchedDelete("t.id % 4 = 0").whenMatchedUpdateAll().whenNotMatchedInsertAll().executeMetrics())
         changes = apply(model)
         if metrics["version"] is not None:
             expected += [(*c, metrics["version"]) for c in changes]
@@ -360,7 +360,7 @@ def test_commit_timestamps_and_timestamp_range(tmp_path: Path) -> None:
     path = tmp_path / "t"
     _create(path, [(1, 1), (2, 2)], ["key", "value"], [pa.int32(), pa.int32()])
     t = DeltaTable.forPath(None, path)
-    v = t.update("key = 2", {"value": "20"})["version"]
+    v = t.updateMetrics("key = 2", {"value": "20"})["version"]
     feed = t.changes(0)
     infos = {n: next(a["commitInfo"]["timestamp"] for a in _commit(path, n) if "commitInfo" in a) for n in (0, v)}
     for row in feed.to_pylist():
@@ -419,7 +419,7 @@ def test_vacuum_keeps_change_files_in_the_window_and_reclaims_orphans(tmp_path: 
     path = tmp_path / "t"
     _create(path, [(i, i) for i in range(10)], ["key", "value"], [pa.int32(), pa.int32()])
     t = DeltaTable.forPath(None, path)
-    v = t.update("key < 5", {"value": "0"})["version"]
+    v = t.updateMetrics("key < 5", {"value": "0"})["version"]
     committed = [a["cdc"]["path"] for a in _commit(path, v) if "cdc" in a]
     orphan = path / "_change_data" / "cdc-00000-orphan.c000.snappy.parquet"
     orphan.write_bytes(b"left by a killed writer")
@@ -475,8 +475,8 @@ def test_legacy_protocol_table_without_dvs(request: pytest.FixtureRequest, tmp_p
     protocol = next(a["protocol"] for a in _commit(path, 0) if "protocol" in a)
     assert (protocol["minReaderVersion"], protocol["minWriterVersion"]) == (1, 4)
     t = DeltaTable.forPath(_session(request, engine), path)
-    v1 = t.update("key % 2 = 0", {"value": "value + 1"}, engine=engine)["version"]
-    v2 = t.delete("key > 5", engine=engine)["version"]
+    v1 = t.updateMetrics("key % 2 = 0", {"value": "value + 1"}, engine=engine)["version"]
+    v2 = t.deleteMetrics("key > 5", engine=engine)["version"]
     after_update = {k: (v + 1 if k % 2 == 0 else v) for k, v in rows}
     expected = [(k, v, "update_preimage", v1) for k, v in rows if k % 2 == 0]
     expected += [(k, v + 1, "update_postimage", v1) for k, v in rows if k % 2 == 0]
