@@ -17,15 +17,17 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from dvengine.commands.write import finish_write, normalize_write_mode, plan_write
+from dvengine.commands.write import finish_write, normalize_write_mode, plan_write, replace_where_mismatch
+from dvengine.commands.write_options import resolve_write_options
 from dvengine.engine.spark.identifiers import quote, quote_path
+from dvengine.engine.spark.reader import logical_spark_type
 from dvengine.engine.spark.session import get_or_create_session
 from dvengine.engine.spark.writer import write_parquet_files
 from dvengine.errors import (
     SchemaError,
     SchemaViolationError,
 )
-from dvengine.protocol.schema import StructType, from_arrow_schema
+from dvengine.protocol.schema import StructField, StructType, from_arrow_schema
 from dvengine.storage.logstore import normalize_table_path
 from dvengine.writing.schema_checks import (
     check_distinct_column_names,
@@ -88,6 +90,9 @@ def write(
     partitionBy: Sequence[str] | None = None,  # PySpark's spelling, on purpose
     configuration: Mapping[str, str] | None = None,
     spark: SparkSession | None = None,
+    mergeSchema: bool | str | None = None,  # named as the DataFrameWriter options
+    overwriteSchema: bool | str | None = None,
+    replaceWhere: str | None = None,
 ) -> int:
     """Write ``data`` to the Delta table at ``path``; return the committed version.
 
@@ -96,6 +101,8 @@ def write(
     ``configuration`` applies to new tables only and is merged over
     ``{"delta.enableDeletionVectors": "true"}``; its values are validated on every write.
     ``data`` may also be a pandas DataFrame; anything else raises TypeError.
+    ``mergeSchema`` (default: Spark conf ``spark.databricks.delta.schema.autoMerge.enabled``),
+    ``overwriteSchema`` and ``replaceWhere`` act as the DataFrameWriter options of Delta.
     """
     mode = normalize_write_mode(mode)
     if isinstance(partitionBy, str):
@@ -105,15 +112,40 @@ def write(
     if isinstance(data, pa.Table):
         check_distinct_column_names(from_arrow_schema(data.schema))
     session = spark or get_or_create_session()
+    options = resolve_write_options(
+        mergeSchema, overwriteSchema, replaceWhere, conf=lambda key: session.conf.get(key, None)
+    )
     df = session.createDataFrame(data) if isinstance(data, pa.Table) else data
     data_schema = dataframe_schema(df)
     check_distinct_column_names(data_schema)
-    plan = plan_write(root, mode, data_schema, partitionBy, configuration)
+    plan = plan_write(root, mode, data_schema, partitionBy, configuration, options)
     if plan.transaction.read_snapshot is not None:  # an existing table: align columns, check NOT NULL
-        df = df.select(*[F.col(quote(data_name)).alias(table_name) for data_name, table_name in plan.column_pairs])
+        df = df.select(*[_aligned_column(data_name, plan.schema.get(table_name)) for data_name, table_name in plan.column_pairs])
         check_not_null(df, plan.schema)
+    if plan.replace is not None:
+        assert plan.replace.predicate is not None
+        check_replace_where(df, plan.replace.predicate.sql)
+    executor = None
+    if plan.replace is not None:
+        from dvengine.engine.spark.executor import SparkExecutor  # it imports this module's check_not_null
+
+        executor = SparkExecutor(session)  # before any file is written: it checks the Python workers
     adds = write_parquet_files(df, plan.table_root, plan.schema, plan.partition_columns, plan.num_indexed_cols)
-    return finish_write(plan, adds)
+    return finish_write(plan, adds, executor)
+
+
+def _aligned_column(data_name: str | None, field: StructField) -> Column:
+    """A data column under its table name and type (the same type unless a narrower integer or a
+    merged struct), or NULL of the table's type for a column the data lacks (``mergeSchema``)."""
+    column = F.lit(None) if data_name is None else F.col(quote(data_name))
+    return column.cast(logical_spark_type(field)).alias(field.name)
+
+
+def check_replace_where(df: DataFrame, predicate_sql: str) -> None:
+    """Delta's replaceWhere constraint: every written row satisfies the predicate (NULL fails too); one Spark job."""
+    bad = df.filter(~F.coalesce(F.expr(predicate_sql), F.lit(False))).count()
+    if bad:
+        raise SchemaViolationError(replace_where_mismatch(predicate_sql, bad))
 
 
 __all__ = ["ACCEPTED_DATA", "dataframe_schema", "to_writable", "write"]
