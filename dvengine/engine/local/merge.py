@@ -35,6 +35,7 @@ from dvengine.commands.merge_clauses import (
     bind_condition,
     operation_parameters,
 )
+from dvengine.commands.merge_evolution import evolve_for_merge
 from dvengine.commands.merge_metrics import merge_metrics
 from dvengine.commands.retirement import RowRetirement
 from dvengine.engine.local.executor import FileMatch, LocalExecutor, project
@@ -82,6 +83,7 @@ class LocalMergeRequest:
     # Builds MergeScope.to_sql from (target schema, source schema, target alias, source alias) when
     # some expression is an engine object (a pyspark Column); None: SQL text only.
     resolver: Callable[[StructType, StructType, str, str], Callable[[object, bool], str]] | None = None
+    schema_evolution: bool = False  # withSchemaEvolution() or the auto-merge conf
 
 
 @dataclass(frozen=True)
@@ -286,11 +288,13 @@ def execute_local_merge(req: LocalMergeRequest) -> dict[str, Any]:
     source_alias = req.source_alias or DEFAULT_SOURCE_ALIAS
     if target_alias.lower() == source_alias.lower():
         raise InvalidArgumentError(f"the target and the source must have different aliases (both are {target_alias!r})")
+    snapshot, new_metadata = evolve_for_merge(snapshot, source_schema, target_alias, req.clauses, req.schema_evolution)
+    evolution = req.schema_evolution
     if req.resolver is None:
-        scope = MergeScope(target_alias, source_alias, snapshot.schema, source_schema)
+        scope = MergeScope(target_alias, source_alias, snapshot.schema, source_schema, schema_evolution=evolution)
     else:
         to_sql = req.resolver(snapshot.schema, source_schema, target_alias, source_alias)
-        scope = MergeScope(target_alias, source_alias, snapshot.schema, source_schema, to_sql)
+        scope = MergeScope(target_alias, source_alias, snapshot.schema, source_schema, to_sql, evolution)
     condition = bind_condition(scope, req.condition, None)
     clauses = bind_clauses(scope, req.clauses)
     by_source = [c for c in clauses if c.kind is ClauseKind.NOT_MATCHED_BY_SOURCE]
@@ -304,6 +308,8 @@ def execute_local_merge(req: LocalMergeRequest) -> dict[str, Any]:
     derived = None if by_source else _derive_target_predicate(req.source, keys, snapshot.schema)
     ctx = open_dml(snapshot, "MERGE", req.options, derived, operation_parameters(condition, clauses))
     ctx.started = started  # executionTimeMs covers binding too, as on Spark
+    if new_metadata is not None:
+        ctx.transaction.update_metadata(new_metadata)
     with ctx.cleaning_up_on_failure():
         return _run(ctx, LocalExecutor(), req.source, plan, keys, residual, clauses)
 
