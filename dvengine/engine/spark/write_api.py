@@ -26,12 +26,14 @@ from dvengine.engine.spark.writer import write_parquet_files
 from dvengine.errors import (
     SchemaError,
     SchemaViolationError,
+    UnsupportedFeatureError,
 )
-from dvengine.protocol.schema import StructField, StructType, from_arrow_schema
+from dvengine.protocol.schema import DataType, DecimalType, PrimitiveType, StructField, StructType, from_arrow_schema
 from dvengine.storage.logstore import normalize_table_path
 from dvengine.writing.schema_checks import (
     check_distinct_column_names,
     not_null_paths,
+    type_signature,
 )
 
 
@@ -120,7 +122,10 @@ def write(
     check_distinct_column_names(data_schema)
     plan = plan_write(root, mode, data_schema, partitionBy, configuration, options)
     if plan.transaction.read_snapshot is not None:  # an existing table: align columns, check NOT NULL
-        df = df.select(*[_aligned_column(data_name, plan.schema.get(table_name)) for data_name, table_name in plan.column_pairs])
+        df = df.select(*[
+            _aligned_column(data_name, None if data_name is None else data_schema.get(data_name), plan.schema.get(table_name))
+            for data_name, table_name in plan.column_pairs
+        ])
         check_not_null(df, plan.schema)
     if plan.replace is not None:
         assert plan.replace.predicate is not None
@@ -134,11 +139,35 @@ def write(
     return finish_write(plan, adds, executor)
 
 
-def _aligned_column(data_name: str | None, field: StructField) -> Column:
-    """A data column under its table name and type (the same type unless a narrower integer or a
-    merged struct), or NULL of the table's type for a column the data lacks (``mergeSchema``)."""
-    column = F.lit(None) if data_name is None else F.col(quote(data_name))
-    return column.cast(logical_spark_type(field)).alias(field.name)
+def _aligned_column(data_name: str | None, data_field: StructField | None, field: StructField) -> Column:
+    """A data column under its table name and type, or NULL of the table's type for a column the
+    data lacks (``mergeSchema``)."""
+    if data_name is None or data_field is None:
+        return F.lit(None).cast(logical_spark_type(field)).alias(field.name)
+    return _conform(F.col(quote(data_name)), data_field.type, field).alias(field.name)
+
+
+def _conform(column: Column, data_type: DataType, field: StructField) -> Column:
+    """``column`` as ``field``'s type. Spark casts structs by position, so a struct whose fields
+    differ (a merged schema: other order, added fields) is rebuilt field by field, by name."""
+    target = field.type
+    if isinstance(target, StructType) and isinstance(data_type, StructType) and type_signature(target) != type_signature(
+        data_type
+    ):
+        children = []
+        for child in target.fields:
+            found = data_type.find(child.name)
+            value = F.lit(None).cast(logical_spark_type(child)) if found is None else _conform(
+                column.getField(found.name), found.type, child
+            )
+            children.append(value.alias(child.name))
+        return F.when(column.isNull(), F.lit(None)).otherwise(F.struct(*children))
+    if type_signature(target) != type_signature(data_type) and not isinstance(target, (PrimitiveType, DecimalType)):
+        raise UnsupportedFeatureError(
+            f"column {field.name!r}: writing {data_type.simple_string()} data into {target.simple_string()} "
+            "(a merged array/map element type) is not implemented on Spark"
+        )
+    return column.cast(logical_spark_type(field))
 
 
 def check_replace_where(df: DataFrame, predicate_sql: str) -> None:
