@@ -373,3 +373,18 @@ def test_merge_evolution_on_a_column_mapped_table(tmp_path: Path) -> None:
     new = load_snapshot(str(path)).schema.get("Extra Col")
     assert new.field_id == max_id + 1 and new.physical_name != "Extra Col"
     _readers(path, ["id", "v", "Extra Col"], [(1, "a", None), (2, "B", 2.5), (3, "C", 3.5)])
+
+
+def test_merge_that_changes_no_row_still_commits_the_new_schema(merge_engine: tuple[str, Any], tmp_path: Path) -> None:
+    """Delta's MERGE updates the metadata up front and commits even when no clause fires."""
+    engine, spark = merge_engine
+    path = tmp_path / "t"
+    dvengine.write(pa.table({"id": [1, 2]}), str(path))
+    src = _merge_source(spark, pa.table({"id": [3], "x": ["n"]}))
+    metrics = (
+        DeltaTable.forPath(spark, path).alias("t").merge(src, "t.id = s.id", source_alias="s")
+        .whenMatchedUpdateAll().withSchemaEvolution().withEngine(engine).execute()
+    )
+    assert metrics["version"] == 1 and metrics["numTargetRowsUpdated"] == 0
+    assert load_snapshot(str(path)).schema.field_names == ["id", "x"]
+    _readers(path, ["id", "x"], [(1, None), (2, None)])

@@ -16,7 +16,7 @@ from typing import Any
 from dvengine.commands.context import DmlContext, open_dml
 from dvengine.commands.delete import delete_metrics, delete_rows
 from dvengine.commands.executor import Executor
-from dvengine.commands.options import no_conf, resolve_options
+from dvengine.commands.options import resolve_options
 from dvengine.commands.write_options import SchemaWriteOptions
 from dvengine.commands.write_schema import evolve_table_schema
 from dvengine.commands.written import WrittenFiles, commit_or_clean_up
@@ -134,7 +134,7 @@ def plan_write(
     if replace_where is not None:
         predicate = parse_predicate(replace_where, evolved.schema)
         params["predicate"] = json.dumps([predicate.sql])
-        replace = open_dml(evolved.snapshot, "WRITE", resolve_options(no_conf, None), predicate, params)
+        replace = open_dml(evolved.snapshot, "WRITE", resolve_options(opts.conf, None), predicate, params)
         txn = replace.transaction
     else:
         txn = Transaction(table_root, snapshot, "WRITE", params)

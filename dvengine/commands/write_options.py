@@ -40,6 +40,7 @@ class SchemaWriteOptions:
     merge_schema: bool = False
     overwrite_schema: bool = False
     replace_where: str | None = None
+    conf: ConfLookup = no_conf  # where replaceWhere's DELETE half reads dvengine.dml.* / dvengine.dv.*
 
 
 def resolve_write_options(
@@ -57,4 +58,5 @@ def resolve_write_options(
         merge_schema=auto_merge_enabled(conf) if merge is None else merge,
         overwrite_schema=bool(overwrite),
         replace_where=replaceWhere,
+        conf=conf or no_conf,
     )
