@@ -2,7 +2,8 @@
 
 All checks run before a single file is written, so a rejected write leaves nothing behind.
 Names resolve case-insensitively (Spark's default); types must match exactly, nested field
-names and all, because dvengine does not implement schema evolution or implicit casts.
+names and all, unless the write asks for schema evolution (``mergeSchema``, see
+:mod:`dvengine.writing.schema_merge`); dvengine does no implicit casts beyond those rules.
 """
 
 from __future__ import annotations
