@@ -388,3 +388,18 @@ def test_merge_that_changes_no_row_still_commits_the_new_schema(merge_engine: tu
     assert metrics["version"] == 1 and metrics["numTargetRowsUpdated"] == 0
     assert load_snapshot(str(path)).schema.field_names == ["id", "x"]
     _readers(path, ["id", "x"], [(1, None), (2, None)])
+
+
+def test_merge_auto_merge_spark_conf_on_the_spark_executor(spark: Any, tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    dvengine.write(pa.table({"id": [1], "v": ["a"]}), str(path))
+    src = spark.createDataFrame([(1, "b", 1.5), (2, "c", 2.5)], "id long, v string, w double").alias("s")
+    spark.conf.set(CONF_AUTO_MERGE, "true")
+    try:
+        (
+            DeltaTable.forPath(spark, path).alias("t").merge(src, "t.id = s.id")
+            .whenMatchedUpdateAll().whenNotMatchedInsertAll().withEngine("spark").execute()
+        )
+    finally:
+        spark.conf.unset(CONF_AUTO_MERGE)
+    assert_all_readers(spark, path, ["id", "v", "w"], [(1, "b", 1.5), (2, "c", 2.5)])

@@ -82,9 +82,12 @@ def evolve_table_schema(
     try:
         pairs = list(match_columns(table, data_schema))
         return EvolvedSchema(snapshot, snapshot.metadata, False, pairs)
-    except SchemaMismatchError:
+    except SchemaMismatchError as exc:
         if not merge_schema:
-            raise
+            raise SchemaMismatchError(
+                f"{exc}; to change the table's schema use mergeSchema=True (adds new columns) or "
+                "overwriteSchema=True with mode='overwrite' (as Delta's DataFrameWriter options)"
+            ) from exc
     merged = merge_struct(table, data_schema)
     data_names = {n.lower(): n for n in data_schema.field_names}
     pairs = [(data_names.get(f.name.lower()), f.name) for f in merged.fields]
