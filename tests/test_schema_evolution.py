@@ -10,6 +10,7 @@ was (same log, same files).
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -403,3 +404,28 @@ def test_merge_auto_merge_spark_conf_on_the_spark_executor(spark: Any, tmp_path:
     finally:
         spark.conf.unset(CONF_AUTO_MERGE)
     assert_all_readers(spark, path, ["id", "v", "w"], [(1, "b", 1.5), (2, "c", 2.5)])
+
+
+def test_a_new_timestamp_ntz_column_enables_the_timestamp_ntz_feature(tmp_path: Path) -> None:
+    """PROTOCOL.md: a table with a timestamp_ntz column must support timestampNtz (Delta enables
+    it automatically on the schema change). Legacy (1, 2) tables go to (3, 7) keeping their implied features."""
+    path = tmp_path / "t"
+    dvengine.write(pa.table({"id": [1]}), str(path), configuration={"delta.enableDeletionVectors": "false"})
+    assert (load_snapshot(str(path)).protocol.min_reader_version, load_snapshot(str(path)).protocol.min_writer_version) == (1, 2)
+    ts = dt.datetime(2024, 5, 6, 7, 8, 9)
+    dvengine.write(pa.table({"id": [2], "ts": pa.array([ts], pa.timestamp("us"))}), str(path), mode="append", mergeSchema=True)
+    protocol = load_snapshot(str(path)).protocol
+    assert (protocol.min_reader_version, protocol.min_writer_version) == (3, 7)
+    assert "timestampNtz" in (protocol.reader_features or ()) and "timestampNtz" in (protocol.writer_features or ())
+    assert {"appendOnly", "invariants"} <= set(protocol.writer_features or ())
+    _readers(path, ["id", "ts"], [(1, None), (2, ts)])
+    # the same through MERGE
+    merged = tmp_path / "m"
+    dvengine.write(pa.table({"id": [1]}), str(merged))
+    src = pa.table({"id": [1, 2], "ts": pa.array([ts, ts], pa.timestamp("us"))})
+    (
+        DeltaTable.forPath(None, merged).alias("t").merge(src, "t.id = s.id", source_alias="s")
+        .whenMatchedUpdateAll().whenNotMatchedInsertAll().withSchemaEvolution().execute()
+    )
+    assert "timestampNtz" in (load_snapshot(str(merged)).protocol.reader_features or ())
+    _readers(merged, ["id", "ts"], [(1, ts), (2, ts)])

@@ -18,16 +18,18 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from dvengine.commands.merge_clauses import ClauseAction, ClauseKind, MergeClause
 from dvengine.commands.write_schema import with_metadata
+from dvengine.commit.transaction import Transaction
 from dvengine.errors import UnsupportedFeatureError
 from dvengine.log import Snapshot
-from dvengine.protocol.actions import Metadata
+from dvengine.protocol.actions import Metadata, Protocol
 from dvengine.protocol.features import check_writable
 from dvengine.protocol.schema import StructType
 from dvengine.writing.schema_checks import type_signature
-from dvengine.writing.schema_merge import assign_column_mapping, merge_struct
+from dvengine.writing.schema_merge import assign_column_mapping, merge_struct, protocol_for_schema
 
 
 def _writes_star(clause: MergeClause) -> bool:
@@ -59,15 +61,31 @@ def merge_target_schema(
     return merge_struct(target, written, implicit_casts=True)
 
 
+@dataclass(frozen=True)
+class MergeEvolution:
+    """The snapshot a MERGE runs on, and the metadata (and protocol upgrade) its commit carries."""
+
+    snapshot: Snapshot
+    metadata: Metadata | None = None
+    protocol: Protocol | None = None
+
+    def apply(self, txn: Transaction) -> None:
+        """Put the schema change into the MERGE's transaction (nothing when there is none)."""
+        if self.protocol is not None:
+            txn.update_protocol(self.protocol)
+        if self.metadata is not None:
+            txn.update_metadata(self.metadata)
+
+
 def evolve_for_merge(
     snapshot: Snapshot, source: StructType, target_alias: str, clauses: Sequence[MergeClause], enabled: bool
-) -> tuple[Snapshot, Metadata | None]:
-    """The snapshot to run the MERGE on, and the metadata to commit with it (None: no change)."""
+) -> MergeEvolution:
+    """The snapshot to run the MERGE on and the schema change to commit with it (see the module docstring)."""
     if not enabled:
-        return snapshot, None
+        return MergeEvolution(snapshot)
     merged = merge_target_schema(snapshot.schema, source, target_alias, clauses)
     if type_signature(merged) == type_signature(snapshot.schema):
-        return snapshot, None
+        return MergeEvolution(snapshot)
     for before, after in zip(snapshot.schema.fields, merged.fields):
         if type_signature(before.type) != type_signature(after.type):
             raise UnsupportedFeatureError(
@@ -77,5 +95,6 @@ def evolve_for_merge(
             )
     schema, config = assign_column_mapping(merged, snapshot.configuration)
     metadata = dataclasses.replace(snapshot.metadata, schema_string=schema.to_json_string(), configuration=config)
-    check_writable(snapshot.protocol, metadata)
-    return with_metadata(snapshot, metadata), metadata
+    protocol = protocol_for_schema(snapshot.protocol, schema)
+    check_writable(protocol or snapshot.protocol, metadata)
+    return MergeEvolution(with_metadata(snapshot, metadata, protocol), metadata, protocol)

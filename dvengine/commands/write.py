@@ -139,7 +139,9 @@ def plan_write(
     else:
         txn = Transaction(table_root, snapshot, "WRITE", params)
     if evolved.changed:
-        check_writable(snapshot.protocol, evolved.metadata)
+        if evolved.protocol is not None:
+            txn.update_protocol(evolved.protocol)
+        check_writable(evolved.protocol or snapshot.protocol, evolved.metadata)
         txn.update_metadata(evolved.metadata)
     if mode == "overwrite" and replace is None:
         txn.record_read(snapshot.files, None)

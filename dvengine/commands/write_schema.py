@@ -21,34 +21,45 @@ from dataclasses import dataclass
 
 from dvengine.errors import SchemaMismatchError
 from dvengine.log import Snapshot
-from dvengine.protocol.actions import Metadata
-from dvengine.protocol.schema import StructType
+from dvengine.protocol.actions import Metadata, Protocol
+from dvengine.protocol.schema import StructType, parse_schema
 from dvengine.writing.schema_checks import (
     check_distinct_column_names,
     match_columns,
     resolve_partition_columns,
     type_signature,
 )
-from dvengine.writing.schema_merge import assign_column_mapping, merge_struct, strip_column_mapping
+from dvengine.writing.schema_merge import (
+    assign_column_mapping,
+    merge_struct,
+    protocol_for_schema,
+    strip_column_mapping,
+)
 
 
 @dataclass(frozen=True)
 class EvolvedSchema:
     """The table as the write will leave it, and how the data's columns map onto it."""
 
-    snapshot: Snapshot  # the read snapshot, carrying ``metadata`` when it changed
+    snapshot: Snapshot  # the read snapshot, carrying ``metadata`` (and ``protocol``) when they changed
     metadata: Metadata
     changed: bool
     column_pairs: list[tuple[str | None, str]]  # (data column, or None for all-null; table column)
+    protocol: Protocol | None = None  # an upgrade the new schema needs (timestampNtz)
 
     @property
     def schema(self) -> StructType:
         return self.snapshot.schema
 
 
-def with_metadata(snapshot: Snapshot, metadata: Metadata) -> Snapshot:
-    """``snapshot`` seen through new metadata (same version and files)."""
-    return dataclasses.replace(snapshot, metadata=metadata)
+def with_metadata(snapshot: Snapshot, metadata: Metadata, protocol: Protocol | None = None) -> Snapshot:
+    """``snapshot`` seen through new metadata (and protocol, when upgraded): same version and files."""
+    return dataclasses.replace(snapshot, metadata=metadata, protocol=protocol or snapshot.protocol)
+
+
+def _evolved(snapshot: Snapshot, metadata: Metadata, pairs: list[tuple[str | None, str]]) -> EvolvedSchema:
+    protocol = protocol_for_schema(snapshot.protocol, parse_schema(metadata.schema_string))
+    return EvolvedSchema(with_metadata(snapshot, metadata, protocol), metadata, True, pairs, protocol)
 
 
 def evolve_table_schema(
@@ -73,7 +84,7 @@ def evolve_table_schema(
         metadata = dataclasses.replace(
             snapshot.metadata, schema_string=schema.to_json_string(), partition_columns=partitions, configuration=config
         )
-        return EvolvedSchema(with_metadata(snapshot, metadata), metadata, True, [(n, n) for n in schema.field_names])
+        return _evolved(snapshot, metadata, [(n, n) for n in schema.field_names])
     if partition_by is not None and [p.lower() for p in partition_by] != [p.lower() for p in snapshot.partition_columns]:
         raise SchemaMismatchError(
             f"partitionBy {list(partition_by)} differs from the table's partitioning {list(snapshot.partition_columns)}"
@@ -95,4 +106,4 @@ def evolve_table_schema(
         return EvolvedSchema(snapshot, snapshot.metadata, False, pairs)
     schema, config = assign_column_mapping(merged, snapshot.configuration)
     metadata = dataclasses.replace(snapshot.metadata, schema_string=schema.to_json_string(), configuration=config)
-    return EvolvedSchema(with_metadata(snapshot, metadata), metadata, True, pairs)
+    return _evolved(snapshot, metadata, pairs)

@@ -112,13 +112,13 @@ def resolve_partition_columns(schema: StructType, partition_by: Sequence[str]) -
     return tuple(resolved)
 
 
-def _uses_timestamp_ntz(data_type: DataType) -> bool:
+def uses_timestamp_ntz(data_type: DataType) -> bool:
     if isinstance(data_type, StructType):
-        return any(_uses_timestamp_ntz(f.type) for f in data_type.fields)
+        return any(uses_timestamp_ntz(f.type) for f in data_type.fields)
     if isinstance(data_type, ArrayType):
-        return _uses_timestamp_ntz(data_type.element_type)
+        return uses_timestamp_ntz(data_type.element_type)
     if isinstance(data_type, MapType):
-        return _uses_timestamp_ntz(data_type.key_type) or _uses_timestamp_ntz(data_type.value_type)
+        return uses_timestamp_ntz(data_type.key_type) or uses_timestamp_ntz(data_type.value_type)
     return data_type.name == "timestamp_ntz"
 
 
@@ -130,7 +130,7 @@ def new_table_protocol(schema: StructType, configuration: Mapping[str, str]) -> 
     features. TIMESTAMP_NTZ always adds the ``timestampNtz`` feature, as Delta requires.
     """
     dvs = configuration.get(ENABLE_DVS, "false").lower() == "true"
-    ntz = _uses_timestamp_ntz(schema)
+    ntz = uses_timestamp_ntz(schema)
     if not dvs and not ntz:
         return Protocol(1, 2)
     features = tuple(sorted(({DELETION_VECTORS} if dvs else set()) | ({TIMESTAMP_NTZ} if ntz else set())))

@@ -14,6 +14,8 @@ import uuid
 from collections.abc import Mapping
 
 from dvengine.errors import SchemaMismatchError, UnsupportedFeatureError
+from dvengine.protocol.actions import Protocol
+from dvengine.protocol.features import TIMESTAMP_NTZ, reader_features, writer_features
 from dvengine.protocol.schema import (
     FIELD_ID_KEY,
     PHYSICAL_NAME_KEY,
@@ -24,7 +26,7 @@ from dvengine.protocol.schema import (
     StructField,
     StructType,
 )
-from dvengine.writing.schema_checks import type_signature
+from dvengine.writing.schema_checks import type_signature, uses_timestamp_ntz
 
 MAX_COLUMN_ID_KEY = "delta.columnMapping.maxColumnId"
 MAPPING_MODE_KEY = "delta.columnMapping.mode"
@@ -164,3 +166,19 @@ def strip_column_mapping(schema: StructType) -> StructType:
         return data_type
 
     return StructType(tuple(field_of(f) for f in schema.fields))
+
+
+def protocol_for_schema(protocol: Protocol, schema: StructType) -> Protocol | None:
+    """The upgraded protocol a new schema needs, or None when the table's suffices.
+
+    A TIMESTAMP_NTZ column needs the ``timestampNtz`` reader/writer feature; Delta enables it
+    automatically when a schema change adds one. The upgrade goes to reader 3 / writer 7 and
+    keeps every feature the old (possibly legacy) versions implied.
+    """
+    if not uses_timestamp_ntz(schema) or (
+        TIMESTAMP_NTZ in reader_features(protocol) and TIMESTAMP_NTZ in writer_features(protocol)
+    ):
+        return None
+    readers = set(reader_features(protocol)) | {TIMESTAMP_NTZ}
+    writers = set(writer_features(protocol)) | {TIMESTAMP_NTZ}
+    return Protocol(3, 7, tuple(sorted(readers)), tuple(sorted(writers)))

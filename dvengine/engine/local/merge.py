@@ -288,7 +288,8 @@ def execute_local_merge(req: LocalMergeRequest) -> dict[str, Any]:
     source_alias = req.source_alias or DEFAULT_SOURCE_ALIAS
     if target_alias.lower() == source_alias.lower():
         raise InvalidArgumentError(f"the target and the source must have different aliases (both are {target_alias!r})")
-    snapshot, new_metadata = evolve_for_merge(snapshot, source_schema, target_alias, req.clauses, req.schema_evolution)
+    evolution_plan = evolve_for_merge(snapshot, source_schema, target_alias, req.clauses, req.schema_evolution)
+    snapshot = evolution_plan.snapshot
     evolution = req.schema_evolution
     if req.resolver is None:
         scope = MergeScope(target_alias, source_alias, snapshot.schema, source_schema, schema_evolution=evolution)
@@ -308,8 +309,7 @@ def execute_local_merge(req: LocalMergeRequest) -> dict[str, Any]:
     derived = None if by_source else _derive_target_predicate(req.source, keys, snapshot.schema)
     ctx = open_dml(snapshot, "MERGE", req.options, derived, operation_parameters(condition, clauses))
     ctx.started = started  # executionTimeMs covers binding too, as on Spark
-    if new_metadata is not None:
-        ctx.transaction.update_metadata(new_metadata)
+    evolution_plan.apply(ctx.transaction)
     with ctx.cleaning_up_on_failure():
         return _run(ctx, LocalExecutor(), req.source, plan, keys, residual, clauses)
 

@@ -189,9 +189,10 @@ def execute_merge(spark: SparkSession, req: MergeRequest) -> dict[str, Any]:
     snapshot = load_snapshot(req.table_root)
     check_dml_allowed(snapshot, "MERGE")
     check_dv_mode_allowed(snapshot, options)
-    snapshot, new_metadata = evolve_for_merge(
+    evolution = evolve_for_merge(
         snapshot, dataframe_schema(req.source), req.target_alias or DEFAULT_TARGET_ALIAS, req.clauses, req.schema_evolution
     )
+    snapshot = evolution.snapshot
     scope, names = _scope(spark, snapshot, req)
     condition = bind_condition(scope, req.condition, None)
     clauses = bind_clauses(scope, req.clauses)
@@ -218,8 +219,7 @@ def execute_merge(spark: SparkSession, req: MergeRequest) -> dict[str, Any]:
         ctx = open_dml(
             snapshot, "MERGE", options, None if by_source else derived, operation_parameters(condition, clauses)
         )
-        if new_metadata is not None:
-            ctx.transaction.update_metadata(new_metadata)
+        evolution.apply(ctx.transaction)
         plan = ctx.plan
 
         needed = None
