@@ -21,6 +21,9 @@ def write(
     partitionBy: Sequence[str] | None = None,
     configuration: Mapping[str, str] | None = None,
     spark: SparkSession | None = None,
+    mergeSchema: bool | str | None = None,  # named as Delta's DataFrameWriter options
+    overwriteSchema: bool | str | None = None,
+    replaceWhere: str | None = None,
 ) -> int:
     """Create, append to or overwrite a table; returns the committed version.
 
@@ -28,17 +31,28 @@ def write(
     Arrow data is written in-process without a JVM unless a ``spark`` session is given.
     ``mode``: "error" (the default: fail if a table exists), "append" or "overwrite". New tables get
     deletion vectors enabled unless ``configuration`` sets ``delta.enableDeletionVectors`` to "false".
+    Schema options, as Delta's DataFrameWriter options (bool or "true"/"false"):
+    ``mergeSchema`` (append/overwrite add the data's new columns; default from the conf
+    ``spark.databricks.delta.schema.autoMerge.enabled``, or env ``SPARK_DATABRICKS_DELTA_SCHEMA_AUTOMERGE_ENABLED``
+    without Spark), ``overwriteSchema`` (an overwrite replaces schema and partitioning) and
+    ``replaceWhere`` (an overwrite replaces only the rows matching this SQL predicate; every
+    written row must match it). See spec_notes/schema-evolution.md.
     """
+    from dvengine.commands.write_options import resolve_write_options
     from dvengine.engine.local.write_api import as_arrow_table, write_arrow
     from dvengine.storage import normalize_table_path
 
     arrow = as_arrow_table(data)
     if arrow is not None and spark is None:
         parts = [partitionBy] if isinstance(partitionBy, str) else partitionBy
-        return write_arrow(arrow, normalize_table_path(path), mode, parts, configuration)
+        options = resolve_write_options(mergeSchema, overwriteSchema, replaceWhere)
+        return write_arrow(arrow, normalize_table_path(path), mode, parts, configuration, options)
     from dvengine.engine.spark.write_api import write as write_table
 
-    return write_table(data, path, mode=mode, partitionBy=partitionBy, configuration=configuration, spark=spark)
+    return write_table(
+        data, path, mode=mode, partitionBy=partitionBy, configuration=configuration, spark=spark,
+        mergeSchema=mergeSchema, overwriteSchema=overwriteSchema, replaceWhere=replaceWhere,
+    )
 
 
 __all__ = ["DeltaTable", "DeltaTableBuilder", "IdentityGenerator", "__version__", "write"]

@@ -21,6 +21,7 @@ from dvengine.commands.arguments import check_column_mapping, check_condition
 from dvengine.commands.executor import ENGINE_LOCAL, ENGINE_SPARK
 from dvengine.commands.merge_clauses import ClauseAction, ClauseKind, Expr, MergeClause
 from dvengine.commands.options import resolve_options
+from dvengine.commands.write_options import auto_merge_enabled
 from dvengine.engine.local.merge import LocalMergeRequest, execute_local_merge
 from dvengine.engine.local.write_api import as_arrow_table, normalize_arrow_types
 from dvengine.errors import InvalidArgumentError, NotLocallyEvaluableError
@@ -70,6 +71,7 @@ class DeltaMergeBuilder:
         self._mode: str | None = None
         self._engine: str | None = None
         self._delta_spark_results = delta_spark_results
+        self._schema_evolution = False
 
     def _add(self, kind: ClauseKind, action: ClauseAction, condition: Expr | None, assignments: Mapping[str, Expr] | None,
              what: str, mapping_name: str | None = None) -> DeltaMergeBuilder:
@@ -103,6 +105,12 @@ class DeltaMergeBuilder:
 
     def whenNotMatchedBySourceDelete(self, condition: Expr | None = None) -> DeltaMergeBuilder:
         return self._add(ClauseKind.NOT_MATCHED_BY_SOURCE, ClauseAction.DELETE, condition, None, "whenNotMatchedBySourceDelete")
+
+    def withSchemaEvolution(self) -> DeltaMergeBuilder:
+        """Add the source columns the MERGE writes to the target schema, in the same commit
+        (as delta-spark; also on with ``spark.databricks.delta.schema.autoMerge.enabled``)."""
+        self._schema_evolution = True
+        return self
 
     def withMode(self, mode: str) -> DeltaMergeBuilder:
         """dvengine extension: ``dv`` | ``rewrite`` | ``auto`` (default from Spark conf)."""
@@ -166,6 +174,7 @@ class DeltaMergeBuilder:
         (None: nothing changed) and ``executionEngine``, whatever the table was opened with."""
         choice = self._session.choice(self._engine)
         options = resolve_options(choice.conf, self._mode)
+        evolution = self._schema_evolution or auto_merge_enabled(choice.conf)
         source_alias = self._source_alias
         if source_alias is None and as_arrow_table(self._source) is None:
             from dvengine.engine.spark.merge import dataframe_alias
@@ -176,7 +185,7 @@ class DeltaMergeBuilder:
             if arrow is not None:
                 request = LocalMergeRequest(
                     self._table_root, self._target_alias, arrow, source_alias, self._condition, tuple(self._clauses),
-                    options, self._column_resolver(),
+                    options, self._column_resolver(), evolution,
                 )
                 try:
                     return execute_local_merge(request)
@@ -187,7 +196,7 @@ class DeltaMergeBuilder:
 
         return run_spark_merge(
             self._session.session(), self._table_root, self._target_alias, self._source, source_alias,
-            self._condition, tuple(self._clauses), self._mode,
+            self._condition, tuple(self._clauses), self._mode, evolution,
         )
 
 

@@ -73,11 +73,11 @@ class DmlContext:
     def finish(self, metrics: dict[str, Any]) -> dict[str, Any]:
         """Commit what the command added; ``metrics`` get ``executionTimeMs`` and ``version``.
 
-        With nothing to commit (nothing matched) the version is None and anything written is
-        removed; a commit that fails removes what was written (``commit_or_clean_up``).
+        With nothing to commit (nothing matched, no schema change) the version is None and anything
+        written is removed; a commit that fails removes what was written (``commit_or_clean_up``).
         """
         metrics["executionTimeMs"] = self.elapsed_ms()
-        if not self.transaction.actions:
+        if not self.transaction.actions and self.transaction.new_metadata is None:
             metrics["version"] = None
             self.written.remove_all()
             return metrics

@@ -89,6 +89,8 @@ class MergeScope:
     target_schema: StructType
     source_schema: StructType
     to_sql: Callable[[object, bool], str] = text_only
+    # withSchemaEvolution(): star clauses write only the source's columns (see merge_evolution)
+    schema_evolution: bool = False
 
     def aliases(self, kind: ClauseKind | None) -> dict[str, StructType]:
         if kind is ClauseKind.NOT_MATCHED:
@@ -127,16 +129,22 @@ def _target_column(scope: MergeScope, key: str) -> str:
 
 
 def _star_assignments(scope: MergeScope, kind: ClauseKind) -> dict[str, BoundExpression]:
-    """UpdateAll / InsertAll: every target column from the source column of the same name."""
+    """UpdateAll / InsertAll: every target column from the source column of the same name.
+
+    With schema evolution, target columns the source lacks are left out: an update keeps their
+    value and an insert writes NULL (Delta's behaviour); without it they are an error.
+    """
     missing = [f.name for f in scope.target_schema.fields if scope.source_schema.find(f.name) is None]
-    if missing:
+    if missing and not scope.schema_evolution:
         raise SchemaMismatchError(
             f"{'updateAll' if kind is ClauseKind.MATCHED else 'insertAll'} needs every target column in the "
             f"source, but the source lacks {missing} (source columns: {', '.join(scope.source_schema.field_names)}); "
-            f"schema evolution is not supported"
+            f"enable schema evolution (withSchemaEvolution()) to keep/NULL them"
         )
     out: dict[str, BoundExpression] = {}
     for f in scope.target_schema.fields:
+        if f.name in missing:
+            continue
         source_name = scope.source_schema.get(f.name).name
         out[f.name] = _bind_value(scope, f"{quote_identifier(scope.source_alias)}.{quote_identifier(source_name)}", kind)
     return out

@@ -6,15 +6,23 @@ the data files, and :func:`finish_write` commits them (deleting them again if th
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from dvengine.commands.context import DmlContext, open_dml
+from dvengine.commands.delete import delete_metrics, delete_rows
+from dvengine.commands.executor import Executor
+from dvengine.commands.options import resolve_options
+from dvengine.commands.write_options import SchemaWriteOptions
+from dvengine.commands.write_schema import evolve_table_schema
 from dvengine.commands.written import WrittenFiles, commit_or_clean_up
 from dvengine.commit.transaction import Transaction
-from dvengine.errors import InvalidArgumentError, SchemaMismatchError, TableAlreadyExistsError
+from dvengine.errors import InvalidArgumentError, TableAlreadyExistsError
+from dvengine.expressions import parse_predicate
 from dvengine.log import Snapshot, load_snapshot, table_exists
 from dvengine.protocol.actions import AddFile, Metadata
 from dvengine.protocol.features import check_writable
@@ -31,6 +39,11 @@ from dvengine.writing.schema_checks import (
 from dvengine.writing.stats import num_indexed_cols
 
 WRITE_MODES = ("error", "errorifexists", "append", "overwrite")
+# Metrics of the DELETE half of a replaceWhere overwrite that Delta reports for such a WRITE.
+REPLACE_METRICS = (
+    "numDeletedRows", "numRemovedFiles", "numRemovedBytes", "numCopiedRows", "numDeletionVectorsAdded",
+    "numDeletionVectorsRemoved", "numDeletionVectorsUpdated",
+)
 _DELTA_MODE_NAMES = {"error": "ErrorIfExists", "append": "Append", "overwrite": "Overwrite"}
 
 
@@ -43,11 +56,21 @@ class WritePlan:
     schema: StructType
     partition_columns: tuple[str, ...]
     configuration: Mapping[str, str]
-    column_pairs: list[tuple[str, str]]  # (data column, table column) in table order
+    column_pairs: list[tuple[str | None, str]]  # (data column or None: all null, table column) in table order
+    # replaceWhere: the prologue of the DELETE of the rows it matches, sharing ``transaction``
+    replace: DmlContext | None = None
 
     @property
     def num_indexed_cols(self) -> int:
         return num_indexed_cols(self.configuration)
+
+
+def replace_where_mismatch(predicate_sql: str, bad_rows: int) -> str:
+    """Delta's DELTA_REPLACE_WHERE_MISMATCH message, with how many rows broke the condition."""
+    return (
+        f"Written data does not conform to partial table overwrite condition or constraint '{predicate_sql}' "
+        f"(DELTA_REPLACE_WHERE_MISMATCH): {bad_rows} row(s) do not satisfy it; nothing was written"
+    )
 
 
 def normalize_write_mode(mode: object) -> str:
@@ -62,9 +85,16 @@ def plan_write(
     data_schema: StructType,
     partition_by: Sequence[str] | None,
     configuration: Mapping[str, str] | None,
+    options: SchemaWriteOptions | None = None,
 ) -> WritePlan:
-    """Check everything that can reject the write and open its transaction (nothing is written)."""
+    """Check everything that can reject the write and open its transaction (nothing is written).
+
+    ``options``: ``mergeSchema`` / ``overwriteSchema`` / ``replaceWhere`` as Delta applies them
+    (``overwriteSchema`` only on an overwrite without ``replaceWhere``; ``replaceWhere`` only on
+    an overwrite of an existing table).
+    """
     mode = normalize_write_mode(mode)
+    opts = options or SchemaWriteOptions()
     if configuration is not None:
         validate_table_properties(configuration)  # on every write, as for Spark data: a typo never passes silently
     snapshot: Snapshot | None = None
@@ -93,32 +123,59 @@ def plan_write(
         txn.update_metadata(metadata)
         return WritePlan(table_root, txn, data_schema, partition_columns, config, [(n, n) for n in data_schema.field_names])
     check_writable(snapshot.protocol, snapshot.metadata)
-    schema = snapshot.schema
-    check_no_constraints(snapshot.metadata, schema)
+    check_no_constraints(snapshot.metadata, snapshot.schema)
     if mode == "overwrite" and snapshot.configuration.get("delta.appendOnly", "false").lower() == "true":
         raise InvalidArgumentError(f"table {snapshot.table_root} is append-only (delta.appendOnly=true); overwrite is refused")
-    if partition_by is not None and [p.lower() for p in partition_by] != [p.lower() for p in snapshot.partition_columns]:
-        raise SchemaMismatchError(
-            f"partitionBy {list(partition_by)} differs from the table's partitioning {list(snapshot.partition_columns)}"
-        )
-    pairs = match_columns(schema, data_schema)
-    params["partitionBy"] = list(snapshot.partition_columns)
-    txn = Transaction(table_root, snapshot, "WRITE", params)
-    if mode == "overwrite":
+    replace_where = opts.replace_where if mode == "overwrite" else None
+    overwrite_schema = opts.overwrite_schema and mode == "overwrite" and replace_where is None
+    evolved = evolve_table_schema(snapshot, data_schema, partition_by, opts.merge_schema, overwrite_schema)
+    params["partitionBy"] = list(evolved.metadata.partition_columns)
+    replace: DmlContext | None = None
+    if replace_where is not None:
+        predicate = parse_predicate(replace_where, evolved.schema)
+        params["predicate"] = json.dumps([predicate.sql])
+        replace = open_dml(evolved.snapshot, "WRITE", resolve_options(opts.conf, None), predicate, params)
+        txn = replace.transaction
+    else:
+        txn = Transaction(table_root, snapshot, "WRITE", params)
+    if evolved.changed:
+        if evolved.protocol is not None:
+            txn.update_protocol(evolved.protocol)
+        check_writable(evolved.protocol or snapshot.protocol, evolved.metadata)
+        txn.update_metadata(evolved.metadata)
+    if mode == "overwrite" and replace is None:
         txn.record_read(snapshot.files, None)
         now = int(time.time() * 1000)
         txn.add_actions(f.to_remove(now) for f in snapshot.files)
-    return WritePlan(table_root, txn, schema, snapshot.partition_columns, dict(snapshot.configuration), pairs)
+    return WritePlan(
+        table_root, txn, evolved.schema, evolved.metadata.partition_columns, dict(evolved.metadata.configuration),
+        evolved.column_pairs, replace,
+    )
 
 
-def finish_write(plan: WritePlan, adds: Sequence[AddFile]) -> int:
-    """Commit the written files; they are deleted again if the commit does not happen."""
-    written = WrittenFiles(plan.table_root)
-    written.add_data_files(adds)
-    plan.transaction.add_actions(adds)
-    metrics = {
+def finish_write(plan: WritePlan, adds: Sequence[AddFile], executor: Executor | None = None) -> int:
+    """Commit the written files; they are deleted again if the commit does not happen.
+
+    With ``replaceWhere`` the rows it matches are deleted first, by ``executor`` (DVs or
+    rewrites, as a DELETE would), in the same commit.
+    """
+    metrics: dict[str, Any] = {
         "numFiles": len(adds),
         "numOutputRows": sum(a.num_records or 0 for a in adds),
         "numOutputBytes": sum(a.size for a in adds),
     }
+    if plan.replace is not None:
+        if executor is None:
+            raise TypeError("a replaceWhere write needs the executor that deletes the replaced rows")
+        ctx = plan.replace
+        ctx.written.add_data_files(adds)
+        with ctx.cleaning_up_on_failure():
+            deleted = delete_metrics(ctx, executor.name)
+            delete_rows(ctx, executor, deleted)
+            metrics.update({k: deleted[k] for k in REPLACE_METRICS})
+            ctx.transaction.add_actions(adds)
+            return commit_or_clean_up(ctx.transaction, metrics, ctx.written)
+    written = WrittenFiles(plan.table_root)
+    written.add_data_files(adds)
+    plan.transaction.add_actions(adds)
     return commit_or_clean_up(plan.transaction, metrics, written)

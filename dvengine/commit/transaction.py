@@ -115,6 +115,11 @@ class Transaction:
     def actions(self) -> tuple[Action, ...]:
         return tuple(self._actions)
 
+    @property
+    def new_metadata(self) -> Metadata | None:
+        """The metadata this transaction will commit (None: the table's stays)."""
+        return self._new_metadata
+
     def record_read(self, files: Iterable[AddFile], might_match: FilePredicate | None) -> None:
         """Record the files read and the predicate they were selected with (None = whole table).
 

@@ -2,7 +2,8 @@
 
 All checks run before a single file is written, so a rejected write leaves nothing behind.
 Names resolve case-insensitively (Spark's default); types must match exactly, nested field
-names and all, because dvengine does not implement schema evolution or implicit casts.
+names and all, unless the write asks for schema evolution (``mergeSchema``, see
+:mod:`dvengine.writing.schema_merge`); dvengine does no implicit casts beyond those rules.
 """
 
 from __future__ import annotations
@@ -111,13 +112,13 @@ def resolve_partition_columns(schema: StructType, partition_by: Sequence[str]) -
     return tuple(resolved)
 
 
-def _uses_timestamp_ntz(data_type: DataType) -> bool:
+def uses_timestamp_ntz(data_type: DataType) -> bool:
     if isinstance(data_type, StructType):
-        return any(_uses_timestamp_ntz(f.type) for f in data_type.fields)
+        return any(uses_timestamp_ntz(f.type) for f in data_type.fields)
     if isinstance(data_type, ArrayType):
-        return _uses_timestamp_ntz(data_type.element_type)
+        return uses_timestamp_ntz(data_type.element_type)
     if isinstance(data_type, MapType):
-        return _uses_timestamp_ntz(data_type.key_type) or _uses_timestamp_ntz(data_type.value_type)
+        return uses_timestamp_ntz(data_type.key_type) or uses_timestamp_ntz(data_type.value_type)
     return data_type.name == "timestamp_ntz"
 
 
@@ -130,7 +131,7 @@ def new_table_protocol(schema: StructType, configuration: Mapping[str, str]) -> 
     ``delta.enableChangeDataFeed=true`` adds ``changeDataFeed`` (legacy: writer 4).
     """
     dvs = configuration.get(ENABLE_DVS, "false").lower() == "true"
-    ntz = _uses_timestamp_ntz(schema)
+    ntz = uses_timestamp_ntz(schema)
     if not dvs and not ntz:
         protocol = Protocol(1, 2)
     else:

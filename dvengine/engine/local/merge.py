@@ -36,6 +36,7 @@ from dvengine.commands.merge_clauses import (
     bind_condition,
     operation_parameters,
 )
+from dvengine.commands.merge_evolution import evolve_for_merge
 from dvengine.commands.merge_metrics import merge_metrics
 from dvengine.commands.retirement import RowRetirement
 from dvengine.engine.local.change_data import MergeChanges, write_change_rows
@@ -84,6 +85,7 @@ class LocalMergeRequest:
     # Builds MergeScope.to_sql from (target schema, source schema, target alias, source alias) when
     # some expression is an engine object (a pyspark Column); None: SQL text only.
     resolver: Callable[[StructType, StructType, str, str], Callable[[object, bool], str]] | None = None
+    schema_evolution: bool = False  # withSchemaEvolution() or the auto-merge conf
 
 
 @dataclass(frozen=True)
@@ -288,11 +290,14 @@ def execute_local_merge(req: LocalMergeRequest) -> dict[str, Any]:
     source_alias = req.source_alias or DEFAULT_SOURCE_ALIAS
     if target_alias.lower() == source_alias.lower():
         raise InvalidArgumentError(f"the target and the source must have different aliases (both are {target_alias!r})")
+    evolution_plan = evolve_for_merge(snapshot, source_schema, target_alias, req.clauses, req.schema_evolution)
+    snapshot = evolution_plan.snapshot
+    evolution = req.schema_evolution
     if req.resolver is None:
-        scope = MergeScope(target_alias, source_alias, snapshot.schema, source_schema)
+        scope = MergeScope(target_alias, source_alias, snapshot.schema, source_schema, schema_evolution=evolution)
     else:
         to_sql = req.resolver(snapshot.schema, source_schema, target_alias, source_alias)
-        scope = MergeScope(target_alias, source_alias, snapshot.schema, source_schema, to_sql)
+        scope = MergeScope(target_alias, source_alias, snapshot.schema, source_schema, to_sql, evolution)
     condition = bind_condition(scope, req.condition, None)
     clauses = bind_clauses(scope, req.clauses)
     by_source = [c for c in clauses if c.kind is ClauseKind.NOT_MATCHED_BY_SOURCE]
@@ -306,6 +311,7 @@ def execute_local_merge(req: LocalMergeRequest) -> dict[str, Any]:
     derived = None if by_source else _derive_target_predicate(req.source, keys, snapshot.schema)
     ctx = open_dml(snapshot, "MERGE", req.options, derived, operation_parameters(condition, clauses))
     ctx.started = started  # executionTimeMs covers binding too, as on Spark
+    evolution_plan.apply(ctx.transaction)
     with ctx.cleaning_up_on_failure():
         return _run(ctx, LocalExecutor(), req.source, plan, keys, residual, clauses)
 

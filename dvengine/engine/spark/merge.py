@@ -65,6 +65,7 @@ def run_spark_merge(
     condition: object,
     clauses: Sequence[MergeClause],
     mode: str | None,
+    schema_evolution: bool = False,
 ) -> dict[str, Any]:
     """Execute a MERGE on Spark (an Arrow or pandas source becomes a Spark DataFrame)."""
     from dvengine.engine.spark.session import check_python_workers
@@ -80,5 +81,6 @@ def run_spark_merge(
         condition=condition,  # type: ignore[arg-type]
         clauses=tuple(clauses),
         mode=mode,
+        schema_evolution=schema_evolution,
     )
     return execute_merge(spark, request)

@@ -38,6 +38,7 @@ from dvengine.commands.merge_clauses import (
     bind_condition,
     operation_parameters,
 )
+from dvengine.commands.merge_evolution import evolve_for_merge
 from dvengine.commands.merge_metrics import merge_metrics
 from dvengine.commands.options import resolve_options
 from dvengine.engine.spark.change_data import merge_change_frames, write_change_frames
@@ -77,6 +78,7 @@ class MergeRequest:
     condition: str | Column
     clauses: Sequence[MergeClause]
     mode: str | None = None
+    schema_evolution: bool = False  # withSchemaEvolution() or the auto-merge conf
 
 
 @dataclass
@@ -105,7 +107,7 @@ def _scope(spark: SparkSession, snapshot: Snapshot, req: MergeRequest) -> tuple[
         raise SchemaMismatchError(f"the source has duplicate column names (case-insensitive): {req.source.columns}")
     source_schema = dataframe_schema(req.source)
     to_sql = column_resolver(spark, snapshot.schema, req.source.schema, target_alias, source_alias)
-    scope = MergeScope(target_alias, source_alias, snapshot.schema, source_schema, to_sql)
+    scope = MergeScope(target_alias, source_alias, snapshot.schema, source_schema, to_sql, req.schema_evolution)
     names = _Names()
     for i, f in enumerate(snapshot.schema.fields):
         names.target[f.name] = f"__t{i}"
@@ -187,6 +189,10 @@ def execute_merge(spark: SparkSession, req: MergeRequest) -> dict[str, Any]:
     snapshot = load_snapshot(req.table_root)
     check_dml_allowed(snapshot, "MERGE")
     check_dv_mode_allowed(snapshot, options)
+    evolution = evolve_for_merge(
+        snapshot, dataframe_schema(req.source), req.target_alias or DEFAULT_TARGET_ALIAS, req.clauses, req.schema_evolution
+    )
+    snapshot = evolution.snapshot
     scope, names = _scope(spark, snapshot, req)
     condition = bind_condition(scope, req.condition, None)
     clauses = bind_clauses(scope, req.clauses)
@@ -213,6 +219,7 @@ def execute_merge(spark: SparkSession, req: MergeRequest) -> dict[str, Any]:
         ctx = open_dml(
             snapshot, "MERGE", options, None if by_source else derived, operation_parameters(condition, clauses)
         )
+        evolution.apply(ctx.transaction)
         plan = ctx.plan
 
         needed = None

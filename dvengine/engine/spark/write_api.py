@@ -17,19 +17,23 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from dvengine.commands.write import finish_write, normalize_write_mode, plan_write
+from dvengine.commands.write import finish_write, normalize_write_mode, plan_write, replace_where_mismatch
+from dvengine.commands.write_options import resolve_write_options
 from dvengine.engine.spark.identifiers import quote, quote_path
+from dvengine.engine.spark.reader import logical_spark_type
 from dvengine.engine.spark.session import get_or_create_session
 from dvengine.engine.spark.writer import write_parquet_files
 from dvengine.errors import (
     SchemaError,
     SchemaViolationError,
+    UnsupportedFeatureError,
 )
-from dvengine.protocol.schema import StructType, from_arrow_schema
+from dvengine.protocol.schema import DataType, DecimalType, PrimitiveType, StructField, StructType, from_arrow_schema
 from dvengine.storage.logstore import normalize_table_path
 from dvengine.writing.schema_checks import (
     check_distinct_column_names,
     not_null_paths,
+    type_signature,
 )
 
 
@@ -88,6 +92,9 @@ def write(
     partitionBy: Sequence[str] | None = None,  # PySpark's spelling, on purpose
     configuration: Mapping[str, str] | None = None,
     spark: SparkSession | None = None,
+    mergeSchema: bool | str | None = None,  # named as the DataFrameWriter options
+    overwriteSchema: bool | str | None = None,
+    replaceWhere: str | None = None,
 ) -> int:
     """Write ``data`` to the Delta table at ``path``; return the committed version.
 
@@ -96,6 +103,8 @@ def write(
     ``configuration`` applies to new tables only and is merged over
     ``{"delta.enableDeletionVectors": "true"}``; its values are validated on every write.
     ``data`` may also be a pandas DataFrame; anything else raises TypeError.
+    ``mergeSchema`` (default: Spark conf ``spark.databricks.delta.schema.autoMerge.enabled``),
+    ``overwriteSchema`` and ``replaceWhere`` act as the DataFrameWriter options of Delta.
     """
     mode = normalize_write_mode(mode)
     if isinstance(partitionBy, str):
@@ -105,15 +114,67 @@ def write(
     if isinstance(data, pa.Table):
         check_distinct_column_names(from_arrow_schema(data.schema))
     session = spark or get_or_create_session()
+    options = resolve_write_options(
+        mergeSchema, overwriteSchema, replaceWhere, conf=lambda key: session.conf.get(key, None)
+    )
     df = session.createDataFrame(data) if isinstance(data, pa.Table) else data
     data_schema = dataframe_schema(df)
     check_distinct_column_names(data_schema)
-    plan = plan_write(root, mode, data_schema, partitionBy, configuration)
+    plan = plan_write(root, mode, data_schema, partitionBy, configuration, options)
     if plan.transaction.read_snapshot is not None:  # an existing table: align columns, check NOT NULL
-        df = df.select(*[F.col(quote(data_name)).alias(table_name) for data_name, table_name in plan.column_pairs])
+        df = df.select(*[
+            _aligned_column(data_name, None if data_name is None else data_schema.get(data_name), plan.schema.get(table_name))
+            for data_name, table_name in plan.column_pairs
+        ])
         check_not_null(df, plan.schema)
+    if plan.replace is not None:
+        assert plan.replace.predicate is not None
+        check_replace_where(df, plan.replace.predicate.sql)
+    executor = None
+    if plan.replace is not None:
+        from dvengine.engine.spark.executor import SparkExecutor  # it imports this module's check_not_null
+
+        executor = SparkExecutor(session)  # before any file is written: it checks the Python workers
     adds = write_parquet_files(df, plan.table_root, plan.schema, plan.partition_columns, plan.num_indexed_cols)
-    return finish_write(plan, adds)
+    return finish_write(plan, adds, executor)
+
+
+def _aligned_column(data_name: str | None, data_field: StructField | None, field: StructField) -> Column:
+    """A data column under its table name and type, or NULL of the table's type for a column the
+    data lacks (``mergeSchema``)."""
+    if data_name is None or data_field is None:
+        return F.lit(None).cast(logical_spark_type(field)).alias(field.name)
+    return _conform(F.col(quote(data_name)), data_field.type, field).alias(field.name)
+
+
+def _conform(column: Column, data_type: DataType, field: StructField) -> Column:
+    """``column`` as ``field``'s type. Spark casts structs by position, so a struct whose fields
+    differ (a merged schema: other order, added fields) is rebuilt field by field, by name."""
+    target = field.type
+    if isinstance(target, StructType) and isinstance(data_type, StructType) and type_signature(target) != type_signature(
+        data_type
+    ):
+        children = []
+        for child in target.fields:
+            found = data_type.find(child.name)
+            value = F.lit(None).cast(logical_spark_type(child)) if found is None else _conform(
+                column.getField(found.name), found.type, child
+            )
+            children.append(value.alias(child.name))
+        return F.when(column.isNull(), F.lit(None)).otherwise(F.struct(*children))
+    if type_signature(target) != type_signature(data_type) and not isinstance(target, (PrimitiveType, DecimalType)):
+        raise UnsupportedFeatureError(
+            f"column {field.name!r}: writing {data_type.simple_string()} data into {target.simple_string()} "
+            "(a merged array/map element type) is not implemented on Spark"
+        )
+    return column.cast(logical_spark_type(field))
+
+
+def check_replace_where(df: DataFrame, predicate_sql: str) -> None:
+    """Delta's replaceWhere constraint: every written row satisfies the predicate (NULL fails too); one Spark job."""
+    bad = df.filter(~F.coalesce(F.expr(predicate_sql), F.lit(False))).count()
+    if bad:
+        raise SchemaViolationError(replace_where_mismatch(predicate_sql, bad))
 
 
 __all__ = ["ACCEPTED_DATA", "dataframe_schema", "to_writable", "write"]

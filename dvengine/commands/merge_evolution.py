@@ -1,0 +1,100 @@
+"""MERGE schema evolution (``withSchemaEvolution()`` or the auto-merge conf), as delta-spark's
+``ResolveDeltaMergeInto`` does it.
+
+The source schema is first filtered to the columns the statement writes: all of them when a
+MATCHED or NOT MATCHED clause is ``updateAll``/``insertAll``, else those named as assignment
+targets (``set={"extra": ...}`` with ``extra`` a source column; NOT MATCHED BY SOURCE clauses
+cannot introduce columns). That schema is merged into the target's with implicit casts allowed
+(an existing column keeps its type; values are cast to it as in any MERGE), so only new columns
+are added, appended and nullable, in the MERGE's own commit. Rows the MERGE does not write read
+the new columns as NULL, since their files lack them.
+
+The executors read the target through the evolved snapshot (same version and files, new
+metadata) and bind the clauses against it; with evolution on, ``updateAll`` leaves target
+columns the source lacks unchanged and ``insertAll`` sets them to NULL, as Delta does.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from dvengine.commands.merge_clauses import ClauseAction, ClauseKind, MergeClause
+from dvengine.commands.write_schema import with_metadata
+from dvengine.commit.transaction import Transaction
+from dvengine.errors import UnsupportedFeatureError
+from dvengine.log import Snapshot
+from dvengine.protocol.actions import Metadata, Protocol
+from dvengine.protocol.features import check_writable
+from dvengine.protocol.schema import StructType
+from dvengine.writing.schema_checks import type_signature
+from dvengine.writing.schema_merge import assign_column_mapping, merge_struct, protocol_for_schema
+
+
+def _writes_star(clause: MergeClause) -> bool:
+    return clause.kind is not ClauseKind.NOT_MATCHED_BY_SOURCE and clause.action is not ClauseAction.DELETE and (
+        clause.assignments is None
+    )
+
+
+def _assigned_names(clauses: Sequence[MergeClause], target_alias: str) -> set[str]:
+    """Lower-case top-level target names assigned by MATCHED / NOT MATCHED clauses (alias stripped)."""
+    prefix = target_alias.lower() + "."
+    names: set[str] = set()
+    for clause in clauses:
+        if clause.kind is ClauseKind.NOT_MATCHED_BY_SOURCE or clause.assignments is None:
+            continue
+        for key in clause.assignments:
+            lowered = key.lower()
+            names.add(lowered[len(prefix):] if lowered.startswith(prefix) else lowered)
+    return names
+
+
+def merge_target_schema(
+    target: StructType, source: StructType, target_alias: str, clauses: Sequence[MergeClause]
+) -> StructType:
+    """The target schema after the MERGE: target columns, then the new source columns it writes."""
+    star = any(_writes_star(c) for c in clauses)
+    assigned = _assigned_names(clauses, target_alias)
+    written = StructType(tuple(f for f in source.fields if star or f.name.lower() in assigned))
+    return merge_struct(target, written, implicit_casts=True)
+
+
+@dataclass(frozen=True)
+class MergeEvolution:
+    """The snapshot a MERGE runs on, and the metadata (and protocol upgrade) its commit carries."""
+
+    snapshot: Snapshot
+    metadata: Metadata | None = None
+    protocol: Protocol | None = None
+
+    def apply(self, txn: Transaction) -> None:
+        """Put the schema change into the MERGE's transaction (nothing when there is none)."""
+        if self.protocol is not None:
+            txn.update_protocol(self.protocol)
+        if self.metadata is not None:
+            txn.update_metadata(self.metadata)
+
+
+def evolve_for_merge(
+    snapshot: Snapshot, source: StructType, target_alias: str, clauses: Sequence[MergeClause], enabled: bool
+) -> MergeEvolution:
+    """The snapshot to run the MERGE on and the schema change to commit with it (see the module docstring)."""
+    if not enabled:
+        return MergeEvolution(snapshot)
+    merged = merge_target_schema(snapshot.schema, source, target_alias, clauses)
+    if type_signature(merged) == type_signature(snapshot.schema):
+        return MergeEvolution(snapshot)
+    for before, after in zip(snapshot.schema.fields, merged.fields):
+        if type_signature(before.type) != type_signature(after.type):
+            raise UnsupportedFeatureError(
+                f"MERGE schema evolution would add nested fields to column {before.name!r} "
+                f"({before.type.simple_string()} -> {after.type.simple_string()}); only new top-level columns "
+                "are implemented"
+            )
+    schema, config = assign_column_mapping(merged, snapshot.configuration)
+    metadata = dataclasses.replace(snapshot.metadata, schema_string=schema.to_json_string(), configuration=config)
+    protocol = protocol_for_schema(snapshot.protocol, schema)
+    check_writable(protocol or snapshot.protocol, metadata)
+    return MergeEvolution(with_metadata(snapshot, metadata, protocol), metadata, protocol)

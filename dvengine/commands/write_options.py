@@ -1,0 +1,62 @@
+"""Write options named as the DataFrameWriter's Delta options, and Delta's auto-merge conf key.
+
+``mergeSchema``, ``overwriteSchema`` and ``replaceWhere`` arrive from ``dvengine.write`` and from
+a ``format("delta")`` data source, where every option is a string; both spellings (bool or
+``"true"``/``"false"``, any case) are accepted, anything else is refused naming the option.
+``spark.databricks.delta.schema.autoMerge.enabled`` turns schema merging on for appends and
+MERGE when the option is not given (session-less: the ``SPARK_DATABRICKS_DELTA_SCHEMA_AUTOMERGE_ENABLED``
+environment variable, see :mod:`dvengine.commands.options`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from dvengine.commands.options import ConfLookup, no_conf
+from dvengine.errors import InvalidArgumentError
+
+CONF_AUTO_MERGE = "spark.databricks.delta.schema.autoMerge.enabled"
+
+
+def parse_bool_option(name: str, value: object) -> bool | None:
+    """``value`` as a boolean (None when not given); InvalidArgumentError naming the option otherwise."""
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    raise InvalidArgumentError(f"option {name} must be true or false, got {value!r}")
+
+
+def auto_merge_enabled(conf: ConfLookup | None = None) -> bool:
+    """Whether ``spark.databricks.delta.schema.autoMerge.enabled`` is on (the default is off)."""
+    raw = (conf or no_conf)(CONF_AUTO_MERGE)
+    return bool(parse_bool_option(CONF_AUTO_MERGE, raw))
+
+
+@dataclass(frozen=True)
+class SchemaWriteOptions:
+    """What a write may do to the table's schema and which rows an overwrite replaces."""
+
+    merge_schema: bool = False
+    overwrite_schema: bool = False
+    replace_where: str | None = None
+    conf: ConfLookup = no_conf  # where replaceWhere's DELETE half reads dvengine.dml.* / dvengine.dv.*
+
+
+def resolve_write_options(
+    mergeSchema: object = None,  # the DataFrameWriter option's name
+    overwriteSchema: object = None,
+    replaceWhere: object = None,
+    conf: ConfLookup | None = None,
+) -> SchemaWriteOptions:
+    """Options from the call, ``mergeSchema`` defaulting to the auto-merge conf key."""
+    merge = parse_bool_option("mergeSchema", mergeSchema)
+    overwrite = parse_bool_option("overwriteSchema", overwriteSchema)
+    if replaceWhere is not None and (not isinstance(replaceWhere, str) or not replaceWhere.strip()):
+        raise InvalidArgumentError(f"option replaceWhere must be a non-empty SQL predicate string, got {replaceWhere!r}")
+    return SchemaWriteOptions(
+        merge_schema=auto_merge_enabled(conf) if merge is None else merge,
+        overwrite_schema=bool(overwrite),
+        replace_where=replaceWhere,
+        conf=conf or no_conf,
+    )
