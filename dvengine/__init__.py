@@ -40,4 +40,24 @@ def write(
     return write_table(data, path, mode=mode, partitionBy=partitionBy, configuration=configuration, spark=spark)
 
 
-__all__ = ["DeltaTable", "__version__", "write"]
+def register(spark: SparkSession) -> None:
+    """Serve ``spark.read.format("delta")`` and ``df.write.format("delta")`` of ``spark`` with dvengine.
+
+    Sessions made by ``dvengine.engine.spark.session.get_or_create_session`` are registered already.
+    """
+    from dvengine.engine.spark.delta_format import register as register_format
+
+    register_format(spark)
+
+
+def sql(spark: SparkSession | None, text: str) -> Any:
+    """Run one SQL statement; Delta DML and utility statements run on dvengine, the rest on Spark.
+
+    Returns a Spark DataFrame shaped as Delta's SQL returns it (metrics, history rows, ...).
+    """
+    from dvengine.sqlcmd import run_sql
+
+    return run_sql(spark, text)
+
+
+__all__ = ["DeltaTable", "__version__", "register", "sql", "write"]

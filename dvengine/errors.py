@@ -150,3 +150,7 @@ class ConcurrentTransactionError(CommitConflictError):
 
 class MaxCommitAttemptsExceededError(CommitConflictError):
     """Non-conflicting races kept winning until the retry budget ran out."""
+
+
+class SqlParseError(InvalidArgumentError):
+    """SQL text dvengine.sql cannot parse, or a clause it does not support; names the statement part."""

@@ -1,0 +1,127 @@
+"""Run parsed statements through the same DeltaTable calls the DataFrame API uses.
+
+Each statement is one API call on a :class:`DeltaTable`, so SQL and DataFrame API share binding,
+checks, commits, metrics and clean-up; only the returned DataFrame's shape is SQL's. Statements
+whose delta-spark API lives in colleagues' branches (DESCRIBE DETAIL, RESTORE, OPTIMIZE,
+CREATE TABLE, catalog names) are dispatched in :mod:`dvengine.sqlcmd.pending`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from dvengine.sqlcmd import pending
+from dvengine.sqlcmd.parse import parse_sql
+from dvengine.sqlcmd.statements import (
+    CreateTableStatement,
+    DeleteStatement,
+    DetailStatement,
+    HistoryStatement,
+    MergeSource,
+    MergeStatement,
+    OptimizeStatement,
+    PassThrough,
+    RestoreStatement,
+    Statement,
+    TableRef,
+    UpdateStatement,
+    VacuumStatement,
+)
+from dvengine.table import DeltaTable
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from dvengine.merge_builder import DeltaMergeBuilder
+
+
+def resolve_table(spark: SparkSession, ref: TableRef) -> DeltaTable:
+    if ref.path is not None:
+        return DeltaTable.forPath(spark, ref.path)
+    return pending.table_for_name(spark, str(ref.name))
+
+
+def merge_source_frame(spark: SparkSession, source: MergeSource) -> DataFrame:
+    """The MERGE source as a DataFrame: a subquery or view through spark.sql, a Delta path through dvengine."""
+    if source.query is not None:
+        return spark.sql(source.query)
+    assert source.table is not None
+    if source.table.path is not None:
+        return DeltaTable.forPath(spark, source.table.path).toDF()
+    return pending.source_for_name(spark, str(source.table.name))
+
+
+def _merge(spark: SparkSession, stmt: MergeStatement) -> dict[str, Any]:
+    target = resolve_table(spark, stmt.table)
+    if stmt.target_alias is not None:
+        target = target.alias(stmt.target_alias)
+    source = merge_source_frame(spark, stmt.source).alias(stmt.source.alias)
+    builder: DeltaMergeBuilder = target.merge(source, stmt.condition)
+    for when in stmt.clauses:
+        builder = _add_clause(builder, when.kind, when.action, when.condition, when.assignments)
+    return builder.execute()
+
+
+def _add_clause(
+    builder: DeltaMergeBuilder, kind: str, action: str, condition: str | None, assignments: dict[str, str] | None
+) -> DeltaMergeBuilder:
+    if kind == "matched":
+        if action == "delete":
+            return builder.whenMatchedDelete(condition)
+        if assignments is None:
+            return builder.whenMatchedUpdateAll(condition)
+        return builder.whenMatchedUpdate(condition, assignments)
+    if kind == "not_matched":
+        if assignments is None:
+            return builder.whenNotMatchedInsertAll(condition)
+        return builder.whenNotMatchedInsert(condition, assignments)
+    if action == "delete":
+        return builder.whenNotMatchedBySourceDelete(condition)
+    return builder.whenNotMatchedBySourceUpdate(condition, assignments)
+
+
+def run_statement(spark: SparkSession, stmt: Statement) -> DataFrame:
+    from dvengine.engine.spark import sql_results as results
+    from dvengine.maintenance.history import history
+    from dvengine.maintenance.vacuum import DEFAULT_RETENTION_HOURS, vacuum
+
+    if isinstance(stmt, PassThrough):
+        return spark.sql(stmt.text)
+    if isinstance(stmt, DeleteStatement):
+        return results.delete_result(spark, resolve_table(spark, stmt.table).delete(stmt.condition))
+    if isinstance(stmt, UpdateStatement):
+        table = resolve_table(spark, stmt.table)
+        return results.update_result(spark, table.update(stmt.condition, dict(stmt.assignments)))
+    if isinstance(stmt, MergeStatement):
+        return results.merge_result(spark, _merge(spark, stmt))
+    if isinstance(stmt, HistoryStatement):
+        return results.history_result(spark, history(resolve_table(spark, stmt.table).path, stmt.limit))
+    if isinstance(stmt, VacuumStatement):
+        root = resolve_table(spark, stmt.table).path
+        hours = DEFAULT_RETENTION_HOURS if stmt.retention_hours is None else stmt.retention_hours
+        return results.vacuum_result(spark, vacuum(root, retention_hours=hours, dry_run=stmt.dry_run))
+    if isinstance(stmt, DetailStatement):
+        return pending.describe_detail(resolve_table(spark, stmt.table))
+    if isinstance(stmt, RestoreStatement):
+        return pending.restore(resolve_table(spark, stmt.table), stmt.version, stmt.timestamp)
+    if isinstance(stmt, OptimizeStatement):
+        return pending.optimize(resolve_table(spark, stmt.table), stmt.condition)
+    if isinstance(stmt, CreateTableStatement):
+        pending.create_table(spark, stmt)
+        return results.empty_result(spark)
+    raise AssertionError(f"unhandled statement {stmt!r}")
+
+
+def run_sql(spark: SparkSession | None, text: str) -> DataFrame:
+    """Parse all statements first (a syntax error anywhere runs nothing), then run them in order;
+    returns the last statement's result."""
+    statements = parse_sql(text)
+    if spark is None:
+        from dvengine.engine.spark.session import get_or_create_session
+
+        spark = get_or_create_session()
+    result: DataFrame | None = None
+    for stmt in statements:
+        result = run_statement(spark, stmt)
+    assert result is not None
+    return result
