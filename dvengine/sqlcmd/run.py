@@ -34,6 +34,10 @@ if TYPE_CHECKING:
 
     from dvengine.merge_builder import DeltaMergeBuilder
 
+# Delta's switch for VACUUM RETAIN below the table's deletedFileRetentionDuration (SQL has no
+# enforceRetention argument, so delta-spark reads this conf; dvengine does the same).
+RETENTION_CHECK_CONF = "spark.databricks.delta.retentionDurationCheck.enabled"
+
 
 def resolve_table(spark: SparkSession, ref: TableRef) -> DeltaTable:
     if ref.path is not None:
@@ -99,7 +103,9 @@ def run_statement(spark: SparkSession, stmt: Statement) -> DataFrame:
     if isinstance(stmt, VacuumStatement):
         root = resolve_table(spark, stmt.table).path
         hours = DEFAULT_RETENTION_HOURS if stmt.retention_hours is None else stmt.retention_hours
-        return results.vacuum_result(spark, vacuum(root, retention_hours=hours, dry_run=stmt.dry_run))
+        enforce = str(spark.conf.get(RETENTION_CHECK_CONF, "true")).lower() != "false"
+        report = vacuum(root, retention_hours=hours, dry_run=stmt.dry_run, enforce_retention=enforce)
+        return results.vacuum_result(spark, report)
     if isinstance(stmt, DetailStatement):
         return pending.describe_detail(resolve_table(spark, stmt.table))
     if isinstance(stmt, RestoreStatement):
