@@ -35,8 +35,8 @@ LAYERS: list[tuple[str, ...]] = [
     # it lazily), so placing it above table.py would make every such call an upward import.
     ("dvengine.commands", "dvengine.maintenance"),
     ("dvengine.engine",),  # engine.local and engine.spark
-    ("dvengine.dml", "dvengine.merge_builder", "dvengine.table", "dvengine"),
-    ("dvengine.sqlcmd",),  # dvengine.sql(): statements run through DeltaTable  # "dvengine" is the package __init__
+    # "dvengine" is the package __init__; dvengine.sqlcmd (dvengine.sql()) is user API beside table.py
+    ("dvengine.dml", "dvengine.merge_builder", "dvengine.table", "dvengine", "dvengine.sqlcmd"),
     ("dvengine.cli", "dvengine.cli_dml", "dvengine.cli_errors", "dvengine.cli_maintenance", "dvengine.cli_upsert", "dvengine.bench", "dvengine.torture"),
 ]
 

@@ -325,3 +325,46 @@ def test_merge_clauses_parse_in_order() -> None:
         MergeWhen("not_matched", "insert", None, None),
         MergeWhen("not_matched_by_source", "update", None, {"v": "0"}),
     )
+
+
+# --- a delta-spark SQL script, end to end --------------------------------------------------------
+
+SCRIPT = """
+DELETE FROM delta.`{p}` WHERE value < 30;
+UPDATE delta.`{p}` SET name = 'big' WHERE value >= 150;
+MERGE INTO delta.`{p}` AS t
+USING (SELECT id, part, value + 1 AS value, 'merged' AS name FROM script_src) AS s
+ON t.id = s.id
+WHEN MATCHED THEN UPDATE SET *
+WHEN NOT MATCHED THEN INSERT *;
+DESCRIBE HISTORY delta.`{p}`
+"""
+
+
+def _script_api(spark: Any, path: Path) -> None:
+    table = DeltaTable.forPath(spark, path)
+    table.delete("value < 30")
+    table.update("value >= 150", {"name": "'big'"})
+    source = spark.sql("SELECT id, part, value + 1 AS value, 'merged' AS name FROM script_src").alias("s")
+    table.alias("t").merge(source, "t.id = s.id").whenMatchedUpdateAll().whenNotMatchedInsertAll().execute()
+
+
+def test_a_delta_spark_sql_script_gives_what_the_dataframe_api_gives(spark: Any, tmp_path: Path) -> None:
+    """The table is made and filled through format("delta") (INSERT via DataFrame), then the script's
+    DELETE, UPDATE, MERGE INTO and DESCRIBE HISTORY run as one dvengine.sql call."""
+    sql_path, api_path = tmp_path / "sql", tmp_path / "api"
+    data = spark.createDataFrame(_base_rows(), "id long, part string, value long, name string")
+    for path in (sql_path, api_path):
+        data.limit(0).write.format("delta").partitionBy("part").save(str(path))
+        data.write.format("delta").mode("append").save(str(path))
+    spark.createDataFrame([(5, "p2", 5, "x"), (30, "p0", 300, "y")], "id long, part string, value long, name string") \
+        .createOrReplaceTempView("script_src")
+    history = dvengine.sql(spark, SCRIPT.format(p=sql_path)).collect()
+    _script_api(spark, api_path)
+    assert [r["operation"] for r in history] == ["MERGE", "UPDATE", "DELETE", "WRITE", "WRITE"]
+    assert [h["operation"] for h in DeltaTable.forPath(None, api_path).history()] == [r["operation"] for r in history]
+    _assert_same(sql_path, api_path)
+    expected = {i: (i, p, v, "big" if v >= 150 else n) for i, p, v, n in _base_rows() if v >= 30}
+    expected[30] = (30, "p0", 301, "merged")
+    expected[5] = (5, "p2", 6, "merged")  # deleted by the DELETE, so inserted again by the MERGE
+    assert rows_delta_rs(sql_path, COLUMNS) == sort_rows(list(expected.values()))
