@@ -368,3 +368,22 @@ def test_a_delta_spark_sql_script_gives_what_the_dataframe_api_gives(spark: Any,
     expected[30] = (30, "p0", 301, "merged")
     expected[5] = (5, "p2", 6, "merged")  # deleted by the DELETE, so inserted again by the MERGE
     assert rows_delta_rs(sql_path, COLUMNS) == sort_rows(list(expected.values()))
+
+
+def test_create_table_parses_columns_partitioning_location_and_properties() -> None:
+    from dvengine.sqlcmd.statements import ColumnDefinition, CreateTableStatement
+
+    (stmt, other) = parse_sql(
+        "CREATE TABLE IF NOT EXISTS db.ev (id BIGINT NOT NULL, amount DECIMAL(10,2), tag STRING COMMENT 'a tag') "
+        "USING DELTA PARTITIONED BY (tag) LOCATION '/data/ev' TBLPROPERTIES ('delta.appendOnly' = 'true');"
+        "CREATE TABLE pq (a INT) USING parquet"
+    )
+    assert stmt == CreateTableStatement(
+        TableRef(name="db.ev"), True,
+        (ColumnDefinition("id", "BIGINT", False), ColumnDefinition("amount", "DECIMAL(10, 2)"),
+         ColumnDefinition("tag", "STRING", True, "a tag")),
+        ("tag",), "/data/ev", {"delta.appendOnly": "true"},
+    )
+    assert other == PassThrough("CREATE TABLE pq (a INT) USING parquet")
+    with pytest.raises(UnsupportedFeatureError, match="AS SELECT"):
+        parse_sql("CREATE TABLE delta.`/x` USING delta AS SELECT 1 AS a")
