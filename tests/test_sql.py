@@ -284,6 +284,18 @@ def test_missing_table_is_a_typed_error(spark: Any, tmp_path: Path) -> None:
 def test_split_keeps_semicolons_inside_strings_and_names() -> None:
     text = "SELECT ';' AS a; DELETE FROM delta.`/x;y` WHERE s = 'a;b' ;; "
     assert split_statements(text) == ["SELECT ';' AS a", "DELETE FROM delta.`/x;y` WHERE s = 'a;b'"]
+    commented = "-- why\n/* note */ VACUUM delta.`/p` RETAIN 1 HOURS -- tail\n; DESC HISTORY delta.`/p` /* c */ LIMIT 1"
+    assert parse_sql(commented) == [VacuumStatement(TableRef(path="/p"), 1.0, False), HistoryStatement(TableRef(path="/p"), 1)]
+
+
+def test_only_create_using_delta_is_dvengines() -> None:
+    assert parse_sql("CREATE TABLE x (a INT) USING parquet LOCATION '/tmp/delta'") == [
+        PassThrough("CREATE TABLE x (a INT) USING parquet LOCATION '/tmp/delta'")
+    ]
+    with pytest.raises(SqlParseError, match="CREATE TABLE"):
+        parse_sql("CREATE TABLE delta.`/x` (a INT USING delta")
+    with pytest.raises(SqlParseError, match="'a' has no type"):
+        parse_sql("CREATE TABLE delta.`/x` (a) USING delta")
 
 
 def test_parsed_statements_keep_expressions_as_sql_text() -> None:

@@ -55,6 +55,8 @@ def parse_create(node: exp.Create) -> CreateTableStatement:
     table = table_ref(schema.this, "CREATE TABLE")
     columns = []
     for item in schema.expressions:
+        if isinstance(item, (exp.Identifier, exp.Column)):
+            raise SqlParseError(f"CREATE TABLE: column {item.name!r} has no type")
         if not isinstance(item, exp.ColumnDef):
             raise UnsupportedFeatureError(f"CREATE TABLE: {item.sql(dialect=DIALECT)} is not supported by dvengine")
         columns.append(_column(item))

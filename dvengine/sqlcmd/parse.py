@@ -8,6 +8,8 @@ exactly as written.
 
 from __future__ import annotations
 
+import itertools
+
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError
@@ -28,16 +30,21 @@ from dvengine.sqlcmd.tokens import (
 
 
 def split_statements(text: str) -> list[str]:
-    """The statements of ``text``, each without its terminating ``;``; empty ones dropped."""
+    """The statements of ``text``, each from its first token (leading comments dropped) to before
+    its terminating ``;``; empty statements are dropped."""
     if not isinstance(text, str):
         raise TypeError(f"SQL text must be a str, got {type(text).__name__}")
     out: list[str] = []
-    start = 0
+    start: int | None = None
     for token in tokenize(text):
         if token.token_type == TokenType.SEMICOLON:
-            out.append(text[start:token.start])
-            start = token.end + 1
-    out.append(text[start:])
+            if start is not None:
+                out.append(text[start:token.start])
+            start = None
+        elif start is None:
+            start = token.start
+    if start is not None:
+        out.append(text[start:])
     return [s.strip() for s in out if s.strip()]
 
 
@@ -80,11 +87,18 @@ def parse_statement(text: str) -> Statement:
         if not isinstance(node, exp.Merge):
             raise SqlParseError(f"MERGE: cannot parse {text!r}")
         return parse_merge(node)
-    if first == "CREATE" and "DELTA" in text.upper():
-        node = _parse_one(text, "CREATE TABLE")
+    if first == "CREATE" and _uses_delta(text):
+        node = _parse_one(text, "CREATE TABLE ... USING delta")
         if isinstance(node, exp.Create) and is_delta_create(node):
             return parse_create(node)
     return PassThrough(text)
+
+
+def _uses_delta(text: str) -> bool:
+    """``USING delta`` among the tokens: only then is a CREATE dvengine's (and a statement sqlglot
+    cannot parse an error); any other CREATE goes to Spark untouched, parsed or not."""
+    words = [t.text.upper() for t in tokenize(text) if t.token_type != TokenType.STRING]
+    return any(a == "USING" and b == "DELTA" for a, b in itertools.pairwise(words))
 
 
 def parse_sql(text: str) -> list[Statement]:
