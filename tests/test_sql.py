@@ -399,3 +399,15 @@ def test_create_table_parses_columns_partitioning_location_and_properties() -> N
     assert other == PassThrough("CREATE TABLE pq (a INT) USING parquet")
     with pytest.raises(UnsupportedFeatureError, match="AS SELECT"):
         parse_sql("CREATE TABLE delta.`/x` USING delta AS SELECT 1 AS a")
+
+
+def test_vacuum_without_retain_uses_the_tables_retention(spark: Any, tmp_path: Path) -> None:
+    """Delta's default for VACUUM is delta.deletedFileRetentionDuration, not a fixed week."""
+    path = tmp_path / "t"
+    data = pa.table({"id": pa.array(range(10), pa.int64())})
+    dvengine.write(data, str(path), configuration={"delta.deletedFileRetentionDuration": "interval 0 hours"})
+    DeltaTable.forPath(None, path).delete("id < 5", mode="rewrite")
+    removed = DeltaTable.forPath(None, path).vacuum(0, dryRun=True, enforceRetention=False)["files"]
+    assert len(removed) == 1
+    dry = dvengine.sql(spark, f"VACUUM delta.`{path}` DRY RUN").collect()
+    assert [os.path.relpath(r["path"], path) for r in dry] == removed

@@ -10,6 +10,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from dvengine.log import load_snapshot
+from dvengine.log.intervals import parse_interval_ms
+from dvengine.maintenance.history import history
+from dvengine.maintenance.vacuum import DEFAULT_DELETED_FILE_RETENTION, RETENTION_PROPERTY, vacuum
 from dvengine.sqlcmd import pending
 from dvengine.sqlcmd.parse import parse_sql
 from dvengine.sqlcmd.statements import (
@@ -37,6 +41,12 @@ if TYPE_CHECKING:
 # Delta's switch for VACUUM RETAIN below the table's deletedFileRetentionDuration (SQL has no
 # enforceRetention argument, so delta-spark reads this conf; dvengine does the same).
 RETENTION_CHECK_CONF = "spark.databricks.delta.retentionDurationCheck.enabled"
+
+
+def table_retention_hours(table_root: str) -> float:
+    """VACUUM without RETAIN keeps the table's ``delta.deletedFileRetentionDuration`` (a week by default), as Delta does."""
+    configured = load_snapshot(table_root).configuration.get(RETENTION_PROPERTY, DEFAULT_DELETED_FILE_RETENTION)
+    return parse_interval_ms(configured) / 3_600_000
 
 
 def resolve_table(spark: SparkSession, ref: TableRef) -> DeltaTable:
@@ -86,8 +96,6 @@ def _add_clause(
 
 def run_statement(spark: SparkSession, stmt: Statement) -> DataFrame:
     from dvengine.engine.spark import sql_results as results
-    from dvengine.maintenance.history import history
-    from dvengine.maintenance.vacuum import DEFAULT_RETENTION_HOURS, vacuum
 
     if isinstance(stmt, PassThrough):
         return spark.sql(stmt.text)
@@ -102,7 +110,7 @@ def run_statement(spark: SparkSession, stmt: Statement) -> DataFrame:
         return results.history_result(spark, history(resolve_table(spark, stmt.table).path, stmt.limit))
     if isinstance(stmt, VacuumStatement):
         root = resolve_table(spark, stmt.table).path
-        hours = DEFAULT_RETENTION_HOURS if stmt.retention_hours is None else stmt.retention_hours
+        hours = table_retention_hours(root) if stmt.retention_hours is None else stmt.retention_hours
         enforce = str(spark.conf.get(RETENTION_CHECK_CONF, "true")).lower() != "false"
         report = vacuum(root, retention_hours=hours, dry_run=stmt.dry_run, enforce_retention=enforce)
         return results.vacuum_result(spark, report)

@@ -84,7 +84,8 @@ class TokenCursor:
                 raise SqlParseError(f"{part}: expected a table name {self._where()} in {self.text!r}")
             parts.append(token)
             self.pos += 1
-            if self.peek() is None or self.peek().token_type != TokenType.DOT:  # type: ignore[union-attr]
+            dot = self.peek()
+            if dot is None or dot.token_type != TokenType.DOT:
                 break
             self.pos += 1
         if len(parts) == 2 and parts[0].text.lower() == "delta" and parts[1].token_type == TokenType.IDENTIFIER:
