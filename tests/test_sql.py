@@ -411,3 +411,39 @@ def test_vacuum_without_retain_uses_the_tables_retention(spark: Any, tmp_path: P
     assert len(removed) == 1
     dry = dvengine.sql(spark, f"VACUUM delta.`{path}` DRY RUN").collect()
     assert [os.path.relpath(r["path"], path) for r in dry] == removed
+
+
+# --- delta.`path` inside queries Spark runs -------------------------------------------------------
+
+
+def test_path_tables_are_found_only_where_a_table_is_read() -> None:
+    from dvengine.sqlcmd.path_tables import PathTable, find_path_tables
+
+    text = ("SELECT delta.`x`, 'FROM delta.`/s`' FROM delta.`/a b` t JOIN delta.`/c` VERSION AS OF 2 c ON t.k = c.k "
+            "JOIN (SELECT * FROM delta.`/d` TIMESTAMP AS OF '2024-01-01') d ON true")
+    found = find_path_tables(text)
+    assert [(f.path, f.version, f.timestamp) for f in found] == [
+        ("/a b", None, None), ("/c", 2, None), ("/d", None, "2024-01-01")
+    ]
+    assert [text[f.start:f.end] for f in found] == [
+        "delta.`/a b`", "delta.`/c` VERSION AS OF 2", "delta.`/d` TIMESTAMP AS OF '2024-01-01'"
+    ]
+    assert isinstance(found[0], PathTable)
+
+
+def test_select_and_merge_sources_read_delta_paths_through_dvengine(spark: Any, pair: tuple[Path, Path]) -> None:
+    sql_path, api_path = pair
+    DeltaTable.forPath(spark, sql_path).delete("id >= 15")  # version 1, with a DV: the read must apply it
+    now = dvengine.sql(spark, f"SELECT id, part, value, name FROM delta.`{sql_path}`").collect()
+    assert sort_rows([tuple(r) for r in now]) == sort_rows([r for r in _base_rows() if r[0] < 15])
+    then = dvengine.sql(spark, f"SELECT count(*) AS n FROM delta.`{sql_path}` VERSION AS OF 0").collect()
+    assert then[0]["n"] == 20
+    joined = dvengine.sql(spark, f"SELECT count(*) AS n FROM delta.`{sql_path}` a JOIN delta.`{api_path}` b "
+                                 "ON a.id = b.id").collect()
+    assert joined[0]["n"] == 15
+    got = _one(dvengine.sql(spark, f"""MERGE INTO delta.`{api_path}` t
+        USING (SELECT id, part, value * 2 AS value, name FROM delta.`{sql_path}` WHERE id < 3) s ON t.id = s.id
+        WHEN MATCHED THEN UPDATE SET value = s.value"""))
+    assert got["num_updated_rows"] == 3
+    expected = [(i, p, v * 2 if i < 3 else v, n) for i, p, v, n in _base_rows()]
+    assert rows_delta_rs(api_path, COLUMNS) == sort_rows(expected)

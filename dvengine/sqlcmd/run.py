@@ -8,6 +8,7 @@ CREATE TABLE, catalog names) are dispatched in :mod:`dvengine.sqlcmd.pending`.
 
 from __future__ import annotations
 
+import hashlib
 from typing import TYPE_CHECKING, Any
 
 from dvengine.log import load_snapshot
@@ -16,6 +17,7 @@ from dvengine.maintenance.history import history
 from dvengine.maintenance.vacuum import DEFAULT_DELETED_FILE_RETENTION, RETENTION_PROPERTY, vacuum
 from dvengine.sqlcmd import pending
 from dvengine.sqlcmd.parse import parse_sql
+from dvengine.sqlcmd.path_tables import PathTable, find_path_tables, substitute
 from dvengine.sqlcmd.statements import (
     CreateTableStatement,
     DeleteStatement,
@@ -55,10 +57,29 @@ def resolve_table(spark: SparkSession, ref: TableRef) -> DeltaTable:
     return pending.table_for_name(spark, str(ref.name))
 
 
+def path_view(spark: SparkSession, table: PathTable) -> str:
+    """A temp view of ``delta.`path``` (at its version / timestamp) read by dvengine, re-created for
+    every statement so it shows the table as of that statement. Its name is fixed per (path, time
+    travel), so views the user defines on top of it keep resolving and no views pile up."""
+    root = DeltaTable.forPath(spark, table.path).path
+    key = hashlib.sha1(f"{root}|{table.version}|{table.timestamp}".encode()).hexdigest()[:16]
+    name = f"__dvengine_delta_{key}"
+    DeltaTable.forPath(spark, root).toDF(version=table.version, timestamp=table.timestamp).createOrReplaceTempView(name)
+    return name
+
+
+def spark_sql(spark: SparkSession, text: str) -> DataFrame:
+    """``spark.sql(text)``, with ``FROM/JOIN delta.`path``` served by dvengine's reader."""
+    tables = find_path_tables(text)
+    if not tables:
+        return spark.sql(text)
+    return spark.sql(substitute(text, tables, [path_view(spark, t) for t in tables]))
+
+
 def merge_source_frame(spark: SparkSession, source: MergeSource) -> DataFrame:
     """The MERGE source as a DataFrame: a subquery or view through spark.sql, a Delta path through dvengine."""
     if source.query is not None:
-        return spark.sql(source.query)
+        return spark_sql(spark, source.query)
     assert source.table is not None
     if source.table.path is not None:
         return DeltaTable.forPath(spark, source.table.path).toDF()
@@ -98,7 +119,7 @@ def run_statement(spark: SparkSession, stmt: Statement) -> DataFrame:
     from dvengine.engine.spark import sql_results as results
 
     if isinstance(stmt, PassThrough):
-        return spark.sql(stmt.text)
+        return spark_sql(spark, stmt.text)
     if isinstance(stmt, DeleteStatement):
         return results.delete_result(spark, resolve_table(spark, stmt.table).delete(stmt.condition))
     if isinstance(stmt, UpdateStatement):
