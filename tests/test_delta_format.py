@@ -192,3 +192,23 @@ def test_other_formats_and_unregistered_sessions_keep_spark_behaviour(spark: Any
         spark.conf.set(CONF_ENABLED, "true")
     assert len(_read(spark, path)) == 2
     assert os.path.isdir(path / "_delta_log")
+
+
+def test_timestamp_as_of_is_read_in_the_session_time_zone(spark: Any, tmp_path: Path) -> None:
+    """As in Delta, a timestampAsOf without an offset is local time of spark.sql.session.timeZone."""
+    from zoneinfo import ZoneInfo
+
+    path = tmp_path / "t"
+    v0, v1 = _rows(2), _rows(2, start=10)
+    _frame(spark, v0).write.format("delta").save(str(path))
+    _frame(spark, v1).write.format("delta").mode("append").save(str(path))
+    _frame(spark, _rows(1, start=50)).write.format("delta").mode("append").save(str(path))
+    committed = DeltaTable.forPath(None, path).history()[-2]["timestamp"]  # version 1, epoch ms
+    local = dt.datetime.fromtimestamp(committed / 1000, tz=ZoneInfo("America/New_York")).replace(tzinfo=None)
+    spark.conf.set("spark.sql.session.timeZone", "America/New_York")
+    try:
+        assert _read(spark, path, timestampAsOf=local.isoformat(sep=" ")) == sort_rows(v0 + v1)
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", "UTC")
+    utc = dt.datetime.fromtimestamp(committed / 1000, tz=dt.UTC)
+    assert _read(spark, path, timestampAsOf=utc.isoformat()) == sort_rows(v0 + v1)  # an explicit offset wins

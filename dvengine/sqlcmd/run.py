@@ -64,7 +64,10 @@ def path_view(spark: SparkSession, table: PathTable) -> str:
     root = DeltaTable.forPath(spark, table.path).path
     key = hashlib.sha1(f"{root}|{table.version}|{table.timestamp}".encode()).hexdigest()[:16]
     name = f"__dvengine_delta_{key}"
-    DeltaTable.forPath(spark, root).toDF(version=table.version, timestamp=table.timestamp).createOrReplaceTempView(name)
+    from dvengine.engine.spark.delta_format import session_timestamp
+
+    timestamp = None if table.timestamp is None else session_timestamp(spark, table.timestamp)
+    DeltaTable.forPath(spark, root).toDF(version=table.version, timestamp=timestamp).createOrReplaceTempView(name)
     return name
 
 

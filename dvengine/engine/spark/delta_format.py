@@ -24,9 +24,11 @@ Connect clients, ``saveAsTable``, streaming (``readStream``/``writeStream``).
 
 from __future__ import annotations
 
+import datetime as dt
 import inspect
 from collections.abc import Callable
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pyspark.sql import DataFrame, DataFrameReader, DataFrameWriter, SparkSession
 
@@ -81,9 +83,27 @@ def read_request(spark: SparkSession, jreader: Any, path: str | None) -> ReadReq
     return parse_read_options(_options(spark, jreader), path)
 
 
+def session_timestamp(spark: SparkSession, text: str) -> str | dt.datetime:
+    """A ``timestampAsOf`` string as Delta reads it: without an offset, in the session time zone
+    (``spark.sql.session.timeZone``), not in UTC. Text that is not ISO-8601 is returned as is, for
+    the log's timestamp parser to accept or reject with a typed error."""
+    try:
+        parsed = dt.datetime.fromisoformat(text.strip())
+    except ValueError:
+        return text
+    if parsed.tzinfo is not None:
+        return parsed
+    zone = str(spark.conf.get("spark.sql.session.timeZone", "UTC"))
+    try:
+        return parsed.replace(tzinfo=ZoneInfo(zone))
+    except (ZoneInfoNotFoundError, ValueError):
+        raise InvalidArgumentError(f"spark.sql.session.timeZone {zone!r} is not a time zone name Python knows") from None
+
+
 def read_delta(spark: SparkSession, request: ReadRequest) -> DataFrame:
     """The table (at a version / timestamp) as the same DV-applying plan as ``DeltaTable.toDF()``."""
-    snapshot = load_snapshot(normalize_table_path(request.path), version=request.version, timestamp=request.timestamp)
+    timestamp = None if request.timestamp is None else session_timestamp(spark, request.timestamp)
+    snapshot = load_snapshot(normalize_table_path(request.path), version=request.version, timestamp=timestamp)
     return read_snapshot_df(spark, snapshot)
 
 
@@ -190,4 +210,4 @@ def register(spark: SparkSession) -> None:
     spark.conf.set(CONF_ENABLED, "true")
 
 
-__all__ = ["CONF_ENABLED", "is_registered", "read_delta", "register", "save_delta"]
+__all__ = ["CONF_ENABLED", "is_registered", "read_delta", "register", "save_delta", "session_timestamp"]
