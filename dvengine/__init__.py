@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from dvengine.table import DeltaTable
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
 __version__ = "0.1.0"
 
@@ -50,10 +50,13 @@ def register(spark: SparkSession) -> None:
     register_format(spark)
 
 
-def sql(spark: SparkSession | None, text: str) -> Any:
-    """Run one SQL statement; Delta DML and utility statements run on dvengine, the rest on Spark.
+def sql(spark: SparkSession | None, text: str) -> DataFrame:
+    """Run SQL text (one statement, or several separated by ``;``, all parsed before any runs).
 
-    Returns a Spark DataFrame shaped as Delta's SQL returns it (metrics, history rows, ...).
+    Delta's DML and utility statements run on dvengine, through the same DeltaTable calls as the
+    DataFrame API; anything else runs on ``spark.sql``. Returns the last statement's result, a
+    Spark DataFrame shaped as Delta's SQL returns it (metrics, history rows, ...). ``spark`` None:
+    dvengine's default local session.
     """
     from dvengine.sqlcmd import run_sql
 

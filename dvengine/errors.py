@@ -153,4 +153,7 @@ class MaxCommitAttemptsExceededError(CommitConflictError):
 
 
 class SqlParseError(InvalidArgumentError):
-    """SQL text dvengine.sql cannot parse, or a clause it does not support; names the statement part."""
+    """SQL text dvengine.sql() cannot parse; the message names the statement and the part that failed.
+
+    It is an InvalidArgumentError (hence a ValueError): the fault is in the text the caller passed.
+    Clauses that parse but dvengine does not implement raise UnsupportedFeatureError instead."""
