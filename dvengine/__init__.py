@@ -9,7 +9,7 @@ from dvengine.table import DeltaTable
 from dvengine.table_builder import DeltaTableBuilder, IdentityGenerator
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
 __version__ = "0.1.0"
 
@@ -55,4 +55,27 @@ def write(
     )
 
 
-__all__ = ["DeltaTable", "DeltaTableBuilder", "IdentityGenerator", "__version__", "write"]
+def register(spark: SparkSession) -> None:
+    """Serve ``spark.read.format("delta")`` and ``df.write.format("delta")`` of ``spark`` with dvengine.
+
+    Sessions made by ``dvengine.engine.spark.session.get_or_create_session`` are registered already.
+    """
+    from dvengine.engine.spark.delta_format import register as register_format
+
+    register_format(spark)
+
+
+def sql(spark: SparkSession | None, text: str) -> DataFrame:
+    """Run SQL text (one statement, or several separated by ``;``, all parsed before any runs).
+
+    Delta's DML and utility statements run on dvengine, through the same DeltaTable calls as the
+    DataFrame API; anything else runs on ``spark.sql``. Returns the last statement's result, a
+    Spark DataFrame shaped as Delta's SQL returns it (metrics, history rows, ...). ``spark`` None:
+    dvengine's default local session.
+    """
+    from dvengine.sqlcmd import run_sql
+
+    return run_sql(spark, text)
+
+
+__all__ = ["DeltaTable", "DeltaTableBuilder", "IdentityGenerator", "__version__", "register", "sql", "write"]

@@ -154,3 +154,10 @@ class ConcurrentTransactionError(CommitConflictError):
 
 class MaxCommitAttemptsExceededError(CommitConflictError):
     """Non-conflicting races kept winning until the retry budget ran out."""
+
+
+class SqlParseError(InvalidArgumentError):
+    """SQL text dvengine.sql() cannot parse; the message names the statement and the part that failed.
+
+    It is an InvalidArgumentError (hence a ValueError): the fault is in the text the caller passed.
+    Clauses that parse but dvengine does not implement raise UnsupportedFeatureError instead."""

@@ -36,10 +36,11 @@ LAYERS: list[tuple[str, ...]] = [
     # it lazily), so placing it above table.py would make every such call an upward import.
     ("dvengine.commands", "dvengine.maintenance"),
     ("dvengine.engine",),  # engine.local and engine.spark
+    # "dvengine" is the package __init__; dvengine.sqlcmd (dvengine.sql()) is user API beside table.py
     (
         "dvengine.dml", "dvengine.merge_builder", "dvengine.optimize_builder", "dvengine.maintenance_api",
-        "dvengine.table", "dvengine.table_api", "dvengine.table_builder", "dvengine",
-    ),  # "dvengine" is the package __init__
+        "dvengine.table", "dvengine.table_api", "dvengine.table_builder", "dvengine", "dvengine.sqlcmd",
+    ),
     ("dvengine.cli", "dvengine.cli_dml", "dvengine.cli_errors", "dvengine.cli_maintenance", "dvengine.cli_upsert", "dvengine.bench", "dvengine.torture"),
 ]
 
@@ -67,6 +68,7 @@ SPARK_ENGINE_LAZY_IMPORTERS = (
     "dvengine.cli_dml",
     "dvengine.cli_maintenance",
     "dvengine.bench",
+    "dvengine.sqlcmd",
 )
 
 

@@ -5,7 +5,8 @@
 Measures ``count + sum(id) + sum(value)`` (every row and two columns touched) through:
 ``spark.read.parquet`` of the data files (no DVs applied: the floor), ``DeltaTable.toDF()``
 with no DVs, after a 1-row DELETE (one file carries a DV), after DVs on 1 % of the rows of every
-file; plus ``toArrow()`` for the last. Medians of ``--repeat`` runs, ratios against the floor.
+file; plus ``toArrow()`` and ``spark.read.format("delta")`` (the same plan as ``toDF()``, reached
+through the registered format: the difference is the cost of resolving the format) for the last. Medians of ``--repeat`` runs, ratios against the floor.
 """
 
 from __future__ import annotations
@@ -66,6 +67,9 @@ def run(rows: int, files: int, repeat: int, work: str) -> dict[str, Any]:
     def through_dvengine() -> Any:
         return facts(DeltaTable.forPath(spark, root).toDF())
 
+    def through_format() -> Any:
+        return facts(spark.read.format("delta").load(root))
+
     def through_arrow() -> Any:
         t = DeltaTable.forPath(None, root).toArrow()
         return t.num_rows
@@ -79,10 +83,12 @@ def run(rows: int, files: int, repeat: int, work: str) -> dict[str, Any]:
 
     record("parquet scan (floor)", plain)
     record("toDF, no DVs", through_dvengine)
+    record("format('delta'), no DVs", through_format)
     DeltaTable.forPath(None, root).delete("id = 7", engine="local")
     record("toDF, 1 file with a 1-row DV", through_dvengine)
     DeltaTable.forPath(None, root).delete("id % 100 = 3", engine="local", mode="dv")
     record("toDF, DVs on 1% of rows in every file", through_dvengine)
+    record("format('delta'), DVs on 1% of rows in every file", through_format)
     record("toArrow, DVs on 1% of rows in every file", through_arrow)
     floor = out["cases"]["parquet scan (floor)"]["median_s"]
     for case in out["cases"].values():

@@ -48,6 +48,9 @@ def get_or_create_session(master: str | None = None, app_name: str = "dvengine")
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
+    from dvengine.engine.spark.delta_format import register  # lazy: delta_format imports this module
+
+    register(session)
     return session
 
 

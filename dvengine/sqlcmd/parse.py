@@ -1,0 +1,109 @@
+"""Split SQL text into statements and decide, for each, who runs it: dvengine or Spark.
+
+Splitting uses sqlglot's Spark tokenizer, so a ``;`` inside a string or a backquoted name does
+not split. A statement is dvengine's when it is one of Delta's DML or utility statements on a
+Delta table; everything else (SELECT, INSERT, CREATE VIEW, SET ...) is passed to ``spark.sql``
+exactly as written.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import ParseError
+from sqlglot.tokenizer_core import TokenType
+
+from dvengine.errors import SqlParseError
+from dvengine.sqlcmd.create_parse import is_delta_create, parse_create
+from dvengine.sqlcmd.dml_parse import DIALECT, parse_delete, parse_merge, parse_update
+from dvengine.sqlcmd.statements import PassThrough, Statement
+from dvengine.sqlcmd.tokens import (
+    parse_detail,
+    parse_history,
+    parse_optimize,
+    parse_restore,
+    parse_vacuum,
+    tokenize,
+)
+
+
+def split_statements(text: str) -> list[str]:
+    """The statements of ``text``, each from its first token (leading comments dropped) to before
+    its terminating ``;``; empty statements are dropped."""
+    if not isinstance(text, str):
+        raise TypeError(f"SQL text must be a str, got {type(text).__name__}")
+    out: list[str] = []
+    start: int | None = None
+    for token in tokenize(text):
+        if token.token_type == TokenType.SEMICOLON:
+            if start is not None:
+                out.append(text[start:token.start])
+            start = None
+        elif start is None:
+            start = token.start
+    if start is not None:
+        out.append(text[start:])
+    return [s.strip() for s in out if s.strip()]
+
+
+def _parse_one(text: str, what: str) -> exp.Expr:
+    try:
+        parsed = sqlglot.parse_one(text, dialect=DIALECT)
+    except ParseError as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise SqlParseError(f"{what}: cannot parse {text!r}: {first}") from exc
+    return parsed
+
+
+def parse_statement(text: str) -> Statement:
+    """One statement as dvengine's statement data, or PassThrough for Spark."""
+    words = text.split(None, 2)
+    first = words[0].upper() if words else ""
+    second = words[1].upper() if len(words) > 1 else ""
+    if first in ("DESCRIBE", "DESC") and second == "HISTORY":
+        return parse_history(text)
+    if first in ("DESCRIBE", "DESC") and second == "DETAIL":
+        return parse_detail(text)
+    if first == "RESTORE":
+        return parse_restore(text)
+    if first == "OPTIMIZE":
+        return parse_optimize(text)
+    if first == "VACUUM":
+        return parse_vacuum(text)
+    if first == "DELETE":
+        node = _parse_one(text, "DELETE")
+        if not isinstance(node, exp.Delete):
+            raise SqlParseError(f"DELETE: cannot parse {text!r}")
+        return parse_delete(node)
+    if first == "UPDATE":
+        node = _parse_one(text, "UPDATE")
+        if not isinstance(node, exp.Update):
+            raise SqlParseError(f"UPDATE: cannot parse {text!r}")
+        return parse_update(node)
+    if first == "MERGE":
+        node = _parse_one(text, "MERGE")
+        if not isinstance(node, exp.Merge):
+            raise SqlParseError(f"MERGE: cannot parse {text!r}")
+        return parse_merge(node)
+    if first == "CREATE" and _uses_delta(text):
+        node = _parse_one(text, "CREATE TABLE ... USING delta")
+        if isinstance(node, exp.Create) and is_delta_create(node):
+            return parse_create(node)
+    return PassThrough(text)
+
+
+def _uses_delta(text: str) -> bool:
+    """``USING delta`` among the tokens: only then is a CREATE dvengine's (and a statement sqlglot
+    cannot parse an error); any other CREATE goes to Spark untouched, parsed or not."""
+    words = [t.text.upper() for t in tokenize(text) if t.token_type != TokenType.STRING]
+    return any(a == "USING" and b == "DELTA" for a, b in itertools.pairwise(words))
+
+
+def parse_sql(text: str) -> list[Statement]:
+    """Every statement of ``text``, parsed before any runs (a later syntax error runs nothing)."""
+    statements = [parse_statement(s) for s in split_statements(text)]
+    if not statements:
+        raise SqlParseError("no SQL statement given")
+    return statements

@@ -1,0 +1,165 @@
+"""Run parsed statements through the same DeltaTable calls the DataFrame API uses.
+
+Each statement is one API call on a :class:`DeltaTable`, so SQL and DataFrame API share binding,
+checks, commits, metrics and clean-up; only the returned DataFrame's shape is SQL's. Statements
+whose delta-spark API lives in colleagues' branches (DESCRIBE DETAIL, RESTORE, OPTIMIZE,
+CREATE TABLE, catalog names) are dispatched in :mod:`dvengine.sqlcmd.pending`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import TYPE_CHECKING, Any
+
+from dvengine.log import load_snapshot
+from dvengine.log.intervals import parse_interval_ms
+from dvengine.maintenance.history import history
+from dvengine.maintenance.vacuum import DEFAULT_DELETED_FILE_RETENTION, RETENTION_PROPERTY, vacuum
+from dvengine.sqlcmd import pending
+from dvengine.sqlcmd.parse import parse_sql
+from dvengine.sqlcmd.path_tables import PathTable, find_path_tables, substitute
+from dvengine.sqlcmd.statements import (
+    CreateTableStatement,
+    DeleteStatement,
+    DetailStatement,
+    HistoryStatement,
+    MergeSource,
+    MergeStatement,
+    OptimizeStatement,
+    PassThrough,
+    RestoreStatement,
+    Statement,
+    TableRef,
+    UpdateStatement,
+    VacuumStatement,
+)
+from dvengine.table import DeltaTable
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from dvengine.merge_builder import DeltaMergeBuilder
+
+# Delta's switch for VACUUM RETAIN below the table's deletedFileRetentionDuration (SQL has no
+# enforceRetention argument, so delta-spark reads this conf; dvengine does the same).
+RETENTION_CHECK_CONF = "spark.databricks.delta.retentionDurationCheck.enabled"
+
+
+def table_retention_hours(table_root: str) -> float:
+    """VACUUM without RETAIN keeps the table's ``delta.deletedFileRetentionDuration`` (a week by default), as Delta does."""
+    configured = load_snapshot(table_root).configuration.get(RETENTION_PROPERTY, DEFAULT_DELETED_FILE_RETENTION)
+    return parse_interval_ms(configured) / 3_600_000
+
+
+def resolve_table(spark: SparkSession, ref: TableRef) -> DeltaTable:
+    if ref.path is not None:
+        return DeltaTable.forPath(spark, ref.path)
+    return pending.table_for_name(spark, str(ref.name))
+
+
+def path_view(spark: SparkSession, table: PathTable) -> str:
+    """A temp view of ``delta.`path``` (at its version / timestamp) read by dvengine, re-created for
+    every statement so it shows the table as of that statement. Its name is fixed per (path, time
+    travel), so views the user defines on top of it keep resolving and no views pile up."""
+    root = DeltaTable.forPath(spark, table.path).path
+    key = hashlib.sha1(f"{root}|{table.version}|{table.timestamp}".encode()).hexdigest()[:16]
+    name = f"__dvengine_delta_{key}"
+    from dvengine.engine.spark.delta_format import session_timestamp
+
+    timestamp = None if table.timestamp is None else session_timestamp(spark, table.timestamp)
+    DeltaTable.forPath(spark, root).toDF(version=table.version, timestamp=timestamp).createOrReplaceTempView(name)
+    return name
+
+
+def spark_sql(spark: SparkSession, text: str) -> DataFrame:
+    """``spark.sql(text)``, with ``FROM/JOIN delta.`path``` served by dvengine's reader."""
+    tables = find_path_tables(text)
+    if not tables:
+        return spark.sql(text)
+    return spark.sql(substitute(text, tables, [path_view(spark, t) for t in tables]))
+
+
+def merge_source_frame(spark: SparkSession, source: MergeSource) -> DataFrame:
+    """The MERGE source as a DataFrame: a subquery or view through spark.sql, a Delta path through dvengine."""
+    if source.query is not None:
+        return spark_sql(spark, source.query)
+    assert source.table is not None
+    if source.table.path is not None:
+        return DeltaTable.forPath(spark, source.table.path).toDF()
+    return pending.source_for_name(spark, str(source.table.name))
+
+
+def _merge(spark: SparkSession, stmt: MergeStatement) -> dict[str, Any]:
+    target = resolve_table(spark, stmt.table)
+    if stmt.target_alias is not None:
+        target = target.alias(stmt.target_alias)
+    source = merge_source_frame(spark, stmt.source).alias(stmt.source.alias)
+    builder: DeltaMergeBuilder = target.merge(source, stmt.condition)
+    for when in stmt.clauses:
+        builder = _add_clause(builder, when.kind, when.action, when.condition, when.assignments)
+    return builder.executeMetrics()
+
+
+def _add_clause(
+    builder: DeltaMergeBuilder, kind: str, action: str, condition: str | None, assignments: dict[str, str] | None
+) -> DeltaMergeBuilder:
+    if kind == "matched":
+        if action == "delete":
+            return builder.whenMatchedDelete(condition)
+        if assignments is None:
+            return builder.whenMatchedUpdateAll(condition)
+        return builder.whenMatchedUpdate(condition, assignments)
+    if kind == "not_matched":
+        if assignments is None:
+            return builder.whenNotMatchedInsertAll(condition)
+        return builder.whenNotMatchedInsert(condition, assignments)
+    if action == "delete":
+        return builder.whenNotMatchedBySourceDelete(condition)
+    return builder.whenNotMatchedBySourceUpdate(condition, assignments)
+
+
+def run_statement(spark: SparkSession, stmt: Statement) -> DataFrame:
+    from dvengine.engine.spark import sql_results as results
+
+    if isinstance(stmt, PassThrough):
+        return spark_sql(spark, stmt.text)
+    if isinstance(stmt, DeleteStatement):
+        return results.delete_result(spark, resolve_table(spark, stmt.table).deleteMetrics(stmt.condition))
+    if isinstance(stmt, UpdateStatement):
+        table = resolve_table(spark, stmt.table)
+        return results.update_result(spark, table.updateMetrics(stmt.condition, dict(stmt.assignments)))
+    if isinstance(stmt, MergeStatement):
+        return results.merge_result(spark, _merge(spark, stmt))
+    if isinstance(stmt, HistoryStatement):
+        return results.history_result(spark, history(resolve_table(spark, stmt.table).path, stmt.limit))
+    if isinstance(stmt, VacuumStatement):
+        root = resolve_table(spark, stmt.table).path
+        hours = table_retention_hours(root) if stmt.retention_hours is None else stmt.retention_hours
+        enforce = str(spark.conf.get(RETENTION_CHECK_CONF, "true")).lower() != "false"
+        report = vacuum(root, retention_hours=hours, dry_run=stmt.dry_run, enforce_retention=enforce)
+        return results.vacuum_result(spark, report)
+    if isinstance(stmt, DetailStatement):
+        return pending.describe_detail(resolve_table(spark, stmt.table))
+    if isinstance(stmt, RestoreStatement):
+        return pending.restore(resolve_table(spark, stmt.table), stmt.version, stmt.timestamp)
+    if isinstance(stmt, OptimizeStatement):
+        return pending.optimize(resolve_table(spark, stmt.table), stmt.condition)
+    if isinstance(stmt, CreateTableStatement):
+        pending.create_table(spark, stmt)
+        return results.empty_result(spark)
+    raise AssertionError(f"unhandled statement {stmt!r}")
+
+
+def run_sql(spark: SparkSession | None, text: str) -> DataFrame:
+    """Parse all statements first (a syntax error anywhere runs nothing), then run them in order;
+    returns the last statement's result."""
+    statements = parse_sql(text)
+    if spark is None:
+        from dvengine.engine.spark.session import get_or_create_session
+
+        spark = get_or_create_session()
+    result: DataFrame | None = None
+    for stmt in statements:
+        result = run_statement(spark, stmt)
+    assert result is not None
+    return result

@@ -1,0 +1,133 @@
+"""The statements ``dvengine.sql`` understands, as plain data: what the parser hands to the runner.
+
+Expressions stay SQL text (Spark dialect), because the DeltaTable API takes SQL expression
+strings and binds them itself; the parser only finds where each clause starts and ends.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class TableRef:
+    """``delta.`/path``` (``path`` set) or a catalog name such as ``db.t`` (``name`` set)."""
+
+    path: str | None = None
+    name: str | None = None
+
+    def describe(self) -> str:
+        return f"delta.`{self.path}`" if self.path is not None else str(self.name)
+
+
+@dataclass(frozen=True)
+class DeleteStatement:
+    table: TableRef
+    condition: str | None
+
+
+@dataclass(frozen=True)
+class UpdateStatement:
+    table: TableRef
+    assignments: dict[str, str]
+    condition: str | None
+
+
+@dataclass(frozen=True)
+class MergeSource:
+    """A table / view name, a Delta path, or a subquery (SQL text), with the alias the ON clause uses."""
+
+    alias: str
+    table: TableRef | None = None
+    query: str | None = None
+
+
+@dataclass(frozen=True)
+class MergeWhen:
+    """One WHEN clause. ``kind``: matched | not_matched | not_matched_by_source; ``action``:
+    update | delete | insert; ``assignments`` None means ``*`` (UPDATE SET * / INSERT *)."""
+
+    kind: str
+    action: str
+    condition: str | None
+    assignments: dict[str, str] | None
+
+
+@dataclass(frozen=True)
+class MergeStatement:
+    table: TableRef
+    target_alias: str | None
+    source: MergeSource
+    condition: str
+    clauses: tuple[MergeWhen, ...]
+
+
+@dataclass(frozen=True)
+class HistoryStatement:
+    table: TableRef
+    limit: int | None
+
+
+@dataclass(frozen=True)
+class VacuumStatement:
+    table: TableRef
+    retention_hours: float | None
+    dry_run: bool
+
+
+@dataclass(frozen=True)
+class DetailStatement:
+    table: TableRef
+
+
+@dataclass(frozen=True)
+class RestoreStatement:
+    table: TableRef
+    version: int | None
+    timestamp: str | None
+
+
+@dataclass(frozen=True)
+class OptimizeStatement:
+    table: TableRef
+    condition: str | None
+
+
+@dataclass(frozen=True)
+class ColumnDefinition:
+    name: str
+    data_type: str  # Spark SQL type text, e.g. "BIGINT", "DECIMAL(10, 2)"
+    nullable: bool = True
+    comment: str | None = None
+
+
+@dataclass(frozen=True)
+class CreateTableStatement:
+    table: TableRef
+    if_not_exists: bool
+    columns: tuple[ColumnDefinition, ...]
+    partitioned_by: tuple[str, ...] = ()
+    location: str | None = None
+    properties: dict[str, str] = field(default_factory=dict)
+    comment: str | None = None
+
+
+@dataclass(frozen=True)
+class PassThrough:
+    """Anything else: handed to ``spark.sql`` unchanged."""
+
+    text: str
+
+
+Statement = (
+    DeleteStatement
+    | UpdateStatement
+    | MergeStatement
+    | HistoryStatement
+    | VacuumStatement
+    | DetailStatement
+    | RestoreStatement
+    | OptimizeStatement
+    | CreateTableStatement
+    | PassThrough
+)

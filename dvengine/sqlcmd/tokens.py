@@ -1,0 +1,200 @@
+"""Delta's utility statements (DESCRIBE HISTORY/DETAIL, RESTORE, OPTIMIZE, VACUUM) from sqlglot tokens.
+
+sqlglot has no grammar for these Delta extensions (it parses OPTIMIZE and VACUUM as opaque
+commands and fails on the rest), but its Spark tokenizer knows Spark's quoting rules. So these
+statements are matched token by token against Delta's grammar (DeltaSqlBase.g4), and the one
+free-form part, OPTIMIZE's WHERE, is cut from the original text so it reaches the API unchanged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlglot.dialects.dialect import Dialect
+from sqlglot.errors import TokenError
+from sqlglot.tokenizer_core import Token, TokenType
+
+from dvengine.errors import SqlParseError, UnsupportedFeatureError
+from dvengine.sqlcmd.statements import (
+    DetailStatement,
+    HistoryStatement,
+    OptimizeStatement,
+    RestoreStatement,
+    TableRef,
+    VacuumStatement,
+)
+
+_NOT_NAMES = {TokenType.DOT, TokenType.STRING, TokenType.NUMBER, TokenType.SEMICOLON, TokenType.L_PAREN,
+              TokenType.R_PAREN, TokenType.COMMA, TokenType.EQ}
+
+
+def tokenize(text: str) -> list[Token]:
+    try:
+        return list(Dialect.get_or_raise("spark").tokenize(text))
+    except TokenError as exc:
+        raise SqlParseError(f"cannot tokenize SQL {text!r}: {exc}") from exc
+
+
+@dataclass
+class TokenCursor:
+    """A position in one statement's tokens, with the statement text for error messages."""
+
+    text: str
+    tokens: list[Token]
+    body: str = ""  # the text the tokens were read from (token positions index it)
+    pos: int = 0
+
+    def peek(self, offset: int = 0) -> Token | None:
+        index = self.pos + offset
+        return self.tokens[index] if index < len(self.tokens) else None
+
+    def word(self, offset: int = 0) -> str:
+        token = self.peek(offset)
+        return token.text.upper() if token is not None and token.token_type != TokenType.STRING else ""
+
+    def accept(self, *words: str) -> bool:
+        """Consume ``words`` if the next tokens are exactly those keywords."""
+        if all(self.word(i) == w for i, w in enumerate(words)):
+            self.pos += len(words)
+            return True
+        return False
+
+    def expect(self, *words: str, part: str) -> None:
+        if not self.accept(*words):
+            raise SqlParseError(f"{part}: expected {' '.join(words)} {self._where()} in {self.text!r}")
+
+    def _where(self) -> str:
+        token = self.peek()
+        return "at the end" if token is None else f"at {token.text!r}"
+
+    def table(self, part: str, allow_string_path: bool = False) -> TableRef:
+        """``delta.`/path```, ``'/path'`` (when allowed) or a dotted catalog name."""
+        token = self.peek()
+        if token is None:
+            raise SqlParseError(f"{part}: expected a table name at the end of {self.text!r}")
+        if token.token_type == TokenType.STRING:
+            if not allow_string_path:
+                raise SqlParseError(f"{part}: expected a table name, got the string {token.text!r}; write delta.`{token.text}`")
+            self.pos += 1
+            return TableRef(path=token.text)
+        parts: list[Token] = []
+        while True:
+            token = self.peek()
+            if token is None or token.token_type in _NOT_NAMES:
+                raise SqlParseError(f"{part}: expected a table name {self._where()} in {self.text!r}")
+            parts.append(token)
+            self.pos += 1
+            dot = self.peek()
+            if dot is None or dot.token_type != TokenType.DOT:
+                break
+            self.pos += 1
+        if len(parts) == 2 and parts[0].text.lower() == "delta" and parts[1].token_type == TokenType.IDENTIFIER:
+            return TableRef(path=parts[1].text)
+        return TableRef(name=".".join(p.text for p in parts))
+
+    def number(self, part: str) -> str:
+        token = self.peek()
+        if token is None or token.token_type != TokenType.NUMBER:
+            raise SqlParseError(f"{part}: expected a number {self._where()} in {self.text!r}")
+        self.pos += 1
+        return token.text
+
+    def string(self, part: str) -> str:
+        token = self.peek()
+        if token is None or token.token_type != TokenType.STRING:
+            raise SqlParseError(f"{part}: expected a quoted string {self._where()} in {self.text!r}")
+        self.pos += 1
+        return token.text
+
+    def end(self, part: str) -> None:
+        token = self.peek()
+        if token is not None:
+            raise SqlParseError(f"{part}: unexpected {token.text!r} in {self.text!r}")
+
+
+def _cursor(text: str, keyword_count: int) -> TokenCursor:
+    """Tokens of ``text`` after its first ``keyword_count`` words (re-tokenized: sqlglot swallows the
+    rest of an OPTIMIZE or VACUUM command as one opaque token)."""
+    rest = text.strip()
+    for _ in range(keyword_count):
+        rest = rest.split(None, 1)[1] if len(rest.split(None, 1)) > 1 else ""
+    return TokenCursor(text, tokenize(rest), rest)
+
+
+def parse_history(text: str) -> HistoryStatement:
+    cur = _cursor(text, 2)
+    table = cur.table("DESCRIBE HISTORY")
+    limit = None
+    if cur.accept("LIMIT"):
+        limit = int(cur.number("DESCRIBE HISTORY ... LIMIT"))
+    cur.end("DESCRIBE HISTORY")
+    return HistoryStatement(table, limit)
+
+
+def parse_detail(text: str) -> DetailStatement:
+    cur = _cursor(text, 2)
+    table = cur.table("DESCRIBE DETAIL", allow_string_path=True)
+    cur.end("DESCRIBE DETAIL")
+    return DetailStatement(table)
+
+
+def parse_restore(text: str) -> RestoreStatement:
+    """``RESTORE [TABLE] t [TO] [FOR] {VERSION|SYSTEM_VERSION} AS OF n | {TIMESTAMP|SYSTEM_TIME} AS OF 'ts'``."""
+    cur = _cursor(text, 1)
+    cur.accept("TABLE")
+    table = cur.table("RESTORE")
+    cur.accept("TO")
+    cur.accept("FOR")
+    if cur.accept("VERSION") or cur.accept("SYSTEM_VERSION"):
+        cur.expect("AS", "OF", part="RESTORE ... VERSION")
+        token = cur.peek()
+        raw = cur.string("RESTORE ... VERSION AS OF") if token is not None and token.token_type == TokenType.STRING \
+            else cur.number("RESTORE ... VERSION AS OF")
+        try:
+            version = int(raw)
+        except ValueError:
+            raise SqlParseError(f"RESTORE ... VERSION AS OF: {raw!r} is not a version number") from None
+        cur.end("RESTORE")
+        return RestoreStatement(table, version, None)
+    if cur.accept("TIMESTAMP") or cur.accept("SYSTEM_TIME"):
+        cur.expect("AS", "OF", part="RESTORE ... TIMESTAMP")
+        timestamp = cur.string("RESTORE ... TIMESTAMP AS OF")
+        cur.end("RESTORE")
+        return RestoreStatement(table, None, timestamp)
+    raise SqlParseError(f"RESTORE: expected TO VERSION AS OF n or TO TIMESTAMP AS OF '...' in {text!r}")
+
+
+def parse_optimize(text: str) -> OptimizeStatement:
+    cur = _cursor(text, 1)
+    table = cur.table("OPTIMIZE", allow_string_path=True)
+    condition = None
+    if cur.word() == "WHERE":
+        where = cur.tokens[cur.pos]
+        zorder = [t for t in cur.tokens[cur.pos:] if t.text.upper() == "ZORDER"]
+        stop = zorder[0].start if zorder else len(cur.body)
+        condition = cur.body[where.end + 1: stop].strip()
+        if not condition:
+            raise SqlParseError(f"OPTIMIZE ... WHERE: the condition is empty in {text!r}")
+        if zorder:
+            raise UnsupportedFeatureError(f"OPTIMIZE ... ZORDER BY is not supported by dvengine: {text!r}")
+        return OptimizeStatement(table, condition)
+    if cur.word() == "ZORDER":
+        raise UnsupportedFeatureError(f"OPTIMIZE ... ZORDER BY is not supported by dvengine: {text!r}")
+    cur.end("OPTIMIZE")
+    return OptimizeStatement(table, condition)
+
+
+def parse_vacuum(text: str) -> VacuumStatement:
+    """``VACUUM t [RETAIN n HOURS] [DRY RUN]`` (``LITE`` / ``FULL`` / ``USING INVENTORY`` are refused)."""
+    cur = _cursor(text, 1)
+    table = cur.table("VACUUM", allow_string_path=True)
+    for word in ("LITE", "FULL", "USING"):
+        if cur.word() == word:
+            raise UnsupportedFeatureError(f"VACUUM ... {word} is not supported by dvengine: {text!r}")
+    hours = None
+    if cur.accept("RETAIN"):
+        hours = float(cur.number("VACUUM ... RETAIN"))
+        cur.expect("HOURS", part="VACUUM ... RETAIN n")
+    dry_run = cur.accept("DRY", "RUN")
+    cur.end("VACUUM")
+    return VacuumStatement(table, hours, dry_run)
