@@ -17,10 +17,14 @@ GOLDEN_EXPECTED = GOLDEN_ROOT / "expected"
 
 
 @pytest.fixture(scope="session")
-def spark() -> Iterator[Any]:
+def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    from dvengine.catalog import WAREHOUSE_OVERRIDE_CONF
     from dvengine.engine.spark.session import get_or_create_session
 
     session = get_or_create_session()
+    # Catalog names registered by tests (forName, CREATE TABLE name) live in this run's own
+    # warehouse, never in ./spark-warehouse, where they would outlive the run and clash with the next.
+    session.conf.set(WAREHOUSE_OVERRIDE_CONF, str(tmp_path_factory.mktemp("warehouse")))
     yield session
     session.stop()
 

@@ -15,6 +15,7 @@ from dvengine.engine.spark.delta_format import CONF_ENABLED
 from dvengine.errors import (
     InvalidArgumentError,
     SchemaMismatchError,
+    SchemaViolationError,
     TableAlreadyExistsError,
     TableNotFoundError,
     UnsupportedFeatureError,
@@ -116,24 +117,61 @@ def test_reads_apply_deletion_vectors_like_delta_rs(spark: Any, tmp_path: Path) 
     assert len(_read(spark, path)) == 30 - 8
 
 
-def test_merge_schema_with_a_new_column_is_refused_and_nothing_changes(spark: Any, tmp_path: Path) -> None:
+def test_merge_schema_option_adds_a_new_column_and_without_it_nothing_changes(spark: Any, tmp_path: Path) -> None:
     path = tmp_path / "t"
     _frame(spark, _rows(3)).write.format("delta").save(str(path))
     before = _state(path)
     wider = spark.createDataFrame([(7, "p1", "x", 1.5)], SCHEMA + ", extra double")
-    with pytest.raises(SchemaMismatchError, match="mergeSchema"):
-        wider.write.format("delta").mode("append").option("mergeSchema", "true").save(str(path))
+    with pytest.raises(SchemaMismatchError, match="extra"):
+        wider.write.format("delta").mode("append").save(str(path))
     assert _state(path) == before
-    _frame(spark, _rows(1, start=9)).write.format("delta").mode("append").option("mergeSchema", True).save(str(path))
-    assert DeltaTable.forPath(None, path).version() == 1  # same schema: mergeSchema is harmless
+    wider.write.format("delta").mode("append").option("mergeSchema", "true").save(str(path))
+    expected = sort_rows([(*r, None) for r in _rows(3)] + [(7, "p1", "x", 1.5)])
+    assert rows_delta_rs(path, [*COLUMNS, "extra"]) == expected
+    assert rows_duckdb(path, [*COLUMNS, "extra"]) == expected
+
+
+def test_replace_where_and_overwrite_schema_options_reach_the_write(spark: Any, tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    _frame(spark, _rows(6)).write.format("delta").partitionBy("part").save(str(path))
+    replacement = [(100, "p0", "new")]
+    _frame(spark, replacement).write.format("delta").mode("overwrite").option("replaceWhere", "part = 'p0'").save(str(path))
+    expected = sort_rows([r for r in _rows(6) if r[1] != "p0"] + replacement)
+    assert rows_delta_rs(path, COLUMNS) == expected
+    other = spark.createDataFrame([(1, 2.5)], "id long, score double")
+    other.write.format("delta").mode("overwrite").option("overwriteSchema", "true").save(str(path))
+    assert rows_delta_rs(path, ["id", "score"]) == [(1, 2.5)]
+    assert DeltaTable.forPath(None, path).snapshot().partition_columns == ()
+
+
+def test_read_change_feed_option_reads_the_change_data_feed(spark: Any, tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    _frame(spark, _rows(6)).write.format("delta").save(str(path))
+    DeltaTable.forPath(spark, path).detail()  # the table exists; now enable the feed on a fresh one
+    cdf = tmp_path / "cdf"
+    import dvengine
+
+    dvengine.write(_frame(spark, _rows(6)), str(cdf), configuration={"delta.enableChangeDataFeed": "true"}, spark=spark)
+    DeltaTable.forPath(spark, cdf).updateMetrics("id = 2", {"name": "'two'"}, mode="dv")
+    read = (
+        spark.read.format("delta").option("readChangeFeed", "true").option("startingVersion", 1).load(str(cdf))
+    )
+    got = sort_rows([(r["id"], r["name"], r["_change_type"], r["_commit_version"]) for r in read.collect()])
+    via_api = DeltaTable.forPath(None, cdf).changes(1)
+    assert got == sort_rows(
+        list(zip(*(via_api.column(c).to_pylist() for c in ("id", "name", "_change_type", "_commit_version")), strict=True))
+    )
+    assert got == [(2, "n2", "update_preimage", 1), (2, "two", "update_postimage", 1)]
+    with pytest.raises(InvalidArgumentError, match="startingVersion"):
+        spark.read.format("delta").option("readChangeFeed", "true").load(str(cdf))
 
 
 @pytest.mark.parametrize(
     ("configure", "error"),
     [
         (lambda w: w.partitionBy("name"), SchemaMismatchError),  # differs from the table's partitioning
-        (lambda w: w.option("replaceWhere", "part = 'p0'"), UnsupportedFeatureError),
-        (lambda w: w.option("overwriteSchema", "true"), UnsupportedFeatureError),
+        (lambda w: w.option("replaceWhere", "part = 'p0'"), SchemaViolationError),  # written rows outside it
+        (lambda w: w.option("userMetadata", "x"), UnsupportedFeatureError),
         (lambda w: w.option("mergeSchema", "maybe"), InvalidArgumentError),
         (lambda w: w.bucketBy(2, "id"), UnsupportedFeatureError),
     ],
@@ -171,8 +209,8 @@ def test_reading_a_missing_table_or_with_a_schema_fails_typed(spark: Any, tmp_pa
     _frame(spark, _rows(2)).write.format("delta").save(str(path))
     with pytest.raises(InvalidArgumentError, match="schema"):
         spark.read.format("delta").schema(SCHEMA).load(str(path))
-    with pytest.raises(UnsupportedFeatureError, match="readchangefeed"):
-        spark.read.format("delta").option("readChangeFeed", "true").load(str(path))
+    with pytest.raises(InvalidArgumentError, match="readChangeFeed"):
+        spark.read.format("delta").option("readChangeFeed", "maybe").load(str(path))
     with pytest.raises(InvalidArgumentError, match="path"):
         spark.read.format("delta").load()
 

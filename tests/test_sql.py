@@ -85,7 +85,7 @@ def _one(df: Any) -> dict[str, Any]:
 def test_delete_matches_the_api(spark: Any, pair: tuple[Path, Path]) -> None:
     sql_path, api_path = pair
     got = _one(dvengine.sql(spark, f"DELETE FROM delta.`{sql_path}` WHERE value >= 50 AND part <> 'p1'"))
-    metrics = DeltaTable.forPath(spark, api_path).delete("value >= 50 AND part <> 'p1'")
+    metrics = DeltaTable.forPath(spark, api_path).deleteMetrics("value >= 50 AND part <> 'p1'")
     assert got == {"num_affected_rows": metrics["numDeletedRows"]}
     _assert_same(sql_path, api_path)
     expected = [r for r in _base_rows() if not (r[2] >= 50 and r[1] != "p1")]
@@ -106,7 +106,7 @@ def test_update_with_alias_matches_the_api(spark: Any, pair: tuple[Path, Path]) 
     sql_path, api_path = pair
     text = f"UPDATE delta.`{sql_path}` AS t SET t.value = t.value + 1, name = concat(name, '!') WHERE t.id % 4 = 0"
     got = _one(dvengine.sql(spark, text))
-    metrics = DeltaTable.forPath(spark, api_path).update("id % 4 = 0", {"value": "value + 1", "name": "concat(name, '!')"})
+    metrics = DeltaTable.forPath(spark, api_path).updateMetrics("id % 4 = 0", {"value": "value + 1", "name": "concat(name, '!')"})
     assert got == {"num_affected_rows": metrics["numUpdatedRows"]} == {"num_affected_rows": 5}
     _assert_same(sql_path, api_path)
     expected = [(i, p, v + 1, n + "!") if i % 4 == 0 else (i, p, v, n) for i, p, v, n in _base_rows()]
@@ -127,7 +127,7 @@ def test_merge_upsert_from_a_temp_view_matches_the_api(spark: Any, pair: tuple[P
         WHEN NOT MATCHED THEN INSERT *"""))
     metrics = (
         DeltaTable.forPath(spark, api_path).alias("t").merge(_source(spark).alias("s"), "t.id = s.id")
-        .whenMatchedUpdateAll().whenNotMatchedInsertAll().execute()
+        .whenMatchedUpdateAll().whenNotMatchedInsertAll().executeMetrics()
     )
     assert got == {"num_affected_rows": 4, "num_updated_rows": 3, "num_deleted_rows": 0, "num_inserted_rows": 1}
     assert got["num_updated_rows"] == metrics["numTargetRowsUpdated"]
@@ -158,7 +158,7 @@ def test_merge_with_every_clause_kind_and_a_subquery_source(spark: Any, pair: tu
         .whenNotMatchedInsert("s.id > 50", {"id": "s.id", "part": "s.part", "value": "s.value * 2", "name": "'new'"})
         .whenNotMatchedBySourceUpdate("t.part = 'p2'", {"value": "-1"})
         .whenNotMatchedBySourceDelete("t.id < 2")
-        .execute()
+        .executeMetrics()
     )
     assert got["num_deleted_rows"] == metrics["numTargetRowsDeleted"]
     assert got["num_updated_rows"] == metrics["numTargetRowsUpdated"]
