@@ -73,6 +73,12 @@ def test_both_paths_read_what_the_model_and_other_readers_read(spark: Any, tmp_p
             assert (JVM_CLASS in executed_plan(df)) == (reader == "jvm")
             scanned = DeltaTable.forPath(spark, path).scan("id >= 2990 AND id < 3010 AND part = 'p 1'")
             assert _spark_rows(scanned) == [r for r in expected if 2990 <= r[0] < 3010 and r[1] == "p 1"]
+    spark.conf.set("spark.sql.parquet.enableVectorizedReader", "false")  # rows, not batches
+    try:
+        with dv_reader(spark, "jvm"):
+            assert _spark_rows(DeltaTable.forPath(spark, path).toDF()) == expected
+    finally:
+        spark.conf.unset("spark.sql.parquet.enableVectorizedReader")
     assert rows_delta_rs(path, COLS) == expected
     assert rows_duckdb(path, COLS) == expected
 
