@@ -178,3 +178,15 @@ def test_a_corrupt_dv_fails_the_read_on_the_executor(spark: Any, tmp_path: Path)
         with pytest.raises(Exception, match="CRC-32 mismatch"):
             df.collect()
     assert _log_files(path) == before
+
+
+def test_a_column_named_like_the_marker_keeps_the_python_plan(spark: Any, tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    marker = dv_format.IS_DELETED_COL
+    ids = list(range(50))
+    dvengine.write(pa.table({"id": ids, marker: [i % 3 for i in ids]}), str(path))
+    DeltaTable.forPath(None, path).delete("id < 5", engine="local", mode="dv")
+    with dv_reader(spark, "jvm"):
+        df = DeltaTable.forPath(spark, path).toDF()
+        assert JVM_CLASS not in executed_plan(df)
+        assert sorted((r["id"], r[marker]) for r in df.collect()) == [(i, i % 3) for i in ids if i >= 5]

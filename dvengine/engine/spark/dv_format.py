@@ -29,7 +29,7 @@ from dvengine.protocol.actions import AddFile
 from dvengine.storage import resolve_data_path
 
 JVM_FORMAT = "io.dvengine.spark.DeletionVectorParquetFormat"
-IS_DELETED_COL = "__dv_is_deleted"
+IS_DELETED_COL = "__dvengine_is_row_deleted"
 DVS_OPTION = "dvengine.dvs"
 DV_READERS = ("auto", "jvm", "python")
 JAR_ENV = "DVENGINE_SPARK_JAR"

@@ -190,7 +190,10 @@ def _scan_group(
     data_fields = [f for f in wanted if f.name.lower() not in part_lower]
     part_fields = [f for f in wanted if f.name.lower() in part_lower]
     with_dvs = any(add.deletion_vector is not None for add in files)
-    jvm = jvm and with_dvs and not keep_row_ids
+    # A table column of the marker's name (physical names are what the scan sees) keeps the Python plan.
+    jvm = jvm and with_dvs and not keep_row_ids and all(
+        f.physical_name.lower() != dv_format.IS_DELETED_COL for f in snapshot.schema.fields
+    )
     discover = bool(part_fields) and _discoverable_partitions(snapshot, files)
     by_size = with_dvs and not jvm and _unique_sizes(files)
     needs_path = keep_row_ids or (with_dvs and not jvm and not by_size) or (bool(part_fields) and not discover)

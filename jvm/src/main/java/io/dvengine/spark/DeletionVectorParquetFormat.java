@@ -38,7 +38,7 @@ import scala.jdk.javaapi.CollectionConverters;
 public class DeletionVectorParquetFormat extends ParquetFileFormat {
     private static final long serialVersionUID = 1L;
 
-    public static final String IS_DELETED_COLUMN = "__dv_is_deleted";
+    public static final String IS_DELETED_COLUMN = "__dvengine_is_row_deleted";
     public static final String DVS_OPTION = "dvengine.dvs";
 
     @Override
