@@ -6,8 +6,11 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 OUT ?= bench-results
+# The optional JVM deletion-vector reader (jvm/), compiled against the jars of the installed pyspark.
+JAR := jvm/build/dvengine-spark.jar
+JAVA_SRC := $(shell find jvm/src/main/java -name '*.java')
 
-.PHONY: run test check-java install clean
+.PHONY: run test check-java install jar clean
 
 check-java:
 	@command -v java >/dev/null 2>&1 || { echo "ERROR: Java 17+ is required by Spark (install openjdk-17-jre-headless)"; exit 1; }
@@ -21,7 +24,16 @@ $(STAMP): pyproject.toml
 	@rm -f $(VENV)/.installed-*
 	@touch $(STAMP)
 
-install: $(STAMP)
+$(JAR): $(STAMP) $(JAVA_SRC)
+	@command -v javac >/dev/null 2>&1 || { echo "ERROR: javac (a Java 17 JDK) is required to build $(JAR) (install openjdk-17-jdk-headless)"; exit 1; }
+	rm -rf jvm/build/classes && mkdir -p jvm/build/classes
+	javac --release 17 -nowarn -d jvm/build/classes \
+	  -cp "$$($(BIN)/python -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')/*" $(JAVA_SRC)
+	jar cf $@ -C jvm/build/classes .
+
+jar: $(JAR)
+
+install: $(STAMP) $(JAR)
 
 run: check-java install
 	$(BIN)/dvengine bench --quick --out $(OUT)
@@ -32,4 +44,4 @@ test: check-java install
 	$(BIN)/python -m pytest -q --durations=15 tests
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .mypy_cache .hypothesis jvm/build

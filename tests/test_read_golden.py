@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from conftest import GOLDEN_NAMES, load_expected
+from dv_readers import DV_READERS, dv_reader
 
 from dvengine import DeltaTable
 from dvengine.cli import main as cli_main
@@ -47,12 +48,16 @@ def test_arrow_reader_matches_expected(golden_tables: dict[str, Path], name: str
     assert _sorted_rows(rows) == _sorted_rows(expected["versions"][str(version)]["rows"])
 
 
+@pytest.mark.parametrize("reader", DV_READERS)
 @pytest.mark.parametrize(("name", "version"), CASES)
-def test_spark_reader_matches_expected(spark: Any, golden_tables: dict[str, Path], name: str, version: int) -> None:
+def test_spark_reader_matches_expected(
+    spark: Any, golden_tables: dict[str, Path], name: str, version: int, reader: str
+) -> None:
     expected = load_expected(name)
-    df = DeltaTable.forPath(spark, golden_tables[name]).toDF(version=version)
-    assert df.columns == expected["columns"]
-    rows = [list(r) for r in df.collect()]
+    with dv_reader(spark, reader):
+        df = DeltaTable.forPath(spark, golden_tables[name]).toDF(version=version)
+        assert df.columns == expected["columns"]
+        rows = [list(r) for r in df.collect()]
     assert _sorted_rows(rows) == _sorted_rows(expected["versions"][str(version)]["rows"])
 
 

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pytest
+from dv_readers import DV_READERS, dv_reader
 from interop import rows_delta_rs, sort_rows
 
 import dvengine
@@ -43,8 +44,9 @@ def _spark_rows(df: Any) -> list[tuple[Any, ...]]:
     return sort_rows([tuple(r[c] for c in COLS) for r in df.collect()])
 
 
+@pytest.mark.parametrize("dv_mode", DV_READERS)
 @pytest.mark.parametrize("partitioned", [False, True])
-def test_mixed_clean_and_dv_files_read_exactly(spark: Any, tmp_path: Path, partitioned: bool) -> None:
+def test_mixed_clean_and_dv_files_read_exactly(spark: Any, tmp_path: Path, partitioned: bool, dv_mode: str) -> None:
     path = tmp_path / "t"
     rows = _table(path, partitioned)
     t = DeltaTable.forPath(None, path)
@@ -52,22 +54,27 @@ def test_mixed_clean_and_dv_files_read_exactly(spark: Any, tmp_path: Path, parti
     expected = sort_rows([r for r in rows if not (r[0] % 10 == 3 and r[0] < 200)])
     snapshot = t.snapshot()
     assert sum(a.deletion_vector is not None for a in snapshot.files) == 2
-    assert _spark_rows(DeltaTable.forPath(spark, path).toDF()) == expected
+    with dv_reader(spark, dv_mode):
+        assert _spark_rows(DeltaTable.forPath(spark, path).toDF()) == expected
     assert rows_delta_rs(path, COLS) == expected
     if partitioned:
         assert reader._discoverable_partitions(snapshot, snapshot.files)
 
 
 def test_path_identity_fallback_reads_exactly(spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """When DV'd files cannot be told apart by size, rows are matched to DVs through the path join."""
+    """When DV'd files cannot be told apart by size, rows are matched to DVs through the path join
+    (Python plan); partition values joined by path work under both readers."""
     path = tmp_path / "t"
     rows = _table(path, partitioned=True, files=3)
     DeltaTable.forPath(None, path).deleteMetrics("id IN (5, 105, 250)", engine="local")
     expected = sort_rows([r for r in rows if r[0] not in (5, 105, 250)])
     monkeypatch.setattr(reader, "_unique_sizes", lambda files: False)
-    assert _spark_rows(DeltaTable.forPath(spark, path).toDF()) == expected
+    with dv_reader(spark, "python"):
+        assert _spark_rows(DeltaTable.forPath(spark, path).toDF()) == expected
     monkeypatch.setattr(reader, "_discoverable_partitions", lambda snapshot, files: False)
-    assert _spark_rows(DeltaTable.forPath(spark, path).toDF()) == expected
+    for mode in DV_READERS:
+        with dv_reader(spark, mode):
+            assert _spark_rows(DeltaTable.forPath(spark, path).toDF()) == expected
 
 
 def test_size_identity_requires_unique_sizes() -> None:

@@ -1,12 +1,15 @@
 """Spark reads of a table with deletion vectors against the plain Parquet scan of the same files.
 
-    python -m dvengine.bench.read_path [--rows N] [--files F] [--repeat K] [--out DIR]
+    python -m dvengine.bench.read_path [--rows N] [--files F] [--repeat K] [--out DIR] [--dv-reader R ...]
 
 Measures ``count + sum(id) + sum(value)`` (every row and two columns touched) through:
 ``spark.read.parquet`` of the data files (no DVs applied: the floor), ``DeltaTable.toDF()``
 with no DVs, after a 1-row DELETE (one file carries a DV), after DVs on 1 % of the rows of every
 file; plus ``toArrow()`` and ``spark.read.format("delta")`` (the same plan as ``toDF()``, reached
-through the registered format: the difference is the cost of resolving the format) for the last. Medians of ``--repeat`` runs, ratios against the floor.
+through the registered format: the difference is the cost of resolving the format). The DV'd
+cases run once per ``--dv-reader`` (``jvm``: the JVM format applying DVs inside the Parquet scan;
+``python``: the join/filter plan), in the same session. Medians of ``--repeat`` runs, ratios
+against the floor.
 """
 
 from __future__ import annotations
@@ -47,9 +50,10 @@ def _time(run: Callable[[], Any], repeat: int) -> tuple[float, float, float, Any
     return statistics.median(seconds), min(seconds), max(seconds), result
 
 
-def run(rows: int, files: int, repeat: int, work: str) -> dict[str, Any]:
+def run(rows: int, files: int, repeat: int, work: str, dv_readers: tuple[str, ...] = ("auto",)) -> dict[str, Any]:
     from pyspark.sql import functions as F
 
+    from dvengine.commands.options import CONF_DV_READER
     from dvengine.engine.spark.session import get_or_create_session
 
     spark = get_or_create_session()
@@ -70,6 +74,16 @@ def run(rows: int, files: int, repeat: int, work: str) -> dict[str, Any]:
     def through_format() -> Any:
         return facts(spark.read.format("delta").load(root))
 
+    def with_dv_reader(reader: str, through: Callable[[], Any] = through_dvengine) -> Callable[[], Any]:
+        def read() -> Any:
+            spark.conf.set(CONF_DV_READER, reader)
+            try:
+                return through()
+            finally:
+                spark.conf.unset(CONF_DV_READER)
+
+        return read
+
     def through_arrow() -> Any:
         t = DeltaTable.forPath(None, root).toArrow()
         return t.num_rows
@@ -85,10 +99,14 @@ def run(rows: int, files: int, repeat: int, work: str) -> dict[str, Any]:
     record("toDF, no DVs", through_dvengine)
     record("format('delta'), no DVs", through_format)
     DeltaTable.forPath(None, root).delete("id = 7", engine="local")
-    record("toDF, 1 file with a 1-row DV", through_dvengine)
+    for reader in dv_readers:
+        record(f"toDF ({reader}), 1 file with a 1-row DV", with_dv_reader(reader))
     DeltaTable.forPath(None, root).delete("id % 100 = 3", engine="local", mode="dv")
-    record("toDF, DVs on 1% of rows in every file", through_dvengine)
-    record("format('delta'), DVs on 1% of rows in every file", through_format)
+    for reader in dv_readers:
+        with_dv_reader(reader)()  # warm-up of this plan shape, not timed
+        record(f"toDF ({reader}), DVs on 1% of rows in every file", with_dv_reader(reader))
+        record(f"format('delta') ({reader}), DVs on 1% of rows in every file", with_dv_reader(reader, through_format))
+    record("parquet scan (floor), again after the DV'd cases", plain)
     record("toArrow, DVs on 1% of rows in every file", through_arrow)
     floor = out["cases"]["parquet scan (floor)"]["median_s"]
     for case in out["cases"].values():
@@ -114,10 +132,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--files", type=int, default=20)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--out", default="bench-results")
+    parser.add_argument(
+        "--dv-reader", action="append", choices=["auto", "jvm", "python"], dest="dv_readers",
+        help="how DV'd files are read (dvengine.read.dvReader); repeat to compare, default: auto",
+    )
     args = parser.parse_args(argv)
     work = tempfile.mkdtemp(prefix="dvengine-read-")
     try:
-        report = run(args.rows, args.files, args.repeat, work)
+        report = run(args.rows, args.files, args.repeat, work, tuple(args.dv_readers or ["auto"]))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     markdown = to_markdown(report)

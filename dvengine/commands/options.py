@@ -16,6 +16,8 @@ CONF_INLINE_MAX_BYTES = "dvengine.dv.inlineMaxBytes"
 CONF_RANDOM_PREFIX_LEN = "dvengine.dv.randomPrefixLength"
 CONF_ENGINE = "dvengine.execution.engine"
 CONF_LOCAL_MAX_BYTES = "dvengine.execution.localMaxBytes"
+# How Spark reads apply DVs: auto | jvm | python (dvengine/engine/spark/dv_format.py).
+CONF_DV_READER = "dvengine.read.dvReader"
 
 
 def env_key(key: str) -> str:

@@ -24,6 +24,7 @@ from pyspark.sql.types import DataType
 from pyspark.sql.types import StructType as SparkStructType
 
 from dvengine.dv import load_deletion_vector
+from dvengine.engine.spark import dv_format
 from dvengine.engine.spark.identifiers import quote
 from dvengine.engine.spark.paths import spark_file_uri
 from dvengine.errors import InvalidArgumentError, LogCorruptedError, ProtocolError
@@ -131,12 +132,14 @@ def _discoverable_partitions(snapshot: Snapshot, files: Sequence[AddFile]) -> bo
 _DISCOVERABLE_TYPES = frozenset({"string", "long", "integer", "short", "byte", "date", "boolean"})
 
 
-def _read_parquet(reader: DataFrameReader, snapshot: Snapshot, files: Sequence[AddFile]) -> DataFrame:
-    """``reader.parquet`` of the files; a file the log lists but the disk lacks is LogCorruptedError
-    naming it (Spark checks existence when the DataFrame is created)."""
+def _read_parquet(
+    reader: DataFrameReader, snapshot: Snapshot, files: Sequence[AddFile], jvm: bool = False
+) -> DataFrame:
+    """``reader.parquet`` of the files (``reader.load`` for the JVM DV format); a file the log lists
+    but the disk lacks is LogCorruptedError naming it (Spark checks existence when the DataFrame is created)."""
     paths = [resolve_data_path(snapshot.table_root, add.path) for add in files]
     try:
-        return reader.parquet(*paths)
+        return reader.load(paths) if jvm else reader.parquet(*paths)
     except AnalysisException as exc:
         missing = [add.path for add, path in zip(files, paths) if not os.path.exists(path)]
         if not missing:
@@ -171,22 +174,29 @@ def _scan_group(
     files: Sequence[AddFile],
     wanted: Sequence[StructField],
     keep_row_ids: bool,
+    jvm: bool = False,
 ) -> DataFrame:
     """Live rows of files that share one way of reading: all without DVs, or all with DVs.
 
-    Files without a DV are a plain Parquet scan. Files with DVs also read ``_metadata.row_index``
-    and anti-join the deleted (file, row index) pairs; the file is identified by its size (a long,
-    so the join compares two longs per row) when sizes are unique among these files, else by a
-    small integer id joined on the path.
+    Files without a DV are a plain Parquet scan. With ``jvm``, files with DVs are read through
+    the JVM format (:mod:`dvengine.engine.spark.dv_format`), which marks deleted rows in the scan,
+    and a filter drops them. Otherwise they also read ``_metadata.row_index`` and anti-join the
+    deleted (file, row index) pairs; the file is identified by its size (a long, so the join
+    compares two longs per row) when sizes are unique among these files, else by a small integer
+    id joined on the path.
     """
     root = snapshot.table_root
     part_lower = {c.lower() for c in snapshot.partition_columns}
     data_fields = [f for f in wanted if f.name.lower() not in part_lower]
     part_fields = [f for f in wanted if f.name.lower() in part_lower]
     with_dvs = any(add.deletion_vector is not None for add in files)
+    # A table column of the marker's name (physical names are what the scan sees) keeps the Python plan.
+    jvm = jvm and with_dvs and not keep_row_ids and all(
+        f.physical_name.lower() != dv_format.IS_DELETED_COL for f in snapshot.schema.fields
+    )
     discover = bool(part_fields) and _discoverable_partitions(snapshot, files)
-    by_size = with_dvs and _unique_sizes(files)
-    needs_path = keep_row_ids or (with_dvs and not by_size) or (bool(part_fields) and not discover)
+    by_size = with_dvs and not jvm and _unique_sizes(files)
+    needs_path = keep_row_ids or (with_dvs and not jvm and not by_size) or (bool(part_fields) and not discover)
 
     read_fields: list[StructField] = list(data_fields)
     if discover:
@@ -196,21 +206,28 @@ def _scan_group(
     schema = spark_schema(physical, physical=True)
     for f in read_fields[len(data_fields):]:
         schema = schema.add(f.name, spark_schema(StructType((f,)))[0].dataType, True)
-    reader = spark.read.schema(schema)
+    if jvm:
+        schema = schema.add(dv_format.IS_DELETED_COL, "byte", True)
+        reader = spark.read.format(dv_format.JVM_FORMAT).option(dv_format.DVS_OPTION, dv_format.dvs_option(snapshot, files))
+    else:
+        reader = spark.read
+    reader = reader.schema(schema)
     if discover:
         reader = reader.option("basePath", spark_file_uri(root))
-    df = _read_parquet(reader, snapshot, files)
+    df = _read_parquet(reader, snapshot, files, jvm)
+    if jvm:
+        df = df.where(F.col(dv_format.IS_DELETED_COL) == F.lit(0))
     columns = [F.col(quote(f.physical_name)) for f in data_fields]
     if discover:
         columns += [F.col(quote(f.name)) for f in read_fields[len(data_fields):]]
     if needs_path:
         columns.append(F.col("_metadata.file_path").alias(FILE_PATH_COL))
-    if with_dvs or keep_row_ids:
+    if (with_dvs and not jvm) or keep_row_ids:
         columns.append(F.col("_metadata.row_index").alias(ROW_INDEX_COL))
     if by_size:
         columns.append(F.col("_metadata.file_size").alias(FILE_SIZE_COL))
     df = df.select(*columns)
-    if with_dvs:
+    if with_dvs and not jvm:
         total_deleted = sum(add.deleted_row_count for add in files)
         if by_size and total_deleted <= FILTER_MAX_DELETED_ROWS:
             df = df.where(~_deleted_rows_condition(snapshot, files)).drop(FILE_SIZE_COL)
@@ -246,13 +263,15 @@ def scan_logical(
     files: Sequence[AddFile],
     columns: Collection[str] | None = None,
     keep_row_ids: bool = False,
+    jvm: bool = False,
 ) -> DataFrame:
     """Live rows of ``files`` under logical column names, in schema order, DVs applied.
 
     ``columns`` limits the scan to those logical columns (DML verification reads only what
     the predicate needs); ``keep_row_ids`` keeps the file path and row index columns that
     address each row physically. Files without a DV are read by a plain scan and pay nothing
-    for the DVs of others (see :func:`_scan_group`).
+    for the DVs of others (see :func:`_scan_group`). ``jvm`` reads the files with DVs through
+    the JVM format in one scan (ignored with ``keep_row_ids``, which needs the Python plan's columns).
     """
     logical = snapshot.schema
     wanted = [f for f in logical.fields if columns is None or f.name in columns]
@@ -265,8 +284,10 @@ def scan_logical(
         return empty
     clean = [add for add in files if add.deletion_vector is None]
     with_dv = [add for add in files if add.deletion_vector is not None]
-    groups = [clean, *size_unique_groups(with_dv)] if clean else size_unique_groups(with_dv)
-    frames = [_scan_group(spark, snapshot, group, wanted, keep_row_ids) for group in groups]
+    jvm = jvm and not keep_row_ids
+    dv_groups = ([with_dv] if with_dv else []) if jvm else size_unique_groups(with_dv)
+    groups = [clean, *dv_groups] if clean else dv_groups
+    frames = [_scan_group(spark, snapshot, group, wanted, keep_row_ids, jvm) for group in groups]
     return reduce(lambda a, b: a.unionByName(b), frames)
 
 
@@ -311,7 +332,7 @@ def scan_snapshot(
             raise InvalidArgumentError(f"unknown column(s) {unknown}; the table has {snapshot.schema.field_names}")
     wanted = None if columns is None else {snapshot.schema.get(c).name for c in columns}
     needed = None if wanted is None else wanted | (set() if predicate is None else set(predicate.columns))
-    df = scan_logical(spark, snapshot, files, columns=needed)
+    df = scan_logical(spark, snapshot, files, columns=needed, jvm=_jvm_for(spark, files))
     if predicate is not None:
         df = df.where(F.expr(predicate.sql))
     if wanted is not None:
@@ -321,7 +342,15 @@ def scan_snapshot(
 
 def read_snapshot_df(spark: SparkSession, snapshot: Snapshot, keep_row_ids: bool = False) -> DataFrame:
     """All live rows of a snapshot, logical column names, schema order."""
-    return scan_logical(spark, snapshot, snapshot.files, keep_row_ids=keep_row_ids)
+    jvm = not keep_row_ids and _jvm_for(spark, snapshot.files)
+    return scan_logical(spark, snapshot, snapshot.files, keep_row_ids=keep_row_ids, jvm=jvm)
+
+
+def _jvm_for(spark: SparkSession, files: Sequence[AddFile]) -> bool:
+    """Whether user reads (``toDF``/``scan``) apply these files' DVs with the JVM format; the
+    conf key is consulted only when some file has a DV. DML's internal reads keep the Python
+    plan, whose DV errors are typed on the driver before any job runs."""
+    return any(add.deletion_vector is not None for add in files) and dv_format.use_jvm_reader(spark)
 
 
 def logical_spark_type(field: StructField) -> DataType:

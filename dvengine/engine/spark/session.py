@@ -17,6 +17,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
+from dvengine.engine.spark.dv_format import jar_path
 from dvengine.errors import SparkEnvironmentError
 
 LOCAL_DEFAULTS: dict[str, str] = {
@@ -46,6 +47,9 @@ def get_or_create_session(master: str | None = None, app_name: str = "dvengine")
     builder = SparkSession.builder.appName(app_name).master(master or os.environ.get("DVENGINE_SPARK_MASTER", "local[*]"))
     for key, value in LOCAL_DEFAULTS.items():
         builder = builder.config(key, value)
+    jar = jar_path()
+    if jar is not None:  # the JVM DV reader; without it reads use the Python plan
+        builder = builder.config("spark.jars", jar)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     from dvengine.engine.spark.delta_format import register  # lazy: delta_format imports this module

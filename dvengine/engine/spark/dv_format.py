@@ -1,0 +1,125 @@
+"""The optional JVM reader that applies deletion vectors inside Spark's Parquet scan.
+
+``io.dvengine.spark.DeletionVectorParquetFormat`` (Java, ``jvm/``, built into
+``jvm/build/dvengine-spark.jar`` by ``make install``) extends Spark's ParquetFileFormat the way
+Delta Spark's DeltaParquetFileFormat does: executors decode each file's DV and mark deleted rows
+in a byte column the scan filters on, so a DV'd file costs about what a clean one does. This
+module decides whether a session can use it (the class must be loadable in the session's JVM),
+honours the ``dvengine.read.dvReader`` conf key, and describes the DVs for the executors.
+Without the jar, reads fall back to the pure-Python plan in :mod:`dvengine.engine.spark.reader`.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+from dvengine.commands.options import CONF_DV_READER
+from dvengine.dv.descriptor import absolute_dv_path
+from dvengine.dv.dvfile import check_descriptor_range
+from dvengine.dv.z85 import z85_decode
+from dvengine.engine.spark.paths import spark_file_uri
+from dvengine.errors import DeletionVectorError, InvalidArgumentError, SparkEnvironmentError
+from dvengine.log import Snapshot
+from dvengine.protocol.actions import AddFile
+from dvengine.storage import resolve_data_path
+
+JVM_FORMAT = "io.dvengine.spark.DeletionVectorParquetFormat"
+IS_DELETED_COL = "__dvengine_is_row_deleted"
+DVS_OPTION = "dvengine.dvs"
+DV_READERS = ("auto", "jvm", "python")
+JAR_ENV = "DVENGINE_SPARK_JAR"
+JAR_NAME = "dvengine-spark.jar"
+# Bytes of the DV frame around the bitmap: 4-byte size field before, 4-byte CRC after.
+_FRAME_OVERHEAD = 8
+
+# applicationId -> whether the format class loads in that SparkContext's JVM.
+_LOADABLE: dict[str, bool] = {}
+
+
+def jar_path() -> str | None:
+    """The built jar: ``$DVENGINE_SPARK_JAR`` if set, else ``jvm/build/dvengine-spark.jar`` in the
+    source tree this package runs from (an editable install, as ``make install`` makes); None if absent."""
+    configured = os.environ.get(JAR_ENV)
+    candidate = Path(configured) if configured else Path(__file__).resolve().parents[3] / "jvm" / "build" / JAR_NAME
+    return str(candidate) if candidate.is_file() else None
+
+
+def jvm_reader_loadable(spark: SparkSession) -> bool:
+    """Whether the session's JVM can load the format class (cached per SparkContext).
+
+    Spark Connect sessions have no JVM handle here and report False: their server's classpath
+    is not ours to inspect, so they use the Python plan.
+    """
+    jvm = getattr(spark, "_jvm", None)
+    jsc = getattr(spark, "_jsc", None)
+    if jvm is None or jsc is None:
+        return False
+    app_id = str(spark.sparkContext.applicationId)
+    if app_id not in _LOADABLE:
+        _LOADABLE[app_id] = bool(jvm.org.apache.spark.util.Utils.classIsLoadable(JVM_FORMAT))
+    return _LOADABLE[app_id]
+
+
+def use_jvm_reader(spark: SparkSession) -> bool:
+    """Whether DV'd files are read through the JVM format, per ``dvengine.read.dvReader``:
+    ``auto`` (default) when the class loads, ``jvm`` always (SparkEnvironmentError if it cannot),
+    ``python`` never."""
+    raw = spark.conf.get(CONF_DV_READER, None) or "auto"
+    choice = raw.strip().lower()
+    if choice not in DV_READERS:
+        raise InvalidArgumentError(f"configuration {CONF_DV_READER} must be one of {DV_READERS}, got {raw!r}")
+    if choice == "python":
+        return False
+    loadable = jvm_reader_loadable(spark)
+    if choice == "jvm" and not loadable:
+        raise SparkEnvironmentError(
+            f"{CONF_DV_READER}=jvm but class {JVM_FORMAT} is not on this session's classpath; build it with "
+            f"`make install` and start Spark with spark.jars={jar_path() or 'jvm/build/' + JAR_NAME} "
+            f"(or set {CONF_DV_READER}=auto to fall back to the Python plan)"
+        )
+    return loadable
+
+
+def _dv_line(snapshot: Snapshot, add: AddFile) -> str:
+    """One ``dvengine.dvs`` entry (format documented in DeletionVectorRef.java). Checks that need
+    no DV bytes (descriptor range, DV file present and long enough) run here, so the common
+    damage raises DeletionVectorError before Spark starts; executors verify the bytes."""
+    dv = add.deletion_vector
+    assert dv is not None
+    file_uri = spark_file_uri(resolve_data_path(snapshot.table_root, add.path))
+    num_records = -1 if add.num_records is None else add.num_records
+    head = f"{file_uri}\t{num_records}\t{dv.cardinality}"
+    if dv.is_inline:
+        try:
+            payload = z85_decode(dv.path_or_inline_dv, dv.size_in_bytes)
+        except DeletionVectorError as exc:
+            raise DeletionVectorError(f"inline deletion vector of {add.path}: {exc}") from exc
+        return f"{head}\ti\t{base64.b64encode(payload).decode('ascii')}"
+    path = absolute_dv_path(snapshot.table_root, dv)
+    offset = 1 if dv.offset is None else dv.offset
+    check_descriptor_range(offset, dv.size_in_bytes, path)
+    try:
+        length = os.path.getsize(path)
+    except FileNotFoundError:
+        raise DeletionVectorError(
+            f"deletion vector file {path} (descriptor {dv.unique_id}, data file {add.path}) does not exist"
+        ) from None
+    if length < offset + dv.size_in_bytes + _FRAME_OVERHEAD:
+        raise DeletionVectorError(
+            f"deletion vector file {path} is {length} bytes, too short for the {dv.size_in_bytes}-byte DV "
+            f"at offset {offset} (data file {add.path}; truncated?)"
+        )
+    return f"{head}\tf\t{spark_file_uri(path)}\t{offset}\t{dv.size_in_bytes}"
+
+
+def dvs_option(snapshot: Snapshot, files: Sequence[AddFile]) -> str:
+    """The ``dvengine.dvs`` option for a scan of ``files``, all of which carry a DV."""
+    return "\n".join(_dv_line(snapshot, add) for add in files)
+
+
+__all__ = ["CONF_DV_READER", "IS_DELETED_COL", "JVM_FORMAT", "dvs_option", "jar_path", "use_jvm_reader"]

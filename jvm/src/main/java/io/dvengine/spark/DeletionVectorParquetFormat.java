@@ -1,0 +1,117 @@
+package io.dvengine.spark;
+
+import java.net.URI;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+
+import org.apache.hadoop.conf.Configuration;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.execution.datasources.PartitionedFile;
+import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat;
+import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat$;
+import org.apache.spark.sql.sources.Filter;
+import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.StructField;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.util.SerializableConfiguration;
+import scala.Function1;
+import scala.collection.Iterator;
+import scala.jdk.javaapi.CollectionConverters;
+
+/**
+ * Parquet with Delta deletion vectors applied inside the scan, the way Delta Spark's
+ * DeltaParquetFileFormat does it: {@code spark.read.format("io.dvengine.spark.DeletionVectorParquetFormat")}.
+ *
+ * <p>The read schema must contain the ByteType column {@value #IS_DELETED_COLUMN}; the reader fills
+ * it with 1 for rows the file's DV deletes and 0 otherwise, and the caller filters on
+ * {@code = 0} (a filter over a column vector, the cheapest thing Spark's generated code does).
+ * The DVs come in the {@value #DVS_OPTION} option (see {@link DeletionVectorRef}); every file read
+ * must have one, so a path mismatch fails loudly instead of reading deleted rows.
+ *
+ * <p>Row indexes are Spark's own {@code _tmp_metadata_row_index} column (what
+ * {@code _metadata.row_index} uses), which the Parquet reader computes from row-group offsets, so
+ * file splits and row-group skipping by pushed filters do not shift them.
+ */
+public class DeletionVectorParquetFormat extends ParquetFileFormat {
+    private static final long serialVersionUID = 1L;
+
+    public static final String IS_DELETED_COLUMN = "__dvengine_is_row_deleted";
+    public static final String DVS_OPTION = "dvengine.dvs";
+
+    @Override
+    public String shortName() {
+        return "dvengine-dv-parquet";
+    }
+
+    @Override
+    public String toString() {
+        return "DeletionVectorParquet(io.dvengine.spark.DeletionVectorParquetFormat)";
+    }
+
+    @Override
+    public boolean equals(Object other) {
+        return other instanceof DeletionVectorParquetFormat;
+    }
+
+    @Override
+    public int hashCode() {
+        return DeletionVectorParquetFormat.class.hashCode();
+    }
+
+    @Override
+    public Function1<PartitionedFile, Iterator<InternalRow>> buildReaderWithPartitionValues(
+            SparkSession sparkSession,
+            StructType dataSchema,
+            StructType partitionSchema,
+            StructType requiredSchema,
+            scala.collection.immutable.Seq<Filter> filters,
+            scala.collection.immutable.Map<String, String> options,
+            Configuration hadoopConf) {
+        int isDeleted = Arrays.asList(requiredSchema.fieldNames()).indexOf(IS_DELETED_COLUMN);
+        if (isDeleted < 0 || !requiredSchema.fields()[isDeleted].dataType().equals(DataTypes.ByteType)) {
+            throw new IllegalArgumentException(DeletionVectorParquetFormat.class.getName()
+                    + " needs the ByteType column " + IS_DELETED_COLUMN + " in the read schema, got " + requiredSchema.simpleString());
+        }
+        String rowIndexName = ParquetFileFormat$.MODULE$.ROW_INDEX_TEMPORARY_COLUMN_NAME();
+        if (Arrays.asList(requiredSchema.fieldNames()).contains(rowIndexName)) {
+            throw new IllegalArgumentException(DeletionVectorParquetFormat.class.getName()
+                    + " does not support selecting _metadata.row_index");
+        }
+        StructType withRowIndex = requiredSchema.add(new StructField(
+                rowIndexName, DataTypes.LongType, true, org.apache.spark.sql.types.Metadata.empty()));
+        // The is-deleted column is not in the files: no Parquet filter on it may reach the reader.
+        List<Filter> kept = new ArrayList<>();
+        for (Filter f : CollectionConverters.asJava(filters)) {
+            if (!Arrays.asList(f.references()).contains(IS_DELETED_COLUMN)) {
+                kept.add(f);
+            }
+        }
+        Function1<PartitionedFile, Iterator<InternalRow>> parquet = super.buildReaderWithPartitionValues(
+                sparkSession, dataSchema, partitionSchema, withRowIndex,
+                CollectionConverters.asScala(kept).toSeq(), options, hadoopConf);
+        Map<String, DeletionVectorRef> dvs = DeletionVectorRef.parseAll(
+                options.get(DVS_OPTION).getOrElse(() -> null));
+        return new MarkDeletedRows(parquet, dvs, new SerializableConfiguration(hadoopConf),
+                requiredSchema, partitionSchema, isDeleted);
+    }
+
+    /** The key of the DV map for a file Spark reads. */
+    static String fileKey(PartitionedFile file) {
+        return normalize(file.toPath().toUri());
+    }
+
+    /**
+     * One spelling per file: scheme, authority (if any) and the decoded path. Hadoop spells a
+     * local file {@code file:///a%20b} or {@code file:/a%20b} depending on how it was built; both
+     * are {@code file:/a b} here.
+     */
+    static String normalize(URI uri) {
+        String authority = uri.getAuthority();
+        return (uri.getScheme() == null ? "" : uri.getScheme() + ":")
+                + (authority == null || authority.isEmpty() ? "" : "//" + authority)
+                + uri.getPath();
+    }
+}

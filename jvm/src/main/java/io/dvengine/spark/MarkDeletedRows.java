@@ -1,0 +1,162 @@
+package io.dvengine.spark;
+
+import java.io.Serializable;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.expressions.BoundReference;
+import org.apache.spark.sql.catalyst.expressions.Expression;
+import org.apache.spark.sql.catalyst.expressions.Literal;
+import org.apache.spark.sql.catalyst.expressions.UnsafeProjection;
+import org.apache.spark.sql.execution.datasources.PartitionedFile;
+import org.apache.spark.sql.execution.vectorized.OnHeapColumnVector;
+import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.StructField;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.vectorized.ColumnVector;
+import org.apache.spark.sql.vectorized.ColumnarBatch;
+import org.apache.spark.util.SerializableConfiguration;
+import scala.Function1;
+import scala.collection.AbstractIterator;
+import scala.collection.Iterator;
+import scala.jdk.javaapi.CollectionConverters;
+import scala.runtime.AbstractFunction1;
+
+/**
+ * The per-file reader shipped to executors: runs the Parquet reader (which also produces the
+ * row index column, placed right after the required columns), loads the file's DV and turns each
+ * batch or row into the requested layout with {@value DeletionVectorParquetFormat#IS_DELETED_COLUMN} set.
+ *
+ * <p>Columnar batches keep the Parquet reader's vectors (no copy) with the is-deleted vector
+ * replaced by one this reader fills; rows (non-vectorizable schemas) that are deleted are
+ * dropped here, and the survivors are projected without the row index and with a 0 marker.
+ */
+final class MarkDeletedRows extends AbstractFunction1<PartitionedFile, Iterator<InternalRow>> implements Serializable {
+    private static final long serialVersionUID = 1L;
+
+    private final Function1<PartitionedFile, Iterator<InternalRow>> parquet;
+    private final Map<String, DeletionVectorRef> dvs;
+    private final SerializableConfiguration conf;
+    private final StructType requiredSchema;
+    private final StructType partitionSchema;
+    private final int isDeleted;
+
+    MarkDeletedRows(Function1<PartitionedFile, Iterator<InternalRow>> parquet, Map<String, DeletionVectorRef> dvs,
+                    SerializableConfiguration conf, StructType requiredSchema, StructType partitionSchema, int isDeleted) {
+        this.parquet = parquet;
+        this.dvs = dvs;
+        this.conf = conf;
+        this.requiredSchema = requiredSchema;
+        this.partitionSchema = partitionSchema;
+        this.isDeleted = isDeleted;
+    }
+
+    @Override
+    public Iterator<InternalRow> apply(PartitionedFile file) {
+        String key = DeletionVectorParquetFormat.fileKey(file);
+        DeletionVectorRef ref = dvs.get(key);
+        if (ref == null) {
+            throw new DeletionVectorException("data file " + key + " is read through "
+                    + DeletionVectorParquetFormat.class.getName() + " but " + DeletionVectorParquetFormat.DVS_OPTION
+                    + " has no deletion vector for it (" + dvs.size() + " files listed)");
+        }
+        RowIndexBitmap bitmap = RowIndexBitmap.load(ref, conf.value());
+        // Spark erases batches to InternalRow (the scan casts them back): keep elements as Object.
+        @SuppressWarnings("unchecked")
+        Iterator<Object> rows = (Iterator<Object>) (Iterator<?>) parquet.apply(file);
+        @SuppressWarnings("unchecked")
+        Iterator<InternalRow> out = (Iterator<InternalRow>) (Iterator<?>) new Marking(rows, bitmap);
+        return out;
+    }
+
+    private UnsafeProjection rowProjection() {
+        int rowIndex = requiredSchema.length();
+        List<Expression> exprs = new ArrayList<>();
+        List<StructField> inputs = new ArrayList<>();
+        for (StructField f : requiredSchema.fields()) {
+            inputs.add(f);
+        }
+        inputs.add(new StructField("row_index", DataTypes.LongType, true, org.apache.spark.sql.types.Metadata.empty()));
+        for (StructField f : partitionSchema.fields()) {
+            inputs.add(f);
+        }
+        for (int i = 0; i < inputs.size(); i++) {
+            if (i == rowIndex) {
+                continue;
+            }
+            if (i == isDeleted) {
+                exprs.add(Literal.create((byte) 0, DataTypes.ByteType));
+            } else {
+                exprs.add(new BoundReference(i, inputs.get(i).dataType(), inputs.get(i).nullable()));
+            }
+        }
+        return UnsafeProjection.create(CollectionConverters.asScala(exprs).toSeq());
+    }
+
+    /** Wraps one file's Parquet iterator; objects are ColumnarBatch or InternalRow as Spark erases them. */
+    private final class Marking extends AbstractIterator<Object> {
+        private final Iterator<Object> in;
+        private final RowIndexBitmap bitmap;
+        private final int rowIndex = requiredSchema.length();
+        private OnHeapColumnVector marks;
+        private int capacity;
+        private UnsafeProjection projection;
+        private Object pendingRow;
+
+        Marking(Iterator<Object> in, RowIndexBitmap bitmap) {
+            this.in = in;
+            this.bitmap = bitmap;
+        }
+
+        @Override
+        public boolean hasNext() {
+            while (pendingRow == null && in.hasNext()) {
+                Object next = in.next();
+                if (next instanceof ColumnarBatch) {
+                    pendingRow = markBatch((ColumnarBatch) next);
+                } else {
+                    InternalRow row = (InternalRow) next;
+                    if (!bitmap.contains(row.getLong(rowIndex))) {
+                        if (projection == null) {
+                            projection = rowProjection();
+                        }
+                        pendingRow = projection.apply(row);
+                    }
+                }
+            }
+            return pendingRow != null;
+        }
+
+        @Override
+        public Object next() {
+            if (!hasNext()) {
+                throw new java.util.NoSuchElementException();
+            }
+            Object out = pendingRow;
+            pendingRow = null;
+            return out;
+        }
+
+        private ColumnarBatch markBatch(ColumnarBatch batch) {
+            int n = batch.numRows();
+            if (marks == null || capacity < n) {
+                if (marks != null) {
+                    marks.close();
+                }
+                capacity = Math.max(n, 4096);
+                marks = new OnHeapColumnVector(capacity, DataTypes.ByteType);
+            }
+            bitmap.mark(batch.column(rowIndex), n, marks);
+            ColumnVector[] columns = new ColumnVector[batch.numCols() - 1];
+            for (int i = 0, j = 0; i < batch.numCols(); i++) {
+                if (i == rowIndex) {
+                    continue;
+                }
+                columns[j++] = i == isDeleted ? marks : batch.column(i);
+            }
+            return new ColumnarBatch(columns, n);
+        }
+    }
+}

@@ -1,0 +1,192 @@
+"""The JVM DV reader (io.dvengine.spark.DeletionVectorParquetFormat) against independent truth.
+
+Each table is read through the JVM format and through the Python plan; both must equal an
+in-memory model of the rows, delta-rs and DuckDB. The plan proves which path ran. Row indexes
+must survive file splits and row-group skipping, so one table has many small row groups and
+is read with tiny splits and a pushed filter. Damaged DVs fail the read and change nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from dv_readers import DV_READERS, JVM_CLASS, dv_reader, executed_plan
+from interop import rows_delta_rs, rows_duckdb, sort_rows
+
+import dvengine
+from dvengine import DeltaTable
+from dvengine.dv import absolute_dv_path
+from dvengine.engine.spark import dv_format
+from dvengine.errors import DeletionVectorError, InvalidArgumentError, SparkEnvironmentError
+
+COLS = ["id", "part", "value"]
+
+
+def _write(path: Path, files: int, per_file: int, partitioned: bool) -> list[tuple[Any, ...]]:
+    rows: list[tuple[Any, ...]] = []
+    for i in range(files):
+        ids = np.arange(i * per_file, (i + 1) * per_file, dtype=np.int64)
+        part = [f"p {i % 2}"] * len(ids)  # a space: file URIs must match however Hadoop spells them
+        values = (ids * 0.5).tolist()
+        dvengine.write(
+            pa.table({"id": ids, "part": part, "value": values}),
+            str(path),
+            mode="append" if i else "error",
+            partitionBy=["part"] if partitioned else None,
+        )
+        rows += list(zip(ids.tolist(), part, values))
+    return rows
+
+
+def _spark_rows(df: Any) -> list[tuple[Any, ...]]:
+    return sort_rows([tuple(r[c] for c in COLS) for r in df.collect()])
+
+
+def test_the_session_loads_the_jar(spark: Any) -> None:
+    jar = dv_format.jar_path()
+    assert jar is not None, "jvm/build/dvengine-spark.jar is missing: run `make install` (or `make jar`)"
+    assert jar in spark.conf.get("spark.jars", "")
+    assert dv_format.jvm_reader_loadable(spark)
+
+
+@pytest.mark.parametrize("partitioned", [False, True])
+def test_both_paths_read_what_the_model_and_other_readers_read(spark: Any, tmp_path: Path, partitioned: bool) -> None:
+    path = tmp_path / "t"
+    rows = _write(path, files=4, per_file=3000, partitioned=partitioned)
+    t = DeltaTable.forPath(None, path)
+    t.delete("id % 10 = 3 AND id < 9000", engine="local", mode="dv")  # DVs in files on disk
+    t.delete("id = 9500", engine="local", mode="dv")  # a one-row DV: small enough to be inline
+    kinds = {a.deletion_vector.storage_type for a in t.snapshot().files if a.deletion_vector is not None}
+    assert kinds == {"u", "i"}
+    expected = sort_rows([r for r in rows if not ((r[0] % 10 == 3 and r[0] < 9000) or r[0] == 9500)])
+    for reader in DV_READERS:
+        with dv_reader(spark, reader):
+            df = DeltaTable.forPath(spark, path).toDF()
+            assert _spark_rows(df) == expected, reader
+            assert (JVM_CLASS in executed_plan(df)) == (reader == "jvm")
+            scanned = DeltaTable.forPath(spark, path).scan("id >= 2990 AND id < 3010 AND part = 'p 1'")
+            assert _spark_rows(scanned) == [r for r in expected if 2990 <= r[0] < 3010 and r[1] == "p 1"]
+    spark.conf.set("spark.sql.parquet.enableVectorizedReader", "false")  # rows, not batches
+    try:
+        with dv_reader(spark, "jvm"):
+            assert _spark_rows(DeltaTable.forPath(spark, path).toDF()) == expected
+    finally:
+        spark.conf.unset("spark.sql.parquet.enableVectorizedReader")
+    assert rows_delta_rs(path, COLS) == expected
+    assert rows_duckdb(path, COLS) == expected
+
+
+def _many_row_groups(path: Path) -> None:
+    """Rewrite every data file with 500-row row groups (same rows, same order) and fix its
+    size in the log, so that splits and row-group skipping happen inside one file."""
+    for add in DeltaTable.forPath(None, path).snapshot().files:
+        data = path / add.path
+        pq.write_table(pq.read_table(data), data, row_group_size=500)
+        for entry in (path / "_delta_log").glob("*.json"):
+            lines = [json.loads(line) for line in entry.read_text().splitlines() if line.strip()]
+            for action in lines:
+                if "add" in action and action["add"]["path"] == add.path:
+                    action["add"]["size"] = os.path.getsize(data)
+            entry.write_text("".join(json.dumps(a) + "\n" for a in lines))
+
+
+@pytest.mark.parametrize("vectorized", ["true", "false"])
+def test_row_indexes_survive_splits_and_row_group_skipping(spark: Any, tmp_path: Path, vectorized: str) -> None:
+    path = tmp_path / "t"
+    rows = _write(path, files=2, per_file=20_000, partitioned=False)
+    _many_row_groups(path)
+    DeltaTable.forPath(None, path).delete("id % 7 = 1 OR (id >= 12000 AND id < 12500)", engine="local", mode="dv")
+    live = [r for r in rows if not (r[0] % 7 == 1 or 12000 <= r[0] < 12500)]
+    settings = {
+        "spark.sql.files.maxPartitionBytes": "16384",  # many splits per file
+        "spark.sql.files.openCostInBytes": "0",
+        "spark.sql.parquet.enableVectorizedReader": vectorized,
+        "spark.sql.maxMetadataStringLength": "10000",  # explain shows every pushed filter
+    }
+    for key, value in settings.items():
+        spark.conf.set(key, value)
+    try:
+        with dv_reader(spark, "jvm"):
+            df = DeltaTable.forPath(spark, path).toDF()
+            assert df.rdd.getNumPartitions() > 2
+            assert _spark_rows(df) == sort_rows(live)
+            # a pushed filter lets Parquet skip row groups before the DV'd rows are marked
+            later = df.where("id >= 31000 AND value >= 0")
+            assert "GreaterThanOrEqual(id,31000)" in executed_plan(later)
+            assert _spark_rows(later) == sort_rows([r for r in live if r[0] >= 31000])
+    finally:
+        for key in settings:
+            spark.conf.unset(key)
+
+
+def test_without_the_class_auto_falls_back_and_jvm_refuses(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "t"
+    rows = _write(path, files=2, per_file=100, partitioned=False)
+    DeltaTable.forPath(None, path).delete("id IN (3, 150)", engine="local")
+    expected = sort_rows([r for r in rows if r[0] not in (3, 150)])
+    monkeypatch.setitem(dv_format._LOADABLE, str(spark.sparkContext.applicationId), False)
+    df = DeltaTable.forPath(spark, path).toDF()  # auto: the Python plan
+    assert JVM_CLASS not in executed_plan(df)
+    assert _spark_rows(df) == expected
+    with dv_reader(spark, "jvm"), pytest.raises(SparkEnvironmentError, match="dvengine.read.dvReader=jvm"):
+        DeltaTable.forPath(spark, path).toDF()
+    with dv_reader(spark, "fast"), pytest.raises(InvalidArgumentError, match="dvengine.read.dvReader"):
+        DeltaTable.forPath(spark, path).toDF()
+
+
+def _table_with_file_dv(path: Path) -> tuple[list[tuple[Any, ...]], str, int]:
+    rows = _write(path, files=1, per_file=1000, partitioned=False)
+    DeltaTable.forPath(None, path).delete("id % 10 = 0", engine="local", mode="dv")
+    snapshot = DeltaTable.forPath(None, path).snapshot()
+    dv = snapshot.files[0].deletion_vector
+    assert dv is not None and dv.storage_type == "u"
+    return rows, absolute_dv_path(snapshot.table_root, dv), snapshot.version
+
+
+def _log_files(path: Path) -> list[str]:
+    return sorted(os.listdir(path / "_delta_log"))
+
+
+def test_a_missing_dv_file_is_a_typed_error_before_any_job(spark: Any, tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    _, dv_path, _ = _table_with_file_dv(path)
+    os.remove(dv_path)
+    before = _log_files(path)
+    with dv_reader(spark, "jvm"), pytest.raises(DeletionVectorError, match="does not exist"):
+        DeltaTable.forPath(spark, path).toDF()
+    assert _log_files(path) == before
+
+
+def test_a_corrupt_dv_fails_the_read_on_the_executor(spark: Any, tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    _, dv_path, _ = _table_with_file_dv(path)
+    data = bytearray(Path(dv_path).read_bytes())
+    data[-6] ^= 0xFF  # a byte of the bitmap: the CRC no longer matches
+    Path(dv_path).write_bytes(bytes(data))
+    before = _log_files(path)
+    with dv_reader(spark, "jvm"):
+        df = DeltaTable.forPath(spark, path).toDF()
+        with pytest.raises(Exception, match="CRC-32 mismatch"):
+            df.collect()
+    assert _log_files(path) == before
+
+
+def test_a_column_named_like_the_marker_keeps_the_python_plan(spark: Any, tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    marker = dv_format.IS_DELETED_COL
+    ids = list(range(50))
+    dvengine.write(pa.table({"id": ids, marker: [i % 3 for i in ids]}), str(path))
+    DeltaTable.forPath(None, path).delete("id < 5", engine="local", mode="dv")
+    with dv_reader(spark, "jvm"):
+        df = DeltaTable.forPath(spark, path).toDF()
+        assert JVM_CLASS not in executed_plan(df)
+        assert sorted((r["id"], r[marker]) for r in df.collect()) == [(i, i % 3) for i in ids if i >= 5]
