@@ -40,12 +40,16 @@ from dvengine.log import latest_version
 def tc(spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     """delta-spark's DeltaTestCase: a session, a temp path, and a throwaway warehouse for names."""
     warehouse = tmp_path / "warehouse"
+    previous = spark.conf.get(WAREHOUSE_OVERRIDE_CONF, None)
     spark.conf.set(WAREHOUSE_OVERRIDE_CONF, str(warehouse))
     monkeypatch.setenv("DVENGINE_CATALOG_WAREHOUSEDIR", str(warehouse))
     try:
         yield Case(spark, str(tmp_path / "table"), warehouse)
     finally:
-        spark.conf.unset(WAREHOUSE_OVERRIDE_CONF)
+        if previous is None:
+            spark.conf.unset(WAREHOUSE_OVERRIDE_CONF)
+        else:
+            spark.conf.set(WAREHOUSE_OVERRIDE_CONF, previous)
 
 
 class Case:
@@ -645,3 +649,64 @@ def test_create_over_non_delta_files_is_refused(tc: Case) -> None:
         with pytest.raises(InvalidArgumentError, match="not empty and not a Delta table"):
             builder.location(tc.tempFile).addColumn("a", "int").execute()
     assert os.listdir(tc.tempFile) == ["part-0.parquet"]
+
+
+# --- delta-spark's test_cdc and test_merge_with_inconsistent_sessions ------------------------------
+
+
+def test_cdc(tc: Case) -> None:
+    """delta-spark's test_cdc; ALTER TABLE runs through dvengine.sql (Spark alone has no Delta)."""
+    import dvengine
+
+    tc.spark.range(0, 5).write.format("delta").save(tc.tempFile)
+    deltaTable = DeltaTable.forPath(tc.spark, tc.tempFile)
+    dvengine.sql(tc.spark, f"ALTER TABLE delta.`{tc.tempFile}` SET TBLPROPERTIES (delta.enableChangeDataFeed = true)")
+
+    deltaTable.update("id = 1", {"id": "10"})
+    deltaTable.delete("id = 2")
+    tc.spark.range(5, 10).write.format("delta").mode("append").save(tc.tempFile)
+
+    expected = [(1, "update_preimage"), (10, "update_postimage"), (2, "delete"),
+                (5, "insert"), (6, "insert"), (7, "insert"), (8, "insert"), (9, "insert")]
+    for option in [True, "true", "tRuE"]:
+        cdf = tc.spark.read.format("delta").option("readChangeData", option).option("startingVersion", "1").load(tc.tempFile)
+        result = [(row.id, row._change_type) for row in cdf.collect()]
+        assert sorted(result) == sorted(expected)
+    # delta-rs reads the same feed (versions 2.. : the property commit itself changes no rows)
+    import deltalake
+
+    rs = deltalake.DeltaTable(tc.tempFile).load_cdf(starting_version=1).read_all()
+    assert sorted(zip(rs.column("id").to_pylist(), rs.column("_change_type").to_pylist(), strict=True)) == sorted(expected)
+
+
+def test_merge_with_inconsistent_sessions(tc: Case) -> None:
+    """delta-spark's test: a MERGE run from another thread, with the autoMerge conf on."""
+    from multiprocessing.pool import ThreadPool
+
+    from pyspark.sql.functions import col
+
+    source_path = os.path.join(tc.tempFile, "source")
+    target_path = os.path.join(tc.tempFile, "target")
+    spark = tc.spark
+
+    def f(spark: Any) -> None:
+        spark.range(20).withColumn("x", col("id")).withColumn("y", col("id")) \
+            .write.mode("overwrite").format("delta").save(source_path)
+        spark.range(1).withColumn("x", col("id")).write.mode("overwrite").format("delta").save(target_path)
+        target = DeltaTable.forPath(spark, target_path)
+        source = spark.read.format("delta").load(source_path).alias("s")
+        target.alias("t").merge(source, "t.id = s.id").whenMatchedUpdate(set={"t.x": "t.x + 1"}) \
+            .whenNotMatchedInsertAll().execute()
+        assert spark.read.format("delta").load(target_path).count() == 20
+
+    pool = ThreadPool(3)
+    spark.conf.set("spark.databricks.delta.schema.autoMerge.enabled", "true")
+    try:
+        pool.starmap(f, [(spark,)])
+    finally:
+        spark.conf.unset("spark.databricks.delta.schema.autoMerge.enabled")
+        pool.close()
+    # autoMerge added the source's y column to the target in the MERGE's commit
+    rows = sorted(DeltaTable.forPath(None, target_path).toArrow().to_pylist(), key=lambda r: r["id"])
+    assert rows[0] == {"id": 0, "x": 1, "y": None}
+    assert rows[1:] == [{"id": i, "x": i, "y": i} for i in range(1, 20)]

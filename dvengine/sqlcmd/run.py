@@ -3,7 +3,7 @@
 Each statement is one API call on a :class:`DeltaTable`, so SQL and DataFrame API share binding,
 checks, commits, metrics and clean-up; only the returned DataFrame's shape is SQL's. Statements
 whose delta-spark API lives in colleagues' branches (DESCRIBE DETAIL, RESTORE, OPTIMIZE,
-CREATE TABLE, catalog names) are dispatched in :mod:`dvengine.sqlcmd.pending`.
+CREATE TABLE, catalog names) are dispatched in :mod:`dvengine.sqlcmd.table_statements`.
 """
 
 from __future__ import annotations
@@ -15,10 +15,11 @@ from dvengine.log import load_snapshot
 from dvengine.log.intervals import parse_interval_ms
 from dvengine.maintenance.history import history
 from dvengine.maintenance.vacuum import DEFAULT_DELETED_FILE_RETENTION, RETENTION_PROPERTY, vacuum
-from dvengine.sqlcmd import pending
+from dvengine.sqlcmd import table_statements
 from dvengine.sqlcmd.parse import parse_sql
 from dvengine.sqlcmd.path_tables import PathTable, find_path_tables, substitute
 from dvengine.sqlcmd.statements import (
+    AlterPropertiesStatement,
     CreateTableStatement,
     DeleteStatement,
     DetailStatement,
@@ -54,7 +55,7 @@ def table_retention_hours(table_root: str) -> float:
 def resolve_table(spark: SparkSession, ref: TableRef) -> DeltaTable:
     if ref.path is not None:
         return DeltaTable.forPath(spark, ref.path)
-    return pending.table_for_name(spark, str(ref.name))
+    return table_statements.table_for_name(spark, str(ref.name))
 
 
 def path_view(spark: SparkSession, table: PathTable) -> str:
@@ -86,7 +87,7 @@ def merge_source_frame(spark: SparkSession, source: MergeSource) -> DataFrame:
     assert source.table is not None
     if source.table.path is not None:
         return DeltaTable.forPath(spark, source.table.path).toDF()
-    return pending.source_for_name(spark, str(source.table.name))
+    return table_statements.source_for_name(spark, str(source.table.name))
 
 
 def _merge(spark: SparkSession, stmt: MergeStatement) -> dict[str, Any]:
@@ -139,13 +140,16 @@ def run_statement(spark: SparkSession, stmt: Statement) -> DataFrame:
         report = vacuum(root, retention_hours=hours, dry_run=stmt.dry_run, enforce_retention=enforce)
         return results.vacuum_result(spark, report)
     if isinstance(stmt, DetailStatement):
-        return pending.describe_detail(resolve_table(spark, stmt.table))
+        return table_statements.describe_detail(resolve_table(spark, stmt.table))
     if isinstance(stmt, RestoreStatement):
-        return pending.restore(resolve_table(spark, stmt.table), stmt.version, stmt.timestamp)
+        return table_statements.restore(resolve_table(spark, stmt.table), stmt.version, stmt.timestamp)
     if isinstance(stmt, OptimizeStatement):
-        return pending.optimize(resolve_table(spark, stmt.table), stmt.condition)
+        return table_statements.optimize(resolve_table(spark, stmt.table), stmt.condition)
+    if isinstance(stmt, AlterPropertiesStatement):
+        table_statements.alter_properties(resolve_table(spark, stmt.table), stmt)
+        return results.empty_result(spark)
     if isinstance(stmt, CreateTableStatement):
-        pending.create_table(spark, stmt)
+        table_statements.create_table(spark, stmt)
         return results.empty_result(spark)
     raise AssertionError(f"unhandled statement {stmt!r}")
 

@@ -113,6 +113,16 @@ class CreateTableStatement:
 
 
 @dataclass(frozen=True)
+class AlterPropertiesStatement:
+    """``ALTER TABLE t SET TBLPROPERTIES (k = v, ...)`` or ``UNSET TBLPROPERTIES [IF EXISTS] (k, ...)``."""
+
+    table: TableRef
+    set_properties: dict[str, str] | None  # None: an UNSET
+    unset_keys: tuple[str, ...] = ()
+    if_exists: bool = False
+
+
+@dataclass(frozen=True)
 class PassThrough:
     """Anything else: handed to ``spark.sql`` unchanged."""
 
@@ -129,5 +139,6 @@ Statement = (
     | RestoreStatement
     | OptimizeStatement
     | CreateTableStatement
+    | AlterPropertiesStatement
     | PassThrough
 )

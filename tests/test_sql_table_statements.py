@@ -1,5 +1,5 @@
 """dvengine.sql() statements that dispatch to DeltaTable API from other branches (see
-dvengine/sqlcmd/pending.py): DESCRIBE DETAIL, RESTORE, OPTIMIZE, CREATE TABLE and catalog names.
+dvengine/sqlcmd/table_statements.py): DESCRIBE DETAIL, RESTORE, OPTIMIZE, CREATE TABLE and catalog names.
 
 These pass once ``DeltaTable.detail``, ``restoreToVersion`` / ``restoreToTimestamp``,
 ``optimize().where().executeCompaction()``, ``create`` / ``createIfNotExists`` and ``forName`` are
@@ -169,3 +169,52 @@ def test_a_delta_spark_sql_script_with_create_matches_the_api(spark: Any, tmp_pa
     expected = {i: (i, p, v, "big" if v >= 40 else n) for i, p, v, n in _rows(6) if v >= 20}
     expected.update({1: (1, "p1", 1, "m"), 9: (9, "p1", 90, "m")})
     assert rows_delta_rs(sql_path, COLUMNS) == sort_rows(list(expected.values()))
+
+
+def _files(path: Path) -> list[str]:
+    return sorted(str(p.relative_to(path)) for p in path.rglob("*") if p.is_file())
+
+
+def test_alter_table_set_and_unset_tblproperties(spark: Any, tmp_path: Path) -> None:
+    from dvengine.protocol.features import writer_features
+
+    path = tmp_path / "t"
+    dvengine.write(pa.table({"id": pa.array([1, 2, 3], pa.int64())}), str(path), configuration={"delta.enableDeletionVectors": "false"})
+    before = DeltaTable.forPath(None, path).snapshot().protocol
+    assert "changeDataFeed" not in writer_features(before)
+    dvengine.sql(spark, f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ('delta.enableChangeDataFeed' = 'true', owner.team = 42)")
+    snap = DeltaTable.forPath(None, path).snapshot()
+    assert snap.configuration["delta.enableChangeDataFeed"] == "true" and snap.configuration["owner.team"] == "42"
+    assert "changeDataFeed" in writer_features(snap.protocol)  # the feature comes with the property
+    assert DeltaTable.forPath(None, path).historyRecords(1)[0]["operation"] == "SET TBLPROPERTIES"
+    # the feed now records changes, read identically by delta-rs
+    DeltaTable.forPath(spark, path).updateMetrics("id = 2", {"id": "20"}, mode="rewrite")
+    import deltalake
+
+    feed = deltalake.DeltaTable(str(path)).load_cdf(starting_version=snap.version + 1).read_all()
+    assert sorted(zip(feed.column("id").to_pylist(), feed.column("_change_type").to_pylist(), strict=True)) == [
+        (2, "update_preimage"), (20, "update_postimage")
+    ]
+    dvengine.sql(spark, f"ALTER TABLE delta.`{path}` UNSET TBLPROPERTIES (owner.team)")
+    assert "owner.team" not in DeltaTable.forPath(None, path).snapshot().configuration
+    version = DeltaTable.forPath(None, path).version()
+    dvengine.sql(spark, f"ALTER TABLE delta.`{path}` UNSET TBLPROPERTIES IF EXISTS (owner.team)")
+    assert DeltaTable.forPath(None, path).version() == version  # nothing to remove: no commit
+
+
+@pytest.mark.parametrize(
+    ("statement", "fragment"),
+    [
+        ("SET TBLPROPERTIES (delta.checkpointInterval = 'often')", "checkpointInterval"),
+        ("SET TBLPROPERTIES (delta.columnMapping.mode = 'name')", "columnMapping"),
+        ("UNSET TBLPROPERTIES (never.set)", "never.set"),
+        ("SET TBLPROPERTIES (delta.appendOnly = )", "value"),
+    ],
+)
+def test_refused_alter_table_changes_nothing(spark: Any, tmp_path: Path, statement: str, fragment: str) -> None:
+    path = tmp_path / "t"
+    dvengine.write(pa.table({"id": pa.array([1], pa.int64())}), str(path))
+    before = _files(path)
+    with pytest.raises(DvengineError, match=fragment):
+        dvengine.sql(spark, f"ALTER TABLE delta.`{path}` {statement}")
+    assert _files(path) == before

@@ -1,0 +1,84 @@
+"""ALTER TABLE ... SET / UNSET TBLPROPERTIES: a commit whose only change is the table's configuration.
+
+Properties are validated as when a table is created (``writing.properties``), so a bad value
+fails here, naming key and value, instead of in whatever later commit first reads it. Turning a
+feature on by its property also upgrades the protocol in the same commit, as Delta does:
+``delta.enableChangeDataFeed=true`` adds the ``changeDataFeed`` writer feature (writer 4 on a
+legacy protocol), ``delta.enableDeletionVectors=true`` the ``deletionVectors`` reader-writer
+feature. Properties whose change would need a data rewrite or a mapping of the schema
+(``delta.columnMapping.mode``) are refused with a typed error; nothing is committed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+
+from dvengine.commit.transaction import Transaction
+from dvengine.errors import InvalidArgumentError, UnsupportedFeatureError
+from dvengine.log import Snapshot, load_snapshot
+from dvengine.protocol.actions import Metadata, Protocol
+from dvengine.protocol.features import (
+    ENABLE_CHANGE_DATA_FEED,
+    check_writable,
+    with_change_data_feed,
+    with_deletion_vectors,
+)
+from dvengine.writing.properties import validate_table_properties
+
+ENABLE_DELETION_VECTORS = "delta.enableDeletionVectors"
+# Changing these needs more than a metadata commit (a schema mapping, a rewrite).
+_NOT_SETTABLE = ("delta.columnMapping.mode", "delta.columnMapping.maxColumnId")
+
+
+def set_table_properties(table_root: str, properties: Mapping[str, str]) -> int:
+    """Set ``properties`` (string values) on the latest version; returns the committed version."""
+    if not properties:
+        raise InvalidArgumentError("SET TBLPROPERTIES needs at least one property")
+    validate_table_properties(properties)
+    for key in properties:
+        if key in _NOT_SETTABLE:
+            raise UnsupportedFeatureError(f"changing table property {key} is not supported by dvengine; nothing was changed")
+    snapshot = load_snapshot(table_root)
+    check_writable(snapshot.protocol, snapshot.metadata)
+    configuration = {**snapshot.metadata.configuration, **{k: str(v) for k, v in properties.items()}}
+    protocol = snapshot.protocol
+    if configuration.get(ENABLE_CHANGE_DATA_FEED, "false").lower() == "true":
+        protocol = with_change_data_feed(protocol)
+    if configuration.get(ENABLE_DELETION_VECTORS, "false").lower() == "true":
+        protocol = with_deletion_vectors(protocol)
+    return _commit(snapshot, configuration, protocol, "SET TBLPROPERTIES", {"properties": dict(properties)})
+
+
+def unset_table_properties(table_root: str, keys: Sequence[str], if_exists: bool = False) -> int | None:
+    """Remove ``keys``; a missing key is an error unless ``if_exists`` (then None if nothing changed)."""
+    if not keys:
+        raise InvalidArgumentError("UNSET TBLPROPERTIES needs at least one property")
+    for key in keys:
+        if key in _NOT_SETTABLE:
+            raise UnsupportedFeatureError(f"removing table property {key} is not supported by dvengine; nothing was changed")
+    snapshot = load_snapshot(table_root)
+    check_writable(snapshot.protocol, snapshot.metadata)
+    missing = [k for k in keys if k not in snapshot.metadata.configuration]
+    if missing and not if_exists:
+        raise InvalidArgumentError(
+            f"UNSET TBLPROPERTIES: table {table_root} has no propert{'y' if len(missing) == 1 else 'ies'} "
+            f"{missing}; use IF EXISTS to ignore missing ones"
+        )
+    configuration = {k: v for k, v in snapshot.metadata.configuration.items() if k not in keys}
+    if configuration == dict(snapshot.metadata.configuration):
+        return None
+    return _commit(snapshot, configuration, snapshot.protocol, "UNSET TBLPROPERTIES",
+                   {"propertyKeys": list(keys), "ifExists": if_exists})
+
+
+def _commit(snapshot: Snapshot, configuration: dict[str, str], protocol: Protocol, operation: str,
+            params: dict[str, object]) -> int:
+    """One metadata (and, if it changed, protocol) action, conflict-checked against the snapshot read."""
+    metadata: Metadata = dataclasses.replace(snapshot.metadata, configuration=configuration)
+    txn = Transaction(snapshot.table_root, snapshot, operation, params)
+    txn.record_read([], None)
+    txn.update_metadata(metadata)
+    if protocol != snapshot.protocol:
+        txn.update_protocol(protocol)
+    return txn.commit()

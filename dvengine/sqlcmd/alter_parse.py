@@ -1,0 +1,96 @@
+"""``ALTER TABLE t SET TBLPROPERTIES (...)`` / ``UNSET TBLPROPERTIES [IF EXISTS] (...)``, token by token.
+
+sqlglot parses ``ALTER TABLE ... SET TBLPROPERTIES`` only loosely (keys and values as opaque
+properties), and Delta scripts need it to turn on features such as the change data feed, so the
+few forms Delta documents are read from the tokens here. Keys are dotted names or quoted
+strings; values quoted strings, numbers or ``true``/``false``, all stored as strings (the log
+keeps ``Map[String, String]``). Any other ALTER TABLE goes to Spark unchanged.
+"""
+
+from __future__ import annotations
+
+from sqlglot.tokenizer_core import TokenType
+
+from dvengine.errors import SqlParseError
+from dvengine.sqlcmd.statements import AlterPropertiesStatement
+from dvengine.sqlcmd.tokens import TokenCursor, tokenize
+
+PART = "ALTER TABLE ... TBLPROPERTIES"
+
+
+def is_alter_properties(text: str) -> bool:
+    words = [t.text.upper() for t in tokenize(text)[:12] if t.token_type != TokenType.STRING]
+    return len(words) >= 2 and words[:2] == ["ALTER", "TABLE"] and "TBLPROPERTIES" in words
+
+
+def _key(cur: TokenCursor) -> str:
+    token = cur.peek()
+    if token is None:
+        raise SqlParseError(f"{PART}: expected a property name at the end of {cur.text!r}")
+    if token.token_type == TokenType.STRING:
+        cur.pos += 1
+        return token.text
+    parts = []
+    while True:
+        token = cur.peek()
+        if token is None or token.token_type in (TokenType.EQ, TokenType.COMMA, TokenType.R_PAREN, TokenType.STRING):
+            break
+        if token.token_type != TokenType.DOT:
+            parts.append(token.text)
+        cur.pos += 1
+    if not parts:
+        raise SqlParseError(f"{PART}: expected a property name in {cur.text!r}")
+    return ".".join(parts)
+
+
+def _value(cur: TokenCursor) -> str:
+    token = cur.peek()
+    if token is None or token.token_type in (TokenType.COMMA, TokenType.R_PAREN):
+        raise SqlParseError(f"{PART}: expected a property value in {cur.text!r}")
+    cur.pos += 1
+    if token.token_type == TokenType.STRING:
+        return token.text
+    if token.token_type == TokenType.DASH:  # a negative number
+        return "-" + _value(cur)
+    return token.text.lower() if token.text.upper() in ("TRUE", "FALSE") else token.text
+
+
+def _list(cur: TokenCursor, with_values: bool) -> list[tuple[str, str | None]]:
+    token = cur.peek()
+    if token is None or token.token_type != TokenType.L_PAREN:
+        raise SqlParseError(f"{PART}: expected '(' in {cur.text!r}")
+    cur.pos += 1
+    items: list[tuple[str, str | None]] = []
+    while True:
+        key = _key(cur)
+        value = None
+        if with_values:
+            token = cur.peek()
+            if token is not None and token.token_type == TokenType.EQ:
+                cur.pos += 1
+            value = _value(cur)
+        items.append((key, value))
+        token = cur.peek()
+        if token is not None and token.token_type == TokenType.COMMA:
+            cur.pos += 1
+            continue
+        if token is not None and token.token_type == TokenType.R_PAREN:
+            cur.pos += 1
+            return items
+        raise SqlParseError(f"{PART}: expected ',' or ')' in {cur.text!r}")
+
+
+def parse_alter_properties(text: str) -> AlterPropertiesStatement:
+    cur = TokenCursor(text, tokenize(text), text)
+    cur.expect("ALTER", "TABLE", part=PART)
+    table = cur.table(PART)
+    if cur.accept("SET", "TBLPROPERTIES"):
+        items = _list(cur, with_values=True)
+        cur.end(PART)
+        return AlterPropertiesStatement(table, {k: str(v) for k, v in items})
+    if cur.accept("UNSET", "TBLPROPERTIES"):
+        if_exists = cur.accept("IF", "EXISTS")
+        keys = tuple(k for k, _ in _list(cur, with_values=False))
+        cur.end(PART)
+        return AlterPropertiesStatement(table, None, keys, if_exists)
+    raise SqlParseError(f"{PART}: expected SET TBLPROPERTIES or UNSET TBLPROPERTIES in {text!r}")

@@ -1,0 +1,76 @@
+"""SQL statements that map one to one onto DeltaTable calls: catalog names, DESCRIBE DETAIL,
+RESTORE, OPTIMIZE, CREATE TABLE, and ALTER TABLE ... SET/UNSET TBLPROPERTIES.
+
+Each goes through the same DeltaTable method a DataFrame-API user would call (``forName``,
+``detail``, ``restoreToVersion``/``restoreToTimestamp``, ``optimize().where().executeCompaction()``,
+the ``create``/``createIfNotExists`` builder), so SQL and API results cannot drift apart.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, cast
+
+from dvengine.maintenance.properties import set_table_properties, unset_table_properties
+from dvengine.sqlcmd.statements import AlterPropertiesStatement, CreateTableStatement
+from dvengine.table import DeltaTable
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+def table_for_name(spark: SparkSession, name: str) -> DeltaTable:
+    return DeltaTable.forName(spark, name)
+
+
+def source_for_name(spark: SparkSession, name: str) -> DataFrame:
+    """A MERGE source by name: a Spark temp view or table first (views shadow tables, as in Spark),
+    else a Delta table from dvengine's catalog."""
+    if spark.catalog.tableExists(name):
+        return spark.table(name)
+    return table_for_name(spark, name).toDF()
+
+
+def describe_detail(table: DeltaTable) -> DataFrame:
+    result: Any = table.detail()  # a DataFrame: SQL always runs with a session
+    return cast("DataFrame", result)
+
+
+def restore(table: DeltaTable, version: int | None, timestamp: str | None) -> DataFrame:
+    if version is not None:
+        return cast("DataFrame", table.restoreToVersion(version))
+    assert timestamp is not None  # the parser gives one of the two
+    return cast("DataFrame", table.restoreToTimestamp(timestamp))
+
+
+def optimize(table: DeltaTable, condition: str | None) -> DataFrame:
+    builder = table.optimize()
+    if condition is not None:
+        builder = builder.where(condition)
+    return cast("DataFrame", builder.executeCompaction())
+
+
+def alter_properties(table: DeltaTable, stmt: AlterPropertiesStatement) -> None:
+    if stmt.set_properties is not None:
+        set_table_properties(table.path, stmt.set_properties)
+    else:
+        unset_table_properties(table.path, stmt.unset_keys, stmt.if_exists)
+
+
+def create_table(spark: SparkSession, stmt: CreateTableStatement) -> DeltaTable:
+    builder = DeltaTable.createIfNotExists(spark) if stmt.if_not_exists else DeltaTable.create(spark)
+    if stmt.table.name is not None:
+        builder = builder.tableName(stmt.table.name)
+        if stmt.location is not None:
+            builder = builder.location(stmt.location)
+    else:  # CREATE TABLE delta.`/path`: a TableRef holds a name or a path
+        location = stmt.table.path if stmt.location is None else stmt.location
+        assert location is not None
+        builder = builder.location(location)
+    for column in stmt.columns:
+        builder = builder.addColumn(column.name, column.data_type, nullable=column.nullable, comment=column.comment)
+    if stmt.partitioned_by:
+        builder = builder.partitionedBy(*stmt.partitioned_by)
+    for key, value in stmt.properties.items():
+        builder = builder.property(key, value)
+    if stmt.comment is not None:
+        builder = builder.comment(stmt.comment)
+    return builder.execute()
