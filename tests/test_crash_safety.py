@@ -145,6 +145,7 @@ def test_kill_at_every_stage_leaves_last_committed_version(spark: Any, tmp_path:
 
 @pytest.mark.parametrize("damage", ["truncate", "corrupt", "missing", "garbage_version"])
 def test_damaged_dv_file_fails_reads_loudly(spark: Any, tmp_path: Path, damage: str) -> None:
+    from dv_readers import dv_reader
     from test_concurrency_support import core_delete, rows_of
 
     from dvengine import DeltaTable
@@ -169,8 +170,19 @@ def test_damaged_dv_file_fails_reads_loudly(spark: Any, tmp_path: Path, damage: 
         path.write_bytes(b"\x07" + data[1:])
     with pytest.raises(DeletionVectorError):
         DeltaTable.forPath(None, root).toArrow()
-    with pytest.raises(DeletionVectorError):
+    # Spark, Python plan: bitmaps are read on the driver, so the error is dvengine's typed one.
+    with dv_reader(spark, "python"), pytest.raises(DeletionVectorError):
         DeltaTable.forPath(spark, root).toDF().collect()
+    # Spark, JVM reader: a missing or short file is found on the driver (typed error); a corrupt
+    # one only by the executor decoding it, which fails the Spark job with dvengine's reason.
+    with dv_reader(spark, "jvm"):
+        if damage in ("truncate", "missing"):
+            with pytest.raises(DeletionVectorError):
+                DeltaTable.forPath(spark, root).toDF().collect()
+        else:
+            reason = "CRC-32 mismatch" if damage == "corrupt" else "version"
+            with pytest.raises(Exception, match=f"dvengine: .*{reason}"):
+                DeltaTable.forPath(spark, root).toDF().collect()
     # The version before the DV is unaffected.
     assert rows_of(root, version=0) == sorted(model.items())
     shutil.rmtree(root)

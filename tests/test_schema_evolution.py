@@ -288,7 +288,7 @@ def test_merge_schema_evolution_as_in_delta_spark_python_tests(merge_engine: tup
             DeltaTable.forPath(spark, path).alias("t").merge(src, "t.key = s.key", source_alias="s")
             .whenMatchedUpdate(set={"extra": "-1"}).whenNotMatchedInsertAll().withEngine(engine)
         )
-        return (builder.withSchemaEvolution() if evolve else builder).execute()
+        return (builder.withSchemaEvolution() if evolve else builder).executeMetrics()
 
     before = _folder_state(path)
     with pytest.raises(SchemaMismatchError, match="extra"):
@@ -314,7 +314,7 @@ def test_merge_update_all_insert_all_with_new_and_missing_source_columns(merge_e
     src = _merge_source(spark, pa.Table.from_pylist(source))
     (
         DeltaTable.forPath(spark, path).alias("t").merge(src, "t.id = s.id", source_alias="s")
-        .whenMatchedUpdateAll().whenNotMatchedInsertAll().withSchemaEvolution().withEngine(engine).execute()
+        .whenMatchedUpdateAll().whenNotMatchedInsertAll().withSchemaEvolution().withEngine(engine).executeMetrics()
     )
     by_id = {r["id"]: (r["id"], r["a"], r["b"], None) for r in target}
     for r in source:
@@ -331,7 +331,7 @@ def test_merge_without_evolution_refuses_update_all_from_a_narrower_source(tmp_p
     with pytest.raises(SchemaMismatchError, match="lacks \\['a'\\]"):
         (
             DeltaTable.forPath(None, path).alias("t").merge(pa.table({"id": [1]}), "t.id = s.id", source_alias="s")
-            .whenMatchedUpdateAll().execute()
+            .whenMatchedUpdateAll().executeMetrics()
         )
     assert _folder_state(path) == before
 
@@ -345,7 +345,7 @@ def test_merge_evolution_adds_only_columns_the_clauses_write(tmp_path: Path) -> 
         DeltaTable.forPath(None, path).alias("t").merge(src, "t.id = s.id", source_alias="s")
         .whenMatchedUpdate(set={"v": "s.v", "t.extra": "s.extra"})
         .whenNotMatchedInsert(values={"id": "s.id", "v": "s.v", "extra": "s.extra"})
-        .withSchemaEvolution().execute()
+        .withSchemaEvolution().executeMetrics()
     )
     assert load_snapshot(str(path)).schema.field_names == ["id", "v", "extra"]
     assert sort_rows(rows_delta_rs(path, ["id", "v", "extra"])) == [(1, 10, None), (2, 200, "e2"), (3, 300, "e3")]
@@ -357,7 +357,7 @@ def test_merge_auto_merge_conf_evolves_like_with_schema_evolution(tmp_path: Path
     src = pa.table({"id": [1, 2], "v": ["b", "c"], "w": [True, False]})
     (
         DeltaTable.forPath(None, path).alias("t").merge(src, "t.id = s.id", source_alias="s")
-        .whenMatchedUpdateAll().whenNotMatchedInsertAll().execute()
+        .whenMatchedUpdateAll().whenNotMatchedInsertAll().executeMetrics()
     )
     assert rows_duckdb(path, ["id", "v", "w"]) == [(1, "b", True), (2, "c", False)]
 
@@ -369,7 +369,7 @@ def test_merge_evolution_on_a_column_mapped_table(tmp_path: Path) -> None:
     src = pa.table({"id": [2, 3], "v": ["B", "C"], "Extra Col": [2.5, 3.5]})
     (
         DeltaTable.forPath(None, path).alias("t").merge(src, "t.id = s.id", source_alias="s")
-        .whenMatchedUpdateAll().whenNotMatchedInsertAll().withSchemaEvolution().execute()
+        .whenMatchedUpdateAll().whenNotMatchedInsertAll().withSchemaEvolution().executeMetrics()
     )
     new = load_snapshot(str(path)).schema.get("Extra Col")
     assert new.field_id == max_id + 1 and new.physical_name != "Extra Col"
@@ -384,7 +384,7 @@ def test_merge_that_changes_no_row_still_commits_the_new_schema(merge_engine: tu
     src = _merge_source(spark, pa.table({"id": [3], "x": ["n"]}))
     metrics = (
         DeltaTable.forPath(spark, path).alias("t").merge(src, "t.id = s.id", source_alias="s")
-        .whenMatchedUpdateAll().withSchemaEvolution().withEngine(engine).execute()
+        .whenMatchedUpdateAll().withSchemaEvolution().withEngine(engine).executeMetrics()
     )
     assert metrics["version"] == 1 and metrics["numTargetRowsUpdated"] == 0
     assert load_snapshot(str(path)).schema.field_names == ["id", "x"]
@@ -399,7 +399,7 @@ def test_merge_auto_merge_spark_conf_on_the_spark_executor(spark: Any, tmp_path:
     try:
         (
             DeltaTable.forPath(spark, path).alias("t").merge(src, "t.id = s.id")
-            .whenMatchedUpdateAll().whenNotMatchedInsertAll().withEngine("spark").execute()
+            .whenMatchedUpdateAll().whenNotMatchedInsertAll().withEngine("spark").executeMetrics()
         )
     finally:
         spark.conf.unset(CONF_AUTO_MERGE)
@@ -425,7 +425,7 @@ def test_a_new_timestamp_ntz_column_enables_the_timestamp_ntz_feature(tmp_path: 
     src = pa.table({"id": [1, 2], "ts": pa.array([ts, ts], pa.timestamp("us"))})
     (
         DeltaTable.forPath(None, merged).alias("t").merge(src, "t.id = s.id", source_alias="s")
-        .whenMatchedUpdateAll().whenNotMatchedInsertAll().withSchemaEvolution().execute()
+        .whenMatchedUpdateAll().whenNotMatchedInsertAll().withSchemaEvolution().executeMetrics()
     )
     assert "timestampNtz" in (load_snapshot(str(merged)).protocol.reader_features or ())
     _readers(merged, ["id", "ts"], [(1, ts), (2, ts)])

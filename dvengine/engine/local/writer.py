@@ -98,10 +98,14 @@ def write_data_files(
     schema: StructType,
     partition_columns: Sequence[str],
     num_indexed_cols: int = 32,
+    *,
+    fault_point_after: bool = True,
 ) -> list[AddFile]:
     """Write ``rows`` (logical column names of ``schema``) as new data files; return their adds.
 
     Nothing is committed here; the caller records the files so a failed command removes them.
+    ``fault_point_after``: announce ``DML_DATA_FILES_WRITTEN`` (crash tests kill the process
+    there); off in Spark tasks, where the driver announces it once the job's files are in place.
     """
     adds: list[AddFile] = []
     try:
@@ -116,7 +120,8 @@ def write_data_files(
     except BaseException:
         remove_data_files(table_root, adds)
         raise
-    fault_point(DML_DATA_FILES_WRITTEN)
+    if fault_point_after:
+        fault_point(DML_DATA_FILES_WRITTEN)
     return adds
 
 

@@ -265,7 +265,6 @@ class SparkExecutor:
             lambda: rows.repartition(partitions, key).mapInArrow(retire_and_write(job), RESULT_DDL_ROWS).collect(),
             value_error=True,
         )
-        fault_point(DML_DV_FILES_WRITTEN)
         outcomes: list[FileRetirement] = []
         adds: list[AddFile] = []
         counts: dict[int, int] = {}
@@ -279,6 +278,9 @@ class SparkExecutor:
                 counts[int(row["clause"])] = counts.get(int(row["clause"]), 0) + int(row["n"])
         retirement = build_retirement(outcomes, ctx.now_ms, dv_paths, int((time.monotonic() - started) * 1000))
         _publish(ctx, staging, adds)
+        # Both kinds of files exist once the job is done and its data files are in place (a kill
+        # here leaves orphans VACUUM reclaims, never a staging folder younger than an hour).
+        fault_point(DML_DV_FILES_WRITTEN)
         fault_point(DML_DATA_FILES_WRITTEN)
         return RetiredAndWritten(retirement, WrittenRows.of(adds, started), counts)
 

@@ -121,7 +121,8 @@ class _NewRows:
         rows = pa.concat_tables(self.pending)
         self.pending, self.pending_rows = [], 0
         written = write_data_files(
-            rows, self.ctx.staging_root, self.ctx.schema, self.ctx.partition_columns, self.ctx.num_indexed_cols
+            rows, self.ctx.staging_root, self.ctx.schema, self.ctx.partition_columns, self.ctx.num_indexed_cols,
+            fault_point_after=False,
         )
         self.adds.extend(json.dumps(add.to_json()) for add in written)
 
