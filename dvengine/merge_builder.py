@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from dvengine.commands.arguments import check_column_mapping, check_condition
 from dvengine.commands.executor import ENGINE_LOCAL, ENGINE_SPARK
 from dvengine.commands.merge_clauses import ClauseAction, ClauseKind, Expr, MergeClause
+from dvengine.commands.merge_metrics import delta_merge_result
 from dvengine.commands.options import resolve_options
 from dvengine.commands.write_options import auto_merge_enabled
 from dvengine.engine.local.merge import LocalMergeRequest, execute_local_merge
@@ -198,19 +199,6 @@ class DeltaMergeBuilder:
             self._session.session(), self._table_root, self._target_alias, self._source, source_alias,
             self._condition, tuple(self._clauses), self._mode, evolution,
         )
-
-
-def delta_merge_result(metrics: Mapping[str, Any]) -> dict[str, int]:
-    """delta-spark's MERGE result row from the commit metrics: affected = updated + deleted + inserted."""
-    updated = int(metrics.get("numTargetRowsUpdated") or 0)
-    deleted = int(metrics.get("numTargetRowsDeleted") or 0)
-    inserted = int(metrics.get("numTargetRowsInserted") or 0)
-    return {
-        "num_affected_rows": updated + deleted + inserted,
-        "num_updated_rows": updated,
-        "num_deleted_rows": deleted,
-        "num_inserted_rows": inserted,
-    }
 
 
 def merge_builder(

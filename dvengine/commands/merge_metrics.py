@@ -64,3 +64,16 @@ def merge_metrics(
         "rewriteTimeMs": rewrite_ms,
         "executionEngine": engine,
     }
+
+
+def delta_merge_result(metrics: Mapping[str, Any]) -> dict[str, int]:
+    """delta-spark's MERGE result row from the commit metrics: affected = updated + deleted + inserted."""
+    updated = int(metrics.get("numTargetRowsUpdated") or 0)
+    deleted = int(metrics.get("numTargetRowsDeleted") or 0)
+    inserted = int(metrics.get("numTargetRowsInserted") or 0)
+    return {
+        "num_affected_rows": updated + deleted + inserted,
+        "num_updated_rows": updated,
+        "num_deleted_rows": deleted,
+        "num_inserted_rows": inserted,
+    }

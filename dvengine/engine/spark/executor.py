@@ -20,7 +20,7 @@ from typing import TypeVar
 
 from pyspark import StorageLevel
 from pyspark.errors import PySparkException
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
 from dvengine.commands.change_data import DELETE, UPDATE_POSTIMAGE, UPDATE_PREIMAGE
@@ -115,6 +115,16 @@ def updated_projection(snapshot: Snapshot, assignments: Mapping[str, str], match
     return out
 
 
+def _dv_paths(job: DvJobContext) -> list[str]:
+    return [os.path.join(job.table_root, relative) for _, relative in job.dv_file_ids]
+
+
+def _file_retirement(job: DvJobContext, row: Row) -> FileRetirement:
+    """A task's result row for one file: its decision and, if it keeps a DV, the descriptor."""
+    dv = None if row["dv_json"] is None else DeletionVectorDescriptor.from_json(json.loads(row["dv_json"]))
+    return FileRetirement(job.targets[row["file_uri"]], FileAction(row["action"]), dv, int(row["newly_deleted"]))
+
+
 def _publish(ctx: DmlContext, staging: str, adds: Sequence[AddFile]) -> None:
     """Move the files a job wrote into the staging folder to their place in the table.
 
@@ -189,33 +199,33 @@ class SparkExecutor:
 
     def retire_row_ids(self, ctx: DmlContext, files: Sequence[AddFile], row_ids: DataFrame, started: float) -> RowRetirement:
         """Retire the (file, row index) pairs of ``row_ids`` (MERGE hands its own in)."""
-        snapshot = ctx.snapshot
-        targets = {spark_file_uri(resolve_data_path(snapshot.table_root, add.path)): add for add in files}
-        partitions = max(1, min(len(files), self.spark.sparkContext.defaultParallelism))
-        file_ids = tuple(new_dv_file_id(ctx.options.dv_random_prefix_len) for _ in range(partitions))
-        dv_paths = [os.path.join(snapshot.table_root, relative) for _, relative in file_ids]
-        ctx.written.add_paths(dv_paths)  # any task may have written its file before a failure
-        job = DvJobContext(
-            table_root=snapshot.table_root,
-            targets=targets,
-            options=ctx.options,
-            dv_supported=ctx.dv_supported,
-            file_path_col=FILE_PATH_COL,
-            row_index_col=ROW_INDEX_COL,
-            dv_file_ids=file_ids,
-        )
+        job, partitions = self._dv_job(ctx, files)
         results = spark_job(
-            f"{ctx.operation} on {snapshot.table_root}",
+            f"{ctx.operation} on {ctx.snapshot.table_root}",
             lambda: row_ids.repartition(partitions, FILE_PATH_COL)
             .mapInArrow(build_deletion_vectors(job), RESULT_DDL)
             .collect(),
         )
         fault_point(DML_DV_FILES_WRITTEN)
-        outcomes = []
-        for row in results:
-            dv = None if row["dv_json"] is None else DeletionVectorDescriptor.from_json(json.loads(row["dv_json"]))
-            outcomes.append(FileRetirement(targets[row["file_uri"]], FileAction(row["action"]), dv, int(row["newly_deleted"])))
-        return build_retirement(outcomes, ctx.now_ms, dv_paths, int((time.monotonic() - started) * 1000))
+        outcomes = [_file_retirement(job, row) for row in results]
+        return build_retirement(outcomes, ctx.now_ms, _dv_paths(job), int((time.monotonic() - started) * 1000))
+
+    def _dv_job(self, ctx: DmlContext, files: Sequence[AddFile]) -> tuple[DvJobContext, int]:
+        """What the tasks need to build DVs for ``files``, and how many tasks: one DV file identity
+        per task, assigned here and recorded, so the command can remove any a failed job wrote."""
+        snapshot = ctx.snapshot
+        partitions = max(1, min(max(1, len(files)), self.spark.sparkContext.defaultParallelism))
+        job = DvJobContext(
+            table_root=snapshot.table_root,
+            targets={spark_file_uri(resolve_data_path(snapshot.table_root, add.path)): add for add in files},
+            options=ctx.options,
+            dv_supported=ctx.dv_supported,
+            file_path_col=FILE_PATH_COL,
+            row_index_col=ROW_INDEX_COL,
+            dv_file_ids=tuple(new_dv_file_id(ctx.options.dv_random_prefix_len) for _ in range(partitions)),
+        )
+        ctx.written.add_paths(_dv_paths(job))  # any task may have written its file before a failure
+        return job, partitions
 
     def retire_and_write(
         self, ctx: DmlContext, files: Sequence[AddFile], rows: DataFrame, layout: RowsLayout, spread: Column | None = None
@@ -230,23 +240,11 @@ class SparkExecutor:
         """
         started = time.monotonic()
         snapshot = ctx.snapshot
-        targets = {spark_file_uri(resolve_data_path(snapshot.table_root, add.path)): add for add in files}
-        partitions = max(1, min(max(1, len(files)), self.spark.sparkContext.defaultParallelism))
-        file_ids = tuple(new_dv_file_id(ctx.options.dv_random_prefix_len) for _ in range(partitions))
-        dv_paths = [os.path.join(snapshot.table_root, relative) for _, relative in file_ids]
-        ctx.written.add_paths(dv_paths)  # any task may have written its file before a failure
+        dv_job, partitions = self._dv_job(ctx, files)
         staging = os.path.join(snapshot.table_root, f"{SPARK_STAGING_PREFIX}{uuid.uuid4().hex}")
         ctx.written.add_folder(staging)
         job = RowsJobContext(
-            dv=DvJobContext(
-                table_root=snapshot.table_root,
-                targets=targets,
-                options=ctx.options,
-                dv_supported=ctx.dv_supported,
-                file_path_col=FILE_PATH_COL,
-                row_index_col=ROW_INDEX_COL,
-                dv_file_ids=file_ids,
-            ),
+            dv=dv_job,
             schema=snapshot.schema,
             partition_columns=tuple(snapshot.partition_columns),
             num_indexed_cols=num_indexed_cols(snapshot.configuration),
@@ -270,13 +268,12 @@ class SparkExecutor:
         counts: dict[int, int] = {}
         for row in results:
             if row["kind"] == KIND_FILE:
-                dv = None if row["dv_json"] is None else DeletionVectorDescriptor.from_json(json.loads(row["dv_json"]))
-                outcomes.append(FileRetirement(targets[row["file_uri"]], FileAction(row["action"]), dv, int(row["newly_deleted"])))
+                outcomes.append(_file_retirement(dv_job, row))
             elif row["kind"] == KIND_ADD:
                 adds.append(AddFile.from_json(json.loads(row["add_json"])))
             elif row["kind"] == KIND_COUNT:
                 counts[int(row["clause"])] = counts.get(int(row["clause"]), 0) + int(row["n"])
-        retirement = build_retirement(outcomes, ctx.now_ms, dv_paths, int((time.monotonic() - started) * 1000))
+        retirement = build_retirement(outcomes, ctx.now_ms, _dv_paths(dv_job), int((time.monotonic() - started) * 1000))
         _publish(ctx, staging, adds)
         # Both kinds of files exist once the job is done and its data files are in place (a kill
         # here leaves orphans VACUUM reclaims, never a staging folder younger than an hour).
