@@ -90,9 +90,10 @@ def _dv_line(snapshot: Snapshot, add: AddFile) -> str:
     no DV bytes (descriptor range, DV file present and long enough) run here, so the common
     damage raises DeletionVectorError before Spark starts; executors verify the bytes."""
     dv = add.deletion_vector
-    assert dv is not None
     file_uri = spark_file_uri(resolve_data_path(snapshot.table_root, add.path))
     num_records = -1 if add.num_records is None else add.num_records
+    if dv is None:  # read in the same scan as the DV'd files, nothing to remove
+        return f"{file_uri}\t{num_records}\t0\tn"
     head = f"{file_uri}\t{num_records}\t{dv.cardinality}"
     if dv.is_inline:
         try:
@@ -118,7 +119,7 @@ def _dv_line(snapshot: Snapshot, add: AddFile) -> str:
 
 
 def dvs_option(snapshot: Snapshot, files: Sequence[AddFile]) -> str:
-    """The ``dvengine.dvs`` option for a scan of ``files``, all of which carry a DV."""
+    """The ``dvengine.dvs`` option for a scan of ``files``: each file's DV, or that it has none."""
     return "\n".join(_dv_line(snapshot, add) for add in files)
 
 

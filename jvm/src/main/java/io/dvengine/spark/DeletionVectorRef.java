@@ -13,6 +13,7 @@ import java.util.Map;
  * <pre>
  *   fileUri  numRecords  cardinality  i  base64(serialized bitmap)
  *   fileUri  numRecords  cardinality  f  dvFileUri  offset  sizeInBytes
+ *   fileUri  numRecords  n                 (a file without a DV, read in the same scan)
  * </pre>
  * The driver resolves Delta's descriptor (storage type u/p/i, Z85, relative paths) so that the
  * executors only need Hadoop FS and a byte offset. {@code fileUri} is the data file's URI; the
@@ -28,9 +29,16 @@ final class DeletionVectorRef implements Serializable {
     final String dvFileUri; // file holding an on-disk DV, else null
     final long offset;
     final int sizeInBytes;
+    final boolean noDeletionVector; // the file is listed so that one scan covers it, but has no DV
 
     private DeletionVectorRef(String fileUri, long numRecords, long cardinality, byte[] inline,
                               String dvFileUri, long offset, int sizeInBytes) {
+        this(fileUri, numRecords, cardinality, inline, dvFileUri, offset, sizeInBytes, false);
+    }
+
+    private DeletionVectorRef(String fileUri, long numRecords, long cardinality, byte[] inline,
+                              String dvFileUri, long offset, int sizeInBytes, boolean noDeletionVector) {
+        this.noDeletionVector = noDeletionVector;
         this.fileUri = fileUri;
         this.numRecords = numRecords;
         this.cardinality = cardinality;
@@ -67,6 +75,9 @@ final class DeletionVectorRef implements Serializable {
     private static DeletionVectorRef parse(String line) {
         String[] f = line.split("\t", -1);
         try {
+            if (f.length == 4 && f[3].equals("n")) {
+                return new DeletionVectorRef(f[0], Long.parseLong(f[1]), 0, null, null, 0, 0, true);
+            }
             if (f.length == 5 && f[3].equals("i")) {
                 byte[] bytes = Base64.getDecoder().decode(f[4]);
                 return new DeletionVectorRef(f[0], Long.parseLong(f[1]), Long.parseLong(f[2]), bytes, null, 0, bytes.length);
@@ -82,6 +93,9 @@ final class DeletionVectorRef implements Serializable {
     }
 
     String describe() {
+        if (noDeletionVector) {
+            return "data file " + fileUri + " (no deletion vector)";
+        }
         return inline != null ? "inline deletion vector of " + fileUri
                 : "deletion vector file " + dvFileUri + " at offset " + offset + " (for " + fileUri + ")";
     }

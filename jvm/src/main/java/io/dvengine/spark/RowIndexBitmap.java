@@ -39,6 +39,9 @@ final class RowIndexBitmap {
     }
 
     static RowIndexBitmap load(DeletionVectorRef ref, Configuration conf) {
+        if (ref.noDeletionVector) {
+            return new RowIndexBitmap(new RoaringBitmap[0]); // a file without a DV: nothing deleted
+        }
         byte[] serialized = ref.inline != null ? ref.inline : readFrame(ref, conf);
         return decode(serialized, ref);
     }
