@@ -31,7 +31,8 @@ def no_conf(key: str) -> str | None:
     return os.environ.get(env_key(key))
 
 
-def _number(conf: ConfLookup, key: str, default: float, kind: Callable[[str], float]) -> float:
+def conf_number(conf: ConfLookup, key: str, default: float, kind: Callable[[str], float]) -> float:
+    """A numeric conf value (``default`` when unset); a non-number raises InvalidArgumentError naming the key."""
     raw = conf(key)
     if raw is None or raw == "":
         return default
@@ -47,7 +48,7 @@ def resolve_options(conf: ConfLookup, mode: str | None) -> DmlOptions:
         raise TypeError(f"mode must be a string ('dv', 'rewrite' or 'auto'), got {type(mode).__name__}")
     return DmlOptions(
         mode=(mode or conf(CONF_MODE) or DEFAULT_MODE).lower(),
-        rewrite_threshold=float(_number(conf, CONF_REWRITE_THRESHOLD, DEFAULT_REWRITE_THRESHOLD, float)),
-        inline_max_bytes=int(_number(conf, CONF_INLINE_MAX_BYTES, DEFAULT_INLINE_MAX_BYTES, int)),
-        dv_random_prefix_len=int(_number(conf, CONF_RANDOM_PREFIX_LEN, 0, int)),
+        rewrite_threshold=float(conf_number(conf, CONF_REWRITE_THRESHOLD, DEFAULT_REWRITE_THRESHOLD, float)),
+        inline_max_bytes=int(conf_number(conf, CONF_INLINE_MAX_BYTES, DEFAULT_INLINE_MAX_BYTES, int)),
+        dv_random_prefix_len=int(conf_number(conf, CONF_RANDOM_PREFIX_LEN, 0, int)),
     )

@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from dvengine.commands.options import conf_number
 from dvengine.commands.written import WrittenFiles, commit_or_clean_up
 from dvengine.commit.transaction import Transaction
 from dvengine.errors import CommitError, InvalidArgumentError, InvalidPredicateError
@@ -57,19 +58,10 @@ class OptimizeSettings:
 
     @classmethod
     def from_conf(cls, conf: Callable[[str], str | None]) -> OptimizeSettings:
-        def number(key: str, default: float, kind: Callable[[str], float]) -> float:
-            raw = conf(key)
-            if raw is None or raw == "":
-                return default
-            try:
-                return kind(raw)
-            except ValueError:
-                raise InvalidArgumentError(f"configuration {key} must be a number, got {raw!r}") from None
-
         settings = cls(
-            int(number(CONF_MIN_FILE_SIZE, DEFAULT_MIN_FILE_SIZE, int)),
-            int(number(CONF_MAX_FILE_SIZE, DEFAULT_MAX_FILE_SIZE, int)),
-            float(number(CONF_MAX_DELETED_ROWS_RATIO, DEFAULT_MAX_DELETED_ROWS_RATIO, float)),
+            int(conf_number(conf, CONF_MIN_FILE_SIZE, DEFAULT_MIN_FILE_SIZE, int)),
+            int(conf_number(conf, CONF_MAX_FILE_SIZE, DEFAULT_MAX_FILE_SIZE, int)),
+            float(conf_number(conf, CONF_MAX_DELETED_ROWS_RATIO, DEFAULT_MAX_DELETED_ROWS_RATIO, float)),
         )
         if settings.min_file_size < 0:
             raise InvalidArgumentError(f"{CONF_MIN_FILE_SIZE} has to be positive, got {settings.min_file_size}")

@@ -11,7 +11,7 @@ table feature is not implemented here. Pure functions: nothing is read or writte
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from dvengine.errors import SchemaMismatchError, UnsupportedFeatureError
 from dvengine.protocol.actions import Protocol
@@ -133,16 +133,7 @@ def assign_column_mapping(
             counter[0] += 1
             metadata[FIELD_ID_KEY] = counter[0]
             metadata[PHYSICAL_NAME_KEY] = f"col-{uuid.uuid4()}"
-        return StructField(f.name, type_of(f.type), f.nullable, metadata)
-
-    def type_of(data_type: DataType) -> DataType:
-        if isinstance(data_type, StructType):
-            return StructType(tuple(field_of(f) for f in data_type.fields))
-        if isinstance(data_type, ArrayType):
-            return ArrayType(type_of(data_type.element_type), data_type.contains_null)
-        if isinstance(data_type, MapType):
-            return MapType(type_of(data_type.key_type), type_of(data_type.value_type), data_type.value_contains_null)
-        return data_type
+        return StructField(f.name, map_nested_fields(f.type, field_of), f.nullable, metadata)
 
     mapped = StructType(tuple(field_of(f) for f in schema.fields))
     config[MAX_COLUMN_ID_KEY] = str(counter[0])
@@ -154,18 +145,25 @@ def strip_column_mapping(schema: StructType) -> StructType:
 
     def field_of(f: StructField) -> StructField:
         metadata = {k: v for k, v in f.metadata.items() if k not in (FIELD_ID_KEY, PHYSICAL_NAME_KEY)}
-        return StructField(f.name, type_of(f.type), f.nullable, metadata)
-
-    def type_of(data_type: DataType) -> DataType:
-        if isinstance(data_type, StructType):
-            return StructType(tuple(field_of(f) for f in data_type.fields))
-        if isinstance(data_type, ArrayType):
-            return ArrayType(type_of(data_type.element_type), data_type.contains_null)
-        if isinstance(data_type, MapType):
-            return MapType(type_of(data_type.key_type), type_of(data_type.value_type), data_type.value_contains_null)
-        return data_type
+        return StructField(f.name, map_nested_fields(f.type, field_of), f.nullable, metadata)
 
     return StructType(tuple(field_of(f) for f in schema.fields))
+
+
+def map_nested_fields(data_type: DataType, field_of: Callable[[StructField], StructField]) -> DataType:
+    """``data_type`` with ``field_of`` applied to each struct field inside it, through arrays and
+    maps (``field_of`` recurses into its field's own type with this function)."""
+    if isinstance(data_type, StructType):
+        return StructType(tuple(field_of(f) for f in data_type.fields))
+    if isinstance(data_type, ArrayType):
+        return ArrayType(map_nested_fields(data_type.element_type, field_of), data_type.contains_null)
+    if isinstance(data_type, MapType):
+        return MapType(
+            map_nested_fields(data_type.key_type, field_of),
+            map_nested_fields(data_type.value_type, field_of),
+            data_type.value_contains_null,
+        )
+    return data_type
 
 
 def protocol_for_schema(protocol: Protocol, schema: StructType) -> Protocol | None:
