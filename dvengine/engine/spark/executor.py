@@ -34,7 +34,7 @@ from dvengine.engine.spark.dv_job import RESULT_DDL, DvJobContext, build_deletio
 from dvengine.engine.spark.identifiers import quote
 from dvengine.engine.spark.paths import spark_file_uri
 from dvengine.engine.spark.reader import FILE_PATH_COL, ROW_INDEX_COL, logical_spark_type, scan_logical, spark_schema
-from dvengine.engine.spark.rows_job import KIND_ADD, KIND_COUNT, KIND_FILE, RowsJobContext, retire_and_write
+from dvengine.engine.spark.rows_job import KIND_ADD, KIND_COUNT, KIND_FILE, RowsJobContext, RowsLayout, retire_and_write
 from dvengine.engine.spark.rows_job import RESULT_DDL as RESULT_DDL_ROWS
 from dvengine.engine.spark.session import check_python_workers
 from dvengine.engine.spark.writer import write_parquet_files
@@ -62,17 +62,6 @@ class RetiredAndWritten:
     written: WrittenRows
     clause_counts: dict[int, int]
 
-
-@dataclass(frozen=True)
-class RowsLayout:
-    """Which columns of the rows frame mean what to the retire-and-write tasks (see ``rows_job``)."""
-
-    value_columns: tuple[str, ...]
-    write_col: str | None = None
-    retire_col: str | None = None
-    clause_col: str | None = None
-    match_col: str | None = None
-    bad_values_col: str | None = None
 
 
 def spark_job(what: str, run: Callable[[], R], value_error: bool = False) -> R:
@@ -195,10 +184,7 @@ class SparkExecutor:
             matched = scan_logical(self.spark, ctx.snapshot, files, columns=columns, keep_row_ids=True).where(
                 self._condition(predicate)
             )
-        return self.retire_row_ids(ctx, files, matched.select(FILE_PATH_COL, ROW_INDEX_COL), started)
-
-    def retire_row_ids(self, ctx: DmlContext, files: Sequence[AddFile], row_ids: DataFrame, started: float) -> RowRetirement:
-        """Retire the (file, row index) pairs of ``row_ids`` (MERGE hands its own in)."""
+        row_ids = matched.select(FILE_PATH_COL, ROW_INDEX_COL)
         job, partitions = self._dv_job(ctx, files)
         results = spark_job(
             f"{ctx.operation} on {ctx.snapshot.table_root}",
@@ -249,13 +235,8 @@ class SparkExecutor:
             partition_columns=tuple(snapshot.partition_columns),
             num_indexed_cols=num_indexed_cols(snapshot.configuration),
             staging_root=staging,
-            value_columns=layout.value_columns,
             operation=ctx.operation,
-            write_col=layout.write_col,
-            retire_col=layout.retire_col,
-            clause_col=layout.clause_col,
-            match_col=layout.match_col,
-            bad_values_col=layout.bad_values_col,
+            layout=layout,
         )
         key = F.col(FILE_PATH_COL) if spread is None else F.coalesce(F.col(FILE_PATH_COL), spread.cast("string"))
         results = spark_job(

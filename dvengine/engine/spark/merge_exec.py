@@ -44,10 +44,11 @@ from dvengine.commands.merge_metrics import merge_metrics
 from dvengine.commands.options import resolve_options
 from dvengine.engine.spark.change_data import merge_change_frames, write_change_frames
 from dvengine.engine.spark.columns import predicate_column_to_sql, value_column_to_sql
-from dvengine.engine.spark.executor import RowsLayout, SparkExecutor, spark_job
+from dvengine.engine.spark.executor import SparkExecutor, spark_job
 from dvengine.engine.spark.identifiers import quote
 from dvengine.engine.spark.merge_prune import ConditionParts, derive_target_predicate, split_condition
 from dvengine.engine.spark.reader import FILE_PATH_COL, ROW_INDEX_COL, logical_spark_type, scan_logical, spark_schema
+from dvengine.engine.spark.rows_job import RowsLayout
 from dvengine.engine.spark.write_api import dataframe_schema
 from dvengine.engine.spark.writer import write_parquet_files
 from dvengine.errors import (

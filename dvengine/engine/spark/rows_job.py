@@ -66,6 +66,18 @@ CARDINALITY_MESSAGE = (
 
 
 @dataclass(frozen=True, slots=True)
+class RowsLayout:
+    """Which columns of the rows frame mean what to the tasks."""
+
+    value_columns: tuple[str, ...]  # batch columns holding the new row, in schema field order
+    write_col: str | None = None  # boolean: this row's new values are written (None: every row)
+    retire_col: str | None = None  # boolean: this row retires its target row (None: every row with a file)
+    clause_col: str | None = None  # int: counted per value (MERGE clause ids)
+    match_col: str | None = None  # boolean: target and source both present (MERGE cardinality check)
+    bad_values_col: str | None = None  # string: names of columns whose new value does not cast ("" if none)
+
+
+@dataclass(frozen=True, slots=True)
 class RowsJobContext:
     """What a task needs besides its rows (shipped once per task by closure)."""
 
@@ -74,13 +86,8 @@ class RowsJobContext:
     partition_columns: tuple[str, ...]
     num_indexed_cols: int
     staging_root: str  # new files go under it; the returned adds are relative to it
-    value_columns: tuple[str, ...]  # batch columns holding the new row, in schema field order
     operation: str
-    write_col: str | None = None  # boolean: this row's new values are written (None: every row)
-    retire_col: str | None = None  # boolean: this row retires its target row (None: every row with a file)
-    clause_col: str | None = None  # int: counted per value (MERGE clause ids)
-    match_col: str | None = None  # boolean: target and source both present (MERGE cardinality check)
-    bad_values_col: str | None = None  # string: names of columns whose new value does not cast ("" if none)
+    layout: RowsLayout
 
     @property
     def not_null(self) -> list[tuple[str, ...]]:
@@ -105,7 +112,7 @@ class _NewRows:
         if rows.num_rows == 0:
             return
         columns = []
-        for (_, arrow_type), name in zip(self.target, self.ctx.value_columns):
+        for (_, arrow_type), name in zip(self.target, self.ctx.layout.value_columns):
             column = rows.column(name)
             columns.append(column if column.type == arrow_type else column.cast(arrow_type))
         table = pa.Table.from_arrays(columns, names=[f.name for f, _ in self.target])
@@ -145,9 +152,9 @@ def _check_not_null(table: pa.Table, ctx: RowsJobContext) -> None:
 
 def _check_castable(rows: pa.Table, ctx: RowsJobContext) -> None:
     """Spark flagged (``try_cast`` gave NULL for a non-NULL value) new values that do not fit their column."""
-    if ctx.bad_values_col is None or rows.num_rows == 0:
+    if ctx.layout.bad_values_col is None or rows.num_rows == 0:
         return
-    flagged = pc.unique(rows.column(ctx.bad_values_col)).to_pylist()
+    flagged = pc.unique(rows.column(ctx.layout.bad_values_col)).to_pylist()
     bad = sorted({name for text in flagged if text for name in text.split(",")})
     if bad:
         raise SchemaViolationError(
@@ -188,12 +195,12 @@ def retire_and_write(ctx: RowsJobContext) -> Callable[[Iterator[pa.RecordBatch]]
             if record_batch.num_rows == 0:
                 continue
             batch = pa.Table.from_batches([record_batch])
-            if ctx.clause_col is not None:
-                for item in pc.value_counts(batch.column(ctx.clause_col)).to_pylist():
+            if ctx.layout.clause_col is not None:
+                for item in pc.value_counts(batch.column(ctx.layout.clause_col)).to_pylist():
                     if item["values"] is not None:
                         counts[int(item["values"])] = counts.get(int(item["values"]), 0) + int(item["counts"])
             has_file = pc.is_valid(batch.column(dv.file_path_col))
-            retire = _mask(batch, ctx.retire_col)
+            retire = _mask(batch, ctx.layout.retire_col)
             retiring = batch.filter(has_file if retire is None else pc.and_(has_file, retire))
             if retiring.num_rows:
                 _group_by_file(
@@ -201,12 +208,12 @@ def retire_and_write(ctx: RowsJobContext) -> Callable[[Iterator[pa.RecordBatch]]
                     retiring.column(dv.row_index_col).to_numpy().astype(np.int64),
                     per_file,
                 )
-            match = _mask(batch, ctx.match_col)
+            match = _mask(batch, ctx.layout.match_col)
             if match is not None:
                 matched = batch.filter(pc.and_(has_file, match))
                 matched_uris.append(matched.column(dv.file_path_col).to_numpy())
                 matched_rows.append(matched.column(dv.row_index_col).to_numpy().astype(np.int64))
-            write = _mask(batch, ctx.write_col)
+            write = _mask(batch, ctx.layout.write_col)
             written = batch if write is None else batch.filter(write)
             _check_castable(written, ctx)
             new_rows.add(written)
