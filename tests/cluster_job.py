@@ -67,7 +67,7 @@ def main(work: str) -> int:
                 raise AssertionError(f"golden {name}@{version}: toDF on the cluster differs from the expected rows")
             checked["golden_versions"] += 1
 
-    # DML on the cluster (engine="spark"): random sequence vs an in-memory model and delta-rs.
+    # DML on the cluster (engine="spark"), random sequence vs an in-memory model and delta-rs.
     rng = random.Random(11)
     path = str(Path(work) / "dml")
     model = {i: (i, f"n{i % 5}", i % 3) for i in range(600)}
@@ -76,8 +76,11 @@ def main(work: str) -> int:
     for k in range(3):
         dvengine.write(data.slice(k * 200, 200), path, mode="append" if k else "error", partitionBy=["grp"])
     t = DeltaTable.forPath(spark, path)
-    for step in range(8):
+    for step in range(10):
         kind = rng.choice(["delete", "update", "merge"])
+        # both strategies of the Spark executor: file tasks (workers read the files themselves) and
+        # the row plan (rows cross from the executor JVMs to their Python workers)
+        spark.conf.set("dvengine.spark.dmlStrategy", "files" if step % 2 else "rows")
         lo = rng.randrange(0, 600)
         hi = lo + rng.randrange(1, 60)
         mode = rng.choice(["dv", "rewrite", "auto"])

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -54,3 +56,29 @@ def folder_state(folder: Path) -> dict[str, str]:
         for p in sorted(folder.rglob("*"))
         if p.is_file()
     }
+
+
+STRATEGY_CONF = "dvengine.spark.dmlStrategy"
+
+
+@contextmanager
+def spark_dml_strategy(spark: Any, strategy: str | None) -> Iterator[None]:
+    """Run the block with the Spark executor's DELETE/UPDATE strategy set (None: leave as is)."""
+    if strategy is None:
+        yield
+        return
+    previous = spark.conf.get(STRATEGY_CONF, None)
+    spark.conf.set(STRATEGY_CONF, strategy)
+    try:
+        yield
+    finally:
+        if previous is None:
+            spark.conf.unset(STRATEGY_CONF)
+        else:
+            spark.conf.set(STRATEGY_CONF, previous)
+
+
+def engine_and_strategy(name: str) -> tuple[str, str | None]:
+    """Test parameter names: "spark-rows" / "spark-files" force the Spark executor's strategy."""
+    engine, _, strategy = name.partition("-")
+    return engine, strategy or None

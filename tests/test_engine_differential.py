@@ -31,6 +31,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from dml_helpers import engine_and_strategy, spark_dml_strategy
 from interop import rows_delta_rs
 
 import dvengine
@@ -347,7 +348,17 @@ class Outcome:
         return f"{self.count} rows by {self.engine}"
 
 
-def run(case: Case, spark: Any, path: Path, engine: str) -> Outcome:
+def run(case: Case, spark: Any, path: Path, engine_name: str) -> Outcome:
+    """Run the case; "spark" is Spark SQL's own evaluation (the row plan), the reference; "spark-files"
+    the Spark executor's file tasks (the embedded evaluator inside Spark tasks)."""
+    engine, strategy = engine_and_strategy(engine_name)
+    if engine == "spark" and strategy is None:
+        strategy = "rows"
+    with spark_dml_strategy(spark, strategy):
+        return _run(case, spark, path, engine)
+
+
+def _run(case: Case, spark: Any, path: Path, engine: str) -> Outcome:
     table = DeltaTable.forPath(None if engine == "local" else spark, path)
     action: Callable[[], dict[str, Any]]
     if case.op == "delete":
@@ -388,19 +399,23 @@ def test_local_agrees_with_spark(case: Case, spark: Any, base_tables: dict[bool,
             assert rows_of(auto_copy) == rows_of(reference), f"{case}: auto's rows differ from spark's"
         return
 
-    assert want.error is got.error, f"{case}: local gave {got}, spark gave {want}"
-    if want.error is not None:
-        assert rows_of(local) == before, f"{case}: local failed but changed the table"
-        assert rows_of(reference) == before, f"{case}: spark failed but changed the table"
-        return
-    assert want.engine == "spark" and got.engine == "local"
-    assert got.count == want.count, f"{case}: local gave {got}, spark gave {want}"
-    expected = rows_of(reference)
-    actual = rows_of(local)
-    if actual != expected:
-        diff = [(a, b) for a, b in zip(actual, expected) if a != b][:3]
-        raise AssertionError(f"{case}: rows differ (local, spark): {diff}")
-    assert _sorted_rows(rows_delta_rs(local, COLUMNS)) == expected, f"{case}: delta-rs reads the local copy differently"
+    files_copy = tmp_path / "spark-files"
+    shutil.copytree(base_tables[case.partitioned], files_copy)
+    by_files = run(case, spark, files_copy, "spark-files")
+    for name, copy, outcome in (("local", local, got), ("spark file tasks", files_copy, by_files)):
+        assert want.error is outcome.error, f"{case}: {name} gave {outcome}, spark gave {want}"
+        if want.error is not None:
+            assert rows_of(copy) == before, f"{case}: {name} failed but changed the table"
+            assert rows_of(reference) == before, f"{case}: spark failed but changed the table"
+            continue
+        assert want.engine == "spark" and outcome.engine == ("local" if copy == local else "spark")
+        assert outcome.count == want.count, f"{case}: {name} gave {outcome}, spark gave {want}"
+        expected = rows_of(reference)
+        actual = rows_of(copy)
+        if actual != expected:
+            diff = [(a, b) for a, b in zip(actual, expected) if a != b][:3]
+            raise AssertionError(f"{case}: rows differ ({name}, spark): {diff}")
+        assert _sorted_rows(rows_delta_rs(copy, COLUMNS)) == expected, f"{case}: delta-rs reads the {name} copy differently"
 
 
 def test_generated_cases_exercise_every_outcome(spark: Any, base_tables: dict[bool, Path]) -> None:

@@ -9,14 +9,14 @@ concurrency losers are in test_failed_command_cleanup.py.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pytest
-from dml_helpers import folder_state
+from dml_helpers import engine_and_strategy, folder_state, spark_dml_strategy
 
 import dvengine
 from dvengine import DeltaTable
@@ -33,7 +33,15 @@ from dvengine.errors import (
     SchemaViolationError,
 )
 
-ENGINES = ["local", "spark"]
+# "spark" runs DELETE/UPDATE as file tasks where it can; "spark-rows" forces the row plan.
+ENGINES = ["local", "spark", "spark-rows"]
+
+
+@pytest.fixture(params=ENGINES)
+def engine(request: pytest.FixtureRequest, spark: Any) -> Iterator[str]:
+    name, strategy = engine_and_strategy(request.param)
+    with spark_dml_strategy(spark, strategy):
+        yield name
 
 
 
@@ -80,7 +88,6 @@ UPDATE_CASES = [
 ]
 
 
-@pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize(("case", "condition", "assignments", "error", "fragments"), UPDATE_CASES, ids=[c[0] for c in UPDATE_CASES])
 def test_update_errors(
     spark: Any, table: Path, engine: str, case: str, condition: str, assignments: dict[str, str],
@@ -92,7 +99,6 @@ def test_update_errors(
     )
 
 
-@pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("bad_set", [[("cnt", "1")], "cnt = 1", {1: "2"}, {"cnt": 5}], ids=["list", "str", "int-key", "int-value"])
 def test_update_argument_types(spark: Any, table: Path, engine: str, bad_set: Any) -> None:
     session = spark if engine == "spark" else None
@@ -123,7 +129,6 @@ MERGE_CASES: list[tuple[str, Callable[[Any], Any], Any, tuple[str, ...]]] = [
 ]
 
 
-@pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize(("case", "clauses", "error", "fragments"), MERGE_CASES, ids=[c[0] for c in MERGE_CASES])
 def test_merge_errors(
     spark: Any, table: Path, engine: str, case: str, clauses: Callable[[Any], Any], error: Any, fragments: tuple[str, ...]
@@ -188,7 +193,6 @@ DAMAGE = [
 ]
 
 
-@pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("operation", ["delete", "update", "merge"])
 @pytest.mark.parametrize(("how", "errors"), DAMAGE, ids=[d[0] for d in DAMAGE])
 def test_dml_on_damaged_tables(spark: Any, table: Path, engine: str, operation: str, how: str, errors: Any) -> None:
@@ -204,7 +208,6 @@ def test_dml_on_damaged_tables(spark: Any, table: Path, engine: str, operation: 
     _assert_refused(table, actions[operation], errors, os.path.basename(name) if engine == "local" else "")
 
 
-@pytest.mark.parametrize("engine", ENGINES)
 def test_dml_with_a_missing_dv_file(spark: Any, tmp_path: Path, engine: str) -> None:
     path = tmp_path / "t"
     ids = np.arange(0, 4000, dtype=np.int64)

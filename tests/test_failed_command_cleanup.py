@@ -8,20 +8,29 @@ exist (a conflict discovered at commit time) and inside the DV job (a file whose
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pytest
-from dml_helpers import folder_state
+from dml_helpers import engine_and_strategy, folder_state, spark_dml_strategy
 
 import dvengine
 from dvengine import DeltaTable
 from dvengine.errors import CommitConflictError, DeletionVectorError
 from dvengine.log import load_snapshot
 
-ENGINES = ["local", "spark"]
+# "spark" runs DELETE/UPDATE as file tasks where it can; "spark-rows" forces the row plan.
+ENGINES = ["local", "spark", "spark-rows"]
+
+
+@pytest.fixture(params=ENGINES)
+def engine(request: pytest.FixtureRequest, spark: Any) -> Iterator[str]:
+    name, strategy = engine_and_strategy(request.param)
+    with spark_dml_strategy(spark, strategy):
+        yield name
 
 
 
@@ -59,7 +68,6 @@ def _operations(spark: Any, path: Path, engine: str) -> dict[str, Any]:
     }
 
 
-@pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("operation", ["delete-dv", "delete-rewrite", "update-dv", "merge-dv"])
 def test_conflict_loser_leaves_no_files(
     spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, engine: str, operation: str
@@ -77,7 +85,6 @@ def test_conflict_loser_leaves_no_files(
     assert folder_state(path) == before  # every DV and data file the loser wrote is gone again
 
 
-@pytest.mark.parametrize("engine", ENGINES)
 def test_stats_that_undercount_rows_fail_typed_and_leave_no_dv_file(spark: Any, tmp_path: Path, engine: str) -> None:
     """A file whose stats.numRecords is smaller than its real row count: DV row indexes cannot be
     trusted, so the DELETE fails with DeletionVectorError naming the file, and no DV file written

@@ -27,4 +27,4 @@ def test_golden_reads_and_dml_on_a_local_cluster(tmp_path: Path) -> None:
     checked = json.loads(proc.stdout.strip().splitlines()[-1])
     assert checked["executor_pids"] >= 2
     assert checked["golden_versions"] > 0
-    assert checked["dml_steps"] == 8
+    assert checked["dml_steps"] == 10

@@ -37,6 +37,7 @@ from dvengine.engine.local.writer import write_data_files
 from dvengine.errors import EvaluationError, InvalidPredicateError, SchemaViolationError
 from dvengine.expressions import BoundExpression, BoundPredicate, to_pyarrow_expression, to_pyarrow_value
 from dvengine.faults import DML_DV_FILES_WRITTEN, fault_point
+from dvengine.log import Snapshot
 from dvengine.planning.decisions import FileAction, decide_file_action
 from dvengine.protocol.actions import AddFile
 from dvengine.protocol.schema import DataType, StructField, StructType, to_arrow_field
@@ -98,6 +99,56 @@ def matching_positions(table: pa.Table, predicate_expr: Any, what: str) -> np.nd
     return np.asarray(hits.to_numpy(), dtype=np.int64)
 
 
+def match_file(snapshot: Snapshot, add: AddFile, predicate: BoundPredicate | None, all_columns: bool) -> FileMatch:
+    """The live rows of one file where ``predicate`` is TRUE (all live rows when None); with
+    ``all_columns`` the matched rows themselves too. Needs only the snapshot's table root, schema
+    and partition columns, so a Spark task can call it for the files it was handed."""
+    parquet = open_data_file(snapshot, add)
+    physical = parquet.metadata.num_rows
+    previously = BitMap64()
+    if add.deletion_vector is not None:
+        previously = load_deletion_vector(snapshot.table_root, add.deletion_vector, num_records=physical)
+    columns: Iterable[str] | None = None if all_columns else (predicate.columns if predicate is not None else ())
+    table = read_physical_rows(snapshot, add, None if columns is None else sorted(columns), parquet)
+    if predicate is None:
+        positions = np.arange(physical, dtype=np.int64)
+    else:
+        positions = matching_positions(table, to_pyarrow_expression(predicate), f"the condition {predicate.sql!r}")
+    if len(previously) and len(positions):
+        dead = np.asarray(previously.to_array(), dtype=np.int64)
+        positions = positions[~np.isin(positions, dead, assume_unique=True)]
+    rows = table.take(pa.array(positions)) if all_columns else None
+    return FileMatch(add, physical, previously, positions, rows)
+
+
+def surviving_rows(snapshot: Snapshot, add: AddFile, dead: BitMap64 | None) -> pa.Table:
+    """Rows of ``add`` outside ``dead`` (its old DV merged with the rows this command retires)."""
+    parquet = open_data_file(snapshot, add)
+    table = read_physical_rows(snapshot, add, None, parquet)
+    if dead is None or not len(dead):
+        return table
+    keep = np.ones(table.num_rows, dtype=bool)
+    keep[np.asarray(dead.to_array(), dtype=np.int64)] = False
+    return table.filter(pa.array(keep))
+
+
+def new_values(schema: StructType, rows: pa.Table, assignments: Mapping[str, BoundExpression]) -> pa.Table:
+    """``rows`` with the assignments applied, validated against the column types: a value that
+    does not fit, or a NULL into a NOT NULL column, is a SchemaViolationError naming the column."""
+    expressions = [
+        to_pyarrow_value(assignments[f.name], f.type) if f.name in assignments else pc.field(f.name)
+        for f in schema.fields
+    ]
+    try:
+        updated = project(rows, expressions, schema.field_names)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ArithmeticError) as exc:
+        raise _value_error(rows, schema.fields, assignments, exc) from exc
+    for f in schema.fields:
+        if not f.nullable and updated.column(f.name).null_count:
+            raise SchemaViolationError(f"UPDATE would write NULL into NOT NULL column {f.name!r}; nothing was written")
+    return updated
+
+
 class LocalExecutor:
     """Executor of the command layer that runs in this process (see the module docstring)."""
 
@@ -134,23 +185,7 @@ class LocalExecutor:
     # --- matching -------------------------------------------------------------------------------
 
     def _match_file(self, ctx: DmlContext, add: AddFile, predicate: BoundPredicate | None, all_columns: bool) -> FileMatch:
-        snapshot = ctx.snapshot
-        parquet = open_data_file(snapshot, add)
-        physical = parquet.metadata.num_rows
-        previously = BitMap64()
-        if add.deletion_vector is not None:
-            previously = load_deletion_vector(snapshot.table_root, add.deletion_vector, num_records=physical)
-        columns: Iterable[str] | None = None if all_columns else (predicate.columns if predicate is not None else ())
-        table = read_physical_rows(snapshot, add, None if columns is None else sorted(columns), parquet)
-        if predicate is None:
-            positions = np.arange(physical, dtype=np.int64)
-        else:
-            positions = matching_positions(table, to_pyarrow_expression(predicate), f"the condition {predicate.sql!r}")
-        if len(previously) and len(positions):
-            dead = np.asarray(previously.to_array(), dtype=np.int64)
-            positions = positions[~np.isin(positions, dead, assume_unique=True)]
-        rows = table.take(pa.array(positions)) if all_columns else None
-        return FileMatch(add, physical, previously, positions, rows)
+        return match_file(ctx.snapshot, add, predicate, all_columns)
 
     def _matches(self, ctx: DmlContext, files: Sequence[AddFile], predicate: BoundPredicate | None, all_columns: bool) -> list[FileMatch]:
         cached: dict[str, FileMatch] = ctx.engine_state.setdefault(_STATE_MATCHES, {})
@@ -195,14 +230,7 @@ class LocalExecutor:
 
     def surviving_rows(self, ctx: DmlContext, add: AddFile) -> pa.Table:
         """Live rows of ``add`` not retired by this command (its merged bitmap)."""
-        parquet = open_data_file(ctx.snapshot, add)
-        table = read_physical_rows(ctx.snapshot, add, None, parquet)
-        dead = ctx.engine_state.get(_STATE_BITMAPS, {}).get(add.path)
-        if dead is None or not len(dead):
-            return table
-        keep = np.ones(table.num_rows, dtype=bool)
-        keep[np.asarray(dead.to_array(), dtype=np.int64)] = False
-        return table.filter(pa.array(keep))
+        return surviving_rows(ctx.snapshot, add, ctx.engine_state.get(_STATE_BITMAPS, {}).get(add.path))
 
     def write_tables(self, ctx: DmlContext, tables: list[pa.Table]) -> WrittenRows:
         """Write the rows of ``tables`` (logical columns) as new data files, recorded for clean-up."""
@@ -222,24 +250,6 @@ class LocalExecutor:
 
     # --- UPDATE ----------------------------------------------------------------------------------
 
-    def _new_values(self, ctx: DmlContext, rows: pa.Table, assignments: Mapping[str, BoundExpression]) -> pa.Table:
-        """The matched rows with the assignments applied, validated against the column types."""
-        schema = ctx.snapshot.schema
-        expressions = [
-            to_pyarrow_value(assignments[f.name], f.type) if f.name in assignments else pc.field(f.name)
-            for f in schema.fields
-        ]
-        try:
-            updated = project(rows, expressions, schema.field_names)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ArithmeticError) as exc:
-            raise _value_error(rows, schema.fields, assignments, exc) from exc
-        for f in schema.fields:
-            if not f.nullable and updated.column(f.name).null_count:
-                raise SchemaViolationError(
-                    f"UPDATE would write NULL into NOT NULL column {f.name!r}; nothing was written"
-                )
-        return updated
-
     def check_new_values(
         self, ctx: DmlContext, predicate: BoundPredicate | None, assignments: Mapping[str, BoundExpression]
     ) -> None:
@@ -247,7 +257,7 @@ class LocalExecutor:
         updated: dict[str, pa.Table] = ctx.engine_state.setdefault(_STATE_UPDATED, {})
         for match in matches:
             if match.rows is not None and match.rows.num_rows:
-                updated[match.add.path] = self._new_values(ctx, match.rows, assignments)
+                updated[match.add.path] = new_values(ctx.snapshot.schema, match.rows, assignments)
 
     def write_updated_rows(
         self,

@@ -10,6 +10,7 @@ a task may have written and removes them. Spark failures leave here as dvengine'
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import time
@@ -23,14 +24,16 @@ from pyspark.errors import PySparkException
 from pyspark.sql import Column, DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
-from dvengine.commands.change_data import DELETE, UPDATE_POSTIMAGE, UPDATE_PREIMAGE
+from dvengine.commands.change_data import DELETE, UPDATE_POSTIMAGE, UPDATE_PREIMAGE, writes_change_data
 from dvengine.commands.context import DmlContext
 from dvengine.commands.retirement import FileRetirement, RowRetirement, build_retirement
 from dvengine.commands.written import WrittenRows
 from dvengine.dv import new_dv_file_id
+from dvengine.engine.local import LocalExecutor
 from dvengine.engine.spark import errors as spark_errors
 from dvengine.engine.spark.change_data import table_columns, tagged, write_change_frames
 from dvengine.engine.spark.dv_job import RESULT_DDL, DvJobContext, build_deletion_vectors
+from dvengine.engine.spark.file_tasks import FileTasksContext, balanced_groups, run_file_tasks
 from dvengine.engine.spark.identifiers import quote
 from dvengine.engine.spark.paths import spark_file_uri
 from dvengine.engine.spark.reader import FILE_PATH_COL, ROW_INDEX_COL, logical_spark_type, scan_logical, spark_schema
@@ -38,7 +41,7 @@ from dvengine.engine.spark.rows_job import KIND_ADD, KIND_COUNT, KIND_FILE, Rows
 from dvengine.engine.spark.rows_job import RESULT_DDL as RESULT_DDL_ROWS
 from dvengine.engine.spark.session import check_python_workers
 from dvengine.engine.spark.writer import write_parquet_files
-from dvengine.errors import SchemaViolationError
+from dvengine.errors import InvalidArgumentError, SchemaViolationError
 from dvengine.expressions import BoundExpression, BoundPredicate
 from dvengine.faults import DML_DATA_FILES_WRITTEN, DML_DV_FILES_WRITTEN, fault_point
 from dvengine.log import Snapshot
@@ -51,6 +54,14 @@ from dvengine.writing.stats import num_indexed_cols
 
 _MATCHED = "spark.matched"
 _FUSED = "spark.fused"
+_FILE_TASKS = "spark.file_tasks"
+
+# How the Spark executor runs DELETE and UPDATE: "files" = one job of file tasks (the embedded
+# evaluator's work per file, in the Python workers: ``file_tasks``), "rows" = Spark evaluates
+# and the rows travel to the tasks (``rows_job``), "auto" = files wherever the embedded
+# evaluator is exact for the condition and values and the table writes no change data.
+STRATEGY_CONF = "dvengine.spark.dmlStrategy"
+STRATEGIES = ("auto", "files", "rows")
 R = TypeVar("R")
 
 
@@ -173,9 +184,33 @@ class SparkExecutor:
             ctx.engine_state[_MATCHED] = cached
         return cached
 
+    def file_tasks_reason(
+        self, ctx: DmlContext, predicate: BoundPredicate | None, assignments: Mapping[str, BoundExpression] | None
+    ) -> str | None:
+        """Why this command runs on the row plan rather than as file tasks (None: file tasks);
+        ``dvengine.spark.dmlStrategy`` = files makes any reason an error instead."""
+        raw = self.spark.conf.get(STRATEGY_CONF, None) or "auto"
+        strategy = raw.strip().lower()
+        if strategy not in STRATEGIES:
+            raise InvalidArgumentError(f"{STRATEGY_CONF} must be one of {STRATEGIES}, got {raw!r}")
+        if strategy == "rows":
+            return f"{STRATEGY_CONF}=rows"
+        schema = ctx.snapshot.schema
+        values = [(name, schema.get(name).type, value) for name, value in (assignments or {}).items()]
+        reason = LocalExecutor().unsupported_reason(schema, predicate, values)
+        if reason is None and writes_change_data(ctx.snapshot):
+            reason = "the table writes change data, which the row plan produces"
+        if reason is not None and strategy == "files":
+            raise InvalidArgumentError(f"{STRATEGY_CONF}=files, but {ctx.operation} cannot run as file tasks: {reason}")
+        return reason
+
     def retire_rows(self, ctx: DmlContext, files: Sequence[AddFile], predicate: BoundPredicate | None) -> RowRetirement:
         fused: RetiredAndWritten | None = ctx.engine_state.get(_FUSED)
         if fused is not None:  # UPDATE: check_new_values already did the work
+            return fused.retirement
+        if self.file_tasks_reason(ctx, predicate, None) is None:
+            fused = self._file_tasks(ctx, files, predicate, None)
+            ctx.engine_state[_FUSED] = ctx.engine_state[_FILE_TASKS] = fused
             return fused.retirement
         started = time.monotonic()
         matched = ctx.engine_state.get(_MATCHED)
@@ -225,11 +260,40 @@ class SparkExecutor:
         succeeded; the command removes the folder (and any DV file) if it fails.
         """
         started = time.monotonic()
-        snapshot = ctx.snapshot
         dv_job, partitions = self._dv_job(ctx, files)
+        job = self._rows_context(ctx, dv_job, layout)
+        key = F.col(FILE_PATH_COL) if spread is None else F.coalesce(F.col(FILE_PATH_COL), spread.cast("string"))
+        results = rows.repartition(partitions, key).mapInArrow(retire_and_write(job), RESULT_DDL_ROWS)
+        return self._collect_job(ctx, job, results, started)
+
+    def _file_tasks(
+        self,
+        ctx: DmlContext,
+        files: Sequence[AddFile],
+        predicate: BoundPredicate | None,
+        assignments: Mapping[str, BoundExpression] | None,
+    ) -> RetiredAndWritten:
+        """One job of file tasks (``file_tasks``): each task matches, retires and writes for its
+        group of files in its Python worker; same staging, DV files and results as the row plan."""
+        started = time.monotonic()
+        dv_job, partitions = self._dv_job(ctx, files)
+        groups = balanced_groups(files, partitions)
+        job = FileTasksContext(
+            rows=self._rows_context(ctx, dv_job, RowsLayout(value_columns=tuple(ctx.snapshot.schema.field_names))),
+            snapshot=dataclasses.replace(ctx.snapshot, files=(), load_tombstones=tuple),
+            groups=groups,
+            predicate=predicate,
+            assignments=assignments,
+        )
+        results = self.spark.range(0, len(groups), 1, len(groups)).mapInArrow(run_file_tasks(job), RESULT_DDL_ROWS)
+        return self._collect_job(ctx, job.rows, results, started)
+
+    def _rows_context(self, ctx: DmlContext, dv_job: DvJobContext, layout: RowsLayout) -> RowsJobContext:
+        """The tasks' context with a fresh staging folder, recorded for removal if the command fails."""
+        snapshot = ctx.snapshot
         staging = os.path.join(snapshot.table_root, f"{SPARK_STAGING_PREFIX}{uuid.uuid4().hex}")
         ctx.written.add_folder(staging)
-        job = RowsJobContext(
+        return RowsJobContext(
             dv=dv_job,
             schema=snapshot.schema,
             partition_columns=tuple(snapshot.partition_columns),
@@ -238,24 +302,22 @@ class SparkExecutor:
             operation=ctx.operation,
             layout=layout,
         )
-        key = F.col(FILE_PATH_COL) if spread is None else F.coalesce(F.col(FILE_PATH_COL), spread.cast("string"))
-        results = spark_job(
-            ctx.operation,
-            lambda: rows.repartition(partitions, key).mapInArrow(retire_and_write(job), RESULT_DDL_ROWS).collect(),
-            value_error=True,
-        )
+
+    def _collect_job(self, ctx: DmlContext, job: RowsJobContext, results: DataFrame, started: float) -> RetiredAndWritten:
+        """Run a retire-and-write job and hand out what it did; its new files move into place."""
+        rows = spark_job(ctx.operation, results.collect, value_error=True)
         outcomes: list[FileRetirement] = []
         adds: list[AddFile] = []
         counts: dict[int, int] = {}
-        for row in results:
+        for row in rows:
             if row["kind"] == KIND_FILE:
-                outcomes.append(_file_retirement(dv_job, row))
+                outcomes.append(_file_retirement(job.dv, row))
             elif row["kind"] == KIND_ADD:
                 adds.append(AddFile.from_json(json.loads(row["add_json"])))
             elif row["kind"] == KIND_COUNT:
                 counts[int(row["clause"])] = counts.get(int(row["clause"]), 0) + int(row["n"])
-        retirement = build_retirement(outcomes, ctx.now_ms, _dv_paths(dv_job), int((time.monotonic() - started) * 1000))
-        _publish(ctx, staging, adds)
+        retirement = build_retirement(outcomes, ctx.now_ms, _dv_paths(job.dv), int((time.monotonic() - started) * 1000))
+        _publish(ctx, job.staging_root, adds)
         # Both kinds of files exist once the job is done and its data files are in place (a kill
         # here leaves orphans VACUUM reclaims, never a staging folder younger than an hour).
         fault_point(DML_DV_FILES_WRITTEN)
@@ -265,6 +327,9 @@ class SparkExecutor:
     # --- writing ------------------------------------------------------------------------------------
 
     def write_survivors(self, ctx: DmlContext, files: Sequence[AddFile], predicate: BoundPredicate) -> WrittenRows:
+        by_file_tasks: RetiredAndWritten | None = ctx.engine_state.get(_FILE_TASKS)
+        if by_file_tasks is not None:  # DELETE: the tasks rewrote these files in the same pass
+            return by_file_tasks.written
         survivors = scan_logical(self.spark, ctx.snapshot, files).where(~self._condition(predicate))
         written = spark_job(f"{ctx.operation} rewrite", lambda: write_frame(survivors, ctx.snapshot))
         ctx.written.add_data_files(written.files)
@@ -273,10 +338,15 @@ class SparkExecutor:
     def check_new_values(
         self, ctx: DmlContext, predicate: BoundPredicate | None, assignments: Mapping[str, BoundExpression]
     ) -> None:
-        """The whole UPDATE in one job: Spark evaluates every new value of every matched row (ANSI
+        """The whole UPDATE in one job: file tasks where the embedded evaluator is exact
+        (``file_tasks``), else the row plan: Spark evaluates every new value of every matched row (ANSI
         casts fail the job), and the tasks check NOT NULL columns, build the DVs and write the new
         rows (``rows_job``). ``retire_rows`` and ``write_updated_rows`` then hand out the result;
         a failure here leaves nothing behind (the command removes the staging folder and DV files)."""
+        if self.file_tasks_reason(ctx, predicate, assignments) is None:
+            fused = self._file_tasks(ctx, ctx.plan.candidates, predicate, assignments)
+            ctx.engine_state[_FUSED] = ctx.engine_state[_FILE_TASKS] = fused
+            return
         sql = {name: value.sql for name, value in assignments.items()}
         snapshot = ctx.snapshot
         rows = (
@@ -327,7 +397,8 @@ class SparkExecutor:
         """The updated rows the retire-and-write job wrote, plus the unmatched rows of the files the
         rewrite threshold sends to copy-on-write (their matched rows are among the updated ones)."""
         fused: RetiredAndWritten = ctx.engine_state[_FUSED]
-        if not rewrite_files or predicate is None:  # without a predicate no row survives
+        if not rewrite_files or predicate is None or _FILE_TASKS in ctx.engine_state:
+            # without a predicate no row survives; file tasks wrote the survivors in the same pass
             return fused.written
         started = time.monotonic()
         survivors = self.write_survivors(ctx, rewrite_files, predicate)

@@ -22,7 +22,7 @@ Only descriptors, counts and ``add`` actions travel back to the driver.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -98,7 +98,7 @@ def _mask(batch: pa.Table, column: str | None) -> pa.ChunkedArray | None:
     return None if column is None else pc.fill_null(batch.column(column), False)
 
 
-class _NewRows:
+class NewRows:
     """New rows of one task, written in chunks of ``FLUSH_ROWS`` to the staging folder."""
 
     def __init__(self, ctx: RowsJobContext) -> None:
@@ -190,7 +190,7 @@ def retire_and_write(ctx: RowsJobContext) -> Callable[[Iterator[pa.RecordBatch]]
         matched_uris: list[np.ndarray] = []
         matched_rows: list[np.ndarray] = []
         counts: dict[int, int] = {}
-        new_rows = _NewRows(ctx)
+        new_rows = NewRows(ctx)
         for record_batch in batches:
             if record_batch.num_rows == 0:
                 continue
@@ -220,15 +220,18 @@ def retire_and_write(ctx: RowsJobContext) -> Callable[[Iterator[pa.RecordBatch]]
         if matched_uris:
             _check_cardinality(np.concatenate(matched_uris), np.concatenate(matched_rows))
         new_rows.flush()
-        yield from _results(dv, per_file, new_rows.adds, counts)
+        outcomes = {uri: finish_file(dv, uri, chunks) for uri, chunks in per_file.items()}
+        yield from result_batches(dv, outcomes, new_rows.adds, counts)
 
     return run
 
 
-def _results(
-    dv: DvJobContext, per_file: dict[str, list[np.ndarray]], adds: list[str], counts: dict[int, int]
+def result_batches(
+    dv: DvJobContext, outcomes: Mapping[str, FileOutcome], adds: list[str], counts: Mapping[int, int]
 ) -> Iterator[pa.RecordBatch]:
-    outcomes: dict[str, FileOutcome] = {uri: finish_file(dv, uri, chunks) for uri, chunks in per_file.items()}
+    """A task's result rows: writes its DVs (``encode_outcomes``), then one row per file it
+    retired rows of, per data file it wrote (``add`` JSON relative to the staging folder) and per
+    clause count."""
     dv_json = encode_outcomes(dv, outcomes)
     kinds: list[str] = []
     out: dict[str, list[object]] = {name: [] for name in RESULT_SCHEMA.names}

@@ -1,0 +1,103 @@
+"""Executor side of DELETE and UPDATE as file tasks: Spark schedules whole files, workers do the rest.
+
+The row plan (``rows_job``) lets Spark evaluate the condition and values, so every matched row
+crosses from the JVM into a Python worker as Arrow, after a shuffle that brings a file's rows
+together. At 10M rows that transfer, not the format, set the latency: scanning all columns with
+the filter costs 1.7-2.0 s here, the same scan handed to ``mapInArrow`` 3.9 s, while pyarrow reads
+the predicate column of a 500k-row file in a few milliseconds.
+
+When the embedded evaluator translates the condition and every value exactly under Spark SQL
+semantics (``LocalExecutor.unsupported_reason``), the Spark executor instead runs one job of
+file tasks: ``spark.range`` gives one partition per group of files (balanced by size), and each
+task, in its Python worker, does for each of its files what the embedded executor does in
+process (``engine.local.executor``): read the condition's columns, match, union the old DV,
+decide DV / rewrite / remove, evaluate the new values of matched rows, write the new rows (and a
+rewritten file's survivors) into the command's staging folder, and its DVs into the DV file the
+driver assigned to the task. No rows travel through the JVM and no shuffle runs; only
+descriptors and ``add`` actions come back, in the row plan's result format.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+
+import pyarrow as pa
+from pyroaring import BitMap64
+
+from dvengine.dv import bitmap_from_row_indexes
+from dvengine.engine.local.executor import match_file, new_values, surviving_rows
+from dvengine.engine.spark.dv_job import FileOutcome
+from dvengine.engine.spark.paths import spark_file_uri
+from dvengine.engine.spark.rows_job import NewRows, RowsJobContext, result_batches
+from dvengine.expressions import BoundExpression, BoundPredicate
+from dvengine.log import Snapshot
+from dvengine.planning.decisions import FileAction, decide_file_action
+from dvengine.protocol.actions import AddFile
+from dvengine.storage import resolve_data_path
+
+GROUP_COL = "id"  # spark.range's column: the index of the task's group of files
+
+
+@dataclass(frozen=True, slots=True)
+class FileTasksContext:
+    """What every task needs (shipped once per task by closure).
+
+    ``snapshot`` carries no file list (a task is handed its files in ``groups``), so the closure
+    stays small however large the table.
+    """
+
+    rows: RowsJobContext  # staging folder, DV job (targets, options, DV file ids), schema
+    snapshot: Snapshot
+    groups: tuple[tuple[AddFile, ...], ...]
+    predicate: BoundPredicate | None
+    assignments: Mapping[str, BoundExpression] | None  # UPDATE's values; None for DELETE
+
+
+def balanced_groups(files: Sequence[AddFile], count: int) -> tuple[tuple[AddFile, ...], ...]:
+    """``files`` split into at most ``count`` groups of similar total size (largest first onto the
+    lightest group), so one task does not hold the job back on a table of uneven files."""
+    count = max(1, min(count, len(files)))
+    groups: list[list[AddFile]] = [[] for _ in range(count)]
+    sizes = [0] * count
+    for add in sorted(files, key=lambda a: (-a.size, a.path)):
+        lightest = sizes.index(min(sizes))
+        groups[lightest].append(add)
+        sizes[lightest] += add.size
+    return tuple(tuple(g) for g in groups if g)
+
+
+def _process_file(ctx: FileTasksContext, add: AddFile, new_rows: NewRows) -> FileOutcome | None:
+    """One file: match, decide, write its updated rows (and, when rewritten, its survivors)."""
+    options = ctx.rows.dv.options
+    match = match_file(ctx.snapshot, add, ctx.predicate, all_columns=ctx.assignments is not None)
+    if not len(match.matched):
+        return None
+    retired = match.previously_deleted | bitmap_from_row_indexes(match.matched)
+    previously = len(match.previously_deleted)
+    action = decide_file_action(match.physical_rows, previously, len(match.matched), options, ctx.rows.dv.dv_supported)
+    if ctx.assignments is not None and match.rows is not None:
+        new_rows.add(new_values(ctx.snapshot.schema, match.rows, ctx.assignments))
+    if action is FileAction.REWRITE:
+        new_rows.add(surviving_rows(ctx.snapshot, add, retired))
+    return FileOutcome(action, retired if action is FileAction.DELETION_VECTOR else BitMap64(), len(match.matched))
+
+
+def run_file_tasks(ctx: FileTasksContext) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """A mapInArrow function over ``spark.range(len(groups))``: group indexes in, results out."""
+    root = ctx.snapshot.table_root
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        outcomes: dict[str, FileOutcome] = {}
+        new_rows = NewRows(ctx.rows)
+        for batch in batches:
+            for group in batch.column(GROUP_COL).to_pylist():
+                for add in ctx.groups[int(group)]:
+                    outcome = _process_file(ctx, add, new_rows)
+                    if outcome is not None:
+                        outcomes[spark_file_uri(resolve_data_path(root, add.path))] = outcome
+        new_rows.flush()
+        yield from result_batches(ctx.rows.dv, outcomes, new_rows.adds, {})
+
+    return run
+
