@@ -137,11 +137,13 @@ class DeltaMergeBuilder:
             return normalize_arrow_types(arrow)
         if requested == ENGINE_SPARK:
             return None
-        raw = self._session.conf()(CONF_LOCAL_MAX_SOURCE_ROWS)
-        limit = DEFAULT_LOCAL_MAX_SOURCE_ROWS if raw in (None, "") else int(str(raw))
         from dvengine.engine.spark.merge import collect_small_source
 
-        return collect_small_source(self._source, None if requested == ENGINE_LOCAL else limit)
+        return collect_small_source(self._source, None if requested == ENGINE_LOCAL else self._max_local_source_rows())
+
+    def _max_local_source_rows(self) -> int:
+        raw = self._session.conf()(CONF_LOCAL_MAX_SOURCE_ROWS)
+        return DEFAULT_LOCAL_MAX_SOURCE_ROWS if raw in (None, "") else int(str(raw))
 
     def _column_resolver(self) -> Any:
         """How the local MERGE turns pyspark Columns into SQL (only needed when some were given)."""
@@ -181,18 +183,26 @@ class DeltaMergeBuilder:
             from dvengine.engine.spark.merge import dataframe_alias
 
             source_alias = dataframe_alias(self._source)
+        def local_request(arrow: pa.Table) -> LocalMergeRequest:
+            return LocalMergeRequest(
+                self._table_root, self._target_alias, arrow, source_alias, self._condition, tuple(self._clauses),
+                options, self._column_resolver(), evolution,
+            )
+
         if choice.requested != ENGINE_SPARK:
             arrow = self._local_source(choice.requested)
             if arrow is not None:
-                request = LocalMergeRequest(
-                    self._table_root, self._target_alias, arrow, source_alias, self._condition, tuple(self._clauses),
-                    options, self._column_resolver(), evolution,
-                )
                 try:
-                    return execute_local_merge(request)
+                    return execute_local_merge(local_request(arrow))
                 except NotLocallyEvaluableError:
                     if choice.requested == ENGINE_LOCAL:
                         raise
+        else:  # a small source runs as file tasks on the cluster, unless the strategy says rows
+            from dvengine.engine.spark.merge import merge_as_file_tasks
+
+            done = merge_as_file_tasks(self._session.session(), self._source, self._max_local_source_rows(), local_request)
+            if done is not None:
+                return done
         from dvengine.engine.spark.merge import run_spark_merge
 
         return run_spark_merge(

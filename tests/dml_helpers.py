@@ -82,3 +82,20 @@ def engine_and_strategy(name: str) -> tuple[str, str | None]:
     """Test parameter names: "spark-rows" / "spark-files" force the Spark executor's strategy."""
     engine, _, strategy = name.partition("-")
     return engine, strategy or None
+
+
+@contextmanager
+def default_engine(spark: Any, name: str) -> Iterator[None]:
+    """Run the block with ``dvengine.execution.engine`` (and, for "spark-rows"/"spark-files", the
+    Spark strategy) as the session default, for tests whose commands pass no engine."""
+    engine, strategy = engine_and_strategy(name)
+    previous = spark.conf.get("dvengine.execution.engine", None)
+    spark.conf.set("dvengine.execution.engine", engine)
+    try:
+        with spark_dml_strategy(spark, strategy):
+            yield
+    finally:
+        if previous is None:
+            spark.conf.unset("dvengine.execution.engine")
+        else:
+            spark.conf.set("dvengine.execution.engine", previous)

@@ -7,13 +7,13 @@ Truth is a plain-Python model of MERGE over the rows, checked through four indep
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pytest
-from dml_helpers import make_table
+from dml_helpers import default_engine, make_table
 from interop import assert_all_readers
 
 from dvengine.merge_builder import merge_builder
@@ -77,9 +77,24 @@ def model_upsert(target: list[Row], source: list[Row]) -> list[Row]:
     return list(by_id.values())
 
 
+
+# Every MERGE here runs on the embedded executor (auto: a small source with what it evaluates
+# exactly), on Spark as file tasks where possible ("spark"), and on Spark's row plan.
+@pytest.fixture(autouse=True, params=["auto", "spark", "spark-rows"])
+def merge_engine(request: pytest.FixtureRequest, spark: Any) -> Iterator[str]:
+    with default_engine(spark, request.param):
+        yield request.param
+
 @pytest.mark.parametrize("mode", ["dv", "rewrite", "auto"])
 @pytest.mark.parametrize("partitioned", [False, True])
-def test_upsert_matches_model(spark: Any, tmp_path: Path, mode: str, partitioned: bool) -> None:
+def test_upsert_matches_model(
+    spark: Any, tmp_path: Path, mode: str, partitioned: bool, merge_engine: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dvengine.engine.spark import executor
+
+    tasks_ran: list[int] = []
+    original = executor.run_merge_tasks
+    monkeypatch.setattr(executor, "run_merge_tasks", lambda ctx: tasks_ran.append(len(ctx.groups)) or original(ctx))
     path = tmp_path / "t"
     rows = make_table(spark, path, partition_by=["part"] if partitioned else None)
     # Updates of existing ids (some change partition), and new ids.
@@ -92,6 +107,8 @@ def test_upsert_matches_model(spark: Any, tmp_path: Path, mode: str, partitioned
         .executeMetrics()
     )
     updated = sum(1 for r in src if r[0] < 200)
+    assert metrics["executionEngine"] == ("local" if merge_engine == "auto" else "spark")
+    assert bool(tasks_ran) == (merge_engine == "spark")  # "spark" ran file tasks, "spark-rows" did not
     assert metrics["numSourceRows"] == len(src)
     assert metrics["numTargetRowsUpdated"] == metrics["numTargetRowsMatchedUpdated"] == updated
     assert metrics["numTargetRowsInserted"] == len(src) - updated

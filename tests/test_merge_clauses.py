@@ -3,17 +3,25 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from dml_helpers import data_listing, log_listing, make_table
+from dml_helpers import data_listing, default_engine, log_listing, make_table
 from interop import assert_all_readers
 from pyspark.sql import functions as F
 from test_merge import COLS, commit_lines, model_merge, source_df
 
 from dvengine.merge_builder import merge_builder
 
+
+# Every MERGE here runs on the embedded executor (auto: a small source with what it evaluates
+# exactly), on Spark as file tasks where possible ("spark"), and on Spark's row plan.
+@pytest.fixture(autouse=True, params=["auto", "spark", "spark-rows"])
+def merge_engine(request: pytest.FixtureRequest, spark: Any) -> Iterator[str]:
+    with default_engine(spark, request.param):
+        yield request.param
 
 @pytest.mark.parametrize("mode", ["dv", "rewrite"])
 def test_clauses_apply_in_order_with_conditions(spark: Any, tmp_path: Path, mode: str) -> None:

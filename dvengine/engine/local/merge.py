@@ -62,6 +62,7 @@ from dvengine.expressions.refs import bound_refs, ref_of
 from dvengine.expressions.trees import conjuncts
 from dvengine.log import load_snapshot
 from dvengine.planning.decisions import DmlOptions
+from dvengine.protocol.actions import AddFile
 from dvengine.protocol.schema import StructField, StructType, from_arrow_schema, to_arrow_type
 
 DEFAULT_TARGET_ALIAS = "__target"
@@ -255,27 +256,14 @@ def _new_rows(
     return out, counts
 
 
-def _target_rows(ctx: DmlContext, executor: LocalExecutor, plan: _Plan) -> tuple[pa.Table, list[FileMatch]]:
-    """Live rows of the candidate files (all columns, renamed) with their file and row ids."""
-    matches = executor._matches(ctx, ctx.plan.candidates, None, all_columns=True)
-    tables = []
-    for file_id, match in enumerate(matches):
-        rows = match.rows
-        assert rows is not None
-        renamed = rows.rename_columns([plan.target[name] for name in rows.column_names])
-        renamed = renamed.append_column(FILE_ID, pa.array(np.full(len(match.matched), file_id, dtype=np.int32)))
-        tables.append(renamed.append_column(ROW_ID, pa.array(match.matched)))
-    if not tables:
-        schema = pa.schema(
-            [pa.field(plan.target[f.name], to_arrow_type(f.type)) for f in ctx.snapshot.schema.fields]
-            + [pa.field(FILE_ID, pa.int32()), pa.field(ROW_ID, pa.int64())]
-        )
-        return schema.empty_table(), matches
-    return pa.concat_tables(tables), matches
+def execute_local_merge(
+    req: LocalMergeRequest, target_runner: TargetRunner | None = None, engine_name: str = "local"
+) -> dict[str, Any]:
+    """Run a MERGE in-process; NotLocallyEvaluableError (before any write) when it cannot.
 
-
-def execute_local_merge(req: LocalMergeRequest) -> dict[str, Any]:
-    """Run a MERGE in-process; NotLocallyEvaluableError (before any write) when it cannot."""
+    ``target_runner`` replaces the in-process target side (the Spark executor's file tasks run
+    it on the cluster; ``engine_name`` is then reported as ``executionEngine``): binding,
+    pruning, inserts, metrics and the commit stay here."""
     started = time.monotonic()
     if not req.clauses:
         raise InvalidArgumentError("a MERGE needs at least one WHEN clause")
@@ -313,51 +301,104 @@ def execute_local_merge(req: LocalMergeRequest) -> dict[str, Any]:
     ctx.started = started  # executionTimeMs covers binding too, as on Spark
     evolution_plan.apply(ctx.transaction)
     with ctx.cleaning_up_on_failure():
-        return _run(ctx, LocalExecutor(), req.source, plan, keys, residual, clauses)
+        if target_runner is None:
+            return _run(ctx, run_target_locally(LocalExecutor()), "local", req.source, plan, keys, residual, clauses)
+        return _run(ctx, target_runner, engine_name, req.source, plan, keys, residual, clauses)
 
 
-def _run(
-    ctx: DmlContext,
-    executor: LocalExecutor,
-    source: pa.Table,
-    plan: _Plan,
-    keys: Sequence[_Key],
-    residual: BoundPredicate | None,
-    clauses: Sequence[BoundClause],
-) -> dict[str, Any]:
-    schema = ctx.snapshot.schema
-    matched_clauses = [c for c in clauses if c.kind is ClauseKind.MATCHED]
-    insert_clauses = [c for c in clauses if c.kind is ClauseKind.NOT_MATCHED]
-    by_source = [c for c in clauses if c.kind is ClauseKind.NOT_MATCHED_BY_SOURCE]
-    insert_only = not matched_clauses and not by_source  # Delta writes no change files: readers derive inserts
-    scan_started = time.monotonic()
+@dataclass(frozen=True)
+class TargetJob:
+    """The target side of a bound MERGE, everything a task needs to run it on some files."""
+
+    schema: StructType
+    plan: _Plan
+    keys: tuple[_Key, ...]
+    residual: BoundPredicate | None
+    matched_clauses: tuple[BoundClause, ...]
+    by_source: tuple[BoundClause, ...]
+    check_duplicates: bool
+
+
+@dataclass
+class TargetSide:
+    """What the MATCHED and NOT MATCHED BY SOURCE clauses did to some candidate files."""
+
+    outputs: list[pa.Table]  # new rows of writing clauses, in the target schema
+    counts: dict[int, int]  # clause id -> rows that took it
+    retire: dict[int, np.ndarray]  # index into the files' matches -> row indexes to retire (unique)
+    matched_sources: np.ndarray  # SOURCE_IDs that matched some target row
+
+
+@dataclass
+class TargetResult:
+    """The target side over all candidate files, as a runner hands it back to the command."""
+
+    counts: dict[int, int]
+    matched_sources: np.ndarray
+    retired: RowRetirement
+    written: list[AddFile]  # files the runner already wrote (new rows, rewritten survivors)
+    pending: list[pa.Table]  # rows still to write, with the inserts
+
+
+# How the target side runs: in this process (``run_target_locally``) or, for the Spark executor,
+# as file tasks on the cluster (``engine.spark.file_tasks``); (ctx, prepared source, job, changes).
+TargetRunner = Callable[[DmlContext, pa.Table, TargetJob, "MergeChanges | None"], TargetResult]
+
+
+def prepare_source(source: pa.Table, plan: _Plan, keys: Sequence[_Key]) -> pa.Table:
+    """Source columns renamed ``__s<j>``, its row ids, and join key columns of one Arrow type."""
     src = source.rename_columns([plan.source[f.name] for f in (from_arrow_schema(source.schema)).fields])
     src = src.append_column(SOURCE_ID, pa.array(np.arange(src.num_rows, dtype=np.int64)))
-    target, matches = _target_rows(ctx, executor, plan)
-
-    # Join keys must have one Arrow type on both sides: widen integers to int64.
-    left_keys, right_keys = [], []
     for i, key in enumerate(keys):
-        lname, rname = f"__kt{i}", f"__ks{i}"
-        ltype = pa.int64() if _family(key.target) == "int" else to_arrow_type(key.target.type)
-        target = target.append_column(lname, target.column(plan.target[key.target.name]).cast(ltype))
-        src = src.append_column(rname, src.column(plan.source[key.source.name]).cast(ltype))
-        left_keys.append(lname)
-        right_keys.append(rname)
+        src = src.append_column(f"__ks{i}", src.column(plan.source[key.source.name]).cast(_key_type(key)))
+    return src
+
+
+def _key_type(key: _Key) -> pa.DataType:
+    """Join keys must have one Arrow type on both sides: integers widen to int64."""
+    return pa.int64() if _family(key.target) == "int" else to_arrow_type(key.target.type)
+
+
+def _target_rows(schema: StructType, matches: Sequence[FileMatch], job: TargetJob) -> pa.Table:
+    """Live rows of the files (all columns, renamed) with their file index and row ids."""
+    tables = []
+    for file_id, match in enumerate(matches):
+        rows = match.rows
+        assert rows is not None
+        renamed = rows.rename_columns([job.plan.target[name] for name in rows.column_names])
+        renamed = renamed.append_column(FILE_ID, pa.array(np.full(len(match.matched), file_id, dtype=np.int32)))
+        tables.append(renamed.append_column(ROW_ID, pa.array(match.matched)))
+    if tables:
+        target = pa.concat_tables(tables)
+    else:
+        target = pa.schema(
+            [pa.field(job.plan.target[f.name], to_arrow_type(f.type)) for f in schema.fields]
+            + [pa.field(FILE_ID, pa.int32()), pa.field(ROW_ID, pa.int64())]
+        ).empty_table()
+    for i, key in enumerate(job.keys):
+        target = target.append_column(f"__kt{i}", target.column(job.plan.target[key.target.name]).cast(_key_type(key)))
+    return target
+
+
+def merge_target_side(matches: Sequence[FileMatch], src: pa.Table, job: TargetJob, changes: MergeChanges | None) -> TargetSide:
+    """Join the live rows of ``matches``' files with the source, check cardinality, and apply the
+    MATCHED and NOT MATCHED BY SOURCE clauses. Works on any subset of the candidate files: a
+    target row belongs to one file, so a task holding some files sees all pairs of their rows."""
+    plan, schema = job.plan, job.schema
+    target = _target_rows(schema, matches, job)
+    left_keys = [f"__kt{i}" for i in range(len(job.keys))]
+    right_keys = [f"__ks{i}" for i in range(len(job.keys))]
     try:
         pairs = target.join(src, keys=left_keys, right_keys=right_keys, join_type="inner", use_threads=True)
     except pa.ArrowNotImplementedError as exc:  # e.g. a nested column type the hash join cannot carry
         raise NotLocallyEvaluableError(f"the local hash join cannot carry these columns: {exc}") from exc
-    if residual is not None and pairs.num_rows:
+    if job.residual is not None and pairs.num_rows:
         try:
-            pairs = pairs.filter(plan.condition(residual))
+            pairs = pairs.filter(plan.condition(job.residual))
         except (pa.ArrowInvalid, ArithmeticError) as exc:
             raise EvaluationError(f"the MERGE condition failed while evaluating rows: {exc}") from exc
 
-    check_duplicates = bool(matched_clauses) and not (
-        len(matched_clauses) == 1 and matched_clauses[0].action is ClauseAction.DELETE and matched_clauses[0].condition is None
-    )
-    if check_duplicates and pairs.num_rows:
+    if job.check_duplicates and pairs.num_rows:
         ids = pc.add(pc.multiply(pairs.column(FILE_ID).cast(pa.int64()), 2**40), pairs.column(ROW_ID))
         if len(pc.unique(ids)) != pairs.num_rows:
             raise MergeCardinalityError(
@@ -366,9 +407,7 @@ def _run(
                 "source or make the condition match at most one source row per target row; nothing was written"
             )
 
-    outputs: list[pa.Table] = []
-    counts: dict[int, int] = {}
-    changes = MergeChanges(plan.target, schema, (FILE_ID, ROW_ID)) if writes_change_data(ctx.snapshot) and not insert_only else None
+    side = TargetSide([], {}, {}, np.unique(pairs.column(SOURCE_ID).to_numpy()) if pairs.num_rows else np.empty(0, np.int64))
     retire: dict[int, list[np.ndarray]] = {}
 
     def retire_rows(table: pa.Table, ids: np.ndarray, retiring: set[int]) -> None:
@@ -379,53 +418,90 @@ def _run(
             for file_id in np.unique(files):
                 retire.setdefault(int(file_id), []).append(rows[files == file_id])
 
-    if matched_clauses and pairs.num_rows:
-        ids = _first_clause(pairs, matched_clauses, plan)
-        new, c = _new_rows(pairs, ids, matched_clauses, plan, schema)
-        outputs += new.values()
-        counts.update(c)
+    def apply(table: pa.Table, clauses: Sequence[BoundClause]) -> np.ndarray:
+        ids = _first_clause(table, clauses, plan)
+        new, counts = _new_rows(table, ids, clauses, plan, schema)
+        side.outputs.extend(new.values())
+        side.counts.update(counts)
         if changes is not None:
-            changes.add(pairs, ids, matched_clauses, new)
-        retire_rows(pairs, ids, {c.clause_id for c in matched_clauses if c.retires_target_row})
+            changes.add(table, ids, clauses, new)
+        retire_rows(table, ids, {c.clause_id for c in clauses if c.retires_target_row})
+        return ids
+
+    if job.matched_clauses and pairs.num_rows:
+        apply(pairs, job.matched_clauses)
+    if job.by_source:
+        matched_targets = pc.add(pc.multiply(pairs.column(FILE_ID).cast(pa.int64()), 2**40), pairs.column(ROW_ID))
+        all_targets = pc.add(pc.multiply(target.column(FILE_ID).cast(pa.int64()), 2**40), target.column(ROW_ID))
+        apply(target.filter(pc.invert(pc.is_in(all_targets, value_set=pc.unique(matched_targets)))), job.by_source)
+    side.retire = {file_id: np.unique(np.concatenate(chunks)) for file_id, chunks in retire.items()}
+    return side
+
+
+def run_target_locally(executor: LocalExecutor) -> TargetRunner:
+    """The embedded executor's target side: every candidate file in this process."""
+
+    def run(ctx: DmlContext, src: pa.Table, job: TargetJob, changes: MergeChanges | None) -> TargetResult:
+        started = time.monotonic()
+        matches = executor._matches(ctx, ctx.plan.candidates, None, all_columns=True)
+        side = merge_target_side(matches, src, job, changes)
+        retired = RowRetirement()
+        if side.retire:
+            to_retire = []
+            for file_id, rows in side.retire.items():
+                m = matches[file_id]
+                to_retire.append(FileMatch(m.add, m.physical_rows, m.previously_deleted, rows))
+            retired = executor.retire_matches(ctx, to_retire, started)
+        survivors = [executor.surviving_rows(ctx, add) for add in retired.files_to_rewrite]
+        return TargetResult(side.counts, side.matched_sources, retired, [], side.outputs + survivors)
+
+    return run
+
+
+def _run(
+    ctx: DmlContext,
+    runner: TargetRunner,
+    engine: str,
+    source: pa.Table,
+    plan: _Plan,
+    keys: Sequence[_Key],
+    residual: BoundPredicate | None,
+    clauses: Sequence[BoundClause],
+) -> dict[str, Any]:
+    schema = ctx.snapshot.schema
+    executor = LocalExecutor()
+    matched_clauses = tuple(c for c in clauses if c.kind is ClauseKind.MATCHED)
+    insert_clauses = [c for c in clauses if c.kind is ClauseKind.NOT_MATCHED]
+    by_source = tuple(c for c in clauses if c.kind is ClauseKind.NOT_MATCHED_BY_SOURCE)
+    insert_only = not matched_clauses and not by_source  # Delta writes no change files: readers derive inserts
+    check_duplicates = bool(matched_clauses) and not (
+        len(matched_clauses) == 1 and matched_clauses[0].action is ClauseAction.DELETE and matched_clauses[0].condition is None
+    )
+    scan_started = time.monotonic()
+    src = prepare_source(source, plan, keys)
+    job = TargetJob(schema, plan, tuple(keys), residual, matched_clauses, by_source, check_duplicates)
+    changes = MergeChanges(plan.target, schema, (FILE_ID, ROW_ID)) if writes_change_data(ctx.snapshot) and not insert_only else None
+    target = runner(ctx, src, job, changes)
+    counts = dict(target.counts)
+    pending = list(target.pending)
     if insert_clauses:
-        matched_sources = pc.unique(pairs.column(SOURCE_ID)) if pairs.num_rows else pa.array([], pa.int64())
-        unmatched = src.filter(pc.invert(pc.is_in(src.column(SOURCE_ID), value_set=matched_sources)))
+        unmatched = src.filter(pc.invert(pc.is_in(src.column(SOURCE_ID), value_set=pa.array(target.matched_sources, pa.int64()))))
         ids = _first_clause(unmatched, insert_clauses, plan)
         new, c = _new_rows(unmatched, ids, insert_clauses, plan, schema)
-        outputs += new.values()
+        pending += new.values()
         counts.update(c)
         if changes is not None:
             changes.add(unmatched, ids, insert_clauses, new)
-    if by_source:
-        matched_targets = pc.add(pc.multiply(pairs.column(FILE_ID).cast(pa.int64()), 2**40), pairs.column(ROW_ID))
-        all_targets = pc.add(pc.multiply(target.column(FILE_ID).cast(pa.int64()), 2**40), target.column(ROW_ID))
-        lonely = target.filter(pc.invert(pc.is_in(all_targets, value_set=pc.unique(matched_targets))))
-        ids = _first_clause(lonely, by_source, plan)
-        new, c = _new_rows(lonely, ids, by_source, plan, schema)
-        outputs += new.values()
-        counts.update(c)
-        if changes is not None:
-            changes.add(lonely, ids, by_source, new)
-        retire_rows(lonely, ids, {c.clause_id for c in by_source if c.retires_target_row})
-
-    retired = RowRetirement()
-    if retire:
-        to_retire = []
-        for file_id, chunks in retire.items():
-            m = matches[file_id]
-            to_retire.append(FileMatch(m.add, m.physical_rows, m.previously_deleted, np.unique(np.concatenate(chunks))))
-        retired = executor.retire_matches(ctx, to_retire, scan_started)
     scan_ms = int((time.monotonic() - scan_started) * 1000)
 
     rewrite_started = time.monotonic()
-    survivors = [executor.surviving_rows(ctx, add) for add in retired.files_to_rewrite]
-    written = executor.write_tables(ctx, outputs + survivors)
+    written = executor.write_tables(ctx, pending)
+    files = [*target.written, *written.files]
     metrics = merge_metrics(
-        clauses, counts, not check_duplicates, source.num_rows, retired, written.files, ctx.plan, scan_ms,
-        int((time.monotonic() - rewrite_started) * 1000) if written.files else 0, executor.name,
+        clauses, counts, not check_duplicates, source.num_rows, target.retired, files, ctx.plan, scan_ms,
+        int((time.monotonic() - rewrite_started) * 1000) if files else 0, engine,
     )
-    ctx.transaction.add_actions([*retired.actions, *written.files])
+    ctx.transaction.add_actions([*target.retired.actions, *files])
     if changes is not None:
         metrics.update(change_file_metrics(register_change_files(ctx, write_change_rows(ctx, changes.tagged)), "MERGE"))
     return ctx.finish(metrics)
-

@@ -19,6 +19,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
+import numpy as np
+import pyarrow as pa
 from pyspark import StorageLevel
 from pyspark.errors import PySparkException
 from pyspark.sql import Column, DataFrame, Row, SparkSession
@@ -30,18 +32,34 @@ from dvengine.commands.retirement import FileRetirement, RowRetirement, build_re
 from dvengine.commands.written import WrittenRows
 from dvengine.dv import new_dv_file_id
 from dvengine.engine.local import LocalExecutor
+from dvengine.engine.local.change_data import MergeChanges
+from dvengine.engine.local.merge import TargetJob, TargetResult, TargetRunner
 from dvengine.engine.spark import errors as spark_errors
 from dvengine.engine.spark.change_data import table_columns, tagged, write_change_frames
 from dvengine.engine.spark.dv_job import RESULT_DDL, DvJobContext, build_deletion_vectors
-from dvengine.engine.spark.file_tasks import FileTasksContext, balanced_groups, run_file_tasks
+from dvengine.engine.spark.file_tasks import (
+    FileTasksContext,
+    MergeTasksContext,
+    balanced_groups,
+    run_file_tasks,
+    run_merge_tasks,
+)
 from dvengine.engine.spark.identifiers import quote
 from dvengine.engine.spark.paths import spark_file_uri
 from dvengine.engine.spark.reader import FILE_PATH_COL, ROW_INDEX_COL, logical_spark_type, scan_logical, spark_schema
-from dvengine.engine.spark.rows_job import KIND_ADD, KIND_COUNT, KIND_FILE, RowsJobContext, RowsLayout, retire_and_write
+from dvengine.engine.spark.rows_job import (
+    KIND_ADD,
+    KIND_COUNT,
+    KIND_FILE,
+    KIND_SOURCES,
+    RowsJobContext,
+    RowsLayout,
+    retire_and_write,
+)
 from dvengine.engine.spark.rows_job import RESULT_DDL as RESULT_DDL_ROWS
 from dvengine.engine.spark.session import check_python_workers
 from dvengine.engine.spark.writer import write_parquet_files
-from dvengine.errors import InvalidArgumentError, SchemaViolationError
+from dvengine.errors import InvalidArgumentError, NotLocallyEvaluableError, SchemaViolationError
 from dvengine.expressions import BoundExpression, BoundPredicate
 from dvengine.faults import DML_DATA_FILES_WRITTEN, DML_DV_FILES_WRITTEN, fault_point
 from dvengine.log import Snapshot
@@ -72,6 +90,7 @@ class RetiredAndWritten:
     retirement: RowRetirement
     written: WrittenRows
     clause_counts: dict[int, int]
+    matched_sources: np.ndarray = dataclasses.field(default_factory=lambda: np.empty(0, np.int64))  # MERGE file tasks
 
 
 
@@ -140,6 +159,15 @@ def _publish(ctx: DmlContext, staging: str, adds: Sequence[AddFile]) -> None:
     ctx.written.remove_staging(staging)
 
 
+def dml_strategy(spark: SparkSession) -> str:
+    """``dvengine.spark.dmlStrategy`` of the session (auto, files or rows), validated."""
+    raw = spark.conf.get(STRATEGY_CONF, None) or "auto"
+    strategy = raw.strip().lower()
+    if strategy not in STRATEGIES:
+        raise InvalidArgumentError(f"{STRATEGY_CONF} must be one of {STRATEGIES}, got {raw!r}")
+    return strategy
+
+
 class SparkExecutor:
     """Executor of the command layer on a SparkSession (see the module docstring)."""
 
@@ -189,10 +217,7 @@ class SparkExecutor:
     ) -> str | None:
         """Why this command runs on the row plan rather than as file tasks (None: file tasks);
         ``dvengine.spark.dmlStrategy`` = files makes any reason an error instead."""
-        raw = self.spark.conf.get(STRATEGY_CONF, None) or "auto"
-        strategy = raw.strip().lower()
-        if strategy not in STRATEGIES:
-            raise InvalidArgumentError(f"{STRATEGY_CONF} must be one of {STRATEGIES}, got {raw!r}")
+        strategy = dml_strategy(self.spark)
         if strategy == "rows":
             return f"{STRATEGY_CONF}=rows"
         schema = ctx.snapshot.schema
@@ -309,8 +334,11 @@ class SparkExecutor:
         outcomes: list[FileRetirement] = []
         adds: list[AddFile] = []
         counts: dict[int, int] = {}
+        sources: list[np.ndarray] = []
         for row in rows:
-            if row["kind"] == KIND_FILE:
+            if row["kind"] == KIND_SOURCES:
+                sources.append(np.frombuffer(bytes(row["payload"]), dtype="<i8"))
+            elif row["kind"] == KIND_FILE:
                 outcomes.append(_file_retirement(job.dv, row))
             elif row["kind"] == KIND_ADD:
                 adds.append(AddFile.from_json(json.loads(row["add_json"])))
@@ -322,7 +350,35 @@ class SparkExecutor:
         # here leaves orphans VACUUM reclaims, never a staging folder younger than an hour).
         fault_point(DML_DV_FILES_WRITTEN)
         fault_point(DML_DATA_FILES_WRITTEN)
-        return RetiredAndWritten(retirement, WrittenRows.of(adds, started), counts)
+        matched = np.unique(np.concatenate(sources)) if sources else np.empty(0, np.int64)
+        return RetiredAndWritten(retirement, WrittenRows.of(adds, started), counts, matched)
+
+    def merge_target_runner(self) -> TargetRunner:
+        """The target side of a MERGE with a small source as file tasks (``file_tasks``); the
+        embedded MERGE does the rest (binding, pruning, inserts, commit). Tables that write
+        change data are refused before any work, so the MERGE falls back to the row plan."""
+
+        def run(ctx: DmlContext, src: pa.Table, job: TargetJob, changes: MergeChanges | None) -> TargetResult:
+            started = time.monotonic()
+            if changes is not None or writes_change_data(ctx.snapshot):
+                raise NotLocallyEvaluableError("the table writes change data, which the row plan produces")
+            files = ctx.plan.candidates
+            if not files:
+                return TargetResult({}, np.empty(0, np.int64), RowRetirement(), [], [])
+            dv_job, partitions = self._dv_job(ctx, files)
+            groups = balanced_groups(files, partitions)
+            tasks = MergeTasksContext(
+                rows=self._rows_context(ctx, dv_job, RowsLayout(value_columns=tuple(job.schema.field_names))),
+                snapshot=dataclasses.replace(ctx.snapshot, files=(), load_tombstones=tuple),
+                groups=groups,
+                source=src,
+                job=job,
+            )
+            results = self.spark.range(0, len(groups), 1, len(groups)).mapInArrow(run_merge_tasks(tasks), RESULT_DDL_ROWS)
+            done = self._collect_job(ctx, tasks.rows, results, started)
+            return TargetResult(done.clause_counts, done.matched_sources, done.retirement, list(done.written.files), [])
+
+        return run
 
     # --- writing ------------------------------------------------------------------------------------
 

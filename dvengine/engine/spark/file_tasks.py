@@ -1,4 +1,4 @@
-"""Executor side of DELETE and UPDATE as file tasks: Spark schedules whole files, workers do the rest.
+"""Executor side of DELETE, UPDATE and MERGE as file tasks: Spark schedules whole files, workers do the rest.
 
 The row plan (``rows_job``) lets Spark evaluate the condition and values, so every matched row
 crosses from the JVM into a Python worker as Arrow, after a shuffle that brings a file's rows
@@ -15,6 +15,11 @@ decide DV / rewrite / remove, evaluate the new values of matched rows, write the
 rewritten file's survivors) into the command's staging folder, and its DVs into the DV file the
 driver assigned to the task. No rows travel through the JVM and no shuffle runs; only
 descriptors and ``add`` actions come back, in the row plan's result format.
+
+MERGE with a small source (collected once as Arrow, shipped to every task) runs its target side
+the same way (``engine.local.merge.merge_target_side`` per group of files: hash join, cardinality
+check, MATCHED and NOT MATCHED BY SOURCE clauses); the tasks also return which source rows
+matched, and the driver writes the inserts of the rest and commits, as the embedded MERGE does.
 """
 
 from __future__ import annotations
@@ -22,11 +27,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
 from pyroaring import BitMap64
 
 from dvengine.dv import bitmap_from_row_indexes
-from dvengine.engine.local.executor import match_file, new_values, surviving_rows
+from dvengine.engine.local.executor import FileMatch, match_file, new_values, surviving_rows
+from dvengine.engine.local.merge import TargetJob, merge_target_side
 from dvengine.engine.spark.dv_job import FileOutcome
 from dvengine.engine.spark.paths import spark_file_uri
 from dvengine.engine.spark.rows_job import NewRows, RowsJobContext, result_batches
@@ -67,20 +74,36 @@ def balanced_groups(files: Sequence[AddFile], count: int) -> tuple[tuple[AddFile
     return tuple(tuple(g) for g in groups if g)
 
 
+@dataclass(frozen=True, slots=True)
+class MergeTasksContext:
+    """A MERGE's target side as file tasks: the bound job and the prepared (small) source."""
+
+    rows: RowsJobContext
+    snapshot: Snapshot
+    groups: tuple[tuple[AddFile, ...], ...]
+    source: pa.Table
+    job: TargetJob
+
+
+def _retire(rows: RowsJobContext, snapshot: Snapshot, match: FileMatch, retiring: np.ndarray, new_rows: NewRows) -> FileOutcome:
+    """Retire ``retiring`` rows of a matched file: DV, or rewrite (its survivors join the new
+    rows of this task) or remove, as the threshold decides."""
+    retired = match.previously_deleted | bitmap_from_row_indexes(retiring)
+    previously = len(match.previously_deleted)
+    action = decide_file_action(match.physical_rows, previously, len(retiring), rows.dv.options, rows.dv.dv_supported)
+    if action is FileAction.REWRITE:
+        new_rows.add(surviving_rows(snapshot, match.add, retired))
+    return FileOutcome(action, retired if action is FileAction.DELETION_VECTOR else BitMap64(), len(retiring))
+
+
 def _process_file(ctx: FileTasksContext, add: AddFile, new_rows: NewRows) -> FileOutcome | None:
-    """One file: match, decide, write its updated rows (and, when rewritten, its survivors)."""
-    options = ctx.rows.dv.options
+    """One file: match, write its updated rows, retire the matched ones."""
     match = match_file(ctx.snapshot, add, ctx.predicate, all_columns=ctx.assignments is not None)
     if not len(match.matched):
         return None
-    retired = match.previously_deleted | bitmap_from_row_indexes(match.matched)
-    previously = len(match.previously_deleted)
-    action = decide_file_action(match.physical_rows, previously, len(match.matched), options, ctx.rows.dv.dv_supported)
     if ctx.assignments is not None and match.rows is not None:
         new_rows.add(new_values(ctx.snapshot.schema, match.rows, ctx.assignments))
-    if action is FileAction.REWRITE:
-        new_rows.add(surviving_rows(ctx.snapshot, add, retired))
-    return FileOutcome(action, retired if action is FileAction.DELETION_VECTOR else BitMap64(), len(match.matched))
+    return _retire(ctx.rows, ctx.snapshot, match, match.matched, new_rows)
 
 
 def run_file_tasks(ctx: FileTasksContext) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
@@ -98,6 +121,38 @@ def run_file_tasks(ctx: FileTasksContext) -> Callable[[Iterator[pa.RecordBatch]]
                         outcomes[spark_file_uri(resolve_data_path(root, add.path))] = outcome
         new_rows.flush()
         yield from result_batches(ctx.rows.dv, outcomes, new_rows.adds, {})
+
+    return run
+
+
+def run_merge_tasks(ctx: MergeTasksContext) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """A mapInArrow function over ``spark.range(len(groups))``: each task joins its files' live rows
+    with the source and applies the MATCHED / NOT MATCHED BY SOURCE clauses (``merge_target_side``);
+    it returns clause counts and the ids of the source rows that matched, so the driver can insert
+    the others."""
+    root = ctx.snapshot.table_root
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        outcomes: dict[str, FileOutcome] = {}
+        new_rows = NewRows(ctx.rows)
+        counts: dict[int, int] = {}
+        matched_sources: list[np.ndarray] = []
+        for batch in batches:
+            for group in batch.column(GROUP_COL).to_pylist():
+                matches = [match_file(ctx.snapshot, add, None, all_columns=True) for add in ctx.groups[int(group)]]
+                side = merge_target_side(matches, ctx.source, ctx.job, None)
+                for clause, n in side.counts.items():
+                    counts[clause] = counts.get(clause, 0) + n
+                matched_sources.append(side.matched_sources)
+                for table in side.outputs:
+                    new_rows.add(table)
+                for index, retiring in side.retire.items():
+                    match = matches[index]
+                    uri = spark_file_uri(resolve_data_path(root, match.add.path))
+                    outcomes[uri] = _retire(ctx.rows, ctx.snapshot, match, retiring, new_rows)
+        new_rows.flush()
+        sources = np.unique(np.concatenate(matched_sources)) if matched_sources else None
+        yield from result_batches(ctx.rows.dv, outcomes, new_rows.adds, counts, sources)
 
     return run
 

@@ -7,15 +7,19 @@ bad clause still leaves the table untouched. Execution lives in ``merge_exec``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
 from dvengine.commands.merge_clauses import MergeClause
+from dvengine.engine.local.merge import LocalMergeRequest, execute_local_merge
 from dvengine.engine.local.write_api import as_arrow_table, normalize_arrow_types
+from dvengine.engine.spark.executor import STRATEGY_CONF, SparkExecutor, dml_strategy
 from dvengine.engine.spark.merge_exec import MergeRequest, execute_merge
+from dvengine.engine.spark.session import check_python_workers
+from dvengine.errors import InvalidArgumentError, NotLocallyEvaluableError
 
 
 def dataframe_alias(df: DataFrame) -> str | None:
@@ -56,6 +60,43 @@ def local_merge_resolver(spark: SparkSession) -> Any:
     return resolver
 
 
+def merge_as_file_tasks(
+    spark: SparkSession,
+    source: Any,
+    max_source_rows: int,
+    request_for: Callable[[pa.Table], LocalMergeRequest],
+) -> dict[str, Any] | None:
+    """Run a MERGE on Spark as file tasks (``file_tasks``) when the source has at most
+    ``max_source_rows`` rows and the embedded evaluator is exact for the condition and clauses;
+    None when it should run on the row plan instead (nothing was written then).
+
+    The source (a DataFrame, Arrow or pandas) is collected here, once, and shipped to every
+    task; ``request_for`` makes the embedded MERGE's request around it.
+    """
+    strategy = dml_strategy(spark)
+    if strategy == "rows":
+        return None
+    check_python_workers(spark)
+    arrow = as_arrow_table(source)
+    arrow = normalize_arrow_types(arrow) if arrow is not None else collect_small_source(source, max_source_rows)
+    if arrow is None or arrow.num_rows > max_source_rows:
+        if strategy == "files":
+            raise InvalidArgumentError(
+                f"{STRATEGY_CONF}=files, but the MERGE source has more than {max_source_rows} rows "
+                "(dvengine.execution.localMaxSourceRows), too many to ship to every task"
+            )
+        return None
+    executor = SparkExecutor(spark)
+    try:
+        return execute_local_merge(request_for(arrow), executor.merge_target_runner(), executor.name)
+    except NotLocallyEvaluableError as exc:
+        if strategy == "files":
+            raise InvalidArgumentError(f"{STRATEGY_CONF}=files, but this MERGE cannot run as file tasks: {exc}") from exc
+        return None
+    finally:
+        executor.close()
+
+
 def run_spark_merge(
     spark: SparkSession,
     table_root: str,
@@ -68,8 +109,6 @@ def run_spark_merge(
     schema_evolution: bool = False,
 ) -> dict[str, Any]:
     """Execute a MERGE on Spark (an Arrow or pandas source becomes a Spark DataFrame)."""
-    from dvengine.engine.spark.session import check_python_workers
-
     check_python_workers(spark)
     arrow = as_arrow_table(source)
     frame = spark.createDataFrame(arrow) if arrow is not None else source

@@ -38,6 +38,7 @@ from dvengine.writing.schema_checks import not_null_paths
 KIND_FILE = "file"
 KIND_ADD = "add"
 KIND_COUNT = "count"
+KIND_SOURCES = "sources"  # MERGE file tasks: int64 ids of the source rows that matched, as bytes
 
 RESULT_SCHEMA = pa.schema(
     [
@@ -49,10 +50,12 @@ RESULT_SCHEMA = pa.schema(
         pa.field("add_json", pa.string(), True),
         pa.field("clause", pa.int32(), True),
         pa.field("n", pa.int64(), True),
+        pa.field("payload", pa.binary(), True),
     ]
 )
 RESULT_DDL = (
-    "kind string, file_uri string, action string, dv_json string, newly_deleted long, add_json string, clause int, n long"
+    "kind string, file_uri string, action string, dv_json string, newly_deleted long, add_json string, clause int, "
+    "n long, payload binary"
 )
 
 # New rows are flushed to files at this many rows, which bounds a task's memory.
@@ -227,7 +230,11 @@ def retire_and_write(ctx: RowsJobContext) -> Callable[[Iterator[pa.RecordBatch]]
 
 
 def result_batches(
-    dv: DvJobContext, outcomes: Mapping[str, FileOutcome], adds: list[str], counts: Mapping[int, int]
+    dv: DvJobContext,
+    outcomes: Mapping[str, FileOutcome],
+    adds: list[str],
+    counts: Mapping[int, int],
+    matched_sources: np.ndarray | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """A task's result rows: writes its DVs (``encode_outcomes``), then one row per file it
     retired rows of, per data file it wrote (``add`` JSON relative to the staging folder) and per
@@ -247,6 +254,8 @@ def result_batches(
         row(KIND_ADD, add_json=add)
     for clause, n in counts.items():
         row(KIND_COUNT, clause=clause, n=n)
+    if matched_sources is not None and len(matched_sources):
+        row(KIND_SOURCES, payload=np.asarray(matched_sources, dtype="<i8").tobytes())
     if kinds:
         out["kind"] = list(kinds)
         yield pa.RecordBatch.from_pydict(out, schema=RESULT_SCHEMA)
