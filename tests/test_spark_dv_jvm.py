@@ -192,11 +192,13 @@ def test_a_column_named_like_the_marker_keeps_the_python_plan(spark: Any, tmp_pa
         assert sorted((r["id"], r[marker]) for r in df.collect()) == [(i, i % 3) for i in ids if i >= 5]
 
 
+@pytest.mark.parametrize("vectorized", ["true", "false"])
 @pytest.mark.parametrize("partitioned", [False, True])
-def test_files_without_a_dv_share_the_jvm_scan(spark: Any, tmp_path: Path, partitioned: bool) -> None:
+def test_files_without_a_dv_share_the_jvm_scan(spark: Any, tmp_path: Path, partitioned: bool, vectorized: str) -> None:
     """One DV'd file among clean ones: the JVM path reads all files in one scan (no union of a
     plain scan and a DV scan, whose extra tasks cost a wave on a small cluster), and the clean
-    files lose no rows; the Python plan keeps its plain scan for them."""
+    files lose no rows; the Python plan keeps its plain scan for them. The clean files go through
+    the format's second reader (no row index), as batches and, unvectorized, as rows."""
     path = tmp_path / "t"
     rows = _write(path, files=4, per_file=2000, partitioned=partitioned)
     DeltaTable.forPath(None, path).delete("id IN (2001, 2500)", engine="local", mode="dv")
@@ -204,12 +206,16 @@ def test_files_without_a_dv_share_the_jvm_scan(spark: Any, tmp_path: Path, parti
     assert len(with_dv) == 1
     expected = sort_rows([r for r in rows if r[0] not in (2001, 2500)])
     assert rows_delta_rs(path, COLS) == expected
-    for reader in DV_READERS:
-        with dv_reader(spark, reader):
-            df = DeltaTable.forPath(spark, path).toDF()
-            assert _spark_rows(df) == expected, reader
-            plan = executed_plan(df)
-            if reader == "jvm":
-                assert plan.count(JVM_CLASS) == 1 and "Union" not in plan, plan
-            else:
-                assert "Union" in plan, plan
+    spark.conf.set("spark.sql.parquet.enableVectorizedReader", vectorized)
+    try:
+        for reader in DV_READERS:
+            with dv_reader(spark, reader):
+                df = DeltaTable.forPath(spark, path).toDF()
+                assert _spark_rows(df) == expected, reader
+                plan = executed_plan(df)
+                if reader == "jvm":
+                    assert plan.count(JVM_CLASS) == 1 and "Union" not in plan, plan
+                else:
+                    assert "Union" in plan, plan
+    finally:
+        spark.conf.unset("spark.sql.parquet.enableVectorizedReader")

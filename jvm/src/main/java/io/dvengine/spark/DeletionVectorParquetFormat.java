@@ -89,12 +89,18 @@ public class DeletionVectorParquetFormat extends ParquetFileFormat {
                 kept.add(f);
             }
         }
-        Function1<PartitionedFile, Iterator<InternalRow>> parquet = super.buildReaderWithPartitionValues(
-                sparkSession, dataSchema, partitionSchema, withRowIndex,
-                CollectionConverters.asScala(kept).toSeq(), options, hadoopConf);
+        scala.collection.immutable.Seq<Filter> pushed = CollectionConverters.asScala(kept).toSeq();
+        // Two readers: files with a DV need Spark's row index; files listed without one (read in the
+        // same scan so it splits like a plain one) skip it, which is most of the format's cost.
+        // Each gets its own copy of the Hadoop conf: the Parquet reader writes its requested schema
+        // into the conf it is given and broadcasts that object.
+        Function1<PartitionedFile, Iterator<InternalRow>> withIndex = super.buildReaderWithPartitionValues(
+                sparkSession, dataSchema, partitionSchema, withRowIndex, pushed, options, new Configuration(hadoopConf));
+        Function1<PartitionedFile, Iterator<InternalRow>> withoutIndex = super.buildReaderWithPartitionValues(
+                sparkSession, dataSchema, partitionSchema, requiredSchema, pushed, options, new Configuration(hadoopConf));
         Map<String, DeletionVectorRef> dvs = DeletionVectorRef.parseAll(
                 options.get(DVS_OPTION).getOrElse(() -> null));
-        return new MarkDeletedRows(parquet, dvs, new SerializableConfiguration(hadoopConf),
+        return new MarkDeletedRows(withIndex, withoutIndex, dvs, new SerializableConfiguration(hadoopConf),
                 requiredSchema, partitionSchema, isDeleted);
     }
 

@@ -32,20 +32,27 @@ import scala.runtime.AbstractFunction1;
  * <p>Columnar batches keep the Parquet reader's vectors (no copy) with the is-deleted vector
  * replaced by one this reader fills; rows (non-vectorizable schemas) that are deleted are
  * dropped here, and the survivors are projected without the row index and with a 0 marker.
+ *
+ * <p>A file listed without a DV is read by the second reader, which produces no row index
+ * (computing it costs about a tenth of a plain scan); its batches get one all-zero marker
+ * vector, filled once per task.
  */
 final class MarkDeletedRows extends AbstractFunction1<PartitionedFile, Iterator<InternalRow>> implements Serializable {
     private static final long serialVersionUID = 1L;
 
     private final Function1<PartitionedFile, Iterator<InternalRow>> parquet;
+    private final Function1<PartitionedFile, Iterator<InternalRow>> parquetWithoutIndex;
     private final Map<String, DeletionVectorRef> dvs;
     private final SerializableConfiguration conf;
     private final StructType requiredSchema;
     private final StructType partitionSchema;
     private final int isDeleted;
 
-    MarkDeletedRows(Function1<PartitionedFile, Iterator<InternalRow>> parquet, Map<String, DeletionVectorRef> dvs,
+    MarkDeletedRows(Function1<PartitionedFile, Iterator<InternalRow>> parquet,
+                    Function1<PartitionedFile, Iterator<InternalRow>> parquetWithoutIndex, Map<String, DeletionVectorRef> dvs,
                     SerializableConfiguration conf, StructType requiredSchema, StructType partitionSchema, int isDeleted) {
         this.parquet = parquet;
+        this.parquetWithoutIndex = parquetWithoutIndex;
         this.dvs = dvs;
         this.conf = conf;
         this.requiredSchema = requiredSchema;
@@ -62,6 +69,13 @@ final class MarkDeletedRows extends AbstractFunction1<PartitionedFile, Iterator<
                     + DeletionVectorParquetFormat.class.getName() + " but " + DeletionVectorParquetFormat.DVS_OPTION
                     + " has no deletion vector for it (" + dvs.size() + " files listed)");
         }
+        if (ref.noDeletionVector) {
+            @SuppressWarnings("unchecked")
+            Iterator<Object> rows = (Iterator<Object>) (Iterator<?>) parquetWithoutIndex.apply(file);
+            @SuppressWarnings("unchecked")
+            Iterator<InternalRow> out = (Iterator<InternalRow>) (Iterator<?>) new NothingDeleted(rows);
+            return out;
+        }
         RowIndexBitmap bitmap = RowIndexBitmap.load(ref, conf.value());
         // Spark erases batches to InternalRow (the scan casts them back): keep elements as Object.
         @SuppressWarnings("unchecked")
@@ -71,14 +85,16 @@ final class MarkDeletedRows extends AbstractFunction1<PartitionedFile, Iterator<
         return out;
     }
 
-    private UnsafeProjection rowProjection() {
-        int rowIndex = requiredSchema.length();
+    /** The projection of a row to the output layout: {@code rowIndex} (-1: none) left out, marker 0. */
+    private UnsafeProjection rowProjection(int rowIndex) {
         List<Expression> exprs = new ArrayList<>();
         List<StructField> inputs = new ArrayList<>();
         for (StructField f : requiredSchema.fields()) {
             inputs.add(f);
         }
-        inputs.add(new StructField("row_index", DataTypes.LongType, true, org.apache.spark.sql.types.Metadata.empty()));
+        if (rowIndex >= 0) {
+            inputs.add(new StructField("row_index", DataTypes.LongType, true, org.apache.spark.sql.types.Metadata.empty()));
+        }
         for (StructField f : partitionSchema.fields()) {
             inputs.add(f);
         }
@@ -120,7 +136,7 @@ final class MarkDeletedRows extends AbstractFunction1<PartitionedFile, Iterator<
                     InternalRow row = (InternalRow) next;
                     if (!bitmap.contains(row.getLong(rowIndex))) {
                         if (projection == null) {
-                            projection = rowProjection();
+                            projection = rowProjection(rowIndex);
                         }
                         pendingRow = projection.apply(row);
                     }
@@ -157,6 +173,49 @@ final class MarkDeletedRows extends AbstractFunction1<PartitionedFile, Iterator<
                 columns[j++] = i == isDeleted ? marks : batch.column(i);
             }
             return new ColumnarBatch(columns, n);
+        }
+    }
+
+    /** A file without a DV: batches pass through with the marker vector swapped for zeros, rows are projected. */
+    private final class NothingDeleted extends AbstractIterator<Object> {
+        private final Iterator<Object> in;
+        private OnHeapColumnVector zeros;
+        private int zerosCapacity;
+        private UnsafeProjection projection;
+
+        NothingDeleted(Iterator<Object> in) {
+            this.in = in;
+        }
+
+        @Override
+        public boolean hasNext() {
+            return in.hasNext();
+        }
+
+        @Override
+        public Object next() {
+            Object next = in.next();
+            if (next instanceof ColumnarBatch) {
+                ColumnarBatch batch = (ColumnarBatch) next;
+                int n = batch.numRows();
+                if (zeros == null || zerosCapacity < n) {
+                    if (zeros != null) {
+                        zeros.close();
+                    }
+                    zerosCapacity = Math.max(n, 4096);
+                    zeros = new OnHeapColumnVector(zerosCapacity, DataTypes.ByteType);
+                    zeros.putBytes(0, zerosCapacity, (byte) 0);
+                }
+                ColumnVector[] columns = new ColumnVector[batch.numCols()];
+                for (int i = 0; i < columns.length; i++) {
+                    columns[i] = i == isDeleted ? zeros : batch.column(i);
+                }
+                return new ColumnarBatch(columns, n);
+            }
+            if (projection == null) {
+                projection = rowProjection(-1);
+            }
+            return projection.apply((InternalRow) next);
         }
     }
 }
