@@ -8,8 +8,9 @@ with no DVs, after a 1-row DELETE (one file carries a DV), after DVs on 1 % of t
 file; plus ``toArrow()`` and ``spark.read.format("delta")`` (the same plan as ``toDF()``, reached
 through the registered format: the difference is the cost of resolving the format). The DV'd
 cases run once per ``--dv-reader`` (``jvm``: the JVM format applying DVs inside the Parquet scan;
-``python``: the join/filter plan), in the same session. Medians of ``--repeat`` runs, ratios
-against the floor.
+``python``: the join/filter plan), in the same session. ``--repeat`` interleaved rounds, ratios
+against the floor taken in the same round (see ``phase``). DV'd cases must return the Arrow
+reader's count and sums, or the run fails.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 import dvengine
 from dvengine.bench.outputs import write_report
@@ -40,16 +42,6 @@ def _build(root: str, rows: int, files: int) -> None:
         dvengine.write(pa.table({"id": ids, "value": values}), root, mode="append" if i else "error")
 
 
-def _time(run: Callable[[], Any], repeat: int) -> tuple[float, float, float, Any]:
-    seconds = []
-    result = None
-    for _ in range(repeat):
-        started = time.perf_counter()
-        result = run()
-        seconds.append(time.perf_counter() - started)
-    return statistics.median(seconds), min(seconds), max(seconds), result
-
-
 def run(rows: int, files: int, repeat: int, work: str, dv_readers: tuple[str, ...] = ("auto",)) -> dict[str, Any]:
     from pyspark.sql import functions as F
 
@@ -63,7 +55,7 @@ def run(rows: int, files: int, repeat: int, work: str, dv_readers: tuple[str, ..
 
     def facts(df: Any) -> tuple[int, int, float]:
         row = df.agg(F.count(F.lit(1)), F.sum("id"), F.sum("value")).collect()[0]
-        return int(row[0]), int(row[1]), round(float(row[2]), 3)
+        return int(row[0]), int(row[1]), float(row[2])
 
     def plain() -> Any:
         return facts(spark.read.parquet(*paths))
@@ -84,45 +76,84 @@ def run(rows: int, files: int, repeat: int, work: str, dv_readers: tuple[str, ..
 
         return read
 
-    def through_arrow() -> Any:
+    def arrow_facts() -> tuple[int, int, float]:
         t = DeltaTable.forPath(None, root).toArrow()
-        return t.num_rows
+        return t.num_rows, int(pc.sum(t["id"]).as_py() or 0), float(pc.sum(t["value"]).as_py() or 0.0)
+
+    def through_arrow() -> Any:
+        return DeltaTable.forPath(None, root).toArrow().num_rows
 
     out: dict[str, Any] = {"rows": rows, "files": files, "repeat": repeat, "cases": {}}
     plain() and through_dvengine()  # warm-up: JIT and caches, not timed
 
-    def record(name: str, fn: Callable[[], Any]) -> None:
-        median, low, high, result = _time(fn, repeat)
-        out["cases"][name] = {"median_s": round(median, 3), "min_s": round(low, 3), "max_s": round(high, 3), "result": str(result)}
+    def phase(cases: dict[str, Callable[[], Any]], checked: tuple[str, ...]) -> None:
+        """Interleaved rounds: each round runs the floor, then every case, so a case's ratio is
+        taken against the floor measured moments before it (load on a shared machine drifts
+        more between sequential blocks than within a round). The cases in ``checked`` must
+        return the Arrow reader's count and sums for the table as it is (DVs applied)."""
+        for fn in cases.values():
+            fn()  # warm-up of this plan shape, not timed
+        want = arrow_facts()
+        times: dict[str, list[float]] = {name: [] for name in ["floor", *cases]}
+        results: dict[str, Any] = {}
+        for _ in range(repeat):
+            for name, fn in [("floor", plain), *cases.items()]:
+                started = time.perf_counter()
+                results[name] = fn()
+                times[name].append(time.perf_counter() - started)
+        for name in checked:
+            if not _same_facts(results[name], want):
+                raise AssertionError(f"read-path case {name!r} returned {results[name]}, the Arrow reader {want}")
+        for name, seconds in times.items():
+            if name == "floor":
+                continue
+            ratios = [a / b for a, b in zip(seconds, times["floor"], strict=True)]
+            out["cases"][name] = {
+                "median_s": round(statistics.median(seconds), 3),
+                "min_s": round(min(seconds), 3),
+                "max_s": round(max(seconds), 3),
+                "floor_median_s": round(statistics.median(times["floor"]), 3),
+                "x_floor": round(statistics.median(ratios), 2),
+                "x_floor_quartiles": [round(q, 2) for q in statistics.quantiles(ratios, n=4)] if len(ratios) > 1 else None,
+                "result": str(results[name]),
+            }
 
-    record("parquet scan (floor)", plain)
-    record("toDF, no DVs", through_dvengine)
-    record("format('delta'), no DVs", through_format)
+    phase({"toDF, no DVs": through_dvengine, "format('delta'), no DVs": through_format}, ("toDF, no DVs",))
     DeltaTable.forPath(None, root).delete("id = 7", engine="local")
-    for reader in dv_readers:
-        record(f"toDF ({reader}), 1 file with a 1-row DV", with_dv_reader(reader))
+    one_dv = {f"toDF ({reader}), 1 file with a 1-row DV": with_dv_reader(reader) for reader in dv_readers}
+    phase(one_dv, tuple(one_dv))
     DeltaTable.forPath(None, root).delete("id % 100 = 3", engine="local", mode="dv")
+    many: dict[str, Callable[[], Any]] = {}
     for reader in dv_readers:
-        with_dv_reader(reader)()  # warm-up of this plan shape, not timed
-        record(f"toDF ({reader}), DVs on 1% of rows in every file", with_dv_reader(reader))
-        record(f"format('delta') ({reader}), DVs on 1% of rows in every file", with_dv_reader(reader, through_format))
-    record("parquet scan (floor), again after the DV'd cases", plain)
-    record("toArrow, DVs on 1% of rows in every file", through_arrow)
-    floor = out["cases"]["parquet scan (floor)"]["median_s"]
-    for case in out["cases"].values():
-        case["x_floor"] = round(case["median_s"] / floor, 2) if floor else None
+        many[f"toDF ({reader}), DVs on 1% of rows in every file"] = with_dv_reader(reader)
+        many[f"format('delta') ({reader}), DVs on 1% of rows in every file"] = with_dv_reader(reader, through_format)
+    many["toArrow, DVs on 1% of rows in every file"] = through_arrow
+    phase(many, tuple(name for name in many if not name.startswith("toArrow")))
     return out
+
+
+def _same_facts(got: tuple[int, int, float], want: tuple[int, int, float]) -> bool:
+    """Count and integer sum exactly; the double sum to 1e-9 relative (summation order differs)."""
+    return got[:2] == want[:2] and abs(got[2] - want[2]) <= 1e-9 * max(1.0, abs(want[2]))
 
 
 def to_markdown(report: dict[str, Any]) -> str:
     lines = [
-        f"# Spark read path: {report['rows']:,} rows in {report['files']} files, medians of {report['repeat']}",
+        f"# Spark read path: {report['rows']:,} rows in {report['files']} files, {report['repeat']} interleaved rounds",
         "",
-        "| read | median s | min-max s | x parquet scan |",
-        "|---|---:|---:|---:|",
+        "Each round runs the plain Parquet scan of the same files (the floor: no DVs applied), then every",
+        "case; 'x parquet scan' is the median of the per-round ratios, with their quartiles.",
+        "",
+        "| read | median s | min-max s | floor median s | x parquet scan | ratio quartiles |",
+        "|---|---:|---:|---:|---:|---|",
     ]
     for name, case in report["cases"].items():
-        lines.append(f"| {name} | {case['median_s']} | {case['min_s']}-{case['max_s']} | {case['x_floor']} |")
+        quartiles = case.get("x_floor_quartiles")
+        spread = "-" if not quartiles else f"{quartiles[0]}-{quartiles[2]}"
+        lines.append(
+            f"| {name} | {case['median_s']} | {case['min_s']}-{case['max_s']} | {case['floor_median_s']} "
+            f"| {case['x_floor']} | {spread} |"
+        )
     return "\n".join(lines) + "\n"
 
 
