@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import random
 import shutil
 import statistics
 import tempfile
@@ -87,17 +88,20 @@ def run(rows: int, files: int, repeat: int, work: str, dv_readers: tuple[str, ..
     plain() and through_dvengine()  # warm-up: JIT and caches, not timed
 
     def phase(cases: dict[str, Callable[[], Any]], checked: tuple[str, ...]) -> None:
-        """Interleaved rounds: each round runs the floor, then every case, so a case's ratio is
-        taken against the floor measured moments before it (load on a shared machine drifts
-        more between sequential blocks than within a round). The cases in ``checked`` must
+        """Interleaved rounds: each round runs the floor and every case in a shuffled order, so a
+        case's ratio is taken against the floor measured within the same round (load on a shared
+        machine drifts more between sequential blocks than within a round). The cases in ``checked`` must
         return the Arrow reader's count and sums for the table as it is (DVs applied)."""
         for fn in cases.values():
             fn()  # warm-up of this plan shape, not timed
         want = arrow_facts()
         times: dict[str, list[float]] = {name: [] for name in ["floor", *cases]}
         results: dict[str, Any] = {}
+        order = [("floor", plain), *cases.items()]
+        shuffle = random.Random(len(out["cases"]))  # seeded: the same orders on every run
         for _ in range(repeat):
-            for name, fn in [("floor", plain), *cases.items()]:
+            shuffle.shuffle(order)  # no case always runs right after the same one (GC, caches)
+            for name, fn in order:
                 started = time.perf_counter()
                 results[name] = fn()
                 times[name].append(time.perf_counter() - started)
@@ -141,8 +145,8 @@ def to_markdown(report: dict[str, Any]) -> str:
     lines = [
         f"# Spark read path: {report['rows']:,} rows in {report['files']} files, {report['repeat']} interleaved rounds",
         "",
-        "Each round runs the plain Parquet scan of the same files (the floor: no DVs applied), then every",
-        "case; 'x parquet scan' is the median of the per-round ratios, with their quartiles.",
+        "Each round runs the plain Parquet scan of the same files (the floor: no DVs applied) and every case",
+        "in a shuffled order; 'x parquet scan' is the median of the per-round ratios, with their quartiles.",
         "",
         "| read | median s | min-max s | floor median s | x parquet scan | ratio quartiles |",
         "|---|---:|---:|---:|---:|---|",
