@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pytest
 
 
 def make_table(
@@ -99,3 +100,15 @@ def default_engine(spark: Any, name: str) -> Iterator[None]:
             spark.conf.unset("dvengine.execution.engine")
         else:
             spark.conf.set("dvengine.execution.engine", previous)
+
+
+# "spark" runs DELETE/UPDATE as file tasks where it can; "spark-rows" forces the row plan.
+ENGINES_WITH_STRATEGIES = ["local", "spark", "spark-rows"]
+
+
+@pytest.fixture(params=ENGINES_WITH_STRATEGIES, name="engine")
+def engine_per_strategy(request: pytest.FixtureRequest, spark: Any) -> Iterator[str]:
+    """The ``engine`` of a test, once per executor and Spark strategy (import it to use it)."""
+    name, strategy = engine_and_strategy(request.param)
+    with spark_dml_strategy(spark, strategy):
+        yield name

@@ -39,3 +39,9 @@ def test_a_wrong_read_fails_the_bench(spark: Any, tmp_path: Path, monkeypatch: p
     monkeypatch.setattr(reader, "_deleted_rows_condition", lambda snapshot, files: reader.F.lit(False))
     with pytest.raises(AssertionError, match="returned .* the Arrow reader"):
         read_path.run(rows=2000, files=2, repeat=1, work=str(tmp_path), dv_readers=("python",))
+
+
+def test_phases_can_be_measured_alone(spark: Any, tmp_path: Path) -> None:
+    report = read_path.run(rows=2000, files=2, repeat=1, work=str(tmp_path), dv_readers=("jvm",), phases=("one-dv",))
+    assert list(report["cases"]) == ["toDF (jvm), 1 file with a 1-row DV"]
+    assert report["cases"]["toDF (jvm), 1 file with a 1-row DV"]["result"].startswith("(1999, ")

@@ -9,14 +9,14 @@ concurrency losers are in test_failed_command_cleanup.py.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pytest
-from dml_helpers import engine_and_strategy, folder_state, spark_dml_strategy
+from dml_helpers import engine_per_strategy, folder_state  # noqa: F401  (engine_per_strategy: the "engine" fixture)
 
 import dvengine
 from dvengine import DeltaTable
@@ -32,18 +32,6 @@ from dvengine.errors import (
     SchemaMismatchError,
     SchemaViolationError,
 )
-
-# "spark" runs DELETE/UPDATE as file tasks where it can; "spark-rows" forces the row plan.
-ENGINES = ["local", "spark", "spark-rows"]
-
-
-@pytest.fixture(params=ENGINES)
-def engine(request: pytest.FixtureRequest, spark: Any) -> Iterator[str]:
-    name, strategy = engine_and_strategy(request.param)
-    with spark_dml_strategy(spark, strategy):
-        yield name
-
-
 
 
 @pytest.fixture

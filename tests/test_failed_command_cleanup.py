@@ -8,31 +8,18 @@ exist (a conflict discovered at commit time) and inside the DV job (a file whose
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pytest
-from dml_helpers import engine_and_strategy, folder_state, spark_dml_strategy
+from dml_helpers import engine_per_strategy, folder_state  # noqa: F401  (engine_per_strategy: the "engine" fixture)
 
 import dvengine
 from dvengine import DeltaTable
 from dvengine.errors import CommitConflictError, DeletionVectorError
 from dvengine.log import load_snapshot
-
-# "spark" runs DELETE/UPDATE as file tasks where it can; "spark-rows" forces the row plan.
-ENGINES = ["local", "spark", "spark-rows"]
-
-
-@pytest.fixture(params=ENGINES)
-def engine(request: pytest.FixtureRequest, spark: Any) -> Iterator[str]:
-    name, strategy = engine_and_strategy(request.param)
-    with spark_dml_strategy(spark, strategy):
-        yield name
-
-
 
 
 def _table(path: Path, files: int = 3, rows_per_file: int = 2000) -> None:

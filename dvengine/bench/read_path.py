@@ -43,7 +43,17 @@ def _build(root: str, rows: int, files: int) -> None:
         dvengine.write(pa.table({"id": ids, "value": values}), root, mode="append" if i else "error")
 
 
-def run(rows: int, files: int, repeat: int, work: str, dv_readers: tuple[str, ...] = ("auto",)) -> dict[str, Any]:
+PHASES = ("clean", "one-dv", "many-dvs")
+
+
+def run(
+    rows: int,
+    files: int,
+    repeat: int,
+    work: str,
+    dv_readers: tuple[str, ...] = ("auto",),
+    phases: tuple[str, ...] = PHASES,
+) -> dict[str, Any]:
     from pyspark.sql import functions as F
 
     from dvengine.commands.options import CONF_DV_READER
@@ -122,10 +132,14 @@ def run(rows: int, files: int, repeat: int, work: str, dv_readers: tuple[str, ..
                 "result": str(results[name]),
             }
 
-    phase({"toDF, no DVs": through_dvengine, "format('delta'), no DVs": through_format}, ("toDF, no DVs",))
+    if "clean" in phases:
+        phase({"toDF, no DVs": through_dvengine, "format('delta'), no DVs": through_format}, ("toDF, no DVs",))
     DeltaTable.forPath(None, root).delete("id = 7", engine="local")
     one_dv = {f"toDF ({reader}), 1 file with a 1-row DV": with_dv_reader(reader) for reader in dv_readers}
-    phase(one_dv, tuple(one_dv))
+    if "one-dv" in phases:
+        phase(one_dv, tuple(one_dv))
+    if "many-dvs" not in phases:
+        return out
     DeltaTable.forPath(None, root).delete("id % 100 = 3", engine="local", mode="dv")
     many: dict[str, Callable[[], Any]] = {}
     for reader in dv_readers:
@@ -168,13 +182,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--out", default="bench-results")
     parser.add_argument(
+        "--phase", action="append", choices=PHASES, dest="phases",
+        help="table states to measure: no DVs, one 1-row DV, DVs on 1 %% of every file; repeat to combine, default: all",
+    )
+    parser.add_argument(
         "--dv-reader", action="append", choices=["auto", "jvm", "python"], dest="dv_readers",
         help="how DV'd files are read (dvengine.read.dvReader); repeat to compare, default: auto",
     )
     args = parser.parse_args(argv)
     work = tempfile.mkdtemp(prefix="dvengine-read-")
     try:
-        report = run(args.rows, args.files, args.repeat, work, tuple(args.dv_readers or ["auto"]))
+        report = run(
+            args.rows, args.files, args.repeat, work, tuple(args.dv_readers or ["auto"]), tuple(args.phases or PHASES)
+        )
     finally:
         shutil.rmtree(work, ignore_errors=True)
     markdown = to_markdown(report)
