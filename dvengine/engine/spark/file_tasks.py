@@ -51,7 +51,7 @@ class FileTasksContext:
     """What every task needs (shipped once per task by closure).
 
     ``snapshot`` carries no file list (a task is handed its files in ``groups``), so the closure
-    stays small however large the table.
+    holds the candidate files, not every file of the table.
     """
 
     rows: RowsJobContext  # staging folder, DV job (targets, options, DV file ids), schema
