@@ -63,20 +63,26 @@ STRATEGY_CONF = "dvengine.spark.dmlStrategy"
 
 
 @contextmanager
-def spark_dml_strategy(spark: Any, strategy: str | None) -> Iterator[None]:
-    """Run the block with the Spark executor's DELETE/UPDATE strategy set (None: leave as is)."""
-    if strategy is None:
+def spark_conf(spark: Any, key: str, value: str | None) -> Iterator[None]:
+    """Run the block with the session conf ``key`` set to ``value`` (None: leave as is), then
+    put back what was there."""
+    if value is None:
         yield
         return
-    previous = spark.conf.get(STRATEGY_CONF, None)
-    spark.conf.set(STRATEGY_CONF, strategy)
+    previous = spark.conf.get(key, None)
+    spark.conf.set(key, value)
     try:
         yield
     finally:
         if previous is None:
-            spark.conf.unset(STRATEGY_CONF)
+            spark.conf.unset(key)
         else:
-            spark.conf.set(STRATEGY_CONF, previous)
+            spark.conf.set(key, previous)
+
+
+def spark_dml_strategy(spark: Any, strategy: str | None) -> Any:
+    """Run the block with the Spark executor's DML strategy set (None: leave as is)."""
+    return spark_conf(spark, STRATEGY_CONF, strategy)
 
 
 def engine_and_strategy(name: str) -> tuple[str, str | None]:
@@ -90,16 +96,8 @@ def default_engine(spark: Any, name: str) -> Iterator[None]:
     """Run the block with ``dvengine.execution.engine`` (and, for "spark-rows"/"spark-files", the
     Spark strategy) as the session default, for tests whose commands pass no engine."""
     engine, strategy = engine_and_strategy(name)
-    previous = spark.conf.get("dvengine.execution.engine", None)
-    spark.conf.set("dvengine.execution.engine", engine)
-    try:
-        with spark_dml_strategy(spark, strategy):
-            yield
-    finally:
-        if previous is None:
-            spark.conf.unset("dvengine.execution.engine")
-        else:
-            spark.conf.set("dvengine.execution.engine", previous)
+    with spark_conf(spark, "dvengine.execution.engine", engine), spark_dml_strategy(spark, strategy):
+        yield
 
 
 # "spark" runs DELETE/UPDATE as file tasks where it can; "spark-rows" forces the row plan.

@@ -15,7 +15,7 @@ import json
 import os
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -74,7 +74,7 @@ _MATCHED = "spark.matched"
 _FUSED = "spark.fused"
 _FILE_TASKS = "spark.file_tasks"
 
-# How the Spark executor runs DELETE and UPDATE: "files" = one job of file tasks (the embedded
+# How the Spark executor runs DELETE, UPDATE and MERGE: "files" = one job of file tasks (the embedded
 # evaluator's work per file, in the Python workers: ``file_tasks``), "rows" = Spark evaluates
 # and the rows travel to the tasks (``rows_job``), "auto" = files wherever the embedded
 # evaluator is exact for the condition and values and the table writes no change data.
@@ -300,18 +300,30 @@ class SparkExecutor:
     ) -> RetiredAndWritten:
         """One job of file tasks (``file_tasks``): each task matches, retires and writes for its
         group of files in its Python worker; same staging, DV files and results as the row plan."""
+        return self._group_job(
+            ctx, files, lambda rows, snapshot, groups: run_file_tasks(
+                FileTasksContext(rows, snapshot, groups, predicate, assignments)
+            ),
+        )
+
+    def _group_job(
+        self,
+        ctx: DmlContext,
+        files: Sequence[AddFile],
+        task: Callable[
+            [RowsJobContext, Snapshot, tuple[tuple[AddFile, ...], ...]],
+            Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]],
+        ],
+    ) -> RetiredAndWritten:
+        """Run ``task`` (built from the tasks' context, the snapshot without its file list and the
+        size-balanced groups of ``files``) over ``spark.range``, one partition per group."""
         started = time.monotonic()
         dv_job, partitions = self._dv_job(ctx, files)
         groups = balanced_groups(files, partitions)
-        job = FileTasksContext(
-            rows=self._rows_context(ctx, dv_job, RowsLayout(value_columns=tuple(ctx.snapshot.schema.field_names))),
-            snapshot=dataclasses.replace(ctx.snapshot, files=(), load_tombstones=tuple),
-            groups=groups,
-            predicate=predicate,
-            assignments=assignments,
-        )
-        results = self.spark.range(0, len(groups), 1, len(groups)).mapInArrow(run_file_tasks(job), RESULT_DDL_ROWS)
-        return self._collect_job(ctx, job.rows, results, started)
+        rows = self._rows_context(ctx, dv_job, RowsLayout(value_columns=tuple(ctx.snapshot.schema.field_names)))
+        snapshot = dataclasses.replace(ctx.snapshot, files=(), load_tombstones=tuple)
+        results = self.spark.range(0, len(groups), 1, len(groups)).mapInArrow(task(rows, snapshot, groups), RESULT_DDL_ROWS)
+        return self._collect_job(ctx, rows, results, started)
 
     def _rows_context(self, ctx: DmlContext, dv_job: DvJobContext, layout: RowsLayout) -> RowsJobContext:
         """The tasks' context with a fresh staging folder, recorded for removal if the command fails."""
@@ -359,23 +371,14 @@ class SparkExecutor:
         change data are refused before any work, so the MERGE falls back to the row plan."""
 
         def run(ctx: DmlContext, src: pa.Table, job: TargetJob, changes: MergeChanges | None) -> TargetResult:
-            started = time.monotonic()
-            if changes is not None or writes_change_data(ctx.snapshot):
+            if writes_change_data(ctx.snapshot):
                 raise NotLocallyEvaluableError("the table writes change data, which the row plan produces")
             files = ctx.plan.candidates
             if not files:
                 return TargetResult({}, np.empty(0, np.int64), RowRetirement(), [], [])
-            dv_job, partitions = self._dv_job(ctx, files)
-            groups = balanced_groups(files, partitions)
-            tasks = MergeTasksContext(
-                rows=self._rows_context(ctx, dv_job, RowsLayout(value_columns=tuple(job.schema.field_names))),
-                snapshot=dataclasses.replace(ctx.snapshot, files=(), load_tombstones=tuple),
-                groups=groups,
-                source=src,
-                job=job,
+            done = self._group_job(
+                ctx, files, lambda rows, snapshot, groups: run_merge_tasks(MergeTasksContext(rows, snapshot, groups, src, job))
             )
-            results = self.spark.range(0, len(groups), 1, len(groups)).mapInArrow(run_merge_tasks(tasks), RESULT_DDL_ROWS)
-            done = self._collect_job(ctx, tasks.rows, results, started)
             return TargetResult(done.clause_counts, done.matched_sources, done.retirement, list(done.written.files), [])
 
         return run

@@ -106,6 +106,13 @@ def _process_file(ctx: FileTasksContext, add: AddFile, new_rows: NewRows) -> Fil
     return _retire(ctx.rows, ctx.snapshot, match, match.matched, new_rows)
 
 
+def _task_groups(batches: Iterator[pa.RecordBatch], groups: tuple[tuple[AddFile, ...], ...]) -> Iterator[tuple[AddFile, ...]]:
+    """The groups of files this task was handed (its rows of ``spark.range`` index ``groups``)."""
+    for batch in batches:
+        for group in batch.column(GROUP_COL).to_pylist():
+            yield groups[int(group)]
+
+
 def run_file_tasks(ctx: FileTasksContext) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """A mapInArrow function over ``spark.range(len(groups))``: group indexes in, results out."""
     root = ctx.snapshot.table_root
@@ -113,12 +120,11 @@ def run_file_tasks(ctx: FileTasksContext) -> Callable[[Iterator[pa.RecordBatch]]
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         outcomes: dict[str, FileOutcome] = {}
         new_rows = NewRows(ctx.rows)
-        for batch in batches:
-            for group in batch.column(GROUP_COL).to_pylist():
-                for add in ctx.groups[int(group)]:
-                    outcome = _process_file(ctx, add, new_rows)
-                    if outcome is not None:
-                        outcomes[spark_file_uri(resolve_data_path(root, add.path))] = outcome
+        for group in _task_groups(batches, ctx.groups):
+            for add in group:
+                outcome = _process_file(ctx, add, new_rows)
+                if outcome is not None:
+                    outcomes[spark_file_uri(resolve_data_path(root, add.path))] = outcome
         new_rows.flush()
         yield from result_batches(ctx.rows.dv, outcomes, new_rows.adds, {})
 
@@ -137,19 +143,18 @@ def run_merge_tasks(ctx: MergeTasksContext) -> Callable[[Iterator[pa.RecordBatch
         new_rows = NewRows(ctx.rows)
         counts: dict[int, int] = {}
         matched_sources: list[np.ndarray] = []
-        for batch in batches:
-            for group in batch.column(GROUP_COL).to_pylist():
-                matches = [match_file(ctx.snapshot, add, None, all_columns=True) for add in ctx.groups[int(group)]]
-                side = merge_target_side(matches, ctx.source, ctx.job, None)
-                for clause, n in side.counts.items():
-                    counts[clause] = counts.get(clause, 0) + n
-                matched_sources.append(side.matched_sources)
-                for table in side.outputs:
-                    new_rows.add(table)
-                for index, retiring in side.retire.items():
-                    match = matches[index]
-                    uri = spark_file_uri(resolve_data_path(root, match.add.path))
-                    outcomes[uri] = _retire(ctx.rows, ctx.snapshot, match, retiring, new_rows)
+        for group in _task_groups(batches, ctx.groups):
+            matches = [match_file(ctx.snapshot, add, None, all_columns=True) for add in group]
+            side = merge_target_side(matches, ctx.source, ctx.job, None)
+            for clause, n in side.counts.items():
+                counts[clause] = counts.get(clause, 0) + n
+            matched_sources.append(side.matched_sources)
+            for table in side.outputs:
+                new_rows.add(table)
+            for index, retiring in side.retire.items():
+                match = matches[index]
+                uri = spark_file_uri(resolve_data_path(root, match.add.path))
+                outcomes[uri] = _retire(ctx.rows, ctx.snapshot, match, retiring, new_rows)
         new_rows.flush()
         sources = np.unique(np.concatenate(matched_sources)) if matched_sources else None
         yield from result_batches(ctx.rows.dv, outcomes, new_rows.adds, counts, sources)

@@ -76,18 +76,17 @@ def merge_as_file_tasks(
     strategy = dml_strategy(spark)
     if strategy == "rows":
         return None
-    check_python_workers(spark)
-    arrow = as_arrow_table(source)
-    arrow = normalize_arrow_types(arrow) if arrow is not None else collect_small_source(source, max_source_rows)
-    if arrow is None or arrow.num_rows > max_source_rows:
-        if strategy == "files":
-            raise InvalidArgumentError(
-                f"{STRATEGY_CONF}=files, but the MERGE source has more than {max_source_rows} rows "
-                "(dvengine.execution.localMaxSourceRows), too many to ship to every task"
-            )
-        return None
-    executor = SparkExecutor(spark)
+    executor = SparkExecutor(spark)  # checks the Python workers before the source is collected
     try:
+        arrow = as_arrow_table(source)
+        arrow = normalize_arrow_types(arrow) if arrow is not None else collect_small_source(source, max_source_rows)
+        if arrow is None or arrow.num_rows > max_source_rows:
+            if strategy == "files":
+                raise InvalidArgumentError(
+                    f"{STRATEGY_CONF}=files, but the MERGE source has more than {max_source_rows} rows "
+                    "(dvengine.execution.localMaxSourceRows), too many to ship to every task"
+                )
+            return None
         return execute_local_merge(request_for(arrow), executor.merge_target_runner(), executor.name)
     except NotLocallyEvaluableError as exc:
         if strategy == "files":
