@@ -7,6 +7,7 @@ import java.util.List;
 import java.util.Map;
 
 import org.apache.hadoop.conf.Configuration;
+import org.apache.spark.broadcast.Broadcast;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.execution.datasources.PartitionedFile;
@@ -18,6 +19,7 @@ import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.util.SerializableConfiguration;
 import scala.Function1;
+import scala.reflect.ClassTag$;
 import scala.collection.Iterator;
 import scala.jdk.javaapi.CollectionConverters;
 
@@ -100,8 +102,15 @@ public class DeletionVectorParquetFormat extends ParquetFileFormat {
                 sparkSession, dataSchema, partitionSchema, requiredSchema, pushed, options, new Configuration(hadoopConf));
         Map<String, DeletionVectorRef> dvs = DeletionVectorRef.parseAll(
                 options.get(DVS_OPTION).getOrElse(() -> null));
-        return new MarkDeletedRows(withIndex, withoutIndex, dvs, new SerializableConfiguration(hadoopConf),
-                requiredSchema, partitionSchema, isDeleted);
+        // Only DVs in files need the Hadoop conf on executors. It travels as a broadcast (fetched
+        // once per executor), never inside the reader: serialized in the task closure, its ~110 KB
+        // were deserialized by every task (measured ~7 ms a task, ~0.1 s a 20-file scan).
+        boolean anyDvFile = dvs.values().stream().anyMatch(ref -> !ref.noDeletionVector && ref.inline == null);
+        Broadcast<SerializableConfiguration> conf = anyDvFile
+                ? sparkSession.sparkContext().broadcast(new SerializableConfiguration(hadoopConf),
+                        ClassTag$.MODULE$.apply(SerializableConfiguration.class))
+                : null;
+        return new MarkDeletedRows(withIndex, withoutIndex, dvs, conf, requiredSchema, partitionSchema, isDeleted);
     }
 
     /** The key of the DV map for a file Spark reads. */

@@ -5,6 +5,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 
+import org.apache.spark.broadcast.Broadcast;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.expressions.BoundReference;
 import org.apache.spark.sql.catalyst.expressions.Expression;
@@ -43,14 +44,14 @@ final class MarkDeletedRows extends AbstractFunction1<PartitionedFile, Iterator<
     private final Function1<PartitionedFile, Iterator<InternalRow>> parquet;
     private final Function1<PartitionedFile, Iterator<InternalRow>> parquetWithoutIndex;
     private final Map<String, DeletionVectorRef> dvs;
-    private final SerializableConfiguration conf;
+    private final Broadcast<SerializableConfiguration> conf; // null when no DV lives in a file
     private final StructType requiredSchema;
     private final StructType partitionSchema;
     private final int isDeleted;
 
     MarkDeletedRows(Function1<PartitionedFile, Iterator<InternalRow>> parquet,
                     Function1<PartitionedFile, Iterator<InternalRow>> parquetWithoutIndex, Map<String, DeletionVectorRef> dvs,
-                    SerializableConfiguration conf, StructType requiredSchema, StructType partitionSchema, int isDeleted) {
+                    Broadcast<SerializableConfiguration> conf, StructType requiredSchema, StructType partitionSchema, int isDeleted) {
         this.parquet = parquet;
         this.parquetWithoutIndex = parquetWithoutIndex;
         this.dvs = dvs;
@@ -76,7 +77,7 @@ final class MarkDeletedRows extends AbstractFunction1<PartitionedFile, Iterator<
             Iterator<InternalRow> out = (Iterator<InternalRow>) (Iterator<?>) new NothingDeleted(rows);
             return out;
         }
-        RowIndexBitmap bitmap = RowIndexBitmap.load(ref, conf.value());
+        RowIndexBitmap bitmap = RowIndexBitmap.load(ref, ref.inline != null ? null : conf.value().value());
         // Spark erases batches to InternalRow (the scan casts them back): keep elements as Object.
         @SuppressWarnings("unchecked")
         Iterator<Object> rows = (Iterator<Object>) (Iterator<?>) parquet.apply(file);
