@@ -105,7 +105,7 @@ public class DeletionVectorParquetFormat extends ParquetFileFormat {
         // Only DVs in files need the Hadoop conf on executors. It travels as a broadcast (fetched
         // once per executor), never inside the reader: serialized in the task closure, its ~110 KB
         // were deserialized by every task (measured ~7 ms a task, ~0.1 s a 20-file scan).
-        boolean anyDvFile = dvs.values().stream().anyMatch(ref -> !ref.noDeletionVector && ref.inline == null);
+        boolean anyDvFile = dvs.values().stream().anyMatch(ref -> ref.dvFileUri != null);
         Broadcast<SerializableConfiguration> conf = anyDvFile
                 ? sparkSession.sparkContext().broadcast(new SerializableConfiguration(hadoopConf),
                         ClassTag$.MODULE$.apply(SerializableConfiguration.class))

@@ -77,7 +77,7 @@ final class MarkDeletedRows extends AbstractFunction1<PartitionedFile, Iterator<
             Iterator<InternalRow> out = (Iterator<InternalRow>) (Iterator<?>) new NothingDeleted(rows);
             return out;
         }
-        RowIndexBitmap bitmap = RowIndexBitmap.load(ref, ref.inline != null ? null : conf.value().value());
+        RowIndexBitmap bitmap = RowIndexBitmap.load(ref, ref.dvFileUri == null ? null : conf.value().value());
         // Spark erases batches to InternalRow (the scan casts them back): keep elements as Object.
         @SuppressWarnings("unchecked")
         Iterator<Object> rows = (Iterator<Object>) (Iterator<?>) parquet.apply(file);
