@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import stat
 from collections.abc import Iterator
@@ -10,6 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+# Thousands of tiny Spark jobs: the C1-only JIT starts faster (see dvengine.engine.spark.session).
+# Set before any session starts, and inherited by the subprocesses tests launch (CLI, local-cluster).
+os.environ.setdefault("DVENGINE_SPARK_FAST_START", "1")
 
 GOLDEN_ROOT = (Path(__file__).resolve().parents[2] / "shared" / "golden").resolve()
 GOLDEN_TABLES = GOLDEN_ROOT / "tables"
