@@ -17,15 +17,16 @@ from urllib.parse import unquote
 import numpy as np
 import pyarrow as pa
 from pyspark.errors import AnalysisException
-from pyspark.sql import Column, DataFrame, DataFrameReader, SparkSession
+from pyspark.sql import DataFrame, DataFrameReader, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
-from pyspark.sql.types import DataType
+from pyspark.sql.types import ArrayType, DataType, MapType
 from pyspark.sql.types import StructType as SparkStructType
 
 from dvengine.dv import load_deletion_vector
 from dvengine.engine.spark import dv_format
 from dvengine.engine.spark.identifiers import quote
+from dvengine.engine.spark.jvm_paths import load_paths
 from dvengine.engine.spark.paths import spark_file_uri
 from dvengine.errors import InvalidArgumentError, LogCorruptedError, ProtocolError
 from dvengine.expressions import BoundPredicate
@@ -139,7 +140,7 @@ def _read_parquet(
     but the disk lacks is LogCorruptedError naming it (Spark checks existence when the DataFrame is created)."""
     paths = [resolve_data_path(snapshot.table_root, add.path) for add in files]
     try:
-        return reader.load(paths) if jvm else reader.parquet(*paths)
+        return load_paths(reader, paths, parquet=not jvm)
     except AnalysisException as exc:
         missing = [add.path for add, path in zip(files, paths) if not os.path.exists(path)]
         if not missing:
@@ -150,17 +151,18 @@ def _read_parquet(
         ) from exc
 
 
-def _deleted_rows_condition(snapshot: Snapshot, files: Sequence[AddFile]) -> Column:
+def _deleted_rows_sql(snapshot: Snapshot, files: Sequence[AddFile]) -> str:
     """``(size = s1 AND row_index IN (...)) OR ...`` over the files' DVs: for a few deleted rows a
     filter inside the scan's stage costs less than building and broadcasting a join table."""
-    condition: Column | None = None
+    terms = []
     for add in files:
         if add.deletion_vector is None:
             continue
         rows = load_deletion_vector(snapshot.table_root, add.deletion_vector, num_records=add.num_records)
-        term = (F.col(FILE_SIZE_COL) == F.lit(add.size)) & F.col(ROW_INDEX_COL).isin([int(r) for r in rows])
-        condition = term if condition is None else condition | term
-    return F.lit(False) if condition is None else condition
+        if len(rows):
+            in_list = ", ".join(str(int(r)) for r in rows)
+            terms.append(f"({quote(FILE_SIZE_COL)} = {int(add.size)} AND {quote(ROW_INDEX_COL)} IN ({in_list}))")
+    return " OR ".join(terms) if terms else "false"
 
 
 def _unique_sizes(files: Sequence[AddFile]) -> bool:
@@ -216,21 +218,34 @@ def _scan_group(
         reader = reader.option("basePath", spark_file_uri(root))
     df = _read_parquet(reader, snapshot, files, jvm)
     if jvm:
-        df = df.where(F.col(dv_format.IS_DELETED_COL) == F.lit(0))
-    columns = [F.col(quote(f.physical_name)) for f in data_fields]
-    if discover:
-        columns += [F.col(quote(f.name)) for f in read_fields[len(data_fields):]]
+        df = df.where(f"{quote(dv_format.IS_DELETED_COL)} = 0")
+    # Every projection is SQL text in one selectExpr: each Column built in Python costs several
+    # py4j round-trips (F.col, cast, alias: ~80 for a 4-column table), one selectExpr one per column.
+    metadata = []
     if needs_path:
-        columns.append(F.col("_metadata.file_path").alias(FILE_PATH_COL))
+        metadata.append(f"_metadata.file_path AS {quote(FILE_PATH_COL)}")
     if (with_dvs and not jvm) or keep_row_ids:
-        columns.append(F.col("_metadata.row_index").alias(ROW_INDEX_COL))
+        metadata.append(f"_metadata.row_index AS {quote(ROW_INDEX_COL)}")
     if by_size:
-        columns.append(F.col("_metadata.file_size").alias(FILE_SIZE_COL))
-    df = df.select(*columns)
+        metadata.append(f"_metadata.file_size AS {quote(FILE_SIZE_COL)}")
+    keys_by_name = {logical: key for logical, key, _ in snapshot.partition_keys}
+    sources = {
+        f.name: (keys_by_name[f.name] if discover else f.name) if f.name.lower() in part_lower else f.physical_name
+        for f in wanted
+    }
+    logical = [_logical_column_sql(f, sources[f.name]) for f in wanted]
+    joins = (with_dvs and not jvm) or (bool(part_fields) and not discover)
+    if not joins:  # one projection straight over the scan
+        row_ids = [f"_metadata.file_path AS {quote(FILE_PATH_COL)}", f"_metadata.row_index AS {quote(ROW_INDEX_COL)}"]
+        return df.selectExpr(*logical, *(row_ids if keep_row_ids else []))
+    scanned = [quote(f.physical_name) for f in data_fields]
+    if discover:
+        scanned += [quote(f.name) for f in read_fields[len(data_fields):]]
+    df = df.selectExpr(*scanned, *metadata)
     if with_dvs and not jvm:
         total_deleted = sum(add.deleted_row_count for add in files)
         if by_size and total_deleted <= FILTER_MAX_DELETED_ROWS:
-            df = df.where(~_deleted_rows_condition(snapshot, files)).drop(FILE_SIZE_COL)
+            df = df.where(f"NOT ({_deleted_rows_sql(snapshot, files)})").drop(FILE_SIZE_COL)
         elif by_size:
             deleted = deleted_rows_frame(spark, snapshot, files, key=FILE_SIZE_COL)
             assert deleted is not None
@@ -244,17 +259,32 @@ def _scan_group(
             df = df.join(right, on=[FILE_ID_COL, ROW_INDEX_COL], how="left_anti").drop(FILE_ID_COL)
     if part_fields and not discover:
         df = df.join(F.broadcast(partition_values_frame(spark, snapshot, files)), on=FILE_PATH_COL, how="inner")
-    selected = []
-    keys_by_name = {logical: key for logical, key, _ in snapshot.partition_keys}
-    for f in wanted:
-        if f.name.lower() in part_lower:
-            source = keys_by_name[f.name] if discover else f.name
-        else:
-            source = f.physical_name
-        selected.append(F.col(quote(source)).cast(logical_spark_type(f)).alias(f.name))
-    if keep_row_ids:
-        selected += [F.col(FILE_PATH_COL), F.col(ROW_INDEX_COL)]
-    return df.select(*selected)
+    return df.selectExpr(*logical, *([quote(FILE_PATH_COL), quote(ROW_INDEX_COL)] if keep_row_ids else []))
+
+
+def _logical_column_sql(field: StructField, source: str) -> str:
+    """``source AS name``, with a CAST only where the logical type differs from what the scan reads
+    (nested field names under column mapping): the cast renames nested fields, values are unchanged."""
+    logical_type = logical_spark_type(field)
+    read_type = spark_schema(StructType((field,)), physical=True)[0].dataType
+    column = quote(source)
+    if logical_type != read_type:
+        column = f"CAST({column} AS {spark_type_sql(logical_type)})"
+    return f"{column} AS {quote(field.name)}"
+
+
+def spark_type_sql(data_type: DataType) -> str:
+    """Spark SQL text of a type, nested field names quoted (PySpark's ``simpleString`` leaves them bare)."""
+    if isinstance(data_type, SparkStructType):
+        fields = (
+            f"{quote(f.name)}: {spark_type_sql(f.dataType)}{'' if f.nullable else ' NOT NULL'}" for f in data_type.fields
+        )
+        return f"STRUCT<{', '.join(fields)}>"
+    if isinstance(data_type, ArrayType):
+        return f"ARRAY<{spark_type_sql(data_type.elementType)}>"
+    if isinstance(data_type, MapType):
+        return f"MAP<{spark_type_sql(data_type.keyType)}, {spark_type_sql(data_type.valueType)}>"
+    return data_type.simpleString()
 
 
 def scan_logical(
