@@ -41,6 +41,7 @@ import scala.runtime.AbstractFunction1;
 final class MarkDeletedRows extends AbstractFunction1<PartitionedFile, Iterator<InternalRow>> implements Serializable {
     private static final long serialVersionUID = 1L;
 
+    // Either reader is null when no listed file needs it (every file has a DV, or none has).
     private final Function1<PartitionedFile, Iterator<InternalRow>> parquet;
     private final Function1<PartitionedFile, Iterator<InternalRow>> parquetWithoutIndex;
     private final Map<String, DeletionVectorRef> dvs;
