@@ -200,10 +200,10 @@ def _scan_group(
     by_size = with_dvs and not jvm and _unique_sizes(files)
     needs_path = keep_row_ids or (with_dvs and not jvm and not by_size) or (bool(part_fields) and not discover)
 
+    keys_by_name = {logical: key for logical, key, _ in snapshot.partition_keys}
     read_fields: list[StructField] = list(data_fields)
     if discover:
-        keys = {logical: key for logical, key, _ in snapshot.partition_keys}
-        read_fields += [StructField(keys[f.name], f.type, True, {}) for f in part_fields]
+        read_fields += [StructField(keys_by_name[f.name], f.type, True, {}) for f in part_fields]
     physical = StructType(tuple(data_fields))
     schema = spark_schema(physical, physical=True)
     for f in read_fields[len(data_fields):]:
@@ -219,8 +219,8 @@ def _scan_group(
     df = _read_parquet(reader, snapshot, files, jvm)
     if jvm:
         df = df.where(f"{quote(dv_format.IS_DELETED_COL)} = 0")
-    # Every projection is SQL text in one selectExpr: each Column built in Python costs several
-    # py4j round-trips (F.col, cast, alias: ~80 for a 4-column table), one selectExpr one per column.
+    # Projections are SQL text in one selectExpr each: a Column built in Python costs several py4j
+    # round-trips (F.col, cast, alias: ~80 for a 4-column table), selectExpr about one per column.
     metadata = []
     if needs_path:
         metadata.append(f"_metadata.file_path AS {quote(FILE_PATH_COL)}")
@@ -228,7 +228,6 @@ def _scan_group(
         metadata.append(f"_metadata.row_index AS {quote(ROW_INDEX_COL)}")
     if by_size:
         metadata.append(f"_metadata.file_size AS {quote(FILE_SIZE_COL)}")
-    keys_by_name = {logical: key for logical, key, _ in snapshot.partition_keys}
     sources = {
         f.name: (keys_by_name[f.name] if discover else f.name) if f.name.lower() in part_lower else f.physical_name
         for f in wanted
