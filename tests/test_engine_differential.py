@@ -315,19 +315,12 @@ REGRESSIONS = [
     # partition column in the predicate and moved by the assignment
     Case("update", "g = 1 AND i < 100", {"g": "(g + 1)"}, partitioned=True),
     Case("delete", "g IS NULL OR str LIKE 'a%'", mode="rewrite", partitioned=True),
+    # IN items with no common type (boolean and numeric): Spark's analyzer rejected it with a raw
+    # AnalysisException on the Spark executor; the binder now refuses it for every executor
+    Case("delete", "str NOT IN (true, 1e3, 'true')"),
 ]
 
-# Known, not fixed here: dvengine's binder accepts an IN list of mixed types that Spark's analyzer
-# rejects, and the AnalysisException leaves the Spark executor untranslated (no dvengine error).
-KNOWN_SPARK_BUGS = [
-    pytest.param(
-        Case("delete", "str NOT IN (true, 1e3, 'true')"),
-        id="known-spark-untyped-analysis-error",
-        marks=pytest.mark.xfail(strict=True, reason="AnalysisException escapes the Spark executor untyped"),
-    ),
-]
-
-CASES = KNOWN_SPARK_BUGS + [pytest.param(c, id=f"regression{n}") for n, c in enumerate(REGRESSIONS)] + [
+CASES = [pytest.param(c, id=f"regression{n}") for n, c in enumerate(REGRESSIONS)] + [
     pytest.param(generated_case(seed), id=f"seed{seed}") for seed in range(N_GENERATED)
 ]
 

@@ -128,11 +128,29 @@ def test_to_spark_sql_keeps_literals_and_renames_nested() -> None:
         ("d = 5", "cannot compare `d` \\(date\\) with 5 \\(numeric\\)"),
         ("flag = 1", "cannot compare"),
         ("id = flag", "cannot compare"),
+        # Spark types an IN by one common type for the value and all items (DATATYPE_MISMATCH)
+        ("name NOT IN (true, 1e3, 'true')", "no common type: TRUE is boolean, 1e3 is numeric"),
+        ("name IN (d, 5)", "no common type: `d` is date, 5 is numeric"),
     ],
 )
 def test_invalid_predicates_are_rejected_with_reason(text: str, message: str) -> None:
     with pytest.raises(InvalidPredicateError, match=message):
         parse_predicate(text, SCHEMA)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "name IN ('a', 1, NULL)",  # strings adapt to the other items, NULL to anything
+        "name IN (true, 'x')",
+        "id IN (1, 2.5, 1e3, NULL)",
+        "d IN (DATE '2024-01-01', TIMESTAMP '2024-01-01 10:00:00')",
+        "ts IN (d, '2024-01-01')",
+        "flag IN (true, 'false')",
+    ],
+)
+def test_in_lists_with_one_common_type_are_accepted(text: str) -> None:
+    assert parse_predicate(text, SCHEMA).sql
 
 
 @pytest.mark.parametrize(

@@ -67,6 +67,7 @@ class TypeChecker:
         if isinstance(node, exp.In):
             for value in node.expressions:
                 self.check_comparable(node.this, value)
+            self._check_in_list_types(node)
             return Kind.BOOLEAN
         if isinstance(node, exp.Between):
             self.check_comparable(node.this, node.args["low"])
@@ -141,6 +142,25 @@ class TypeChecker:
         if is_temporal(left) or is_temporal(right):
             return Kind.UNKNOWN
         return Kind.NUMERIC
+
+    def _check_in_list_types(self, node: exp.In) -> None:
+        """Spark types ``x IN (a, b, ...)`` by one common type for ``x`` and every item, so items
+        that compare with ``x`` one by one can still clash with each other: with a string column
+        ``str IN (true, 1e3)`` has no common type (boolean and numeric) and Spark's analyzer rejects
+        it. Strings adapt to the other side and NULLs to anything; two other kinds must agree
+        (dates and timestamps agree with each other)."""
+        firm: list[tuple[exp.Expr, Kind]] = []
+        for item in (node.this, *node.expressions):
+            kind = self.infer(item)
+            if kind not in (*_LENIENT, Kind.STRING):
+                firm.append((item, kind))
+        for item, kind in firm[1:]:
+            first, first_kind = firm[0]
+            if kind != first_kind and not (is_temporal(kind) and is_temporal(first_kind)):
+                raise self._error(
+                    f"the items of {_show(node)} have no common type: {_show(first)} is {first_kind.value}, "
+                    f"{_show(item)} is {kind.value}; cast them to one type"
+                )
 
     def require_boolean(self, node: exp.Expr, role: str) -> None:
         kind = self.infer(node)
