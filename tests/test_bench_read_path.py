@@ -36,7 +36,7 @@ def test_a_wrong_read_fails_the_bench(spark: Any, tmp_path: Path, monkeypatch: p
     drops a few deleted rows with a filter: make it drop none.)"""
     from dvengine.engine.spark import reader
 
-    monkeypatch.setattr(reader, "_deleted_rows_condition", lambda snapshot, files: reader.F.lit(False))
+    monkeypatch.setattr(reader, "_deleted_rows_sql", lambda snapshot, files: "false")
     with pytest.raises(AssertionError, match="returned .* the Arrow reader"):
         read_path.run(rows=2000, files=2, repeat=1, work=str(tmp_path), dv_readers=("python",))
 
