@@ -17,6 +17,22 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from pyspark.sql import SparkSession
+from pyspark.sql.types import (
+    BinaryType,
+    BooleanType,
+    ByteType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FloatType,
+    IntegerType,
+    LongType,
+    ShortType,
+    StringType,
+    TimestampNTZType,
+    TimestampType,
+)
+from pyspark.sql.types import StructType as SparkStructType
 
 from dvengine.commands.options import CONF_DV_READER
 from dvengine.dv.descriptor import absolute_dv_path
@@ -31,6 +47,22 @@ from dvengine.storage import resolve_data_path
 JVM_FORMAT = "io.dvengine.spark.DeletionVectorParquetFormat"
 IS_DELETED_COL = "__dvengine_is_row_deleted"
 DVS_OPTION = "dvengine.dvs"
+# "true": the format leaves deleted rows out of its batches itself (no marker column, no filter).
+DROP_DELETED_OPTION = "dvengine.dropDeleted"
+# Column types the format copies when it leaves rows out (SurvivingRows.java); other schemas
+# (structs, arrays, maps, ...) use the marker column and a filter.
+_COPYABLE_TYPES = (
+    BooleanType, ByteType, ShortType, IntegerType, DateType, LongType, TimestampType, TimestampNTZType,
+    FloatType, DoubleType, DecimalType, StringType, BinaryType,
+)
+
+
+def drops_deleted_rows(read_schema: SparkStructType) -> bool:
+    """Whether a scan of ``read_schema`` (data and partition columns) can have the format drop
+    deleted rows itself. Measured on 10M rows / 20 files with one 1-row DV: the marker column's
+    filter made every row of every file pay, ~8-10 % of a plain scan; dropping costs a copy of
+    the batches that lose rows only."""
+    return all(isinstance(f.dataType, _COPYABLE_TYPES) for f in read_schema.fields)
 DV_READERS = ("auto", "jvm", "python")
 JAR_ENV = "DVENGINE_SPARK_JAR"
 JAR_NAME = "dvengine-spark.jar"
@@ -123,4 +155,13 @@ def dvs_option(snapshot: Snapshot, files: Sequence[AddFile]) -> str:
     return "\n".join(_dv_line(snapshot, add) for add in files)
 
 
-__all__ = ["CONF_DV_READER", "IS_DELETED_COL", "JVM_FORMAT", "dvs_option", "jar_path", "use_jvm_reader"]
+__all__ = [
+    "CONF_DV_READER",
+    "DROP_DELETED_OPTION",
+    "IS_DELETED_COL",
+    "JVM_FORMAT",
+    "drops_deleted_rows",
+    "dvs_option",
+    "jar_path",
+    "use_jvm_reader",
+]

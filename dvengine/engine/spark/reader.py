@@ -208,16 +208,21 @@ def _scan_group(
     schema = spark_schema(physical, physical=True)
     for f in read_fields[len(data_fields):]:
         schema = schema.add(f.name, spark_schema(StructType((f,)))[0].dataType, True)
+    # Drop mode: the format leaves deleted rows out itself; else it marks them and a filter drops them.
+    drop = jvm and dv_format.drops_deleted_rows(schema)
     if jvm:
-        schema = schema.add(dv_format.IS_DELETED_COL, "byte", True)
         reader = spark.read.format(dv_format.JVM_FORMAT).option(dv_format.DVS_OPTION, dv_format.dvs_option(snapshot, files))
+        if drop:
+            reader = reader.option(dv_format.DROP_DELETED_OPTION, "true")
+        else:
+            schema = schema.add(dv_format.IS_DELETED_COL, "byte", True)
     else:
         reader = spark.read
     reader = reader.schema(schema)
     if discover:
         reader = reader.option("basePath", spark_file_uri(root))
     df = _read_parquet(reader, snapshot, files, jvm)
-    if jvm:
+    if jvm and not drop:
         df = df.where(f"{quote(dv_format.IS_DELETED_COL)} = 0")
     # Projections are SQL text in one selectExpr each: a Column built in Python costs several py4j
     # round-trips (F.col, cast, alias: ~80 for a 4-column table), selectExpr about one per column.

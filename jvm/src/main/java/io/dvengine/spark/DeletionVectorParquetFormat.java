@@ -42,6 +42,8 @@ public class DeletionVectorParquetFormat extends ParquetFileFormat {
 
     public static final String IS_DELETED_COLUMN = "__dvengine_is_row_deleted";
     public static final String DVS_OPTION = "dvengine.dvs";
+    /** "true": drop deleted rows inside the scan (no marker column, no filter); see {@link SurvivingRows}. */
+    public static final String DROP_DELETED_OPTION = "dvengine.dropDeleted";
 
     @Override
     public String shortName() {
@@ -72,8 +74,18 @@ public class DeletionVectorParquetFormat extends ParquetFileFormat {
             scala.collection.immutable.Seq<Filter> filters,
             scala.collection.immutable.Map<String, String> options,
             Configuration hadoopConf) {
+        boolean drop = "true".equals(options.get(DROP_DELETED_OPTION).getOrElse(() -> "false"));
         int isDeleted = Arrays.asList(requiredSchema.fieldNames()).indexOf(IS_DELETED_COLUMN);
-        if (isDeleted < 0 || !requiredSchema.fields()[isDeleted].dataType().equals(DataTypes.ByteType)) {
+        if (drop) {
+            if (isDeleted >= 0) {
+                throw new IllegalArgumentException(DeletionVectorParquetFormat.class.getName() + " with " + DROP_DELETED_OPTION
+                        + "=true takes no " + IS_DELETED_COLUMN + " column, got " + requiredSchema.simpleString());
+            }
+            if (!SurvivingRows.supports(requiredSchema) || !SurvivingRows.supports(partitionSchema)) {
+                throw new IllegalArgumentException(DeletionVectorParquetFormat.class.getName() + " with " + DROP_DELETED_OPTION
+                        + "=true needs atomic columns, got " + requiredSchema.simpleString() + " / " + partitionSchema.simpleString());
+            }
+        } else if (isDeleted < 0 || !requiredSchema.fields()[isDeleted].dataType().equals(DataTypes.ByteType)) {
             throw new IllegalArgumentException(DeletionVectorParquetFormat.class.getName()
                     + " needs the ByteType column " + IS_DELETED_COLUMN + " in the read schema, got " + requiredSchema.simpleString());
         }
@@ -117,7 +129,9 @@ public class DeletionVectorParquetFormat extends ParquetFileFormat {
                 ? sparkSession.sparkContext().broadcast(new SerializableConfiguration(hadoopConf),
                         ClassTag$.MODULE$.apply(SerializableConfiguration.class))
                 : null;
-        return new MarkDeletedRows(withIndex, withoutIndex, dvs, conf, requiredSchema, partitionSchema, isDeleted);
+        boolean offHeap = sparkSession.sessionState().conf().offHeapColumnVectorEnabled();
+        return new MarkDeletedRows(withIndex, withoutIndex, dvs, conf, requiredSchema, partitionSchema, drop ? -1 : isDeleted,
+                offHeap);
     }
 
     /** The key of the DV map for a file Spark reads. */

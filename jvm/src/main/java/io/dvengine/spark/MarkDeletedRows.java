@@ -5,6 +5,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 
+import org.apache.spark.TaskContext;
 import org.apache.spark.broadcast.Broadcast;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.expressions.BoundReference;
@@ -12,13 +13,16 @@ import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.catalyst.expressions.Literal;
 import org.apache.spark.sql.catalyst.expressions.UnsafeProjection;
 import org.apache.spark.sql.execution.datasources.PartitionedFile;
+import org.apache.spark.sql.execution.vectorized.OffHeapColumnVector;
 import org.apache.spark.sql.execution.vectorized.OnHeapColumnVector;
+import org.apache.spark.sql.execution.vectorized.WritableColumnVector;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.vectorized.ColumnVector;
 import org.apache.spark.sql.vectorized.ColumnarBatch;
 import org.apache.spark.util.SerializableConfiguration;
+import org.apache.spark.util.TaskCompletionListener;
 import scala.Function1;
 import scala.collection.AbstractIterator;
 import scala.collection.Iterator;
@@ -48,11 +52,13 @@ final class MarkDeletedRows extends AbstractFunction1<PartitionedFile, Iterator<
     private final Broadcast<SerializableConfiguration> conf; // null when no DV lives in a file
     private final StructType requiredSchema;
     private final StructType partitionSchema;
-    private final int isDeleted;
+    private final int isDeleted; // -1: drop mode, deleted rows are left out of the output (SurvivingRows)
+    private final boolean offHeap; // the vector class Spark's generated code casts a Parquet scan's columns to
 
     MarkDeletedRows(Function1<PartitionedFile, Iterator<InternalRow>> parquet,
                     Function1<PartitionedFile, Iterator<InternalRow>> parquetWithoutIndex, Map<String, DeletionVectorRef> dvs,
-                    Broadcast<SerializableConfiguration> conf, StructType requiredSchema, StructType partitionSchema, int isDeleted) {
+                    Broadcast<SerializableConfiguration> conf, StructType requiredSchema, StructType partitionSchema, int isDeleted,
+                    boolean offHeap) {
         this.parquet = parquet;
         this.parquetWithoutIndex = parquetWithoutIndex;
         this.dvs = dvs;
@@ -60,6 +66,7 @@ final class MarkDeletedRows extends AbstractFunction1<PartitionedFile, Iterator<
         this.requiredSchema = requiredSchema;
         this.partitionSchema = partitionSchema;
         this.isDeleted = isDeleted;
+        this.offHeap = offHeap;
     }
 
     @Override
@@ -70,6 +77,9 @@ final class MarkDeletedRows extends AbstractFunction1<PartitionedFile, Iterator<
             throw new DeletionVectorException("data file " + key + " is read through "
                     + DeletionVectorParquetFormat.class.getName() + " but " + DeletionVectorParquetFormat.DVS_OPTION
                     + " has no deletion vector for it (" + dvs.size() + " files listed)");
+        }
+        if (ref.noDeletionVector && isDeleted < 0) {
+            return parquetWithoutIndex.apply(file); // drop mode: nothing to drop, nothing to add
         }
         if (ref.noDeletionVector) {
             @SuppressWarnings("unchecked")
@@ -113,15 +123,46 @@ final class MarkDeletedRows extends AbstractFunction1<PartitionedFile, Iterator<
         return UnsafeProjection.create(CollectionConverters.asScala(exprs).toSeq());
     }
 
+    /** The types of the required (data) columns, which drop mode copies. */
+    private org.apache.spark.sql.types.DataType[] dataTypes() {
+        List<org.apache.spark.sql.types.DataType> types = new ArrayList<>();
+        for (StructField f : requiredSchema.fields()) {
+            types.add(f.dataType());
+        }
+        return types.toArray(new org.apache.spark.sql.types.DataType[0]);
+    }
+
+    /**
+     * A byte vector of the class the scan's generated code expects (marker mode's marker column);
+     * an off-heap one is closed when the task ends (its memory is freed by close() only).
+     */
+    private WritableColumnVector byteVector(int capacity) {
+        if (!offHeap) {
+            return new OnHeapColumnVector(capacity, DataTypes.ByteType);
+        }
+        WritableColumnVector vector = new OffHeapColumnVector(capacity, DataTypes.ByteType);
+        TaskContext task = TaskContext.get();
+        if (task != null) {
+            task.addTaskCompletionListener(new TaskCompletionListener() {
+                @Override
+                public void onTaskCompletion(TaskContext context) {
+                    vector.close();
+                }
+            });
+        }
+        return vector;
+    }
+
     /** Wraps one file's Parquet iterator; objects are ColumnarBatch or InternalRow as Spark erases them. */
     private final class Marking extends AbstractIterator<Object> {
         private final Iterator<Object> in;
         private final RowIndexBitmap bitmap;
         private final int rowIndex = requiredSchema.length();
-        private OnHeapColumnVector marks;
+        private WritableColumnVector marks;
         private int capacity;
         private UnsafeProjection projection;
         private Object pendingRow;
+        private SurvivingRows survivors;
 
         Marking(Iterator<Object> in, RowIndexBitmap bitmap) {
             this.in = in;
@@ -164,9 +205,9 @@ final class MarkDeletedRows extends AbstractFunction1<PartitionedFile, Iterator<
                     marks.close();
                 }
                 capacity = Math.max(n, 4096);
-                marks = new OnHeapColumnVector(capacity, DataTypes.ByteType);
+                marks = byteVector(capacity);
             }
-            bitmap.mark(batch.column(rowIndex), n, marks);
+            int deleted = bitmap.mark(batch.column(rowIndex), n, marks);
             ColumnVector[] columns = new ColumnVector[batch.numCols() - 1];
             for (int i = 0, j = 0; i < batch.numCols(); i++) {
                 if (i == rowIndex) {
@@ -174,14 +215,23 @@ final class MarkDeletedRows extends AbstractFunction1<PartitionedFile, Iterator<
                 }
                 columns[j++] = i == isDeleted ? marks : batch.column(i);
             }
-            return new ColumnarBatch(columns, n);
+            if (isDeleted >= 0 || deleted == 0) {
+                return new ColumnarBatch(columns, n);
+            }
+            if (deleted == n) {
+                return null; // nothing survives: hasNext() goes on to the next batch
+            }
+            if (survivors == null) {
+                survivors = new SurvivingRows(dataTypes(), offHeap);
+            }
+            return survivors.keep(columns, n, marks, n - deleted);
         }
     }
 
     /** A file without a DV: batches pass through with the marker vector swapped for zeros, rows are projected. */
     private final class NothingDeleted extends AbstractIterator<Object> {
         private final Iterator<Object> in;
-        private OnHeapColumnVector zeros;
+        private WritableColumnVector zeros;
         private int zerosCapacity;
         private UnsafeProjection projection;
 
@@ -205,7 +255,7 @@ final class MarkDeletedRows extends AbstractFunction1<PartitionedFile, Iterator<
                         zeros.close();
                     }
                     zerosCapacity = Math.max(n, 4096);
-                    zeros = new OnHeapColumnVector(zerosCapacity, DataTypes.ByteType);
+                    zeros = byteVector(zerosCapacity);
                     zeros.putBytes(0, zerosCapacity, (byte) 0);
                 }
                 ColumnVector[] columns = new ColumnVector[batch.numCols()];

@@ -150,18 +150,20 @@ final class RowIndexBitmap {
      * Sets {@code marks[i]} to 1 where row {@code rowIndexes[i]} is deleted and 0 elsewhere, for
      * {@code n} rows. A batch of consecutive row indexes (the usual case) walks only the deleted
      * rows in its range; otherwise (pages skipped inside the batch) each row is looked up.
+     * Returns how many rows it marked.
      */
-    void mark(ColumnVector rowIndexes, int n, WritableColumnVector marks) {
+    int mark(ColumnVector rowIndexes, int n, WritableColumnVector marks) {
         marks.putBytes(0, n, (byte) 0);
+        int marked = 0;
         if (n == 0) {
-            return;
+            return marked;
         }
         long first = rowIndexes.getLong(0);
         long last = rowIndexes.getLong(n - 1);
         int high = (int) (first >>> 32);
         if (last - first == n - 1 && high == (int) (last >>> 32)) {
             if (high >= byHigh.length || byHigh[high] == null) {
-                return;
+                return marked;
             }
             PeekableIntIterator it = byHigh[high].getIntIterator();
             it.advanceIfNeeded((int) first);
@@ -172,14 +174,17 @@ final class RowIndexBitmap {
                     break;
                 }
                 marks.putByte((int) (row - first), (byte) 1);
+                marked++;
                 it.next();
             }
-            return;
+            return marked;
         }
         for (int i = 0; i < n; i++) {
             if (contains(rowIndexes.getLong(i))) {
                 marks.putByte(i, (byte) 1);
+                marked++;
             }
         }
+        return marked;
     }
 }

@@ -1,0 +1,156 @@
+package io.dvengine.spark;
+
+import org.apache.spark.TaskContext;
+import org.apache.spark.sql.execution.vectorized.OffHeapColumnVector;
+import org.apache.spark.sql.execution.vectorized.OnHeapColumnVector;
+import org.apache.spark.sql.execution.vectorized.WritableColumnVector;
+import org.apache.spark.sql.types.BinaryType;
+import org.apache.spark.sql.types.BooleanType;
+import org.apache.spark.sql.types.ByteType;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.DateType;
+import org.apache.spark.sql.types.DecimalType;
+import org.apache.spark.sql.types.DoubleType;
+import org.apache.spark.sql.types.FloatType;
+import org.apache.spark.sql.types.IntegerType;
+import org.apache.spark.sql.types.LongType;
+import org.apache.spark.sql.types.ShortType;
+import org.apache.spark.sql.types.StringType;
+import org.apache.spark.sql.types.StructField;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.types.TimestampNTZType;
+import org.apache.spark.sql.types.TimestampType;
+import org.apache.spark.sql.vectorized.ColumnVector;
+import org.apache.spark.sql.vectorized.ColumnarBatch;
+import org.apache.spark.util.TaskCompletionListener;
+
+/**
+ * Copies the rows of a batch that a DV keeps into vectors of its own, so the scan's output holds
+ * live rows only and no filter is needed above it.
+ *
+ * <p>The alternative, a marker column and a {@code Filter(is_row_deleted = 0)} over the scan (what
+ * Delta Spark does), makes every row of every file pay for the filter, files without a DV included:
+ * measured here as 8-10 % of a plain scan. Copying costs only batches that lose rows, in files that
+ * have a DV; a batch that loses none is passed through as it is.
+ *
+ * <p>Only atomic types are copied (the Python side asks for this mode only then; see
+ * {@link #supports}); the output vectors are reused from batch to batch, as Spark's own vectorized
+ * reader reuses its vectors, because a batch is consumed before the next one is asked for. They
+ * are of the class Spark's generated code expects of a Parquet scan (on- or off-heap, per
+ * {@code spark.sql.columnVector.offheap.enabled}); partition columns are per-file constants and
+ * pass through as the reader made them.
+ */
+final class SurvivingRows {
+    private final DataType[] types; // the copied (data) columns
+    private final boolean offHeap;
+    private WritableColumnVector[] out;
+    private int capacity;
+    private boolean closeRegistered;
+
+    SurvivingRows(DataType[] types, boolean offHeap) {
+        this.types = types;
+        this.offHeap = offHeap;
+    }
+
+    /** Whether every field is of a type {@link #copy} handles. */
+    static boolean supports(StructType schema) {
+        for (StructField f : schema.fields()) {
+            if (!atomic(f.dataType())) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    private static boolean atomic(DataType t) {
+        return t instanceof BooleanType || t instanceof ByteType || t instanceof ShortType
+                || t instanceof IntegerType || t instanceof DateType || t instanceof LongType
+                || t instanceof TimestampType || t instanceof TimestampNTZType || t instanceof FloatType
+                || t instanceof DoubleType || t instanceof DecimalType || t instanceof StringType
+                || t instanceof BinaryType;
+    }
+
+    /**
+     * A batch of the rows of {@code columns} whose {@code deleted} byte is 0, {@code survivors} of
+     * them out of {@code n}: the first {@code types.length} columns are copied, the rest (partition
+     * constants) passed through.
+     */
+    ColumnarBatch keep(ColumnVector[] columns, int n, ColumnVector deleted, int survivors) {
+        if (out == null || capacity < n) {
+            close();
+            capacity = Math.max(n, 4096);
+            out = new WritableColumnVector[types.length];
+            for (int c = 0; c < types.length; c++) {
+                out[c] = offHeap ? new OffHeapColumnVector(capacity, types[c]) : new OnHeapColumnVector(capacity, types[c]);
+            }
+            TaskContext task = TaskContext.get();
+            if (offHeap && task != null && !closeRegistered) { // off-heap memory is freed by close() only
+                task.addTaskCompletionListener(new TaskCompletionListener() {
+                    @Override
+                    public void onTaskCompletion(TaskContext context) {
+                        close();
+                    }
+                });
+                closeRegistered = true;
+            }
+        }
+        ColumnVector[] kept = new ColumnVector[columns.length];
+        for (int c = 0; c < columns.length; c++) {
+            if (c < types.length) {
+                out[c].reset();
+                copy(columns[c], out[c], types[c], n, deleted);
+                kept[c] = out[c];
+            } else {
+                kept[c] = columns[c];
+            }
+        }
+        return new ColumnarBatch(kept, survivors);
+    }
+
+    private void close() {
+        if (out != null) {
+            for (WritableColumnVector v : out) {
+                v.close();
+            }
+            out = null;
+        }
+    }
+
+    private static void copy(ColumnVector src, WritableColumnVector dst, DataType t, int n, ColumnVector deleted) {
+        int j = 0;
+        for (int i = 0; i < n; i++) {
+            if (deleted.getByte(i) != 0) {
+                continue;
+            }
+            if (src.isNullAt(i)) {
+                dst.putNull(j++);
+                continue;
+            }
+            if (t instanceof LongType || t instanceof TimestampType || t instanceof TimestampNTZType) {
+                dst.putLong(j, src.getLong(i));
+            } else if (t instanceof DoubleType) {
+                dst.putDouble(j, src.getDouble(i));
+            } else if (t instanceof IntegerType || t instanceof DateType) {
+                dst.putInt(j, src.getInt(i));
+            } else if (t instanceof StringType) {
+                dst.putByteArray(j, src.getUTF8String(i).getBytes());
+            } else if (t instanceof BinaryType) {
+                dst.putByteArray(j, src.getBinary(i));
+            } else if (t instanceof DecimalType) {
+                DecimalType d = (DecimalType) t;
+                dst.putDecimal(j, src.getDecimal(i, d.precision(), d.scale()), d.precision());
+            } else if (t instanceof FloatType) {
+                dst.putFloat(j, src.getFloat(i));
+            } else if (t instanceof ShortType) {
+                dst.putShort(j, src.getShort(i));
+            } else if (t instanceof ByteType) {
+                dst.putByte(j, src.getByte(i));
+            } else if (t instanceof BooleanType) {
+                dst.putBoolean(j, src.getBoolean(i));
+            } else {
+                throw new IllegalStateException("no copy for type " + t.simpleString());
+            }
+            j++;
+        }
+    }
+}
