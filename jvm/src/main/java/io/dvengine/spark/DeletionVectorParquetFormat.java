@@ -27,11 +27,14 @@ import scala.jdk.javaapi.CollectionConverters;
  * Parquet with Delta deletion vectors applied inside the scan, the way Delta Spark's
  * DeltaParquetFileFormat does it: {@code spark.read.format("io.dvengine.spark.DeletionVectorParquetFormat")}.
  *
- * <p>The read schema must contain the ByteType column {@value #IS_DELETED_COLUMN}; the reader fills
- * it with 1 for rows the file's DV deletes and 0 otherwise, and the caller filters on
- * {@code = 0} (a filter over a column vector, the cheapest thing Spark's generated code does).
- * The DVs come in the {@value #DVS_OPTION} option (see {@link DeletionVectorRef}); every file read
- * must have one, so a path mismatch fails loudly instead of reading deleted rows.
+ * <p>Two modes. With {@value #DROP_DELETED_OPTION}{@code =true} (atomic columns only) the reader
+ * leaves deleted rows out of its batches itself ({@link SurvivingRows}): nothing above the scan,
+ * and files without a DV cost what a plain scan does. Otherwise the read schema must contain the
+ * ByteType column {@value #IS_DELETED_COLUMN}; the reader fills it with 1 for rows the file's DV
+ * deletes and 0 otherwise, and the caller filters on {@code = 0} (Delta Spark's way; every row of
+ * every file then passes the filter). The DVs come in the {@value #DVS_OPTION} option (see
+ * {@link DeletionVectorRef}); every file read must have an entry, so a path mismatch fails loudly
+ * instead of reading deleted rows.
  *
  * <p>Row indexes are Spark's own {@code _tmp_metadata_row_index} column (what
  * {@code _metadata.row_index} uses), which the Parquet reader computes from row-group offsets, so

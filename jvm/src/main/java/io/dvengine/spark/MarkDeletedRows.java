@@ -41,6 +41,10 @@ import scala.runtime.AbstractFunction1;
  * <p>A file listed without a DV is read by the second reader, which produces no row index
  * (computing it costs about a tenth of a plain scan); its batches get one all-zero marker
  * vector, filled once per task.
+ *
+ * <p>In drop mode (no marker column, {@code isDeleted == -1}) a batch that loses rows is copied
+ * without them ({@link SurvivingRows}), one that loses all is skipped, one that loses none and
+ * every batch of a file without a DV pass through untouched.
  */
 final class MarkDeletedRows extends AbstractFunction1<PartitionedFile, Iterator<InternalRow>> implements Serializable {
     private static final long serialVersionUID = 1L;
