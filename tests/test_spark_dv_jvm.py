@@ -252,7 +252,9 @@ def _all_atomic_types(n: int) -> pa.Table:
 
 
 @pytest.mark.parametrize("off_heap", ["false", "true"])
-def test_drop_mode_copies_every_atomic_type(spark: Any, tmp_path: Path, off_heap: str) -> None:
+def test_drop_mode_copies_every_atomic_type(
+    spark: Any, tmp_path: Path, off_heap: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """With atomic columns the format leaves deleted rows out of its batches (no marker, no filter):
     scattered deletes copy the survivors, a batch losing every row is skipped, a batch losing none
     passes through. The Python plan (a plain scan and a join) must read exactly the same rows, on-
@@ -263,6 +265,7 @@ def test_drop_mode_copies_every_atomic_type(spark: Any, tmp_path: Path, off_heap
     dvengine.write(data.slice(1500), str(path), mode="append")
     DeltaTable.forPath(None, path).delete("id % 7 = 3 OR (id >= 64 AND id < 192) OR id >= 2900", engine="local", mode="dv")
     live = [i for i in range(3000) if not (i % 7 == 3 or 64 <= i < 192 or i >= 2900)]
+    monkeypatch.setattr(dv_format, "DROP_MAX_COPIED_SHARE", 1.0)  # every batch loses rows here
     settings = {"spark.sql.parquet.columnarReaderBatchSize": "64", "spark.sql.columnVector.offheap.enabled": off_heap}
     for key, value in settings.items():
         spark.conf.set(key, value)
@@ -300,3 +303,24 @@ def test_nested_columns_keep_the_marker_filter(spark: Any, tmp_path: Path, off_h
     finally:
         spark.conf.unset("spark.sql.columnVector.offheap.enabled")
     assert got == [(i, i, str(i)) for i in ids if i % 9 != 2]
+
+
+def test_the_mode_follows_how_many_batches_lose_rows(spark: Any, tmp_path: Path) -> None:
+    """Sparse DVs: the format drops rows (no marker in the plan); DVs in most batches: the marker
+    filter, cheaper than copying nearly every batch. Both read the model's rows."""
+    path = tmp_path / "t"
+    rows = _write(path, files=2, per_file=50_000, partitioned=False)
+    table = DeltaTable.forPath(None, path)
+    table.delete("id = 7", engine="local", mode="dv")
+    files = table.snapshot().files
+    assert dv_format.copied_share(files) == pytest.approx(4096 / 100_000)
+    with dv_reader(spark, "jvm"):
+        df = DeltaTable.forPath(spark, path).toDF()
+        assert JVM_CLASS in executed_plan(df) and dv_format.IS_DELETED_COL not in executed_plan(df)
+        assert _spark_rows(df) == sort_rows([r for r in rows if r[0] != 7])
+    table.delete("id % 100 = 1", engine="local", mode="dv")
+    assert dv_format.copied_share(table.snapshot().files) == 1.0
+    with dv_reader(spark, "jvm"):
+        df = DeltaTable.forPath(spark, path).toDF()
+        assert dv_format.IS_DELETED_COL in executed_plan(df)
+        assert _spark_rows(df) == sort_rows([r for r in rows if r[0] != 7 and r[0] % 100 != 1])

@@ -209,7 +209,7 @@ def _scan_group(
     for f in read_fields[len(data_fields):]:
         schema = schema.add(f.name, spark_schema(StructType((f,)))[0].dataType, True)
     # Drop mode: the format leaves deleted rows out itself; else it marks them and a filter drops them.
-    drop = jvm and dv_format.drops_deleted_rows(schema)
+    drop = jvm and dv_format.drops_deleted_rows(schema, files)
     if jvm:
         reader = spark.read.format(dv_format.JVM_FORMAT).option(dv_format.DVS_OPTION, dv_format.dvs_option(snapshot, files))
         if drop:

@@ -46,6 +46,7 @@ final class SurvivingRows {
     private WritableColumnVector[] out;
     private int capacity;
     private boolean closeRegistered;
+    private int[] keep; // positions of the surviving rows of the current batch
 
     SurvivingRows(DataType[] types, boolean offHeap) {
         this.types = types;
@@ -94,17 +95,32 @@ final class SurvivingRows {
                 closeRegistered = true;
             }
         }
+        int[] rows = survivingRows(n, deleted, survivors);
         ColumnVector[] kept = new ColumnVector[columns.length];
         for (int c = 0; c < columns.length; c++) {
             if (c < types.length) {
                 out[c].reset();
-                copy(columns[c], out[c], types[c], n, deleted);
+                copy(columns[c], out[c], types[c], rows, survivors);
                 kept[c] = out[c];
             } else {
                 kept[c] = columns[c];
             }
         }
         return new ColumnarBatch(kept, survivors);
+    }
+
+    /** The positions of the surviving rows, in order (one pass over the marks for all columns). */
+    private int[] survivingRows(int n, ColumnVector deleted, int survivors) {
+        if (keep == null || keep.length < survivors) {
+            keep = new int[Math.max(survivors, 4096)];
+        }
+        int j = 0;
+        for (int i = 0; i < n; i++) {
+            if (deleted.getByte(i) == 0) {
+                keep[j++] = i;
+            }
+        }
+        return keep;
     }
 
     private void close() {
@@ -116,41 +132,70 @@ final class SurvivingRows {
         }
     }
 
-    private static void copy(ColumnVector src, WritableColumnVector dst, DataType t, int n, ColumnVector deleted) {
-        int j = 0;
-        for (int i = 0; i < n; i++) {
-            if (deleted.getByte(i) != 0) {
-                continue;
+    /**
+     * Copies rows {@code rows[0..count)} of {@code src} to rows 0.. of {@code dst}. The common
+     * types get a loop of their own (one type test per column, not per value) and skip the null
+     * test when the source has no nulls.
+     */
+    private static void copy(ColumnVector src, WritableColumnVector dst, DataType t, int[] rows, int count) {
+        boolean nulls = src.hasNull();
+        if (t instanceof LongType || t instanceof TimestampType || t instanceof TimestampNTZType) {
+            for (int j = 0; j < count; j++) {
+                int i = rows[j];
+                if (nulls && src.isNullAt(i)) {
+                    dst.putNull(j);
+                } else {
+                    dst.putLong(j, src.getLong(i));
+                }
             }
-            if (src.isNullAt(i)) {
-                dst.putNull(j++);
-                continue;
+        } else if (t instanceof DoubleType) {
+            for (int j = 0; j < count; j++) {
+                int i = rows[j];
+                if (nulls && src.isNullAt(i)) {
+                    dst.putNull(j);
+                } else {
+                    dst.putDouble(j, src.getDouble(i));
+                }
             }
-            if (t instanceof LongType || t instanceof TimestampType || t instanceof TimestampNTZType) {
-                dst.putLong(j, src.getLong(i));
-            } else if (t instanceof DoubleType) {
-                dst.putDouble(j, src.getDouble(i));
-            } else if (t instanceof IntegerType || t instanceof DateType) {
-                dst.putInt(j, src.getInt(i));
-            } else if (t instanceof StringType) {
-                dst.putByteArray(j, src.getUTF8String(i).getBytes());
-            } else if (t instanceof BinaryType) {
-                dst.putByteArray(j, src.getBinary(i));
-            } else if (t instanceof DecimalType) {
-                DecimalType d = (DecimalType) t;
-                dst.putDecimal(j, src.getDecimal(i, d.precision(), d.scale()), d.precision());
-            } else if (t instanceof FloatType) {
-                dst.putFloat(j, src.getFloat(i));
-            } else if (t instanceof ShortType) {
-                dst.putShort(j, src.getShort(i));
-            } else if (t instanceof ByteType) {
-                dst.putByte(j, src.getByte(i));
-            } else if (t instanceof BooleanType) {
-                dst.putBoolean(j, src.getBoolean(i));
-            } else {
-                throw new IllegalStateException("no copy for type " + t.simpleString());
+        } else if (t instanceof IntegerType || t instanceof DateType) {
+            for (int j = 0; j < count; j++) {
+                int i = rows[j];
+                if (nulls && src.isNullAt(i)) {
+                    dst.putNull(j);
+                } else {
+                    dst.putInt(j, src.getInt(i));
+                }
             }
-            j++;
+        } else {
+            for (int j = 0; j < count; j++) {
+                int i = rows[j];
+                if (src.isNullAt(i)) {
+                    dst.putNull(j);
+                } else {
+                    copyValue(src, i, dst, j, t);
+                }
+            }
+        }
+    }
+
+    private static void copyValue(ColumnVector src, int i, WritableColumnVector dst, int j, DataType t) {
+        if (t instanceof StringType) {
+            dst.putByteArray(j, src.getUTF8String(i).getBytes());
+        } else if (t instanceof BinaryType) {
+            dst.putByteArray(j, src.getBinary(i));
+        } else if (t instanceof DecimalType) {
+            DecimalType d = (DecimalType) t;
+            dst.putDecimal(j, src.getDecimal(i, d.precision(), d.scale()), d.precision());
+        } else if (t instanceof FloatType) {
+            dst.putFloat(j, src.getFloat(i));
+        } else if (t instanceof ShortType) {
+            dst.putShort(j, src.getShort(i));
+        } else if (t instanceof ByteType) {
+            dst.putByte(j, src.getByte(i));
+        } else if (t instanceof BooleanType) {
+            dst.putBoolean(j, src.getBoolean(i));
+        } else {
+            throw new IllegalStateException("no copy for type " + t.simpleString());
         }
     }
 }
