@@ -65,10 +65,10 @@ class EngineSession:
         if type(condition).__name__ != "Column":
             raise TypeError(f"condition must be a SQL string or a pyspark Column, got {type(condition).__name__}")
         from dvengine.engine.spark.columns import predicate_column_to_sql
+        from dvengine.engine.spark.empty_frames import empty_frame
         from dvengine.engine.spark.reader import spark_schema
 
-        spark = self.session()
-        return predicate_column_to_sql(condition, spark.createDataFrame([], spark_schema(schema)))  # type: ignore[arg-type]
+        return predicate_column_to_sql(condition, empty_frame(self.session(), spark_schema(schema)))  # type: ignore[arg-type]
 
     def value_sql(self, value: object, schema: StructType, column: str) -> str:
         """SQL text of an assigned value given as a string or a pyspark Column."""
@@ -80,10 +80,10 @@ class EngineSession:
                 f"got {type(value).__name__}: {value!r}"
             )
         from dvengine.engine.spark.columns import value_column_to_sql
+        from dvengine.engine.spark.empty_frames import empty_frame
         from dvengine.engine.spark.reader import spark_schema
 
-        spark = self.session()
-        return value_column_to_sql(value, spark.createDataFrame([], spark_schema(schema)))  # type: ignore[arg-type]
+        return value_column_to_sql(value, empty_frame(self.session(), spark_schema(schema)))  # type: ignore[arg-type]
 
 
 def _bind_condition(session: EngineSession, condition: object, schema: StructType) -> BoundPredicate | None:

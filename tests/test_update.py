@@ -78,6 +78,8 @@ def _not_null_table(spark: Any, path: Path) -> None:
         ({"id": "CAST(NULL AS BIGINT)"}, SchemaViolationError, "NOT NULL"),
         ({"id": "'not a number'"}, SchemaViolationError, ""),
         ({"id": "array(1, 2)"}, SchemaViolationError, "cannot be stored"),
+        # all values are checked in one analysis; the failing one is then named
+        ({"name": "'ok'", "id": "array(1, 2)"}, SchemaViolationError, "'ARRAY\\(1, 2\\)' cannot be stored in column 'id'"),
         ({"nope": "1"}, InvalidPredicateError, "nope"),
         ({"name": "no_such_col"}, InvalidPredicateError, "no_such_col"),
         ({"name": "rand()"}, InvalidPredicateError, "rand"),

@@ -37,6 +37,7 @@ from dvengine.engine.local.merge import TargetJob, TargetResult, TargetRunner
 from dvengine.engine.spark import errors as spark_errors
 from dvengine.engine.spark.change_data import table_columns, tagged, write_change_frames
 from dvengine.engine.spark.dv_job import RESULT_DDL, DvJobContext, build_deletion_vectors
+from dvengine.engine.spark.empty_frames import empty_frame
 from dvengine.engine.spark.file_tasks import (
     FileTasksContext,
     MergeTasksContext,
@@ -46,7 +47,14 @@ from dvengine.engine.spark.file_tasks import (
 )
 from dvengine.engine.spark.identifiers import quote
 from dvengine.engine.spark.paths import spark_file_uri
-from dvengine.engine.spark.reader import FILE_PATH_COL, ROW_INDEX_COL, logical_spark_type, scan_logical, spark_schema
+from dvengine.engine.spark.reader import (
+    FILE_PATH_COL,
+    ROW_INDEX_COL,
+    logical_spark_type,
+    scan_logical,
+    spark_schema,
+    spark_type_sql,
+)
 from dvengine.engine.spark.rows_job import (
     KIND_ADD,
     KIND_COUNT,
@@ -65,7 +73,7 @@ from dvengine.faults import DML_DATA_FILES_WRITTEN, DML_DV_FILES_WRITTEN, fault_
 from dvengine.log import Snapshot
 from dvengine.planning.decisions import FileAction
 from dvengine.protocol.actions import AddFile, DeletionVectorDescriptor
-from dvengine.protocol.schema import DataType, StructType
+from dvengine.protocol.schema import DataType, StructField, StructType
 from dvengine.storage import resolve_data_path
 from dvengine.writing.files import SPARK_STAGING_PREFIX
 from dvengine.writing.stats import num_indexed_cols
@@ -134,6 +142,11 @@ def updated_projection(snapshot: Snapshot, assignments: Mapping[str, str], match
     return out
 
 
+def _cast_sql(value_sql: str, field: StructField) -> str:
+    """``CAST((value) AS <the column's type>)`` as SQL text: storing the value in the column."""
+    return f"CAST(({value_sql}) AS {spark_type_sql(logical_spark_type(field))})"
+
+
 def _dv_paths(job: DvJobContext) -> list[str]:
     return [os.path.join(job.table_root, relative) for _, relative in job.dv_file_ids]
 
@@ -184,16 +197,31 @@ class SparkExecutor:
         return None  # Spark is the reference semantics: it evaluates whatever binds
 
     def check_assignments(self, ctx: DmlContext, assignments: Mapping[str, BoundExpression]) -> None:
-        empty = self.spark.createDataFrame([], spark_schema(ctx.snapshot.schema))
-        for name, value in assignments.items():
+        """Analysis-time check that every value can be stored in its column: one ``selectExpr`` of
+        all the casts (Spark analyzes it when the DataFrame is made); only when it fails is each
+        value checked alone, to name the column."""
+        if not assignments:
+            return
+        empty = empty_frame(self.spark, spark_schema(ctx.snapshot.schema))
+        casts = {name: _cast_sql(value.sql, ctx.snapshot.schema.get(name)) for name, value in assignments.items()}
+        try:
+            empty.selectExpr(*(f"{cast} AS {quote(f'__v{i}')}" for i, cast in enumerate(casts.values())))
+            return
+        except PySparkException as exc:
+            combined = exc
+        for name, cast in casts.items():
             field = ctx.snapshot.schema.get(name)
-            try:  # analysis-time check that the value can be stored in the column
-                empty.select(F.expr(value.sql).cast(logical_spark_type(field)).alias("v")).schema  # noqa: B018
+            try:
+                empty.selectExpr(f"{cast} AS __v")
             except PySparkException as exc:
                 raise SchemaViolationError(
-                    f"value {value.sql!r} cannot be stored in column {field.name!r} of type "
+                    f"value {assignments[name].sql!r} cannot be stored in column {field.name!r} of type "
                     f"{field.type.simple_string()}: {spark_errors.first_line(exc)}"
                 ) from exc
+        raise SchemaViolationError(
+            f"the values {[v.sql for v in assignments.values()]} cannot be stored in their columns: "
+            f"{spark_errors.first_line(combined)}"
+        ) from combined
 
     # --- matching ---------------------------------------------------------------------------------
 

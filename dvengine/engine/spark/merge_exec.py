@@ -44,6 +44,7 @@ from dvengine.commands.merge_metrics import merge_metrics
 from dvengine.commands.options import resolve_options
 from dvengine.engine.spark.change_data import merge_change_frames, write_change_frames
 from dvengine.engine.spark.columns import predicate_column_to_sql, value_column_to_sql
+from dvengine.engine.spark.empty_frames import empty_frame
 from dvengine.engine.spark.executor import SparkExecutor, spark_job
 from dvengine.engine.spark.identifiers import quote
 from dvengine.engine.spark.merge_prune import ConditionParts, derive_target_predicate, split_condition
@@ -123,16 +124,23 @@ def _scope(spark: SparkSession, snapshot: Snapshot, req: MergeRequest) -> tuple[
 def column_resolver(
     spark: SparkSession, target_schema: StructType, source_schema: SparkStructType, target_alias: str, source_alias: str
 ) -> Callable[[object, bool], str]:
-    """``MergeScope.to_sql`` for a session: Columns resolved against empty aliased frames of both sides."""
-    empty_target = spark.createDataFrame([], spark_schema(target_schema)).alias(target_alias)
-    empty_joined = empty_target.crossJoin(spark.createDataFrame([], source_schema).alias(source_alias))
+    """``MergeScope.to_sql`` for a session: Columns resolved against empty aliased frames of both
+    sides, built on the first Column (a MERGE given only SQL strings never needs them)."""
+    joined: list[DataFrame] = []
+
+    def empty_joined() -> DataFrame:
+        if not joined:
+            empty_target = empty_frame(spark, spark_schema(target_schema)).alias(target_alias)
+            joined.append(empty_target.crossJoin(empty_frame(spark, source_schema).alias(source_alias)))
+        return joined[0]
 
     def to_sql(value: object, is_predicate: bool) -> str:
         if isinstance(value, str):
             return value
         if not isinstance(value, Column):
             raise TypeError(f"a MERGE condition or value must be a SQL string or a pyspark Column, got {type(value).__name__}")
-        return predicate_column_to_sql(value, empty_joined) if is_predicate else value_column_to_sql(value, empty_joined)
+        frame = empty_joined()
+        return predicate_column_to_sql(value, frame) if is_predicate else value_column_to_sql(value, frame)
 
     return to_sql
 
