@@ -5,7 +5,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 
-import org.apache.spark.TaskContext;
 import org.apache.spark.broadcast.Broadcast;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.expressions.BoundReference;
@@ -13,8 +12,6 @@ import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.catalyst.expressions.Literal;
 import org.apache.spark.sql.catalyst.expressions.UnsafeProjection;
 import org.apache.spark.sql.execution.datasources.PartitionedFile;
-import org.apache.spark.sql.execution.vectorized.OffHeapColumnVector;
-import org.apache.spark.sql.execution.vectorized.OnHeapColumnVector;
 import org.apache.spark.sql.execution.vectorized.WritableColumnVector;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructField;
@@ -22,7 +19,6 @@ import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.vectorized.ColumnVector;
 import org.apache.spark.sql.vectorized.ColumnarBatch;
 import org.apache.spark.util.SerializableConfiguration;
-import org.apache.spark.util.TaskCompletionListener;
 import scala.Function1;
 import scala.collection.AbstractIterator;
 import scala.collection.Iterator;
@@ -136,25 +132,9 @@ final class MarkDeletedRows extends AbstractFunction1<PartitionedFile, Iterator<
         return types.toArray(new org.apache.spark.sql.types.DataType[0]);
     }
 
-    /**
-     * A byte vector of the class the scan's generated code expects (marker mode's marker column);
-     * an off-heap one is closed when the task ends (its memory is freed by close() only).
-     */
+    /** A byte vector of the class the scan's generated code expects (marker mode's marker column). */
     private WritableColumnVector byteVector(int capacity) {
-        if (!offHeap) {
-            return new OnHeapColumnVector(capacity, DataTypes.ByteType);
-        }
-        WritableColumnVector vector = new OffHeapColumnVector(capacity, DataTypes.ByteType);
-        TaskContext task = TaskContext.get();
-        if (task != null) {
-            task.addTaskCompletionListener(new TaskCompletionListener() {
-                @Override
-                public void onTaskCompletion(TaskContext context) {
-                    vector.close();
-                }
-            });
-        }
-        return vector;
+        return TaskVectors.allocate(capacity, DataTypes.ByteType, offHeap);
     }
 
     /** Wraps one file's Parquet iterator; objects are ColumnarBatch or InternalRow as Spark erases them. */

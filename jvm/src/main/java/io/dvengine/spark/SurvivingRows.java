@@ -1,8 +1,5 @@
 package io.dvengine.spark;
 
-import org.apache.spark.TaskContext;
-import org.apache.spark.sql.execution.vectorized.OffHeapColumnVector;
-import org.apache.spark.sql.execution.vectorized.OnHeapColumnVector;
 import org.apache.spark.sql.execution.vectorized.WritableColumnVector;
 import org.apache.spark.sql.types.BinaryType;
 import org.apache.spark.sql.types.BooleanType;
@@ -22,7 +19,6 @@ import org.apache.spark.sql.types.TimestampNTZType;
 import org.apache.spark.sql.types.TimestampType;
 import org.apache.spark.sql.vectorized.ColumnVector;
 import org.apache.spark.sql.vectorized.ColumnarBatch;
-import org.apache.spark.util.TaskCompletionListener;
 
 /**
  * Copies the rows of a batch that a DV keeps into vectors of its own, so the scan's output holds
@@ -36,16 +32,14 @@ import org.apache.spark.util.TaskCompletionListener;
  * <p>Only atomic types are copied (the Python side asks for this mode only then; see
  * {@link #supports}); the output vectors are reused from batch to batch, as Spark's own vectorized
  * reader reuses its vectors, because a batch is consumed before the next one is asked for. They
- * are of the class Spark's generated code expects of a Parquet scan (on- or off-heap, per
- * {@code spark.sql.columnVector.offheap.enabled}); partition columns are per-file constants and
- * pass through as the reader made them.
+ * come from {@link TaskVectors} (the class the scan's generated code expects); partition columns
+ * are per-file constants and pass through as the reader made them.
  */
 final class SurvivingRows {
     private final DataType[] types; // the copied (data) columns
     private final boolean offHeap;
     private WritableColumnVector[] out;
     private int capacity;
-    private boolean closeRegistered;
     private int[] keep; // positions of the surviving rows of the current batch
 
     SurvivingRows(DataType[] types, boolean offHeap) {
@@ -82,17 +76,7 @@ final class SurvivingRows {
             capacity = Math.max(n, 4096);
             out = new WritableColumnVector[types.length];
             for (int c = 0; c < types.length; c++) {
-                out[c] = offHeap ? new OffHeapColumnVector(capacity, types[c]) : new OnHeapColumnVector(capacity, types[c]);
-            }
-            TaskContext task = TaskContext.get();
-            if (offHeap && task != null && !closeRegistered) { // off-heap memory is freed by close() only
-                task.addTaskCompletionListener(new TaskCompletionListener() {
-                    @Override
-                    public void onTaskCompletion(TaskContext context) {
-                        close();
-                    }
-                });
-                closeRegistered = true;
+                out[c] = TaskVectors.allocate(capacity, types[c], offHeap);
             }
         }
         int[] rows = survivingRows(n, deleted, survivors);
