@@ -72,11 +72,7 @@ def copied_share(files: Sequence[AddFile]) -> float:
     total = sum(add.num_records or 0 for add in files)
     if total == 0:
         return 1.0
-    touched = 0
-    for add in files:
-        if add.deletion_vector is not None:
-            rows = add.num_records or 0
-            touched += min(rows, add.deletion_vector.cardinality * _BATCH_ROWS)
+    touched = sum(min(add.num_records or 0, add.deleted_row_count * _BATCH_ROWS) for add in files)
     return touched / total
 
 
