@@ -97,25 +97,31 @@ def _many_row_groups(path: Path) -> None:
             entry.write_text("".join(json.dumps(a) + "\n" for a in lines))
 
 
+@pytest.mark.parametrize("splits", ["tiny", "whole files"])
 @pytest.mark.parametrize("vectorized", ["true", "false"])
-def test_row_indexes_survive_splits_and_row_group_skipping(spark: Any, tmp_path: Path, vectorized: str) -> None:
+def test_row_indexes_survive_splits_and_row_group_skipping(
+    spark: Any, tmp_path: Path, vectorized: str, splits: str
+) -> None:
+    """Tiny splits take Spark's row index column; whole files count rows, which is only right if
+    no pushed filter reached their reader (it would skip row groups and shift the count)."""
     path = tmp_path / "t"
     rows = _write(path, files=2, per_file=20_000, partitioned=False)
     _many_row_groups(path)
     DeltaTable.forPath(None, path).delete("id % 7 = 1 OR (id >= 12000 AND id < 12500)", engine="local", mode="dv")
     live = [r for r in rows if not (r[0] % 7 == 1 or 12000 <= r[0] < 12500)]
     settings = {
-        "spark.sql.files.maxPartitionBytes": "16384",  # many splits per file
-        "spark.sql.files.openCostInBytes": "0",
         "spark.sql.parquet.enableVectorizedReader": vectorized,
         "spark.sql.maxMetadataStringLength": "10000",  # explain shows every pushed filter
     }
+    if splits == "tiny":
+        settings["spark.sql.files.maxPartitionBytes"] = "16384"  # many splits per file
+        settings["spark.sql.files.openCostInBytes"] = "0"
     for key, value in settings.items():
         spark.conf.set(key, value)
     try:
         with dv_reader(spark, "jvm"):
             df = DeltaTable.forPath(spark, path).toDF()
-            assert df.rdd.getNumPartitions() > 2
+            assert (df.rdd.getNumPartitions() > 2) == (splits == "tiny")
             assert _spark_rows(df) == sort_rows(live)
             # a pushed filter lets Parquet skip row groups before the DV'd rows are marked
             later = df.where("id >= 31000 AND value >= 0")
@@ -124,6 +130,51 @@ def test_row_indexes_survive_splits_and_row_group_skipping(spark: Any, tmp_path:
     finally:
         for key in settings:
             spark.conf.unset(key)
+
+
+def _set_num_records(path: Path, data_file: str, num_records: int) -> None:
+    """Make the log claim ``num_records`` rows for ``data_file`` (a damaged or foreign log)."""
+    for entry in (path / "_delta_log").glob("*.json"):
+        lines = [json.loads(line) for line in entry.read_text().splitlines() if line.strip()]
+        for action in lines:
+            if "add" in action and action["add"]["path"] == data_file:
+                stats = json.loads(action["add"]["stats"])
+                stats["numRecords"] = num_records
+                action["add"]["stats"] = json.dumps(stats)
+        entry.write_text("".join(json.dumps(a) + "\n" for a in lines))
+
+
+@pytest.mark.parametrize("vectorized", ["true", "false"])
+@pytest.mark.parametrize("claimed", [5001, 4999])
+def test_a_whole_file_read_checks_its_count_against_the_log(
+    spark: Any, tmp_path: Path, vectorized: str, claimed: int
+) -> None:
+    """A file with a DV read whole gets its row indexes by counting, so a log whose numRecords
+    disagrees with the file fails the read on the executor (instead of applying the DV to the
+    wrong rows); a split of part of the file uses Spark's row index and reads correctly."""
+    path = tmp_path / "t"
+    rows = _write(path, files=1, per_file=5000, partitioned=False)
+    _many_row_groups(path)
+    table = DeltaTable.forPath(None, path)
+    table.delete("id < 30", engine="local", mode="dv")
+    _set_num_records(path, table.snapshot().files[0].path, claimed)
+    before = _log_files(path)
+    got = f"more than {claimed}" if claimed < 5000 else "5000"
+    tiny_splits = {"spark.sql.files.maxPartitionBytes": "16384", "spark.sql.files.openCostInBytes": "0"}
+    spark.conf.set("spark.sql.parquet.enableVectorizedReader", vectorized)
+    try:
+        with dv_reader(spark, "jvm"):
+            with pytest.raises(Exception, match=f"Parquet returned {got} rows but the log says numRecords={claimed}"):
+                DeltaTable.forPath(spark, path).toDF().collect()
+            for key, value in tiny_splits.items():
+                spark.conf.set(key, value)
+            df = DeltaTable.forPath(spark, path).toDF()
+            assert df.rdd.getNumPartitions() > 1
+            assert _spark_rows(df) == sort_rows([r for r in rows if r[0] >= 30])
+    finally:
+        for key in ["spark.sql.parquet.enableVectorizedReader", *tiny_splits]:
+            spark.conf.unset(key)
+    assert _log_files(path) == before
 
 
 def test_without_the_class_auto_falls_back_and_jvm_refuses(

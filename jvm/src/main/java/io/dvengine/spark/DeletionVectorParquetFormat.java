@@ -109,13 +109,16 @@ public class DeletionVectorParquetFormat extends ParquetFileFormat {
         scala.collection.immutable.Seq<Filter> pushed = CollectionConverters.asScala(kept).toSeq();
         Map<String, DeletionVectorRef> dvs = DeletionVectorRef.parseAll(
                 options.get(DVS_OPTION).getOrElse(() -> null));
-        // Two readers: files with a DV need Spark's row index; files listed without one (read in the
-        // same scan so it splits like a plain one) skip it, which is most of the format's cost.
-        // Each gets its own copy of the Hadoop conf: the Parquet reader writes its requested schema
-        // into the conf it is given and broadcasts that object (~11 ms a broadcast measured), so a
-        // reader no listed file needs is not built at all.
+        // Up to three readers, each built only when a listed file may need it (each costs a
+        // Hadoop-conf broadcast, ~11 ms measured): files without a DV skip the row index, which is
+        // most of the format's cost; a file with a DV read whole counts its row indexes
+        // (MarkDeletedRows), which needs every row of the file, so nothing is pushed into that
+        // reader (Spark still applies the filters above the scan); a split covering part of a file
+        // takes Spark's row index. Each gets its own copy of the Hadoop conf: the Parquet reader
+        // writes its requested schema into the conf it is given and broadcasts that object.
         boolean anyWithDv = dvs.values().stream().anyMatch(ref -> !ref.noDeletionVector);
         boolean anyWithoutDv = dvs.values().stream().anyMatch(ref -> ref.noDeletionVector);
+        boolean anyCountable = dvs.values().stream().anyMatch(ref -> !ref.noDeletionVector && ref.numRecords >= 0);
         Function1<PartitionedFile, Iterator<InternalRow>> withIndex = anyWithDv
                 ? super.buildReaderWithPartitionValues(sparkSession, dataSchema, partitionSchema, withRowIndex, pushed,
                         options, new Configuration(hadoopConf))
@@ -124,6 +127,13 @@ public class DeletionVectorParquetFormat extends ParquetFileFormat {
                 ? super.buildReaderWithPartitionValues(sparkSession, dataSchema, partitionSchema, requiredSchema, pushed,
                         options, new Configuration(hadoopConf))
                 : null;
+        Function1<PartitionedFile, Iterator<InternalRow>> wholeFile = null;
+        if (anyCountable) {
+            wholeFile = withoutIndex != null && kept.isEmpty()
+                    ? withoutIndex
+                    : super.buildReaderWithPartitionValues(sparkSession, dataSchema, partitionSchema, requiredSchema,
+                            CollectionConverters.asScala(new ArrayList<Filter>()).toSeq(), options, new Configuration(hadoopConf));
+        }
         // Only DVs in files need the Hadoop conf on executors. It travels as a broadcast (fetched
         // once per executor), never inside the reader: serialized in the task closure, its ~110 KB
         // were deserialized by every task (measured ~7 ms a task, ~0.1 s a 20-file scan).
@@ -133,7 +143,7 @@ public class DeletionVectorParquetFormat extends ParquetFileFormat {
                         ClassTag$.MODULE$.apply(SerializableConfiguration.class))
                 : null;
         boolean offHeap = sparkSession.sessionState().conf().offHeapColumnVectorEnabled();
-        return new MarkDeletedRows(withIndex, withoutIndex, dvs, conf, requiredSchema, partitionSchema, drop ? -1 : isDeleted,
+        return new MarkDeletedRows(withIndex, withoutIndex, wholeFile, dvs, conf, requiredSchema, partitionSchema, drop ? -1 : isDeleted,
                 offHeap);
     }
 

@@ -26,9 +26,17 @@ import scala.jdk.javaapi.CollectionConverters;
 import scala.runtime.AbstractFunction1;
 
 /**
- * The per-file reader shipped to executors: runs the Parquet reader (which also produces the
- * row index column, placed right after the required columns), loads the file's DV and turns each
- * batch or row into the requested layout with {@value DeletionVectorParquetFormat#IS_DELETED_COLUMN} set.
+ * The per-file reader shipped to executors: runs the Parquet reader, loads the file's DV and turns
+ * each batch or row into the requested layout with {@value DeletionVectorParquetFormat#IS_DELETED_COLUMN} set.
+ *
+ * <p>Row indexes come one of two ways. A task that reads a file with a DV whole (the usual case:
+ * files up to the split size are one split) counts them: with no filter pushed into that reader,
+ * Parquet returns every row of the file in file order, so the k-th row returned is row k; the
+ * count is checked against the log's {@code numRecords} before the task can succeed. Spark's own
+ * row index column ({@code _tmp_metadata_row_index}, placed right after the required columns) is
+ * used for a split that covers part of a file, or when the log has no row count: it costs about a
+ * sixth of a plain scan (Spark fills it from a boxed iterator, one call per row), which counting
+ * avoids.
  *
  * <p>Columnar batches keep the Parquet reader's vectors (no copy) with the is-deleted vector
  * replaced by one this reader fills; rows (non-vectorizable schemas) that are deleted are
@@ -45,9 +53,10 @@ import scala.runtime.AbstractFunction1;
 final class MarkDeletedRows extends AbstractFunction1<PartitionedFile, Iterator<InternalRow>> implements Serializable {
     private static final long serialVersionUID = 1L;
 
-    // Either reader is null when no listed file needs it (every file has a DV, or none has).
-    private final Function1<PartitionedFile, Iterator<InternalRow>> parquet;
+    // A reader is null when no listed file needs it (every file has a DV, or none has).
+    private final Function1<PartitionedFile, Iterator<InternalRow>> parquet; // with Spark's row index
     private final Function1<PartitionedFile, Iterator<InternalRow>> parquetWithoutIndex;
+    private final Function1<PartitionedFile, Iterator<InternalRow>> parquetWholeFile; // no index, nothing pushed
     private final Map<String, DeletionVectorRef> dvs;
     private final Broadcast<SerializableConfiguration> conf; // null when no DV lives in a file
     private final StructType requiredSchema;
@@ -56,11 +65,13 @@ final class MarkDeletedRows extends AbstractFunction1<PartitionedFile, Iterator<
     private final boolean offHeap; // the vector class Spark's generated code casts a Parquet scan's columns to
 
     MarkDeletedRows(Function1<PartitionedFile, Iterator<InternalRow>> parquet,
-                    Function1<PartitionedFile, Iterator<InternalRow>> parquetWithoutIndex, Map<String, DeletionVectorRef> dvs,
+                    Function1<PartitionedFile, Iterator<InternalRow>> parquetWithoutIndex,
+                    Function1<PartitionedFile, Iterator<InternalRow>> parquetWholeFile, Map<String, DeletionVectorRef> dvs,
                     Broadcast<SerializableConfiguration> conf, StructType requiredSchema, StructType partitionSchema, int isDeleted,
                     boolean offHeap) {
         this.parquet = parquet;
         this.parquetWithoutIndex = parquetWithoutIndex;
+        this.parquetWholeFile = parquetWholeFile;
         this.dvs = dvs;
         this.conf = conf;
         this.requiredSchema = requiredSchema;
@@ -89,12 +100,24 @@ final class MarkDeletedRows extends AbstractFunction1<PartitionedFile, Iterator<
             return out;
         }
         RowIndexBitmap bitmap = RowIndexBitmap.load(ref, ref.dvFileUri == null ? null : conf.value().value());
+        boolean counted = countsRowIndexes(file, ref);
         // Spark erases batches to InternalRow (the scan casts them back): keep elements as Object.
         @SuppressWarnings("unchecked")
-        Iterator<Object> rows = (Iterator<Object>) (Iterator<?>) parquet.apply(file);
+        Iterator<Object> rows = (Iterator<Object>) (Iterator<?>) (counted ? parquetWholeFile : parquet).apply(file);
         @SuppressWarnings("unchecked")
-        Iterator<InternalRow> out = (Iterator<InternalRow>) (Iterator<?>) new Marking(rows, bitmap);
+        Iterator<InternalRow> out = (Iterator<InternalRow>) (Iterator<?>) (counted
+                ? new Marking(rows, bitmap, -1, ref.numRecords, key)
+                : new Marking(rows, bitmap, requiredSchema.length(), -1, key));
         return out;
+    }
+
+    /**
+     * Whether this task's rows of {@code file} get their row indexes by counting: it reads the
+     * whole file (a split from 0 to a known size) and the log gives the file's row count to check.
+     */
+    private boolean countsRowIndexes(PartitionedFile file, DeletionVectorRef ref) {
+        return parquetWholeFile != null && ref.numRecords >= 0 && file.start() == 0 && file.fileSize() > 0
+                && file.length() == file.fileSize();
     }
 
     /** The projection of a row to the output layout: {@code rowIndex} (-1: none) left out, marker 0. */
@@ -141,16 +164,22 @@ final class MarkDeletedRows extends AbstractFunction1<PartitionedFile, Iterator<
     private final class Marking extends AbstractIterator<Object> {
         private final Iterator<Object> in;
         private final RowIndexBitmap bitmap;
-        private final int rowIndex = requiredSchema.length();
+        private final int rowIndex; // position of Spark's row index column; -1: counted
+        private final long fileRows; // counted: the log's numRecords, which the count must reach
+        private final String fileKey;
+        private long nextRowIndex; // counted: the row index of the next row Parquet returns
         private WritableColumnVector marks;
         private int capacity;
         private UnsafeProjection projection;
         private Object pendingRow;
         private SurvivingRows survivors;
 
-        Marking(Iterator<Object> in, RowIndexBitmap bitmap) {
+        Marking(Iterator<Object> in, RowIndexBitmap bitmap, int rowIndex, long fileRows, String fileKey) {
             this.in = in;
             this.bitmap = bitmap;
+            this.rowIndex = rowIndex;
+            this.fileRows = fileRows;
+            this.fileKey = fileKey;
         }
 
         @Override
@@ -161,13 +190,16 @@ final class MarkDeletedRows extends AbstractFunction1<PartitionedFile, Iterator<
                     pendingRow = markBatch((ColumnarBatch) next);
                 } else {
                     InternalRow row = (InternalRow) next;
-                    if (!bitmap.contains(row.getLong(rowIndex))) {
+                    if (!bitmap.contains(rowIndex < 0 ? count(1) : row.getLong(rowIndex))) {
                         if (projection == null) {
                             projection = rowProjection(rowIndex);
                         }
                         pendingRow = projection.apply(row);
                     }
                 }
+            }
+            if (pendingRow == null && rowIndex < 0 && nextRowIndex != fileRows) {
+                throw countMismatch(nextRowIndex);
             }
             return pendingRow != null;
         }
@@ -182,6 +214,23 @@ final class MarkDeletedRows extends AbstractFunction1<PartitionedFile, Iterator<
             return out;
         }
 
+        /** Counted mode: the row index of the first of the next {@code n} rows. */
+        private long count(int n) {
+            long first = nextRowIndex;
+            nextRowIndex += n;
+            if (nextRowIndex > fileRows) {
+                throw countMismatch(nextRowIndex);
+            }
+            return first;
+        }
+
+        /** The file does not hold the rows the log says: its DV's row indexes cannot be applied. */
+        private DeletionVectorException countMismatch(long read) {
+            String got = read > fileRows ? "more than " + fileRows : String.valueOf(read);
+            return new DeletionVectorException("data file " + fileKey + ": Parquet returned " + got
+                    + " rows but the log says numRecords=" + fileRows + "; its deletion vector's row indexes cannot be applied");
+        }
+
         private ColumnarBatch markBatch(ColumnarBatch batch) {
             int n = batch.numRows();
             if (marks == null || capacity < n) {
@@ -191,8 +240,8 @@ final class MarkDeletedRows extends AbstractFunction1<PartitionedFile, Iterator<
                 capacity = Math.max(n, 4096);
                 marks = byteVector(capacity);
             }
-            int deleted = bitmap.mark(batch.column(rowIndex), n, marks);
-            ColumnVector[] columns = new ColumnVector[batch.numCols() - 1];
+            int deleted = rowIndex < 0 ? bitmap.markRange(count(n), n, marks) : bitmap.mark(batch.column(rowIndex), n, marks);
+            ColumnVector[] columns = new ColumnVector[rowIndex < 0 ? batch.numCols() : batch.numCols() - 1];
             for (int i = 0, j = 0; i < batch.numCols(); i++) {
                 if (i == rowIndex) {
                     continue;

@@ -153,21 +153,45 @@ final class RowIndexBitmap {
      * Returns how many rows it marked.
      */
     int mark(ColumnVector rowIndexes, int n, WritableColumnVector marks) {
-        marks.putBytes(0, n, (byte) 0);
-        int marked = 0;
         if (n == 0) {
-            return marked;
+            return 0;
         }
         long first = rowIndexes.getLong(0);
         long last = rowIndexes.getLong(n - 1);
-        int high = (int) (first >>> 32);
-        if (last - first == n - 1 && high == (int) (last >>> 32)) {
-            if (high >= byHigh.length || byHigh[high] == null) {
-                return marked;
+        if (last - first == n - 1) {
+            return markRange(first, n, marks);
+        }
+        marks.putBytes(0, n, (byte) 0);
+        int marked = 0;
+        for (int i = 0; i < n; i++) {
+            if (contains(rowIndexes.getLong(i))) {
+                marks.putByte(i, (byte) 1);
+                marked++;
             }
-            PeekableIntIterator it = byHigh[high].getIntIterator();
-            it.advanceIfNeeded((int) first);
+        }
+        return marked;
+    }
+
+    /**
+     * {@link #mark} for {@code n} rows whose row indexes are {@code first}, {@code first + 1}, ...:
+     * walks only the deleted rows in that range. Returns how many rows it marked.
+     */
+    int markRange(long first, int n, WritableColumnVector marks) {
+        marks.putBytes(0, n, (byte) 0);
+        int marked = 0;
+        long last = first + n - 1;
+        for (int high = (int) (first >>> 32); n > 0 && high <= (int) (last >>> 32); high++) {
+            if (high >= byHigh.length) {
+                break;
+            }
+            if (byHigh[high] == null) {
+                continue;
+            }
             long base = (long) high << 32;
+            PeekableIntIterator it = byHigh[high].getIntIterator();
+            if (first > base) {
+                it.advanceIfNeeded((int) first);
+            }
             while (it.hasNext()) {
                 long row = base | (it.peekNext() & 0xffffffffL);
                 if (row > last) {
@@ -176,13 +200,6 @@ final class RowIndexBitmap {
                 marks.putByte((int) (row - first), (byte) 1);
                 marked++;
                 it.next();
-            }
-            return marked;
-        }
-        for (int i = 0; i < n; i++) {
-            if (contains(rowIndexes.getLong(i))) {
-                marks.putByte(i, (byte) 1);
-                marked++;
             }
         }
         return marked;
