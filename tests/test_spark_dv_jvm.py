@@ -358,7 +358,8 @@ def test_nested_columns_keep_the_marker_filter(spark: Any, tmp_path: Path, off_h
 
 def test_the_mode_follows_how_many_batches_lose_rows(spark: Any, tmp_path: Path) -> None:
     """Sparse DVs: the format drops rows (no marker in the plan); DVs in most batches: the marker
-    filter, cheaper than copying nearly every batch. Both read the model's rows."""
+    filter when strings would be copied, still the drop when every column is fixed-width. All
+    read the model's rows."""
     path = tmp_path / "t"
     rows = _write(path, files=2, per_file=50_000, partitioned=False)
     table = DeltaTable.forPath(None, path)
@@ -371,7 +372,12 @@ def test_the_mode_follows_how_many_batches_lose_rows(spark: Any, tmp_path: Path)
         assert _spark_rows(df) == sort_rows([r for r in rows if r[0] != 7])
     table.delete("id % 100 = 1", engine="local", mode="dv")
     assert dv_format.copied_share(table.snapshot().files) == 1.0
+    live = sort_rows([r for r in rows if r[0] != 7 and r[0] % 100 != 1])
     with dv_reader(spark, "jvm"):
         df = DeltaTable.forPath(spark, path).toDF()
-        assert dv_format.IS_DELETED_COL in executed_plan(df)
-        assert _spark_rows(df) == sort_rows([r for r in rows if r[0] != 7 and r[0] % 100 != 1])
+        assert dv_format.IS_DELETED_COL in executed_plan(df)  # the string column makes copying dear
+        assert _spark_rows(df) == live
+        numbers = DeltaTable.forPath(spark, path).scan(columns=["id", "value"])  # fixed width: always copied
+        plan = executed_plan(numbers)
+        assert JVM_CLASS in plan and dv_format.IS_DELETED_COL not in plan, plan
+        assert sorted((r["id"], r["value"]) for r in numbers.collect()) == [(r[0], r[2]) for r in live]

@@ -19,6 +19,8 @@ import org.apache.spark.sql.types.TimestampNTZType;
 import org.apache.spark.sql.types.TimestampType;
 import org.apache.spark.sql.vectorized.ColumnVector;
 import org.apache.spark.sql.vectorized.ColumnarBatch;
+import org.apache.spark.unsafe.Platform;
+import org.apache.spark.unsafe.types.UTF8String;
 
 /**
  * Copies the rows of a batch that a DV keeps into vectors of its own, so the scan's output holds
@@ -162,9 +164,19 @@ final class SurvivingRows {
         }
     }
 
+    /** A string's bytes straight from the array it lives in (no copy per value) when on-heap. */
+    private static void putString(WritableColumnVector dst, int j, UTF8String value) {
+        Object base = value.getBaseObject();
+        if (base instanceof byte[]) {
+            dst.putByteArray(j, (byte[]) base, (int) (value.getBaseOffset() - Platform.BYTE_ARRAY_OFFSET), value.numBytes());
+        } else {
+            dst.putByteArray(j, value.getBytes());
+        }
+    }
+
     private static void copyValue(ColumnVector src, int i, WritableColumnVector dst, int j, DataType t) {
         if (t instanceof StringType) {
-            dst.putByteArray(j, src.getUTF8String(i).getBytes());
+            putString(dst, j, src.getUTF8String(i));
         } else if (t instanceof BinaryType) {
             dst.putByteArray(j, src.getBinary(i));
         } else if (t instanceof DecimalType) {
