@@ -17,13 +17,14 @@ import pyarrow as pa
 from dvengine.commands.arguments import check_column_mapping, check_condition, check_int, check_str
 from dvengine.errors import TableNotFoundError
 from dvengine.log import Snapshot, load_snapshot, table_exists
-from dvengine.read import read_snapshot_arrow
+from dvengine.read import scan_snapshot_arrow
 from dvengine.storage import normalize_table_path
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
     from dvengine.dml import EngineSession
+    from dvengine.expressions import BoundPredicate
     from dvengine.merge_builder import DeltaMergeBuilder
     from dvengine.optimize_builder import DeltaOptimizeBuilder
     from dvengine.table_builder import DeltaTableBuilder
@@ -153,9 +154,37 @@ class DeltaTable:
 
     # --- reads -------------------------------------------------------------------------------
 
-    def toArrow(self, version: int | None = None, timestamp: Timestamp | None = None) -> pa.Table:
-        """Rows of the table (at a version or timestamp) with deletion vectors applied, without Spark."""
-        return read_snapshot_arrow(self.snapshot(version, timestamp))
+    def toArrow(
+        self,
+        version: int | None = None,
+        timestamp: Timestamp | None = None,
+        *,
+        condition: str | Column | None = None,
+        columns: list[str] | None = None,
+    ) -> pa.Table:
+        """Rows of the table (at a version or timestamp) with deletion vectors applied, without Spark.
+
+        ``condition`` and ``columns`` work as in :meth:`scan`: the log prunes and skips files
+        before any is opened, only the needed columns are read, and the condition is evaluated on
+        the live rows with pyarrow (InvalidPredicateError for what it cannot evaluate exactly).
+        """
+        snapshot = self.snapshot(version, timestamp)
+        predicate, wanted = self._scan_arguments(snapshot, condition, columns)
+        return scan_snapshot_arrow(snapshot, predicate, wanted)
+
+    def _scan_arguments(
+        self, snapshot: Snapshot, condition: str | Column | None, columns: list[str] | None
+    ) -> tuple[BoundPredicate | None, list[str] | None]:
+        """``condition`` bound to the snapshot's schema and ``columns`` type-checked, for the reads
+        that take them (:meth:`scan`, :meth:`toArrow`)."""
+        from dvengine.expressions import parse_predicate
+
+        predicate = None
+        if condition is not None:
+            predicate = parse_predicate(self._engines().condition_sql(condition, snapshot.schema), snapshot.schema)
+        if columns is not None and (isinstance(columns, str) or not all(isinstance(c, str) for c in columns)):
+            raise TypeError(f"columns must be a list of column names, got {columns!r}")
+        return predicate, columns
 
     def toDF(self, version: int | None = None, timestamp: Timestamp | None = None) -> DataFrame:
         """Rows of the table as a Spark DataFrame; deletion vectors are applied inside Spark."""
@@ -192,15 +221,10 @@ class DeltaTable:
         """Rows matching ``condition`` as a Spark DataFrame; partition pruning and stats skipping
         from the log choose the files before Spark sees any, and DVs are applied inside Spark."""
         from dvengine.engine.spark.reader import scan_snapshot
-        from dvengine.expressions import parse_predicate
 
         snapshot = self.snapshot(version, timestamp)
-        predicate = None
-        if condition is not None:
-            predicate = parse_predicate(self._engines().condition_sql(condition, snapshot.schema), snapshot.schema)
-        if columns is not None and (isinstance(columns, str) or not all(isinstance(c, str) for c in columns)):
-            raise TypeError(f"columns must be a list of column names, got {columns!r}")
-        return scan_snapshot(self.spark, snapshot, predicate, columns)
+        predicate, wanted = self._scan_arguments(snapshot, condition, columns)
+        return scan_snapshot(self.spark, snapshot, predicate, wanted)
 
     # --- DML ---------------------------------------------------------------------------------
 

@@ -5,17 +5,22 @@ from dvengine.read.arrow_reader import (
     open_data_file,
     physical_row_count,
     read_file_arrow,
+    read_files_arrow,
     read_physical_rows,
     read_snapshot_arrow,
     relabel_by_position,
 )
+from dvengine.read.arrow_scan import output_columns, scan_snapshot_arrow
 
 __all__ = [
     "deleted_row_mask",
     "open_data_file",
+    "output_columns",
     "physical_row_count",
     "read_file_arrow",
+    "read_files_arrow",
     "read_physical_rows",
     "read_snapshot_arrow",
     "relabel_by_position",
+    "scan_snapshot_arrow",
 ]

@@ -158,11 +158,18 @@ def _relabel(array: pa.Array, target: pa.DataType) -> pa.Array:
 
 def read_snapshot_arrow(snapshot: Snapshot, columns: Sequence[str] | None = None) -> pa.Table:
     """All live rows of a snapshot as one Arrow table in schema column order."""
+    return read_files_arrow(snapshot, snapshot.files, columns)
+
+
+def read_files_arrow(snapshot: Snapshot, files: Sequence[AddFile], columns: Sequence[str] | None = None) -> pa.Table:
+    """The live rows of ``files`` (of ``snapshot``) as one Arrow table in schema column order;
+    ``columns`` are logical names matched without regard to case."""
     logical = to_arrow_schema(snapshot.schema)
     target = pa.schema([logical.field(i).with_nullable(True) for i in range(len(logical))])
     if columns is not None:
-        target = pa.schema([f for f in target if f.name in columns])
-    tables = [read_file_arrow(snapshot, add, columns) for add in snapshot.files]
+        wanted = {c.lower() for c in columns}
+        target = pa.schema([f for f in target if f.name.lower() in wanted])
+    tables = [read_file_arrow(snapshot, add, columns) for add in files]
     if not tables:
         return target.empty_table()
     return pa.concat_tables([t.select(target.names) for t in tables]).cast(target)

@@ -28,11 +28,12 @@ from dvengine.engine.spark import dv_format
 from dvengine.engine.spark.identifiers import quote
 from dvengine.engine.spark.jvm_paths import load_paths
 from dvengine.engine.spark.paths import spark_file_uri
-from dvengine.errors import InvalidArgumentError, LogCorruptedError, ProtocolError
+from dvengine.errors import LogCorruptedError, ProtocolError
 from dvengine.expressions import BoundPredicate
 from dvengine.log import Snapshot
 from dvengine.protocol.actions import AddFile
 from dvengine.protocol.schema import StructField, StructType, to_arrow_field, to_arrow_schema
+from dvengine.read import output_columns
 from dvengine.storage import resolve_data_path
 from dvengine.writing.files import parse_partition_folders
 
@@ -366,11 +367,8 @@ def scan_snapshot(
     from dvengine.planning.candidates import plan_candidates
 
     files = snapshot.files if predicate is None else plan_candidates(snapshot, predicate).candidates
-    if columns is not None:
-        unknown = [c for c in columns if snapshot.schema.find(c) is None]
-        if unknown:
-            raise InvalidArgumentError(f"unknown column(s) {unknown}; the table has {snapshot.schema.field_names}")
-    wanted = None if columns is None else {snapshot.schema.get(c).name for c in columns}
+    output = output_columns(snapshot, columns)
+    wanted = None if output is None else set(output)
     needed = None if wanted is None else wanted | (set() if predicate is None else set(predicate.columns))
     df = scan_logical(spark, snapshot, files, columns=needed, jvm=_jvm_for(spark, files))
     if predicate is not None:
