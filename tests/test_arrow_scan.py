@@ -21,7 +21,7 @@ from interop import sort_rows
 
 import dvengine
 from dvengine import DeltaTable
-from dvengine.errors import InvalidArgumentError, InvalidPredicateError
+from dvengine.errors import DataFileError, InvalidArgumentError, InvalidPredicateError
 
 Row = tuple[Any, ...]
 
@@ -90,7 +90,7 @@ def test_only_the_files_the_log_cannot_rule_out_are_opened(tmp_path: Path) -> No
             os.truncate(path / add.path, 10)
     got = t.toArrow(condition="id >= 120 AND id < 160", columns=["id"])  # skipped by stats
     assert _rows(got) == [(i,) for i in range(120, 160) if i != 150]
-    with pytest.raises(Exception, match="cannot be read as Parquet"):  # the damage is real
+    with pytest.raises(DataFileError, match="cannot be read as Parquet"):  # the damage is real
         t.toArrow()
 
 
