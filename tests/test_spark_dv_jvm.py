@@ -144,8 +144,7 @@ def _set_num_records(path: Path, data_file: str, num_records: int) -> None:
         entry.write_text("".join(json.dumps(a) + "\n" for a in lines))
 
 
-@pytest.mark.parametrize("vectorized", ["true", "false"])
-@pytest.mark.parametrize("claimed", [5001, 4999])
+@pytest.mark.parametrize(("claimed", "vectorized"), [(5001, "true"), (4999, "false")])
 def test_a_whole_file_read_checks_its_count_against_the_log(
     spark: Any, tmp_path: Path, vectorized: str, claimed: int
 ) -> None:
