@@ -143,3 +143,12 @@ def test_register_adds_bench_subcommand() -> None:
     )
     full = config_from_args(parser.parse_args(["bench"]))
     assert (full.rows, full.files, full.repeat, len(full.workloads)) == (10_000_000, 20, 3, len(ALL_WORKLOADS))
+    assert full.spark_conf == {}
+    confs = ["--spark-conf", "dvengine.spark.dmlStrategy=rows", "--spark-conf", "a.b = c=d"]
+    assert config_from_args(parser.parse_args(["bench", *confs])).spark_conf == {
+        "dvengine.spark.dmlStrategy": "rows",
+        "a.b": "c=d",
+    }
+    for bad in ("no-equals", "=value"):
+        with pytest.raises(ValueError, match=f"KEY=VALUE, got {bad!r}"):
+            config_from_args(parser.parse_args(["bench", "--spark-conf", bad]))

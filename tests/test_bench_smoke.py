@@ -31,10 +31,14 @@ def test_bench_smoke_run(spark: Any, tmp_path: Path) -> None:
         work_dir=str(tmp_path / "work"),
         warmup=False,
         contenders=CONTENDERS,
+        spark_conf={"dvengine.spark.dmlStrategy": "files"},  # what --spark-conf sets for the run
     )
     lines: list[str] = []
+    assert spark.conf.get("dvengine.spark.dmlStrategy", None) is None
     payload = run_benchmark(config, spark=spark, log=lines.append)
     paths = write_outputs(payload, str(out))
+    assert spark.conf.get("dvengine.spark.dmlStrategy", None) is None  # restored after the run
+    assert "- Spark confs set for this run: `dvengine.spark.dmlStrategy=files`" in (out / "results.md").read_text()
 
     saved = json.loads((out / "results.json").read_text())
     assert saved["machine"]["cores"] and saved["machine"]["pyspark"] and saved["machine"]["deltalake"]

@@ -62,6 +62,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--no-warmup", action="store_true", help="skip the untimed warm-up operations")
     parser.add_argument(
+        "--spark-conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="set a Spark SQL conf in the bench's session (repeatable), e.g. dvengine.spark.dmlStrategy=rows",
+    )
+    parser.add_argument(
         "--rewrite-threshold",
         type=float,
         help=f"set {CONF_REWRITE_THRESHOLD} for the session (what dvengine-auto uses)",
@@ -90,7 +97,19 @@ def config_from_args(args: argparse.Namespace) -> BenchConfig:
         read_after_reps=args.read_after_reps,
         warmup=not args.no_warmup,
         quick=quick,
+        spark_conf=parse_spark_conf(args.spark_conf),
     )
+
+
+def parse_spark_conf(values: list[str]) -> dict[str, str]:
+    """``KEY=VALUE`` pairs (``--spark-conf``) as a dict; a pair without ``=`` or key is a ValueError."""
+    conf: dict[str, str] = {}
+    for item in values:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"--spark-conf takes KEY=VALUE, got {item!r}")
+        conf[key.strip()] = value.strip()
+    return conf
 
 
 def run_bench(args: argparse.Namespace, spark: Any = None) -> int:

@@ -45,7 +45,9 @@ class BenchConfig:
     warmup: bool = True
     seed: int = 20240601
     quick: bool = False
-    extra: dict[str, str] = field(default_factory=dict)
+    # Spark SQL confs set in the bench's session before the run (``--spark-conf``), e.g. the
+    # Spark executor's DML strategy; recorded in the results so a run says what it measured.
+    spark_conf: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.rows < 1 or self.files < 1 or self.rows < self.files:

@@ -67,7 +67,7 @@ def machine_lines(payload: dict[str, Any]) -> list[str]:
     mem = m.get("memory_bytes")
     load = payload.get("load_average") or {}
     bases = ", ".join(f"{e}: {b['files']} files, {human_bytes(b['bytes'])}" for e, b in payload["base_tables"].items())
-    return [
+    lines = [
         (
             f"- run: {payload['started_at']} ({payload['duration_s']:.0f} s), {'quick' if cfg['quick'] else 'full'} mode,"
             f" {cfg['repeat']} repetition(s), median reported with min-max"
@@ -86,6 +86,9 @@ def machine_lines(payload: dict[str, Any]) -> list[str]:
         ),
         f"- dvengine auto mode rewrite threshold in effect: {payload['rewrite_threshold_in_effect']}",
     ]
+    if cfg.get("spark_conf"):
+        lines.append("- Spark confs set for this run: " + ", ".join(f"`{k}={v}`" for k, v in cfg["spark_conf"].items()))
+    return lines
 
 
 def workload_table(payload: dict[str, Any], info: dict[str, Any]) -> list[str]:

@@ -72,6 +72,7 @@ class Runner:
         self.contenders = make_contenders(config.contenders)
         self.engines = {c.engine for c in self.contenders}
         self.spark = spark
+        self.saved_conf: dict[str, str | None] = {}  # confs --spark-conf replaced, restored by cleanup()
         self.bases: dict[str, str] = {}
         self.sources: list[str] = []
         self.workloads: list[Workload] = []
@@ -100,6 +101,10 @@ class Runner:
             from dvengine.engine.spark.session import get_or_create_session
 
             self.spark = get_or_create_session()
+        if self.spark is not None:
+            for key, value in cfg.spark_conf.items():
+                self.saved_conf[key] = self.spark.conf.get(key, None)
+                self.spark.conf.set(key, value)
         shutil.rmtree(os.path.join(self.work, "bases"), ignore_errors=True)
         shutil.rmtree(self.copies, ignore_errors=True)
         if ENGINE_DVENGINE in self.engines:
@@ -326,6 +331,12 @@ class Runner:
         }
 
     def cleanup(self) -> None:
+        if self.spark is not None:  # the session may outlive the run (a caller's, the tests')
+            for key, previous in self.saved_conf.items():
+                if previous is None:
+                    self.spark.conf.unset(key)
+                else:
+                    self.spark.conf.set(key, previous)
         if self.config.keep_work:
             return
         if self.config.work_dir is None:
