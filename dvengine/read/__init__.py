@@ -10,13 +10,15 @@ from dvengine.read.arrow_reader import (
     read_snapshot_arrow,
     relabel_by_position,
 )
-from dvengine.read.arrow_scan import output_columns, scan_snapshot_arrow
+from dvengine.read.arrow_scan import scan_snapshot_arrow
+from dvengine.read.scan_plan import ScanPlan, plan_scan
 
 __all__ = [
+    "ScanPlan",
     "deleted_row_mask",
     "open_data_file",
-    "output_columns",
     "physical_row_count",
+    "plan_scan",
     "read_file_arrow",
     "read_files_arrow",
     "read_physical_rows",

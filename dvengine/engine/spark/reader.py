@@ -33,7 +33,7 @@ from dvengine.expressions import BoundPredicate
 from dvengine.log import Snapshot
 from dvengine.protocol.actions import AddFile
 from dvengine.protocol.schema import StructField, StructType, to_arrow_field, to_arrow_schema
-from dvengine.read import output_columns
+from dvengine.read import plan_scan
 from dvengine.storage import resolve_data_path
 from dvengine.writing.files import parse_partition_folders
 
@@ -364,17 +364,12 @@ def scan_snapshot(
 ) -> DataFrame:
     """Rows of a snapshot matching ``predicate``, with partition pruning and stats skipping from
     the log applied before Spark sees a file; ``columns`` (logical names) limits the output."""
-    from dvengine.planning.candidates import plan_candidates
-
-    files = snapshot.files if predicate is None else plan_candidates(snapshot, predicate).candidates
-    output = output_columns(snapshot, columns)
-    wanted = None if output is None else set(output)
-    needed = None if wanted is None else wanted | (set() if predicate is None else set(predicate.columns))
-    df = scan_logical(spark, snapshot, files, columns=needed, jvm=_jvm_for(spark, files))
+    plan = plan_scan(snapshot, predicate, columns)
+    df = scan_logical(spark, snapshot, plan.files, columns=plan.needed, jvm=_jvm_for(spark, plan.files))
     if predicate is not None:
         df = df.where(F.expr(predicate.sql))
-    if wanted is not None:
-        df = df.select(*[F.col(quote(f.name)) for f in snapshot.schema.fields if f.name in wanted])
+    if plan.output is not None:
+        df = df.select(*[F.col(quote(name)) for name in plan.output])
     return df
 
 
