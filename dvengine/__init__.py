@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from dvengine.table import DeltaTable
-from dvengine.table_builder import DeltaTableBuilder, IdentityGenerator
+from dvengine.api.table import DeltaTable
+from dvengine.api.table_builder import DeltaTableBuilder, IdentityGenerator
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -24,7 +24,7 @@ class TableAlreadyExistsError(DvengineError):
 
 
 class CatalogError(DvengineError):
-    """The name -> location catalog (``dvengine.catalog``) is unreadable or locked."""
+    """The name -> location catalog (``dvengine.storage.catalog``) is unreadable or locked."""
 
 
 class VersionNotFoundError(DvengineError):

@@ -23,8 +23,8 @@ GOLDEN_EXPECTED = GOLDEN_ROOT / "expected"
 
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    from dvengine.catalog import WAREHOUSE_OVERRIDE_CONF
     from dvengine.engine.spark.session import get_or_create_session
+    from dvengine.storage.catalog import WAREHOUSE_OVERRIDE_CONF
 
     session = get_or_create_session()
     # Catalog names registered by tests (forName, CREATE TABLE name) live in this run's own

@@ -110,3 +110,15 @@ def engine_per_strategy(request: pytest.FixtureRequest, spark: Any) -> Iterator[
     name, strategy = engine_and_strategy(request.param)
     with spark_dml_strategy(spark, strategy):
         yield name
+
+
+def merge_builder(
+    spark: Any, table_root: str, target_alias: str | None, source: Any, condition: Any, source_alias: str | None = None
+) -> Any:
+    """A MERGE of ``source`` into the table at ``table_root``, as ``forPath(...).alias(t).merge(...)`` starts it."""
+    from dvengine import DeltaTable
+
+    table = DeltaTable.forPath(spark, table_root)
+    if target_alias:
+        table = table.alias(target_alias)
+    return table.merge(source, condition, source_alias=source_alias)

@@ -11,10 +11,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+from dvengine.api.table import DeltaTable
 from dvengine.bench.config import BenchConfig
 from dvengine.bench.outputs import write_outputs
 from dvengine.bench.runner import run_benchmark
-from dvengine.table import DeltaTable
 
 # dvengine-auto runs the same code paths as dv/rewrite; leaving it out keeps the test well under 60 s.
 CONTENDERS = ("dvengine-dv", "dvengine-spark", "dvengine-rewrite", "delta-rs", "floor")

@@ -1,4 +1,4 @@
-"""dvengine.catalog: name resolution as Spark's session catalog does it, and safe concurrent writes."""
+"""dvengine.storage.catalog: name resolution as Spark's session catalog does it, and safe concurrent writes."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from dvengine import catalog
 from dvengine.errors import CatalogError, InvalidArgumentError
+from dvengine.storage import catalog
 
 
 @pytest.mark.parametrize(

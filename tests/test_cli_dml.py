@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from interop import rows_delta_rs
 
-from dvengine.cli import main as cli_main
+from dvengine.cli.main import main as cli_main
 from dvengine.log import load_snapshot
 
 

@@ -223,7 +223,7 @@ def test_conflicting_concurrent_delete_raises_and_commits_nothing(
     rows = make_table(spark, tmp_path / "t", files=1)
     stale = load_snapshot(str(tmp_path / "t"))
     DeltaTable.forPath(spark, tmp_path / "t").deleteMetrics("id = 1", mode="dv")  # the winner re-DVs the only file
-    from dvengine import dml
+    from dvengine.api import dml
 
     monkeypatch.setattr(dml, "load_snapshot", lambda root: stale)
     before = (log_listing(tmp_path / "t"), [r for r in rows if r[0] != 1])

@@ -24,7 +24,6 @@ from interop import rows_delta_rs, rows_duckdb, sort_rows
 
 import dvengine
 from dvengine import DeltaTable, IdentityGenerator
-from dvengine.catalog import WAREHOUSE_OVERRIDE_CONF, lookup_table
 from dvengine.errors import (
     DataFileError,
     InvalidArgumentError,
@@ -34,6 +33,7 @@ from dvengine.errors import (
     UnsupportedFeatureError,
 )
 from dvengine.log import latest_version
+from dvengine.storage.catalog import WAREHOUSE_OVERRIDE_CONF, lookup_table
 
 
 @pytest.fixture

@@ -27,7 +27,7 @@ from dml_helpers import folder_state
 
 import dvengine
 from dvengine import DeltaTable
-from dvengine.cli import main as cli_main
+from dvengine.cli.main import main as cli_main
 from dvengine.errors import (
     DataFileError,
     DvengineError,
@@ -75,11 +75,11 @@ def no_spark(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*_: Any, **__: Any) -> Any:
         raise AssertionError("Spark must not be needed to detect this error")
 
-    import dvengine.cli_dml
+    import dvengine.cli.dml
     import dvengine.engine.spark.write_api
 
     monkeypatch.setattr(dvengine.engine.spark.write_api, "get_or_create_session", refuse)
-    monkeypatch.setattr(dvengine.cli_dml, "cli_session", refuse)
+    monkeypatch.setattr(dvengine.cli.dml, "cli_session", refuse)
 
 
 def one_error_line(err: str) -> str:
@@ -518,10 +518,10 @@ def _fake_session(app_id: str) -> Any:
 
 @pytest.fixture
 def fresh_worker_cache(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    from dvengine.engine.spark import session
+    from dvengine.engine.spark import workers
 
-    monkeypatch.setattr(session, "_CHECKED_APPLICATIONS", set())
-    yield session
+    monkeypatch.setattr(workers, "_CHECKED_APPLICATIONS", set())
+    yield workers
 
 
 def test_workers_without_dvengine(fresh_worker_cache: Any, monkeypatch: pytest.MonkeyPatch) -> None:

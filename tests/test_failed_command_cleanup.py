@@ -60,7 +60,7 @@ def test_conflict_loser_leaves_no_files(
     spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, engine: str, operation: str
 ) -> None:
     import dvengine.engine.local.merge as local_merge
-    from dvengine import dml
+    from dvengine.api import dml
     from dvengine.engine.spark import merge_exec
 
     path = tmp_path / "t"

@@ -18,7 +18,7 @@ import pytest
 from test_concurrency_support import append, core_update, create_table, rows_of
 
 from dvengine import DeltaTable
-from dvengine.cli_maintenance import register
+from dvengine.cli.maintenance import register
 from dvengine.errors import InvalidArgumentError, TableNotFoundError, VersionNotFoundError
 from dvengine.maintenance import history
 

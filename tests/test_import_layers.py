@@ -6,11 +6,15 @@
     and only from the user-facing modules that dispatch to it.
 (c) Modules import only from their own layer or lower ones (upward imports under TYPE_CHECKING
     are allowed). The layers, bottom to top, are those of ``LAYERS``.
+(d) No import circles: among the imports made at run time (module level or inside a function; not
+    those under TYPE_CHECKING), no module reaches itself again. A lazy import does not excuse a circle.
+(e) The package root holds subpackages plus ``__init__``, ``errors`` and ``faults`` only.
 """
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,13 +22,14 @@ import pytest
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[1] / "dvengine"
 
-# Bottom to top. A module belongs to the layer of its longest matching prefix.
+# Bottom to top. A module belongs to the layer of its longest matching prefix. README's "How it is
+# built" lists the same floors for readers.
 LAYERS: list[tuple[str, ...]] = [
     ("dvengine.errors", "dvengine.faults"),
     ("dvengine.protocol",),
     ("dvengine.dv",),
     ("dvengine.expressions",),
-    ("dvengine.storage", "dvengine.catalog"),
+    ("dvengine.storage",),  # LogStore and the table-name catalog file
     ("dvengine.log",),
     ("dvengine.planning",),
     ("dvengine.commit",),
@@ -32,16 +37,16 @@ LAYERS: list[tuple[str, ...]] = [
     ("dvengine.read",),
     ("dvengine.changes",),  # change data feed reader: log + read, below the commands
     # maintenance (VACUUM, history) sits with the commands, not at the top beside the CLI: it needs
-    # only log, storage and dv, and DeltaTable.history()/vacuum() delegate to it (table.py imports
-    # it lazily), so placing it above table.py would make every such call an upward import.
+    # only log, storage and dv, and DeltaTable.history()/vacuum() delegate to it.
     ("dvengine.commands", "dvengine.maintenance"),
     ("dvengine.engine",),  # engine.local and engine.spark
-    # "dvengine" is the package __init__; dvengine.sqlcmd (dvengine.sql()) is user API beside table.py
-    (
-        "dvengine.dml", "dvengine.merge_builder", "dvengine.optimize_builder", "dvengine.maintenance_api",
-        "dvengine.table", "dvengine.table_api", "dvengine.table_builder", "dvengine", "dvengine.sqlcmd",
-    ),
-    ("dvengine.cli", "dvengine.cli_dml", "dvengine.cli_errors", "dvengine.cli_maintenance", "dvengine.cli_upsert", "dvengine.bench", "dvengine.torture"),
+    # the user API: builders and DML entry points below DeltaTable, which hands them out
+    ("dvengine.api.dml", "dvengine.api.maintenance", "dvengine.api.table_support", "dvengine.api.merge_builder",
+     "dvengine.api.optimize_builder", "dvengine.api.table_builder"),
+    ("dvengine.api",),  # dvengine.api.table (DeltaTable) and the package docstring
+    # "dvengine" is the package __init__; dvengine.sqlcmd (dvengine.sql()) is user API over DeltaTable
+    ("dvengine", "dvengine.sqlcmd"),
+    ("dvengine.cli", "dvengine.bench", "dvengine.testing"),
 ]
 
 # Upward imports that exist on purpose, each with its reason: (importer, imported module).
@@ -55,18 +60,9 @@ PYSPARK_ALLOWED_PREFIXES = ("dvengine.engine.spark", "dvengine.bench")
 # (inside a function body), so that importing them starts no JVM and needs no pyspark.
 SPARK_ENGINE_LAZY_IMPORTERS = (
     "dvengine",
-    "dvengine.table",
-    "dvengine.table_api",
-    "dvengine.table_builder",
-    "dvengine.dml",
-    "dvengine.merge_builder",
-    "dvengine.optimize_builder",
-    "dvengine.torture",
+    "dvengine.api",
+    "dvengine.testing",
     "dvengine.cli",
-    "dvengine.cli_errors",
-    "dvengine.cli_upsert",
-    "dvengine.cli_dml",
-    "dvengine.cli_maintenance",
     "dvengine.bench",
     "dvengine.sqlcmd",
 )
@@ -170,9 +166,9 @@ def test_the_parser_sees_the_imports_it_must_judge() -> None:
     assert len(MODULES) > 80
     by_importer = {(i.importer, i.target) for i in ALL_IMPORTS}
     assert ("dvengine.engine.local.executor", "dvengine.commands.context") in by_importer
-    table_spark = [i for i in ALL_IMPORTS if i.importer == "dvengine.table" and i.target.startswith("pyspark")]
+    table_spark = [i for i in ALL_IMPORTS if i.importer == "dvengine.api.table" and i.target.startswith("pyspark")]
     assert table_spark and all(i.type_checking for i in table_spark)
-    lazy = [i for i in ALL_IMPORTS if i.importer == "dvengine.table" and i.target == "dvengine.engine.spark.reader"]
+    lazy = [i for i in ALL_IMPORTS if i.importer == "dvengine.api.table" and i.target == "dvengine.engine.spark.reader"]
     assert lazy and all(i.in_function and not i.type_checking for i in lazy)
 
 
@@ -188,7 +184,7 @@ def test_the_checker_flags_an_upward_import(tmp_path: Path) -> None:
         "from dvengine.log import Snapshot\n"
         "import pyspark.sql\n"
         "if TYPE_CHECKING:\n"
-        "    from dvengine.table import DeltaTable\n"
+        "    from dvengine.api.table import DeltaTable\n"
         "def f():\n"
         "    from dvengine.engine.spark import reader\n"
     )
@@ -267,3 +263,94 @@ def test_the_allow_list_holds_no_stale_entries(pair: tuple[str, str] | None) -> 
     if pair is None:
         return
     assert pair in {(a, b) for a, b, _ in _layer_violations()}, f"{pair} is allowed but no longer imported upward"
+
+
+# --- (d) circles ---------------------------------------------------------------------------------
+
+
+def import_cycles(imports: Iterable[Import]) -> list[list[str]]:
+    """The strongly connected groups of two or more dvengine modules (Tarjan), each sorted."""
+    graph: dict[str, set[str]] = {}
+    for i in imports:
+        if i.type_checking or not _within(i.target, "dvengine") or i.target == i.importer:
+            continue
+        graph.setdefault(i.importer, set()).add(i.target)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[list[str]] = []
+
+    def connect(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(graph.get(node, ())):
+            if nxt not in index:
+                connect(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                groups.append(sorted(group))
+
+    for node in sorted(graph):
+        if node not in index:
+            connect(node)
+    return sorted(groups)
+
+
+def test_there_are_no_import_cycles() -> None:
+    assert import_cycles(ALL_IMPORTS) == []
+
+
+def test_the_checker_flags_a_cycle_even_through_a_lazy_import(tmp_path: Path) -> None:
+    """Self-test: two real modules made to import each other (one lazily) form a reported circle,
+    while the same edge under TYPE_CHECKING does not."""
+    planted = tmp_path / "candidates.py"
+    planted.write_text(
+        (PACKAGE_ROOT / "planning" / "candidates.py").read_text()
+        + "\n\ndef _planted():\n    from dvengine.api.table import DeltaTable\n    return DeltaTable\n"
+    )
+    planted_imports = imports_of("dvengine.planning.candidates", planted)
+    others = [i for i in ALL_IMPORTS if i.importer != "dvengine.planning.candidates"]
+    cycles = import_cycles(others + planted_imports)
+    assert any({"dvengine.planning.candidates", "dvengine.api.table"} <= set(group) for group in cycles), cycles
+
+    guarded = tmp_path / "guarded.py"
+    guarded.write_text(
+        (PACKAGE_ROOT / "planning" / "candidates.py").read_text()
+        + "\n\nif TYPE_CHECKING:\n    from dvengine.api.table import DeltaTable\n"
+    )
+    guarded_imports = imports_of("dvengine.planning.candidates", guarded)
+    assert import_cycles(others + guarded_imports) == []
+
+
+def test_the_checker_flags_a_planted_upward_import_in_a_real_module(tmp_path: Path) -> None:
+    """Self-test on a real module: planting ``from dvengine.commands import delete`` in the DV codec
+    (layer dv, below commands) is reported by the layer rule."""
+    planted = tmp_path / "bitmap.py"
+    planted.write_text((PACKAGE_ROOT / "dv" / "bitmap.py").read_text() + "\nfrom dvengine.commands import delete\n")
+    found = imports_of("dvengine.dv.bitmap", planted)
+    upward = [i for i in found if _within(i.target, "dvengine") and layer_of(i.target) > layer_of(i.importer)]
+    assert [i.target for i in upward] == ["dvengine.commands.delete"]
+
+
+# --- (e) the package root ------------------------------------------------------------------------
+
+ROOT_MODULES = {"__init__.py", "errors.py", "faults.py"}
+
+
+def test_the_package_root_holds_only_subpackages_and_the_shared_modules() -> None:
+    loose = sorted(p.name for p in PACKAGE_ROOT.glob("*.py") if p.name not in ROOT_MODULES)
+    assert loose == []
+    for folder in (p for p in PACKAGE_ROOT.iterdir() if p.is_dir() and p.name != "__pycache__"):
+        assert (folder / "__init__.py").exists(), f"{folder.name} is a folder but not a package"

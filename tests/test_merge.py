@@ -13,10 +13,8 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from dml_helpers import default_engine, make_table
+from dml_helpers import default_engine, make_table, merge_builder
 from interop import assert_all_readers
-
-from dvengine.merge_builder import merge_builder
 
 COLS = ["id", "name", "part"]
 Row = tuple[Any, ...]

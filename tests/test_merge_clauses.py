@@ -8,12 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from dml_helpers import data_listing, default_engine, log_listing, make_table
+from dml_helpers import data_listing, default_engine, log_listing, make_table, merge_builder
 from interop import assert_all_readers
 from pyspark.sql import functions as F
 from test_merge import COLS, commit_lines, model_merge, source_df
-
-from dvengine.merge_builder import merge_builder
 
 
 # Every MERGE here runs on the embedded executor (auto: a small source with what it evaluates

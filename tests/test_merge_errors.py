@@ -7,11 +7,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from dml_helpers import data_listing, log_listing, make_table
+from dml_helpers import data_listing, log_listing, make_table, merge_builder
 from interop import assert_all_readers
 from test_merge import COLS, source_df
 
 from dvengine import DeltaTable
+from dvengine.api.merge_builder import DeltaMergeBuilder
 from dvengine.errors import (
     InvalidArgumentError,
     InvalidPredicateError,
@@ -19,7 +20,6 @@ from dvengine.errors import (
     SchemaMismatchError,
     SchemaViolationError,
 )
-from dvengine.merge_builder import DeltaMergeBuilder, merge_builder
 
 
 def _state(path: Path) -> tuple[list[str], list[str]]:

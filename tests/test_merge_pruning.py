@@ -11,13 +11,12 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from dml_helpers import make_table
+from dml_helpers import make_table, merge_builder
 from interop import assert_all_readers
 from test_merge import COLS, model_upsert, source_df
 
-from dvengine.cli_upsert import register_cli
+from dvengine.cli.upsert import register_cli
 from dvengine.log import load_snapshot
-from dvengine.merge_builder import merge_builder
 
 
 def _hide_files(path: Path, keep: Any) -> list[Path]:

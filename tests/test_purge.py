@@ -20,7 +20,7 @@ from interop import assert_all_readers
 from test_concurrency_support import core_delete, create_table, retire_rows_core, rows_of
 
 from dvengine import DeltaTable
-from dvengine.cli_maintenance import register
+from dvengine.cli.maintenance import register
 from dvengine.commit.transaction import Transaction
 from dvengine.dv import absolute_dv_path
 from dvengine.engine.spark import purge as purge_module

@@ -17,7 +17,7 @@ from conftest import GOLDEN_NAMES, load_expected
 from dv_readers import DV_READERS, dv_reader
 
 from dvengine import DeltaTable
-from dvengine.cli import main as cli_main
+from dvengine.cli.main import main as cli_main
 
 CASES = [
     (name, int(version))

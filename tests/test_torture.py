@@ -1,4 +1,4 @@
-"""The kill-9 torture run (dvengine.torture), short: 20 kills, fixed seed, local engine only.
+"""The kill-9 torture run (dvengine.testing.torture), short: 20 kills, fixed seed, local engine only.
 
 The run itself checks every kill (all three readers equal the model before or after the
 operation, time travel, log replay, VACUUM safety net); here we assert it found nothing and that
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from dvengine import torture
+from dvengine.testing import torture
 
 SEED = 20240611
 

@@ -19,7 +19,7 @@ import pytest
 from interop import assert_all_readers
 from test_concurrency_support import core_delete, create_table, rows_of
 
-from dvengine.cli_maintenance import register
+from dvengine.cli.maintenance import register
 from dvengine.dv import absolute_dv_path
 from dvengine.errors import InvalidArgumentError, TableNotFoundError
 from dvengine.log import load_snapshot

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql import DataFrame
 
-    from dvengine.dml import EngineSession
+    from dvengine.api.dml import EngineSession
 
 CONF_LOCAL_MAX_SOURCE_ROWS = "dvengine.execution.localMaxSourceRows"
 DEFAULT_LOCAL_MAX_SOURCE_ROWS = 1_000_000
@@ -209,27 +209,3 @@ class DeltaMergeBuilder:
             self._session.session(), self._table_root, self._target_alias, self._source, source_alias,
             self._condition, tuple(self._clauses), self._mode, evolution,
         )
-
-
-def merge_builder(
-    spark: Any,
-    table_root: str,
-    target_alias: str | None,
-    source: Any,
-    condition: Expr,
-    source_alias: str | None = None,
-) -> DeltaMergeBuilder:
-    """Start a MERGE of ``source`` into the table at ``table_root`` (``spark`` may be None).
-
-    The source alias is ``source_alias`` if given, else the one set with ``source.alias(...)``;
-    without either, source columns can only be referenced unqualified (when unambiguous).
-    """
-    from dvengine.table import DeltaTable
-
-    table = DeltaTable.forPath(spark, table_root)
-    if target_alias:
-        table = table.alias(target_alias)
-    return DeltaMergeBuilder(
-        table._engines(), table.path, target_alias, source, condition, source_alias,
-        delta_spark_results=table._delta_spark_results,
-    )

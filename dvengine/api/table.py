@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from dvengine.api.merge_builder import DeltaMergeBuilder
+from dvengine.api.table_builder import CREATE, CREATE_IF_NOT_EXISTS, CREATE_OR_REPLACE, REPLACE, new_builder
 from dvengine.commands.arguments import check_column_mapping, check_condition, check_int, check_str
 from dvengine.errors import TableNotFoundError
 from dvengine.log import Snapshot, load_snapshot, table_exists
@@ -23,11 +25,10 @@ from dvengine.storage import normalize_table_path
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
-    from dvengine.dml import EngineSession
+    from dvengine.api.dml import EngineSession
+    from dvengine.api.optimize_builder import DeltaOptimizeBuilder
+    from dvengine.api.table_builder import DeltaTableBuilder
     from dvengine.expressions import BoundPredicate
-    from dvengine.merge_builder import DeltaMergeBuilder
-    from dvengine.optimize_builder import DeltaOptimizeBuilder
-    from dvengine.table_builder import DeltaTableBuilder
 
 Timestamp = int | dt.datetime | str
 
@@ -77,7 +78,7 @@ class DeltaTable:
         ``hadoopConf`` is checked as delta-spark checks it (only ``fs.``/``dfs.`` keys); dvengine
         reads local files only, so the options have no effect.
         """
-        from dvengine.table_api import check_hadoop_conf
+        from dvengine.api.table_support import check_hadoop_conf
 
         check_hadoop_conf(hadoopConf)
         root = normalize_table_path(path)
@@ -87,8 +88,8 @@ class DeltaTable:
 
     @classmethod
     def forName(cls, spark: SparkSession | None, tableOrViewName: str) -> DeltaTable:
-        """Open a table by catalog name (``t``, ``db.t``) or as ``delta.`/path```; see dvengine.catalog."""
-        from dvengine.table_api import resolve_table_name
+        """Open a table by catalog name (``t``, ``db.t``) or as ``delta.`/path```; see dvengine.storage.catalog."""
+        from dvengine.api.table_support import resolve_table_name
 
         root, name = resolve_table_name(spark, tableOrViewName)
         return cls(spark, root, name=name)
@@ -96,30 +97,22 @@ class DeltaTable:
     @classmethod
     def create(cls, sparkSession: SparkSession | None = None) -> DeltaTableBuilder:
         """Builder for CREATE TABLE (error if the table exists)."""
-        from dvengine.table_builder import CREATE, new_builder
-
-        return new_builder(sparkSession, CREATE)
+        return new_builder(sparkSession, CREATE, _open_table)
 
     @classmethod
     def createIfNotExists(cls, sparkSession: SparkSession | None = None) -> DeltaTableBuilder:
         """Builder for CREATE TABLE IF NOT EXISTS (an existing table is returned untouched)."""
-        from dvengine.table_builder import CREATE_IF_NOT_EXISTS, new_builder
-
-        return new_builder(sparkSession, CREATE_IF_NOT_EXISTS)
+        return new_builder(sparkSession, CREATE_IF_NOT_EXISTS, _open_table)
 
     @classmethod
     def replace(cls, sparkSession: SparkSession | None = None) -> DeltaTableBuilder:
         """Builder for REPLACE TABLE (error if the table does not exist)."""
-        from dvengine.table_builder import REPLACE, new_builder
-
-        return new_builder(sparkSession, REPLACE)
+        return new_builder(sparkSession, REPLACE, _open_table)
 
     @classmethod
     def createOrReplace(cls, sparkSession: SparkSession | None = None) -> DeltaTableBuilder:
         """Builder for CREATE OR REPLACE TABLE."""
-        from dvengine.table_builder import CREATE_OR_REPLACE, new_builder
-
-        return new_builder(sparkSession, CREATE_OR_REPLACE)
+        return new_builder(sparkSession, CREATE_OR_REPLACE, _open_table)
 
     @classmethod
     def isDeltaTable(cls, spark: SparkSession | None, path: str | os.PathLike[str]) -> bool:
@@ -229,7 +222,7 @@ class DeltaTable:
     # --- DML ---------------------------------------------------------------------------------
 
     def _engines(self) -> EngineSession:
-        from dvengine.dml import EngineSession
+        from dvengine.api.dml import EngineSession
 
         def start_session() -> SparkSession:
             return self.spark
@@ -257,7 +250,7 @@ class DeltaTable:
         ``engine``: "local" (in-process, no JVM), "spark", or "auto" (local for candidate files
         up to ``dvengine.execution.localMaxBytes``); default from ``dvengine.execution.engine``.
         """
-        from dvengine.dml import delete
+        from dvengine.api.dml import delete
 
         check_condition(condition)
         return delete(self._engines(), self._path, condition, mode, engine)
@@ -285,7 +278,7 @@ class DeltaTable:
         engine: str | None = None,
     ) -> dict[str, Any]:
         """dvengine-native UPDATE: metrics plus ``version``; ``mode`` and ``engine`` as for :meth:`deleteMetrics`."""
-        from dvengine.dml import update
+        from dvengine.api.dml import update
 
         assignments = check_column_mapping(set, "'set'")
         check_condition(condition)
@@ -299,8 +292,6 @@ class DeltaTable:
         (Spark) or ``source_alias="s"`` (Arrow/pandas); finish the builder with ``when...``
         clauses and ``execute()``.
         """
-        from dvengine.merge_builder import DeltaMergeBuilder
-
         return DeltaMergeBuilder(
             self._engines(), self._path, self._alias, source, condition, source_alias,
             delta_spark_results=self._delta_spark_results,
@@ -334,8 +325,8 @@ class DeltaTable:
 
     def detailRecord(self) -> dict[str, Any]:
         """dvengine-native DESCRIBE DETAIL: a dict with delta-spark's columns."""
-        from dvengine.catalog import qualified_name
         from dvengine.maintenance.detail import detail
+        from dvengine.storage.catalog import qualified_name
 
         return detail(self._path, None if self._name is None else qualified_name(self._name))
 
@@ -361,8 +352,8 @@ class DeltaTable:
         environment variable ``SPARK_DATABRICKS_DELTA_RETENTIONDURATIONCHECK_ENABLED``).
         See spec_notes/retention-vacuum-purge.md.
         """
+        from dvengine.api.table_support import default_retention_hours, retention_check_enabled
         from dvengine.maintenance.vacuum import vacuum
-        from dvengine.table_api import default_retention_hours, retention_check_enabled
 
         hours = default_retention_hours(self._path) if retentionHours is None else retentionHours
         if isinstance(hours, int) and not isinstance(hours, bool):
@@ -400,11 +391,11 @@ class DeltaTable:
 
         return purge(self.spark, self._path, condition, minDeletedRatio)
 
-    # --- maintenance: OPTIMIZE, CLONE, CONVERT, protocol, manifests (dvengine/maintenance_api.py) ---
+    # --- maintenance: OPTIMIZE, CLONE, CONVERT, protocol, manifests (dvengine/api/maintenance.py) ---
 
     def optimize(self) -> DeltaOptimizeBuilder:
         """OPTIMIZE builder: ``.where(partitionFilter).executeCompaction()``; runs without a JVM."""
-        from dvengine.optimize_builder import DeltaOptimizeBuilder
+        from dvengine.api.optimize_builder import DeltaOptimizeBuilder
 
         return DeltaOptimizeBuilder(self._spark, self._path)
 
@@ -412,7 +403,7 @@ class DeltaTable:
         self, target: str, isShallow: bool = False, replace: bool = False, properties: dict[str, str] | None = None
     ) -> DeltaTable:
         """Clone the latest version to ``target`` (shallow: files referenced by absolute path)."""
-        from dvengine.maintenance_api import clone_table
+        from dvengine.api.maintenance import clone_table
 
         return DeltaTable(self._spark, clone_table(self.snapshot(), target, isShallow, replace, properties))
 
@@ -420,7 +411,7 @@ class DeltaTable:
         self, version: int, target: str, isShallow: bool = False, replace: bool = False,
         properties: dict[str, str] | None = None,
     ) -> DeltaTable:
-        from dvengine.maintenance_api import check_int, clone_table
+        from dvengine.api.maintenance import check_int, clone_table
 
         snapshot = self.snapshot(version=check_int(version, "version"))
         return DeltaTable(self._spark, clone_table(snapshot, target, isShallow, replace, properties))
@@ -429,7 +420,7 @@ class DeltaTable:
         self, timestamp: str, target: str, isShallow: bool = False, replace: bool = False,
         properties: dict[str, str] | None = None,
     ) -> DeltaTable:
-        from dvengine.maintenance_api import check_str, clone_table
+        from dvengine.api.maintenance import check_str, clone_table
 
         snapshot = self.snapshot(timestamp=check_str(timestamp, "timestamp"))
         return DeltaTable(self._spark, clone_table(snapshot, target, isShallow, replace, properties))
@@ -442,17 +433,17 @@ class DeltaTable:
         return cls(sparkSession, convert_to_delta(identifier, partitionSchema))
 
     def upgradeTableProtocol(self, readerVersion: int, writerVersion: int) -> None:
-        from dvengine.maintenance_api import upgrade_table_protocol
+        from dvengine.api.maintenance import upgrade_table_protocol
 
         upgrade_table_protocol(self._path, readerVersion, writerVersion)
 
     def addFeatureSupport(self, featureName: str) -> None:
-        from dvengine.maintenance_api import add_feature_support
+        from dvengine.api.maintenance import add_feature_support
 
         add_feature_support(self._path, featureName)
 
     def dropFeatureSupport(self, featureName: str, truncateHistory: bool | None = None) -> None:
-        from dvengine.maintenance_api import drop_feature_support
+        from dvengine.api.maintenance import drop_feature_support
 
         drop_feature_support(self._path, featureName, truncateHistory)
 
@@ -465,3 +456,7 @@ class DeltaTable:
     def __repr__(self) -> str:
         return f"DeltaTable({self._path!r})"
 
+
+def _open_table(spark: SparkSession | None, root: str, name: str | None) -> DeltaTable:
+    """How a table builder hands back the table it created (see ``table_builder.TableOpener``)."""
+    return DeltaTable(spark, root, name=name)

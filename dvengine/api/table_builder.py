@@ -4,7 +4,7 @@ Argument checks mirror delta-spark's Python layer (TypeError/ValueError at call 
 same wording where its tests match on it), so a script fails on the same line it would with
 delta-spark. Types are parsed at ``addColumn`` time (Spark's parser would fail at ``execute``);
 either way nothing is written. The commit itself is :mod:`dvengine.commands.create_table`;
-names resolve through :mod:`dvengine.catalog`.
+names resolve through :mod:`dvengine.storage.catalog`.
 
 Not implemented, refused with :class:`~dvengine.errors.UnsupportedFeatureError` naming the
 column: generated columns (``generatedAlwaysAs``), identity columns (``IdentityGenerator``) and
@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from dvengine import catalog
+from dvengine.api.table_support import warehouse_of
 from dvengine.commands.create_table import (
     CREATE,
     CREATE_IF_NOT_EXISTS,
@@ -31,13 +32,16 @@ from dvengine.commands.create_table import (
 from dvengine.errors import InvalidArgumentError, UnsupportedFeatureError
 from dvengine.protocol.ddl import from_spark_field, from_spark_type, parse_ddl_type
 from dvengine.protocol.schema import DataType, StructField, StructType
-from dvengine.storage import normalize_table_path
-from dvengine.table_api import warehouse_of
+from dvengine.storage import catalog, normalize_table_path
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from dvengine.table import DeltaTable
+    from dvengine.api.table import DeltaTable
+
+# How a builder opens the table it made: DeltaTable(spark, root, name=...). Passed in by
+# DeltaTable.create() and friends, so that this module needs the class only for type checking.
+TableOpener = Callable[["SparkSession | None", str, "str | None"], "DeltaTable"]
 
 
 @dataclass
@@ -69,9 +73,10 @@ def active_session() -> SparkSession | None:
 class DeltaTableBuilder:
     """Collects a table definition; :meth:`execute` creates/replaces the table and returns it."""
 
-    def __init__(self, spark: SparkSession | None, mode: str) -> None:
+    def __init__(self, spark: SparkSession | None, mode: str, open_table: TableOpener) -> None:
         self._spark = spark
         self._mode = mode
+        self._open_table = open_table
         self._name: str | None = None
         self._location: str | None = None
         self._comment: str | None = None
@@ -202,8 +207,6 @@ class DeltaTableBuilder:
         return normalize_table_path(catalog.default_location(self._name, warehouse)), True
 
     def execute(self) -> DeltaTable:
-        from dvengine.table import DeltaTable
-
         root, managed = self._resolve_location()
         label = self._name if self._name is not None else f"delta.`{root}`"
         definition = TableDefinition(
@@ -214,12 +217,12 @@ class DeltaTableBuilder:
         create_table(definition, self._mode)
         if self._name is not None:
             catalog.register_table(self._name, root, warehouse_of(self._spark))
-        return DeltaTable(self._spark, root, name=self._name)
+        return self._open_table(self._spark, root, self._name)
 
 
-def new_builder(spark: SparkSession | None, mode: str) -> DeltaTableBuilder:
+def new_builder(spark: SparkSession | None, mode: str, open_table: TableOpener) -> DeltaTableBuilder:
     """A builder on ``spark``, else on the active session as delta-spark does, else session-less."""
-    return DeltaTableBuilder(spark if spark is not None else active_session(), mode)
+    return DeltaTableBuilder(spark if spark is not None else active_session(), mode, open_table)
 
 
 __all__ = ["CREATE", "CREATE_IF_NOT_EXISTS", "CREATE_OR_REPLACE", "REPLACE", "DeltaTableBuilder", "IdentityGenerator", "new_builder"]

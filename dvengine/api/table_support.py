@@ -12,13 +12,12 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from dvengine import catalog
 from dvengine.commands.options import ConfLookup
 from dvengine.errors import InvalidArgumentError, TableNotFoundError
 from dvengine.log import load_snapshot, table_exists
 from dvengine.log.intervals import parse_interval_ms
 from dvengine.maintenance.vacuum import DEFAULT_DELETED_FILE_RETENTION, RETENTION_PROPERTY
-from dvengine.storage import normalize_table_path
+from dvengine.storage import catalog, normalize_table_path
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

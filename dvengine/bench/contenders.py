@@ -134,7 +134,7 @@ class DvengineContender(Contender):
         self.name = f"dvengine-{executor or mode}"
 
     def unavailable(self, workload: Workload) -> str | None:
-        from dvengine.table import DeltaTable
+        from dvengine.api.table import DeltaTable
 
         if workload.kind == "delete":
             return None
@@ -147,7 +147,7 @@ class DvengineContender(Contender):
         return ctx.spark
 
     def prepare(self, workload: Workload, table: str, ctx: BenchContext) -> Prepared:
-        from dvengine.table import DeltaTable
+        from dvengine.api.table import DeltaTable
 
         spark = self._spark(ctx)
         previous = spark.conf.get(CONF_MODE, None)
@@ -200,7 +200,7 @@ class DvengineContender(Contender):
     def read_after(self, table: str, ctx: BenchContext) -> list[ReadTiming]:
         from pyspark.sql import functions as F
 
-        from dvengine.table import DeltaTable
+        from dvengine.api.table import DeltaTable
 
         spark = self._spark(ctx)
         started = time.perf_counter()

@@ -23,8 +23,8 @@ import numpy as np
 import pyarrow as pa
 
 import dvengine
+from dvengine.api.table import DeltaTable
 from dvengine.bench.outputs import write_report
-from dvengine.table import DeltaTable
 
 ENGINES = ("local", "spark", "auto", "delta-rs")
 

@@ -30,9 +30,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 import dvengine
+from dvengine.api.table import DeltaTable
 from dvengine.bench.outputs import write_report
 from dvengine.storage import resolve_data_path
-from dvengine.table import DeltaTable
 
 
 def _build(root: str, rows: int, files: int) -> None:

@@ -23,7 +23,7 @@ from dvengine.storage import normalize_table_path
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from dvengine.table import DeltaTable
+    from dvengine.api.table import DeltaTable
 
 
 def _print_metrics(metrics: dict[str, Any]) -> None:
@@ -83,7 +83,7 @@ def _check_expressions(table: DeltaTable, where: str | None, assignments: dict[s
 
 
 def cmd_delete(args: argparse.Namespace) -> int:
-    from dvengine.table import DeltaTable
+    from dvengine.api.table import DeltaTable
 
     table = DeltaTable.forPath(None, args.path)  # a missing table fails here, before Spark starts
     _check_expressions(table, args.where, {})
@@ -109,7 +109,7 @@ def assignment_argument(text: str) -> tuple[str, str]:
 
 
 def cmd_update(args: argparse.Namespace) -> int:
-    from dvengine.table import DeltaTable
+    from dvengine.api.table import DeltaTable
 
     assignments = dict(args.set)
     table = DeltaTable.forPath(None, args.path)

@@ -17,7 +17,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from dvengine.cli_errors import EXIT_USAGE, PROG, ArgumentParser, UsageError, exit_code, non_negative_int, report
+from dvengine.cli.errors import EXIT_USAGE, PROG, ArgumentParser, UsageError, exit_code, non_negative_int, report
 from dvengine.log import Snapshot, load_snapshot
 from dvengine.protocol.features import reader_features, writer_features
 from dvengine.protocol.stats import FileStats
@@ -148,8 +148,10 @@ def build_parser() -> argparse.ArgumentParser:
     insp.add_argument("--json", action="store_true", help="machine-readable output")
     insp.set_defaults(handler=cmd_inspect)
 
-    from dvengine import cli_dml, cli_maintenance, cli_upsert
     from dvengine.bench import cli as bench_cli
+    from dvengine.cli import dml as cli_dml
+    from dvengine.cli import maintenance as cli_maintenance
+    from dvengine.cli import upsert as cli_upsert
 
     cli_dml.register(sub)
     cli_upsert.register_cli(sub)
@@ -161,7 +163,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run one command; every failure is one ``dvengine: error: ...`` line on stderr (see cli_errors).
+    """Run one command; every failure is one ``dvengine: error: ...`` line on stderr (see cli/errors.py).
 
     Exit codes: 0 success, 1 the command failed, 2 the command line is wrong.
     """

@@ -12,7 +12,7 @@ import json
 import sys
 from typing import Any
 
-from dvengine.cli_errors import non_negative_int
+from dvengine.cli.errors import non_negative_int
 from dvengine.storage import normalize_table_path
 
 
@@ -58,7 +58,7 @@ def cmd_vacuum(args: argparse.Namespace) -> int:
 
 
 def cmd_purge(args: argparse.Namespace) -> int:
-    from dvengine.cli_dml import cli_session
+    from dvengine.cli.dml import cli_session
     from dvengine.engine.spark.purge import purge
     from dvengine.log import latest_version
 

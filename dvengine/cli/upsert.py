@@ -13,11 +13,11 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from dvengine.cli_dml import cli_session, parquet_source_schema
+from dvengine.api.table import DeltaTable
+from dvengine.cli.dml import cli_session, parquet_source_schema
 from dvengine.expressions.identifiers import quote_identifier
 from dvengine.planning.decisions import MODES
 from dvengine.storage import normalize_table_path
-from dvengine.table import DeltaTable
 
 
 def upsert_condition(keys: list[str]) -> str:

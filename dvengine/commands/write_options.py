@@ -40,7 +40,7 @@ class SchemaWriteOptions:
     merge_schema: bool = False
     overwrite_schema: bool = False
     replace_where: str | None = None
-    conf: ConfLookup = no_conf  # where replaceWhere's DELETE half reads dvengine.dml.* / dvengine.dv.*
+    conf: ConfLookup = no_conf  # where replaceWhere's DELETE half reads dvengine.api.dml.* / dvengine.dv.*
 
 
 def resolve_write_options(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 from typing import TYPE_CHECKING, Any
 
+from dvengine.api.table import DeltaTable
 from dvengine.log import load_snapshot
 from dvengine.log.intervals import parse_interval_ms
 from dvengine.maintenance.history import history
@@ -34,12 +35,11 @@ from dvengine.sqlcmd.statements import (
     UpdateStatement,
     VacuumStatement,
 )
-from dvengine.table import DeltaTable
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-    from dvengine.merge_builder import DeltaMergeBuilder
+    from dvengine.api.merge_builder import DeltaMergeBuilder
 
 # Delta's switch for VACUUM RETAIN below the table's deletedFileRetentionDuration (SQL has no
 # enforceRetention argument, so delta-spark reads this conf; dvengine does the same).

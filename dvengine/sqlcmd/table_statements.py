@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, cast
 
+from dvengine.api.table import DeltaTable
 from dvengine.maintenance.properties import set_table_properties, unset_table_properties
 from dvengine.sqlcmd.statements import AlterPropertiesStatement, CreateTableStatement
-from dvengine.table import DeltaTable
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -1,10 +1,10 @@
 """Kill-9 torture run: random DML/maintenance in child processes, SIGKILLed at random moments.
 
-``python -m dvengine.torture [--kills N] [--seed S] [--rows R] [--out DIR] [--spark-every K]``
+``python -m dvengine.testing.torture [--kills N] [--seed S] [--rows R] [--out DIR] [--spark-every K]``
 
 The parent keeps an in-memory model of the table (``id -> (part, value, name)``). Each step
 picks an operation - DELETE (dv or rewrite), UPDATE, MERGE upsert, an explicit checkpoint or a
-VACUUM with retention 0 - and runs it in a child process (``python -m dvengine.torture --child
+VACUUM with retention 0 - and runs it in a child process (``python -m dvengine.testing.torture --child
 <op json>``). The child imports everything, prints ``READY``, runs the operation and prints
 ``DONE <seconds>``. The parent kills the child's process group with SIGKILL after a random delay
 in ``[0, typical duration of that operation]`` (medians of un-killed runs; one calibration run
@@ -206,12 +206,6 @@ def child_main(op_json: str) -> int:
     """Run one operation; print READY once everything is imported and DONE <seconds> after it."""
     op = json.loads(op_json)
     # Import the executors now, so the timed part is the operation, not module loading.
-    import dvengine.dml
-    import dvengine.engine.local.executor
-    import dvengine.engine.local.merge
-    import dvengine.engine.local.writer
-    import dvengine.maintenance.vacuum
-    import dvengine.merge_builder  # noqa: F401
     from dvengine import DeltaTable
     from dvengine.log.checkpoint_writer import write_checkpoint  # noqa: F401
 
@@ -286,7 +280,7 @@ def run_child(op: Mapping[str, Any], delay: float | None, stage: str | None) -> 
     env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     with tempfile.TemporaryFile() as err:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "dvengine.torture", "--child", json.dumps(op)],
+            [sys.executable, "-m", "dvengine.testing.torture", "--child", json.dumps(op)],
             stdout=subprocess.PIPE,
             stderr=err,
             env=env,
@@ -782,7 +776,7 @@ def report(t: Torture, wall: float, argv: Sequence[str]) -> dict[str, Any]:
         "tables": s.tables,
         "failures": s.failures,
         "wallTimeSeconds": round(wall, 1),
-        "command": " ".join(["python -m dvengine.torture", *argv]),
+        "command": " ".join(["python -m dvengine.testing.torture", *argv]),
     }
 
 
@@ -833,7 +827,7 @@ def markdown(r: Mapping[str, Any]) -> str:
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m dvengine.torture", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m dvengine.testing.torture", description=__doc__.split("\n")[0])
     p.add_argument("--kills", type=int, default=20, help="kills to attempt (default 20)")
     p.add_argument("--seed", type=int, default=None, help="random seed (default: random, printed in the report)")
     p.add_argument("--rows", type=int, default=3000, help="rows in each new table (default 3000)")
@@ -879,7 +873,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         message = str(exc) if isinstance(exc, TortureFailure) else f"unexpected {type(exc).__name__}: {exc}\n{traceback.format_exc()}"
         torture.stats.failures.append({
             "seed": args.seed, "step": torture.stats.steps, "message": message, "table": torture.root,
-            "reproduce": f"python -m dvengine.torture --seed {args.seed} --kills {args.kills} --rows {args.rows} "
+            "reproduce": f"python -m dvengine.testing.torture --seed {args.seed} --kills {args.kills} --rows {args.rows} "
                          f"--spark-every {args.spark_every} --stage-every {args.stage_every} "
                          f"--vacuum-every {args.vacuum_every} --kills-per-table {args.kills_per_table} --layout {args.layout}",
         })

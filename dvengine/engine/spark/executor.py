@@ -65,7 +65,7 @@ from dvengine.engine.spark.rows_job import (
     retire_and_write,
 )
 from dvengine.engine.spark.rows_job import RESULT_DDL as RESULT_DDL_ROWS
-from dvengine.engine.spark.session import check_python_workers
+from dvengine.engine.spark.workers import check_python_workers
 from dvengine.engine.spark.writer import write_parquet_files
 from dvengine.errors import InvalidArgumentError, NotLocallyEvaluableError, SchemaViolationError
 from dvengine.expressions import BoundExpression, BoundPredicate

@@ -18,7 +18,7 @@ from dvengine.engine.local.merge import LocalMergeRequest, execute_local_merge
 from dvengine.engine.local.write_api import as_arrow_table, normalize_arrow_types
 from dvengine.engine.spark.executor import STRATEGY_CONF, SparkExecutor, dml_strategy
 from dvengine.engine.spark.merge_exec import MergeRequest, execute_merge
-from dvengine.engine.spark.session import check_python_workers
+from dvengine.engine.spark.workers import check_python_workers
 from dvengine.errors import InvalidArgumentError, NotLocallyEvaluableError
 
 

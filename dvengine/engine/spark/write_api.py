@@ -19,11 +19,12 @@ from pyspark.sql.pandas.types import to_arrow_schema
 
 from dvengine.commands.write import finish_write, normalize_write_mode, plan_write, replace_where_mismatch
 from dvengine.commands.write_options import resolve_write_options
+from dvengine.engine.spark.executor import SparkExecutor
 from dvengine.engine.spark.identifiers import quote, quote_path
 from dvengine.engine.spark.reader import logical_spark_type
-from dvengine.engine.spark.session import get_or_create_session
 from dvengine.engine.spark.writer import write_parquet_files
 from dvengine.errors import (
+    InvalidArgumentError,
     SchemaError,
     SchemaViolationError,
     UnsupportedFeatureError,
@@ -85,6 +86,20 @@ def to_writable(data: object) -> DataFrame | pa.Table:
     raise TypeError(f"write() needs {ACCEPTED_DATA} as data, got {type(data).__module__}.{type(data).__qualname__}")
 
 
+def _session_for(data: DataFrame | pa.Table) -> SparkSession:
+    """The session to write ``data`` with when none was given: the DataFrame's own, else the active one.
+
+    Arrow data reaches this writer without a session only from callers that chose Spark on purpose
+    (``dvengine.write`` writes it in-process when no session is given), so none is started here.
+    """
+    if isinstance(data, DataFrame):
+        return data.sparkSession
+    active = SparkSession.getActiveSession()
+    if active is None:
+        raise InvalidArgumentError("writing Arrow data through Spark needs a SparkSession: pass spark=...")
+    return active
+
+
 def write(
     data: DataFrame | pa.Table | Any,
     path: str,
@@ -113,7 +128,7 @@ def write(
     root = normalize_table_path(path)
     if isinstance(data, pa.Table):
         check_distinct_column_names(from_arrow_schema(data.schema))
-    session = spark or get_or_create_session()
+    session = spark if spark is not None else _session_for(data)
     options = resolve_write_options(
         mergeSchema, overwriteSchema, replaceWhere, conf=lambda key: session.conf.get(key, None)
     )
@@ -132,8 +147,6 @@ def write(
         check_replace_where(df, plan.replace.predicate.sql)
     executor = None
     if plan.replace is not None:
-        from dvengine.engine.spark.executor import SparkExecutor  # it imports this module's check_not_null
-
         executor = SparkExecutor(session)  # before any file is written: it checks the Python workers
     adds = write_parquet_files(df, plan.table_root, plan.schema, plan.partition_columns, plan.num_indexed_cols)
     return finish_write(plan, adds, executor)
