@@ -76,9 +76,11 @@ def no_spark(monkeypatch: pytest.MonkeyPatch) -> None:
         raise AssertionError("Spark must not be needed to detect this error")
 
     import dvengine.cli.dml
+    import dvengine.engine.spark.session
     import dvengine.engine.spark.write_api
 
-    monkeypatch.setattr(dvengine.engine.spark.write_api, "get_or_create_session", refuse)
+    monkeypatch.setattr(dvengine.engine.spark.session, "get_or_create_session", refuse)
+    monkeypatch.setattr(dvengine.engine.spark.write_api, "_session_for", refuse)
     monkeypatch.setattr(dvengine.cli.dml, "cli_session", refuse)
 
 
