@@ -256,3 +256,50 @@ def test_spark_executor_commands_trigger_it(tmp_path: Path, spark: Any) -> None:
         assert _is_auto(info)  # 5 small files were left after the DELETE removed one: they qualified
     assert len(load_snapshot(root).files) == 1
     assert _read(root) == rows_delta_rs(root, COLS) == _model_rows({i: "a" for i in range(6) if i != 3})
+
+
+def test_concurrent_reader_sees_only_committed_models(tmp_path: Path) -> None:
+    """A reader thread reads whole versions while rounds and their compactions commit; every
+    version it saw must equal the model of that version (compaction changes files, never rows)."""
+    import threading
+
+    root = str(tmp_path / "t")
+    rng = random.Random(3)
+    model = {i: "a" for i in range(100)}
+    dvengine.write(_rows(list(range(100)), "a"), root, configuration=ON)
+    models: dict[int, list[tuple[Any, ...]]] = {load_snapshot(root).version: _model_rows(model)}
+    seen: list[tuple[int, list[tuple[Any, ...]]]] = []
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def reader() -> None:
+        try:
+            while not stop.is_set():
+                v = load_snapshot(root).version
+                t = DeltaTable.forPath(None, root).toArrow(version=v)
+                seen.append((v, sort_rows([tuple(r[c] for c in COLS) for r in t.to_pylist()])))
+        except BaseException as exc:  # reported below, not swallowed
+            errors.append(exc)
+
+    thread = threading.Thread(target=reader)
+    thread.start()
+    try:
+        next_id = 100
+        for r in range(25):
+            keys = [*rng.sample(sorted(model), 2), next_id]
+            next_id += 1
+            before = load_snapshot(root).version
+            (DeltaTable.forPath(None, root).alias("t").merge(_rows(keys, f"r{r}"), "t.id = s.id", source_alias="s")
+             .whenMatchedUpdateAll().whenNotMatchedInsertAll().execute())
+            model.update({k: f"r{r}" for k in keys})
+            for v in range(before + 1, load_snapshot(root).version + 1):
+                models[v] = _model_rows(model)
+    finally:
+        stop.set()
+        thread.join(timeout=60)
+    assert not errors, errors
+    assert any(_is_auto(info) for info in (
+        next(a for a in read_commit_actions(root, v) if isinstance(a, CommitInfo)) for v in models))
+    assert seen
+    for v, rows in seen:
+        assert rows == models[v], f"version {v}"
