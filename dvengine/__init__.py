@@ -38,7 +38,9 @@ def write(
     ``replaceWhere`` (an overwrite replaces only the rows matching this SQL predicate; every
     written row must match it). See spec_notes/schema-evolution.md.
     """
+    from dvengine.commands.options import no_conf
     from dvengine.commands.write_options import resolve_write_options
+    from dvengine.engine.local.auto_compaction import after_commit
     from dvengine.engine.local.write_api import as_arrow_table, write_arrow
     from dvengine.storage import normalize_table_path
 
@@ -46,13 +48,19 @@ def write(
     if arrow is not None and spark is None:
         parts = [partitionBy] if isinstance(partitionBy, str) else partitionBy
         options = resolve_write_options(mergeSchema, overwriteSchema, replaceWhere)
-        return write_arrow(arrow, normalize_table_path(path), mode, parts, configuration, options)
+        root = normalize_table_path(path)
+        version = write_arrow(arrow, root, mode, parts, configuration, options)
+        after_commit(no_conf, root, version)
+        return version
     from dvengine.engine.spark.write_api import write as write_table
 
-    return write_table(
+    version = write_table(
         data, path, mode=mode, partitionBy=partitionBy, configuration=configuration, spark=spark,
         mergeSchema=mergeSchema, overwriteSchema=overwriteSchema, replaceWhere=replaceWhere,
     )
+    session = spark
+    after_commit(no_conf if session is None else (lambda key: session.conf.get(key, None)), normalize_table_path(path), version)
+    return version
 
 
 def register(spark: SparkSession) -> None:

@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from dvengine.log import Snapshot, load_snapshot
+from dvengine.log import Snapshot, clear_snapshot_cache, load_snapshot
 from tests.conftest import copy_golden
 
 TABLE = "dv-partitioned-with-checkpoint"
@@ -39,6 +39,8 @@ def _only_checkpoint_can_answer(table: Path) -> None:
     """Delete commits 0..9 so versions >= 10 must come from a checkpoint."""
     for v in range(10):
         (table / "_delta_log" / f"{v:020d}.json").unlink()
+    # Committed files never change under a live process; this damage stands for a fresh one.
+    clear_snapshot_cache()
 
 
 def test_stale_last_checkpoint_pointing_at_missing_file(golden_copy: Any, truth: dict[int, Any]) -> None:

@@ -18,6 +18,7 @@ from dvengine.commands.options import ConfLookup, no_conf, resolve_options
 from dvengine.commands.selection import EngineChoice, candidate_bytes
 from dvengine.commands.update import bind_assignments, run_update
 from dvengine.engine.local import LocalExecutor
+from dvengine.engine.local.auto_compaction import after_commit
 from dvengine.expressions import BoundPredicate, parse_predicate
 from dvengine.log import load_snapshot
 from dvengine.protocol.schema import StructType
@@ -101,9 +102,11 @@ def delete(session: EngineSession, table_root: str, condition: object, mode: str
     ctx = open_dml(snapshot, "DELETE", options, predicate)
     executor = choice.select(snapshot.schema, predicate, [], candidate_bytes(ctx), "DELETE")
     try:
-        return run_delete(ctx, executor)
+        metrics = run_delete(ctx, executor)
     finally:
         executor.close()
+    after_commit(choice.conf, snapshot.table_root, metrics.get("version"))
+    return metrics
 
 
 def update(
@@ -131,6 +134,8 @@ def update(
     values = [(name, schema.get(name).type, value) for name, value in bound.items()]
     executor = choice.select(schema, predicate, values, candidate_bytes(ctx), "UPDATE")
     try:
-        return run_update(ctx, executor, bound)
+        metrics = run_update(ctx, executor, bound)
     finally:
         executor.close()
+    after_commit(choice.conf, snapshot.table_root, metrics.get("version"))
+    return metrics

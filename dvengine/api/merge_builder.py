@@ -22,7 +22,9 @@ from dvengine.commands.executor import ENGINE_LOCAL, ENGINE_SPARK
 from dvengine.commands.merge_clauses import ClauseAction, ClauseKind, Expr, MergeClause
 from dvengine.commands.merge_metrics import delta_merge_result
 from dvengine.commands.options import resolve_options
+from dvengine.commands.selection import EngineChoice
 from dvengine.commands.write_options import auto_merge_enabled
+from dvengine.engine.local.auto_compaction import after_commit
 from dvengine.engine.local.merge import LocalMergeRequest, execute_local_merge
 from dvengine.engine.local.write_api import as_arrow_table, normalize_arrow_types
 from dvengine.errors import InvalidArgumentError, NotLocallyEvaluableError
@@ -176,6 +178,11 @@ class DeltaMergeBuilder:
         """dvengine-native: run the MERGE; Delta's full MERGE metrics (commitInfo names) plus ``version``
         (None: nothing changed) and ``executionEngine``, whatever the table was opened with."""
         choice = self._session.choice(self._engine)
+        metrics = self._run(choice)
+        after_commit(choice.conf, self._table_root, metrics.get("version"))
+        return metrics
+
+    def _run(self, choice: EngineChoice) -> dict[str, Any]:
         options = resolve_options(choice.conf, self._mode)
         evolution = self._schema_evolution or auto_merge_enabled(choice.conf)
         source_alias = self._source_alias

@@ -79,6 +79,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=1.0,
         help="full reads within which a rewrite must pay for itself, to derive a threshold from the crossover (default 1)",
     )
+    parser.add_argument(
+        "--soak", type=int, metavar="ROUNDS",
+        help="run the soak job instead (dvengine/bench/soak.py): ROUNDS rounds of 100-key upserts on --rows rows "
+        "(default 1,000,000), dvengine with and without auto compaction against delta-rs; results in --out",
+    )
+    parser.add_argument("--soak-shape", choices=["uniform", "growing", "both"], default="both",
+                        help="key shape of the soak job (default both)")
+    parser.add_argument("--profile", action="store_true", help="soak: cProfile each dvengine contender's last round")
 
 
 def config_from_args(args: argparse.Namespace) -> BenchConfig:
@@ -118,6 +126,13 @@ def run_bench(args: argparse.Namespace, spark: Any = None) -> int:
     from dvengine.bench.results import STATUS_FAILED
     from dvengine.bench.runner import run_benchmark
 
+    if args.soak is not None:
+        from dvengine.bench.soak import run_from_args
+
+        if args.soak < 1:
+            print("dvengine bench: error: --soak needs at least 1 round", file=sys.stderr)
+            return 2
+        return run_from_args(args.soak, args.soak_shape, args.rows or 1_000_000, args.out, args.profile)
     try:
         config = config_from_args(args)
     except ValueError as exc:

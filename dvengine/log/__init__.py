@@ -20,10 +20,12 @@ from dvengine.log.loader import (
     table_exists,
 )
 from dvengine.log.snapshot import Snapshot
+from dvengine.log.snapshot_cache import clear_snapshot_cache
 
 __all__ = [
     "Snapshot",
     "cleanup_expired_logs",
+    "clear_snapshot_cache",
     "column_mapping_mode",
     "commit_infos",
     "commit_timestamp",

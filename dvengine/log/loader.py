@@ -14,6 +14,7 @@ import datetime as dt
 import logging
 
 from dvengine.errors import InvalidArgumentError, LogCorruptedError, ProtocolError, VersionNotFoundError
+from dvengine.log import snapshot_cache
 from dvengine.log.checkpoint_reader import read_checkpoint
 from dvengine.log.column_mapping import column_mapping_mode
 from dvengine.log.commit_file import find_commit_info, parse_actions
@@ -41,6 +42,10 @@ def _iso(ms: int) -> str:
 
 
 # --- version resolution ----------------------------------------------------------------------
+
+
+def _is_version(version: object) -> bool:
+    return isinstance(version, int) and not isinstance(version, bool)
 
 
 def _check_version(listing: LogListing, version: int) -> int:
@@ -172,30 +177,93 @@ def _tombstones_at(store: LogStore, listing: LogListing, target: int) -> tuple[R
     return tuple(sorted(state.tombstones.values(), key=lambda r: (r.path, r.key[1] or "")))
 
 
-def _snapshot_at(store: LogStore, listing: LogListing, target: int) -> Snapshot:
-    state, start = _replay(store, listing, target, with_removes=False)
+def _build_snapshot(
+    store: LogStore, table_root: str, target: int, state: ReplayState, timestamp_ms: int
+) -> Snapshot:
+    """Check a replayed state and freeze it; tombstones are replayed from a fresh listing on demand."""
     if state.protocol is None:
-        raise ProtocolError(f"the log of {listing.table_root} up to version {target} has no protocol action")
+        raise ProtocolError(f"the log of {table_root} up to version {target} has no protocol action")
     if state.metadata is None:
-        raise ProtocolError(f"the log of {listing.table_root} up to version {target} has no metaData action")
+        raise ProtocolError(f"the log of {table_root} up to version {target} has no metaData action")
     check_readable(state.protocol)
     column_mapping_mode(state.metadata)
+    return Snapshot(
+        table_root=table_root,
+        version=target,
+        protocol=state.protocol,
+        metadata=state.metadata,
+        files=tuple(sorted(state.files.values(), key=lambda a: (a.path, a.key[1] or ""))),
+        load_tombstones=lambda: _tombstones_at(store, list_log(store, table_root), target),
+        app_transactions=dict(state.txns),
+        domain_metadata=dict(state.domains),
+        timestamp_ms=timestamp_ms,
+    )
+
+
+def _snapshot_at(store: LogStore, listing: LogListing, target: int) -> Snapshot:
+    state, start = _replay(store, listing, target, with_removes=False)
     if start < target:
         timestamp = commit_info_timestamp(state.last_commit_info, listing.commits[target].modification_time_ms)
     else:
         found = _version_timestamp(store, listing, target)
         timestamp = 0 if found is None else found
-    return Snapshot(
-        table_root=listing.table_root,
-        version=target,
-        protocol=state.protocol,
-        metadata=state.metadata,
-        files=tuple(sorted(state.files.values(), key=lambda a: (a.path, a.key[1] or ""))),
-        load_tombstones=lambda: _tombstones_at(store, listing, target),
-        app_transactions=dict(state.txns),
-        domain_metadata=dict(state.domains),
-        timestamp_ms=timestamp,
-    )
+    snapshot = _build_snapshot(store, listing.table_root, target, state, timestamp)
+    if snapshot_cache.cache_enabled() and target in listing.commits:
+        entry = snapshot_cache.get(listing.table_root)
+        if entry is None or entry.version < target:
+            data = store.read_bytes(listing.commits[target].path)
+            cached_state = snapshot_cache.cacheable_state(state)
+            cached_state.tombstones.clear()
+            snapshot_cache.remember(
+                listing.table_root, snapshot_cache.CachedTable(snapshot, cached_state, snapshot_cache.digest(data))
+            )
+    return snapshot
+
+
+def _read_if_exists(store: LogStore, path: str) -> bytes | None:
+    try:
+        return store.read_bytes(path)
+    except FileNotFoundError:
+        return None
+
+
+def _from_cache(store: LogStore, table_root: str, version: int | None) -> Snapshot | None:
+    """The snapshot at ``version`` (latest when None) from the cached state plus the log tail,
+    or None when only the listing-based load can answer exactly (see snapshot_cache)."""
+    entry = snapshot_cache.get(table_root)
+    if entry is None or (version is not None and version < entry.version):
+        return None
+    log_path = log_dir(table_root)
+    current = _read_if_exists(store, f"{log_path}/{commit_file_name(entry.version)}")
+    if current is None or snapshot_cache.digest(current) != entry.commit_digest:
+        snapshot_cache.forget(table_root, entry)  # log cleaned up, or a different table at this path
+        return None
+    tail: list[list[Action]] = []
+    tail_data: bytes | None = None
+    next_version = entry.version + 1
+    while version is None or next_version <= version:
+        if len(tail) >= snapshot_cache.MAX_TAIL:
+            return None
+        path = f"{log_path}/{commit_file_name(next_version)}"
+        data = _read_if_exists(store, path)
+        if data is None:
+            break
+        tail.append(parse_actions(data, path))
+        tail_data = data
+        next_version += 1
+    reached = next_version - 1
+    if version is not None and reached != version:
+        return None  # the version does not exist (yet): the listing-based load says why
+    if tail_data is None:
+        return entry.snapshot
+    state = snapshot_cache.advanced_state(entry, tail)
+    info = state.last_commit_info
+    timestamp = None if info is None else commit_info_timestamp(info, -1)
+    if timestamp is None or timestamp < 0:
+        return None  # only the file's modification time would do: the listing has it
+    snapshot = _build_snapshot(store, table_root, reached, state, timestamp)
+    snapshot_cache.remember(table_root, snapshot_cache.CachedTable(snapshot, state, snapshot_cache.digest(tail_data)))
+    return snapshot
 
 
 # --- public API -------------------------------------------------------------------------------
@@ -211,7 +279,12 @@ def load_snapshot(
     if version is not None and timestamp is not None:
         raise InvalidArgumentError("pass either version or timestamp, not both")
     st = _store(store)
-    listing = list_log(st, normalize_table_path(table_root))
+    root = normalize_table_path(table_root)
+    if timestamp is None and snapshot_cache.cache_enabled() and (version is None or _is_version(version)):
+        cached = _from_cache(st, root, version)
+        if cached is not None:
+            return cached
+    listing = list_log(st, root)
     if timestamp is not None:
         target = _version_at_timestamp(st, listing, to_epoch_ms(timestamp))
     elif version is not None:

@@ -33,6 +33,7 @@ from dvengine.commands.retirement import FileRetirement, RowRetirement, build_re
 from dvengine.commands.written import WrittenRows
 from dvengine.dv import absolute_dv_path, bitmap_from_row_indexes, encode_deletion_vectors, load_deletion_vector
 from dvengine.engine.local.change_data import tag, write_change_rows
+from dvengine.engine.local.column_cache import cached_columns
 from dvengine.engine.local.writer import write_data_files
 from dvengine.errors import EvaluationError, InvalidPredicateError, SchemaViolationError
 from dvengine.expressions import BoundExpression, BoundPredicate, to_pyarrow_expression, to_pyarrow_value
@@ -103,13 +104,17 @@ def match_file(snapshot: Snapshot, add: AddFile, predicate: BoundPredicate | Non
     """The live rows of one file where ``predicate`` is TRUE (all live rows when None); with
     ``all_columns`` the matched rows themselves too. Needs only the snapshot's table root, schema
     and partition columns, so a Spark task can call it for the files it was handed."""
-    parquet = open_data_file(snapshot, add)
-    physical = parquet.metadata.num_rows
+    columns: Iterable[str] | None = None if all_columns else (predicate.columns if predicate is not None else ())
+    wanted = None if columns is None else sorted(columns)
+
+    def read() -> tuple[int, pa.Table]:
+        parquet = open_data_file(snapshot, add)
+        return parquet.metadata.num_rows, read_physical_rows(snapshot, add, wanted, parquet)
+
+    physical, table = cached_columns(snapshot, add, wanted, read)
     previously = BitMap64()
     if add.deletion_vector is not None:
         previously = load_deletion_vector(snapshot.table_root, add.deletion_vector, num_records=physical)
-    columns: Iterable[str] | None = None if all_columns else (predicate.columns if predicate is not None else ())
-    table = read_physical_rows(snapshot, add, None if columns is None else sorted(columns), parquet)
     if predicate is None:
         positions = np.arange(physical, dtype=np.int64)
     else:

@@ -1,0 +1,488 @@
+"""``dvengine bench --soak ROUNDS``: a stream of small upserts and deletes, run as a job, over time.
+
+The job dvengine exists for (issue #22): a table of ``--rows`` rows (1M), then ROUNDS rounds, each
+opening the table by path with no SparkSession and MERGEing 100 keys (half updates of existing
+keys, half new keys); every 10th round also DELETEs 5 existing keys. Contenders run the same
+rounds in lockstep (round r of each, then round r+1), so load drifts on this shared machine hit
+them alike:
+
+- ``dvengine``: auto compaction on (table property ``delta.autoOptimize.autoCompact=true``,
+  Delta's default thresholds: 50 small files per partition, 64 MiB "small", 128 MiB bins);
+- ``dvengine-nocompact``: the same with auto compaction off;
+- ``delta-rs``: ``deltalake``'s MERGE and DELETE, copy-on-write (every touched file rewritten).
+
+Two key shapes: ``uniform`` (ids spread over the whole key range: base ids are even, new ids are
+random unused odd numbers, updates hit random existing ids) and ``growing`` (event ids: new ids
+count up from the last one; updates are late corrections of one of the 50,000 newest ids).
+
+Reported: per-round latency (p50 per decile, p99, total), files and DV'd files over time, the
+full-read time every ``read_every`` rounds and at the end against a freshly written table of the
+same rows, bytes written, and, with ``--profile``, a cProfile of each dvengine contender's last
+round. At the end every table's rows are checked against an in-memory model, and read by
+delta-rs (dvengine tables) or dvengine (the delta-rs table) as well.
+"""
+
+from __future__ import annotations
+
+import cProfile
+import io
+import json
+import os
+import pstats
+import shutil
+import statistics
+import tempfile
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+UPSERT_KEYS = 100
+DELETE_EVERY = 10
+DELETE_KEYS = 5
+RECENT_WINDOW = 50_000
+CONTENDERS = ("dvengine", "dvengine-nocompact", "delta-rs")
+COLUMNS = ("id", "val", "amount", "tag")
+
+
+@dataclass
+class KeyModel:
+    """The expected table: id -> last round that wrote it (val), kept as numpy-friendly dict."""
+
+    shape: str
+    rows: int
+    rng: np.random.Generator
+    live: dict[int, int] = field(default_factory=dict)
+    order: list[int] = field(default_factory=list)  # ids in insertion order (growing: recency)
+    next_id: int = 0
+
+    def base(self) -> pa.Table:
+        ids = np.arange(self.rows, dtype=np.int64) * (2 if self.shape == "uniform" else 1)
+        self.live = dict.fromkeys(ids.tolist(), 0)
+        self.order = ids.tolist()
+        self.next_id = int(ids[-1]) + 1
+        return _rows(ids, 0, self.rng)
+
+    def _existing(self, n: int) -> list[int]:
+        if self.shape == "growing":
+            window = self.order[-RECENT_WINDOW:]
+            picks = self.rng.choice(len(window), size=n, replace=False)
+            out = [window[i] for i in picks]
+        else:
+            picks = self.rng.choice(len(self.order), size=n, replace=False)
+            out = [self.order[i] for i in picks]
+        return [k for k in out if k in self.live][:n]
+
+    def _new(self, n: int) -> list[int]:
+        if self.shape == "growing":
+            out = list(range(self.next_id, self.next_id + n))
+            self.next_id += n
+            return out
+        top = 2 * self.rows + 2 * UPSERT_KEYS * 100_000
+        fresh: set[int] = set()
+        while len(fresh) < n:
+            cand = int(self.rng.integers(0, top // 2)) * 2 + 1
+            if cand not in self.live:
+                fresh.add(cand)
+        return sorted(fresh)
+
+    def upsert_keys(self) -> list[int]:
+        return sorted(set(self._existing(UPSERT_KEYS // 2)) | set(self._new(UPSERT_KEYS - UPSERT_KEYS // 2)))
+
+    def apply_upsert(self, keys: list[int], round_no: int) -> None:
+        for k in keys:
+            if k not in self.live:
+                self.order.append(k)
+            self.live[k] = round_no
+
+    def delete_keys(self) -> list[int]:
+        return sorted(set(self._existing(DELETE_KEYS)))
+
+    def apply_delete(self, keys: list[int]) -> None:
+        for k in keys:
+            self.live.pop(k, None)
+        gone = set(keys)
+        if gone:
+            self.order = [k for k in self.order if k not in gone] if len(self.order) < 5_000_000 else self.order
+
+
+def _rows(ids: np.ndarray, round_no: int, rng: np.random.Generator) -> pa.Table:
+    return pa.table({
+        "id": pa.array(ids, pa.int64()),
+        "val": pa.array(np.full(len(ids), round_no, dtype=np.int64)),
+        "amount": pa.array(rng.random(len(ids))),
+        "tag": pa.array([f"r{round_no}"] * len(ids)),
+    })
+
+
+def _folder_bytes(root: str) -> int:
+    total = 0
+    for folder, _dirs, files in os.walk(root):
+        for name in files:
+            total += os.path.getsize(os.path.join(folder, name))
+    return total
+
+
+class Contender(ABC):
+    name = ""
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+
+    @abstractmethod
+    def create(self, base: pa.Table) -> None: ...
+    @abstractmethod
+    def upsert(self, source: pa.Table) -> None: ...
+    @abstractmethod
+    def delete(self, keys: list[int]) -> None: ...
+    @abstractmethod
+    def read(self) -> pa.Table: ...
+    @abstractmethod
+    def read_other(self) -> pa.Table:
+        """The other engine's reader of this table, for the end check."""
+    @abstractmethod
+    def fresh_read_seconds(self, rows: pa.Table, scratch: str) -> float:
+        """Median full-read time of a freshly written table of ``rows`` (this engine's writer)."""
+
+    def layout(self) -> tuple[int, int]:
+        """(live files, files with a DV), from the log (dvengine's reader works on both engines' tables)."""
+        from dvengine.log import load_snapshot
+
+        files = load_snapshot(self.root).files
+        return len(files), sum(1 for f in files if f.deletion_vector is not None)
+
+
+class DvengineContender(Contender):
+    def __init__(self, root: str, compact: bool) -> None:
+        super().__init__(root)
+        self.compact = compact
+        self.name = "dvengine" if compact else "dvengine-nocompact"
+
+    def create(self, base: pa.Table) -> None:
+        import dvengine
+        from dvengine.maintenance.auto_compact import PROPERTY_AUTO_COMPACT
+
+        dvengine.write(base, self.root, configuration={PROPERTY_AUTO_COMPACT: str(self.compact).lower()})
+
+    def upsert(self, source: pa.Table) -> None:
+        from dvengine import DeltaTable
+
+        (DeltaTable.forPath(None, self.root).alias("t").merge(source, "t.id = s.id", source_alias="s")
+         .whenMatchedUpdateAll().whenNotMatchedInsertAll().execute())
+
+    def delete(self, keys: list[int]) -> None:
+        from dvengine import DeltaTable
+
+        DeltaTable.forPath(None, self.root).delete(f"id IN ({', '.join(map(str, keys))})")
+
+    def read(self) -> pa.Table:
+        from dvengine import DeltaTable
+
+        return DeltaTable.forPath(None, self.root).toArrow()
+
+    def read_other(self) -> pa.Table:
+        return _deltars_read(self.root)
+
+    def fresh_read_seconds(self, rows: pa.Table, scratch: str) -> float:
+        import dvengine
+        from dvengine import DeltaTable
+
+        dvengine.write(rows, scratch)
+        return _best_of(lambda: DeltaTable.forPath(None, scratch).toArrow())
+
+
+def _deltars_read(root: str) -> pa.Table:
+    from deltalake import DeltaTable, QueryBuilder
+
+    return pa.table(QueryBuilder().register("t", DeltaTable(root)).execute("SELECT * FROM t").read_all())
+
+
+class DeltaRsContender(Contender):
+    name = "delta-rs"
+
+    def create(self, base: pa.Table) -> None:
+        from deltalake import write_deltalake
+
+        write_deltalake(self.root, base)
+
+    def upsert(self, source: pa.Table) -> None:
+        from deltalake import DeltaTable
+
+        (DeltaTable(self.root).merge(source=source, predicate="t.id = s.id", source_alias="s", target_alias="t")
+         .when_matched_update_all().when_not_matched_insert_all().execute())
+
+    def delete(self, keys: list[int]) -> None:
+        from deltalake import DeltaTable
+
+        DeltaTable(self.root).delete(f"id IN ({', '.join(map(str, keys))})")
+
+    def read(self) -> pa.Table:
+        return _deltars_read(self.root)
+
+    def read_other(self) -> pa.Table:
+        from dvengine import DeltaTable
+
+        return DeltaTable.forPath(None, self.root).toArrow()
+
+    def fresh_read_seconds(self, rows: pa.Table, scratch: str) -> float:
+        from deltalake import write_deltalake
+
+        write_deltalake(scratch, rows)
+        return _best_of(lambda: _deltars_read(scratch))
+
+
+def _best_of(fn: Callable[[], object], n: int = 3) -> float:
+    """Median of ``n`` timed calls."""
+    samples = []
+    for _ in range(n):
+        started = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - started)
+    return statistics.median(samples)
+
+
+def _profiled_round(c: Contender, source: pa.Table, doomed: list[int]) -> str:
+    """cProfile of one round with the local executor's per-file thread pool made sequential, so
+    the per-file work shows in the profile (cProfile sees only the calling thread); its latency
+    is still recorded, and is a little higher than a threaded round's."""
+    import dvengine.engine.local.executor as local_executor
+
+    threaded = local_executor._parallel
+    local_executor._parallel = lambda function, items: [function(item) for item in items]
+    prof = cProfile.Profile()
+    try:
+        prof.enable()
+        c.upsert(source)
+        if doomed:
+            c.delete(doomed)
+        prof.disable()
+    finally:
+        local_executor._parallel = threaded
+    buf = io.StringIO()
+    stats = pstats.Stats(prof, stream=buf)
+    stats.sort_stats("cumulative").print_stats(45)
+    stats.sort_stats("tottime").print_stats(25)
+    return buf.getvalue()
+
+
+def _check(table: pa.Table, model: KeyModel) -> str | None:
+    """None when ``table`` holds exactly the model's ids with the model's val; else what differs."""
+    t = table.select(["id", "val"]).sort_by("id")
+    ids = t.column("id").to_numpy()
+    expected_ids = np.array(sorted(model.live), dtype=np.int64)
+    if len(ids) != len(expected_ids):
+        return f"{len(ids)} rows, model has {len(expected_ids)}"
+    if not np.array_equal(ids, expected_ids):
+        return f"ids differ, first at {int(np.argmax(ids != expected_ids))}"
+    vals = t.column("val").to_numpy()
+    expected_vals = np.array([model.live[k] for k in expected_ids.tolist()], dtype=np.int64)
+    if not np.array_equal(vals, expected_vals):
+        return f"val differs for id {int(ids[int(np.argmax(vals != expected_vals))])}"
+    return None
+
+
+def _deciles(latencies: list[float]) -> list[float]:
+    n = len(latencies)
+    chunks = [latencies[i * n // 10:(i + 1) * n // 10] for i in range(10)]
+    return [statistics.median(c) * 1000 if c else float("nan") for c in chunks]
+
+
+def _p(latencies: list[float], q: float) -> float:
+    return float(np.percentile(np.array(latencies), q)) * 1000
+
+
+def run_soak(rounds: int, shape: str, rows: int, out: Path, read_every: int, seed: int = 22,
+             contenders: tuple[str, ...] = CONTENDERS, profile: bool = False) -> dict[str, Any]:
+    """Run the soak job; write soak.json, soak.md and PNGs to ``out``; return the report."""
+    from dvengine.log import clear_snapshot_cache
+
+    rng = np.random.default_rng(seed)
+    model = KeyModel(shape, rows, rng)
+    load_before = os.getloadavg()
+    work = tempfile.mkdtemp(prefix="dvengine-soak-")
+    started_all = time.perf_counter()
+    try:
+        base = model.base()
+        runners: list[Contender] = []
+        for name in contenders:
+            root = os.path.join(work, name)
+            c: Contender = DeltaRsContender(root) if name == "delta-rs" else DvengineContender(root, name == "dvengine")
+            c.create(base)
+            runners.append(c)
+        base_bytes = {c.name: _folder_bytes(c.root) for c in runners}
+        lat: dict[str, list[float]] = {c.name: [] for c in runners}
+        layout: dict[str, list[tuple[int, int, int]]] = {c.name: [] for c in runners}
+        reads: dict[str, list[tuple[int, float]]] = {c.name: [] for c in runners}
+        profiles: dict[str, str] = {}
+        for c in runners:
+            reads[c.name].append((0, _best_of(c.read, 1)))
+            layout[c.name].append((0, *c.layout()))
+        for r in range(1, rounds + 1):
+            keys = model.upsert_keys()
+            source = _rows(np.array(keys, dtype=np.int64), r, rng)
+            doomed = model.delete_keys() if r % DELETE_EVERY == 0 else []
+            for c in runners:
+                profiled = profile and r == rounds and c.name.startswith("dvengine")
+                t0 = time.perf_counter()
+                if profiled:
+                    profiles[c.name] = _profiled_round(c, source, doomed)
+                else:
+                    c.upsert(source)
+                    if doomed:
+                        c.delete(doomed)
+                lat[c.name].append(time.perf_counter() - t0)
+                if r % max(1, rounds // 200) == 0 or r == rounds:
+                    layout[c.name].append((r, *c.layout()))
+                if r % read_every == 0 or r == rounds:
+                    reads[c.name].append((r, _best_of(c.read, 1)))
+            model.apply_upsert(keys, r)
+            model.apply_delete(doomed)
+            if r % 100 == 0:
+                print(f"[soak {shape}] round {r}/{rounds}: " + ", ".join(
+                    f"{n} {statistics.median(v[-100:]) * 1000:.0f} ms" for n, v in lat.items()), flush=True)
+        expected_rows = pa.table({
+            "id": pa.array(sorted(model.live), pa.int64()),
+            "val": pa.array([model.live[k] for k in sorted(model.live)], pa.int64()),
+        })
+        results: dict[str, Any] = {}
+        for c in runners:
+            final = c.read()
+            problems = [p for p in (_check(final, model), _check(c.read_other(), model)) if p is not None]
+            fresh_rows = final.select(list(COLUMNS)).cast(base.schema).sort_by("id")  # delta-rs: string_view
+            clear_snapshot_cache()
+            fresh_s = c.fresh_read_seconds(fresh_rows, os.path.join(work, f"fresh-{c.name}"))
+            end_s = _best_of(c.read)
+            files, dvs = c.layout()
+            from dvengine.log import load_snapshot
+
+            fresh_files = len(load_snapshot(os.path.join(work, f"fresh-{c.name}")).files)
+            ls = lat[c.name]
+            results[c.name] = {
+                "total_s": sum(ls),
+                "p50_per_decile_ms": _deciles(ls),
+                "p50_ms": _p(ls, 50),
+                "p99_ms": _p(ls, 99),
+                "max_ms": max(ls) * 1000,
+                "files_end": files, "dv_files_end": dvs, "fresh_files": fresh_files,
+                "read_end_s": end_s, "read_fresh_s": fresh_s,
+                "bytes_written": _folder_bytes(c.root) - base_bytes[c.name],
+                "layout": layout[c.name], "reads": reads[c.name],
+                "latencies_ms": [x * 1000 for x in ls],
+                "correct": not problems, "problems": problems,
+            }
+        assert expected_rows.num_rows == len(model.live)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    report = {
+        "rounds": rounds, "shape": shape, "rows": rows, "seed": seed, "read_every": read_every,
+        "upsert_keys": UPSERT_KEYS, "delete_every": DELETE_EVERY, "delete_keys": DELETE_KEYS,
+        "load_avg_before": load_before, "load_avg_after": os.getloadavg(),
+        "wall_s": time.perf_counter() - started_all, "cpus": os.cpu_count(),
+        "results": results,
+    }
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "soak.json").write_text(json.dumps(report, indent=1))
+    for name, text in profiles.items():
+        (out / f"profile-{name}.txt").write_text(text)
+    (out / "soak.md").write_text(render_markdown(report))
+    _plots(report, out)
+    print(render_markdown(report))
+    return report
+
+
+def render_markdown(report: dict[str, Any]) -> str:
+    res = report["results"]
+    lines = [
+        f"# Soak: {report['rounds']} rounds, {report['shape']} keys, {report['rows']:,} rows",
+        "",
+        f"{report['upsert_keys']}-key MERGE per round (half updates, half new keys), {report['delete_keys']}-key DELETE "
+        f"every {report['delete_every']}th round; each round opens the table by path, no SparkSession. "
+        f"Load average before {report['load_avg_before'][0]:.2f}, after {report['load_avg_after'][0]:.2f} "
+        f"({report['cpus']} cores, shared); wall time {report['wall_s']:.0f} s.",
+        "",
+        "| contender | total s | p50 first decile ms | p50 last decile ms | last/first | p50 ms | p99 ms | p99/p50 "
+        "| files end (fresh) | DV files end | read end s | read fresh s | read ratio | MB written | correct |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name, r in res.items():
+        d = r["p50_per_decile_ms"]
+        lines.append(
+            f"| {name} | {r['total_s']:.1f} | {d[0]:.0f} | {d[-1]:.0f} | {d[-1] / d[0]:.2f} | {r['p50_ms']:.0f} | "
+            f"{r['p99_ms']:.0f} | {r['p99_ms'] / r['p50_ms']:.2f} | {r['files_end']} ({r['fresh_files']}) | "
+            f"{r['dv_files_end']} | {r['read_end_s']:.3f} | {r['read_fresh_s']:.3f} | "
+            f"{r['read_end_s'] / r['read_fresh_s']:.2f} | {r['bytes_written'] / 1e6:.0f} | "
+            f"{'yes' if r['correct'] else 'NO: ' + '; '.join(r['problems'])} |"
+        )
+    lines += ["", "p50 per decile (ms):", "", "| contender | " + " | ".join(f"d{i + 1}" for i in range(10)) + " |",
+              "|---|" + "---|" * 10]
+    for name, r in res.items():
+        lines.append(f"| {name} | " + " | ".join(f"{x:.0f}" for x in r["p50_per_decile_ms"]) + " |")
+    if "delta-rs" in res:
+        base = res["delta-rs"]
+        lines += ["", "Ratios against delta-rs (same run):", ""]
+        for name, r in res.items():
+            if name == "delta-rs":
+                continue
+            lines.append(f"- {name}: total time {r['total_s'] / base['total_s']:.2f}x, bytes written "
+                         f"{r['bytes_written'] / max(1, base['bytes_written']):.3f}x, last-decile p50 "
+                         f"{r['p50_per_decile_ms'][-1] / base['p50_per_decile_ms'][-1]:.2f}x")
+    return "\n".join(lines) + "\n"
+
+
+def _plots(report: dict[str, Any], out: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    res = report["results"]
+    title = f"{report['rounds']} rounds, {report['shape']} keys, {report['rows']:,} rows"
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for name, r in res.items():
+        ls = np.array(r["latencies_ms"])
+        w = max(1, len(ls) // 50)
+        rolling = [float(np.median(ls[max(0, i - w):i + 1])) for i in range(len(ls))]
+        ax.plot(range(1, len(ls) + 1), rolling, label=name)
+    ax.set_xlabel("round")
+    ax.set_ylabel("round latency, rolling median (ms)")
+    ax.set_title(f"Soak latency: {title}")
+    ax.grid(True, alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(out / "latency.png", dpi=110)
+    plt.close(fig)
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
+    for name, r in res.items():
+        ax1.plot([p[0] for p in r["reads"]], [p[1] for p in r["reads"]], marker=".", label=name)
+        ax2.plot([p[0] for p in r["layout"]], [p[1] for p in r["layout"]], label=f"{name} files")
+        ax2.plot([p[0] for p in r["layout"]], [p[2] for p in r["layout"]], linestyle="--", label=f"{name} DV files")
+    ax1.set_xlabel("round")
+    ax1.set_ylabel("full read (s)")
+    ax1.set_title("Full-table read over rounds")
+    ax2.set_xlabel("round")
+    ax2.set_ylabel("files")
+    ax2.set_title("Live files and files with DVs")
+    for a in (ax1, ax2):
+        a.grid(True, alpha=0.3)
+        a.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out / "read_files.png", dpi=110)
+    plt.close(fig)
+
+
+def run_from_args(rounds: int, shape: str, rows: int, out: str, profile: bool) -> int:
+    shapes = ["uniform", "growing"] if shape == "both" else [shape]
+    failed = False
+    for s in shapes:
+        report = run_soak(rounds, s, rows, Path(out) / f"{s}-{rounds}", read_every=max(1, rounds // 20), profile=profile)
+        failed |= not all(r["correct"] for r in report["results"].values())
+    return 1 if failed else 0
+
+
+__all__ = ["run_from_args", "run_soak"]
+

@@ -1,0 +1,93 @@
+"""A bounded, process-wide cache of the columns DML reads to find matching rows.
+
+A stream of small upserts runs the same kind of MERGE every few seconds, and while files pile up
+between compactions every round opens every candidate file, reads its footer and its key column,
+although none of those files changed: Delta data files are immutable (writers create new,
+uniquely named files and never rewrite one). Profiling a round on a 200-file table put ~0.45 ms
+per file per round into ``ParquetFile`` opening and the column read (spec_notes/auto-compaction.md,
+"Per-file costs"), which grows with the file count, not with the rows touched.
+
+Entries are keyed by everything that decides the bytes returned: the file's absolute path, size
+and modification time as the log records them, the columns asked for, the table schema (column
+mapping and schema evolution change what a name reads) and the partition columns. Values are the
+physical row count and the Arrow table ``read_physical_rows`` returned; Arrow tables are
+immutable, so callers share them. The total is bounded by ``DVENGINE_EXECUTION_COLUMNCACHEBYTES``
+(default 256 MiB; 0 turns the cache off), least recently used first out.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+
+import pyarrow as pa
+
+from dvengine.log import Snapshot
+from dvengine.protocol.actions import AddFile
+from dvengine.storage.logstore import resolve_data_path
+
+ENV_BYTES = "DVENGINE_EXECUTION_COLUMNCACHEBYTES"
+DEFAULT_BYTES = 256 * 1024 * 1024
+
+Key = tuple[str, int, int, tuple[str, ...] | None, str, tuple[str, ...]]
+
+_LOCK = threading.Lock()
+_ENTRIES: OrderedDict[Key, tuple[int, pa.Table]] = OrderedDict()
+_SIZE = [0]
+
+
+def _budget() -> int:
+    raw = os.environ.get(ENV_BYTES)
+    if raw is None or not raw.strip():
+        return DEFAULT_BYTES
+    try:
+        return max(0, int(raw))
+    except ValueError:
+        from dvengine.errors import InvalidArgumentError
+
+        raise InvalidArgumentError(f"{ENV_BYTES} must be a number of bytes, got {raw!r}") from None
+
+
+def cached_columns(
+    snapshot: Snapshot,
+    add: AddFile,
+    columns: Sequence[str] | None,
+    read: Callable[[], tuple[int, pa.Table]],
+) -> tuple[int, pa.Table]:
+    """(physical rows, columns of ``add``) from the cache, else from ``read()`` (then remembered)."""
+    budget = _budget()
+    if budget == 0:
+        return read()
+    key: Key = (
+        resolve_data_path(snapshot.table_root, add.path),
+        add.size,
+        add.modification_time,
+        None if columns is None else tuple(columns),
+        snapshot.metadata.schema_string,
+        tuple(snapshot.partition_columns),
+    )
+    with _LOCK:
+        hit = _ENTRIES.get(key)
+        if hit is not None:
+            _ENTRIES.move_to_end(key)
+            return hit
+    value = read()
+    size = value[1].nbytes
+    if size > budget // 4:
+        return value  # one huge file would flush everything else
+    with _LOCK:
+        if key not in _ENTRIES:
+            _ENTRIES[key] = value
+            _SIZE[0] += size
+        while _SIZE[0] > budget and _ENTRIES:
+            _old_key, (_rows, old) = _ENTRIES.popitem(last=False)
+            _SIZE[0] -= old.nbytes
+    return value
+
+
+def clear_column_cache() -> None:
+    with _LOCK:
+        _ENTRIES.clear()
+        _SIZE[0] = 0

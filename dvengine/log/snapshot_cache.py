@@ -1,0 +1,126 @@
+"""A process-wide cache of the newest snapshot per table root, advanced by the log tail.
+
+A job that opens the same table every few seconds (a CDC upsert stream) used to list the whole
+``_delta_log`` and re-read the newest checkpoint on every round, so its cost grew with history.
+Like delta-rs's incremental snapshot update, the cache keeps the reconciled state of the last
+version this process loaded and, on the next load, reads only the commit files after it:
+``<v+1>.json``, ``<v+2>.json`` ... until one does not exist. Commits are created put-if-absent
+and in order (a writer can only create ``v+2`` after reading ``v+1``), so the first missing file
+ends the tail exactly as a listing would.
+
+What keeps the cached answer equal to a fresh load:
+
+- the commit file of the cached version is read again and compared (BLAKE2 digest) before the
+  state is trusted: a table deleted and recreated at the same path, or a log rewritten under
+  us, differs there (new commitInfo timestamp and txnId) and the entry is dropped;
+- time travel to a version older than the cached one, ``timestamp`` lookups, and any request
+  the tail cannot answer exactly (a version that does not exist yet, a commit without a
+  commitInfo timestamp, a tail longer than ``MAX_TAIL`` commits) go through the normal
+  listing-based load, which then refreshes the entry; a long tail is where a newer checkpoint
+  pays off, so that is when the listing and newest checkpoint are used;
+- the cached state is never mutated: applying a tail copies the file map first, and snapshots
+  are immutable, so threads may share entries.
+
+Disable with the environment variable ``DVENGINE_LOG_SNAPSHOTCACHE=false`` (tests of log
+corruption do, so that they read the files they corrupt).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from dvengine.log.replay import ReplayState
+from dvengine.log.snapshot import Snapshot
+from dvengine.protocol.actions import Action
+
+ENV_SWITCH = "DVENGINE_LOG_SNAPSHOTCACHE"
+# More new commits than this and a listing plus the newest checkpoint is the cheaper way there
+# (Delta's default checkpoint interval is 10: past 50 commits a checkpoint is nearly certain).
+MAX_TAIL = 50
+# Tables remembered at once; the least recently used one is dropped beyond this.
+MAX_TABLES = 64
+
+
+def cache_enabled() -> bool:
+    return os.environ.get(ENV_SWITCH, "true").strip().lower() not in ("false", "0", "no", "off")
+
+
+def digest(data: bytes) -> bytes:
+    return hashlib.blake2b(data, digest_size=16).digest()
+
+
+@dataclass(frozen=True)
+class CachedTable:
+    """The snapshot of one version, the state it was built from, and its commit file's digest."""
+
+    snapshot: Snapshot
+    state: ReplayState
+    commit_digest: bytes
+
+    @property
+    def version(self) -> int:
+        return self.snapshot.version
+
+
+_LOCK = threading.Lock()
+_ENTRIES: OrderedDict[str, CachedTable] = OrderedDict()
+
+
+def get(table_root: str) -> CachedTable | None:
+    with _LOCK:
+        entry = _ENTRIES.get(table_root)
+        if entry is not None:
+            _ENTRIES.move_to_end(table_root)
+        return entry
+
+
+def remember(table_root: str, entry: CachedTable) -> None:
+    """Keep ``entry`` unless an entry of a newer version is already there (a racing thread's)."""
+    with _LOCK:
+        current = _ENTRIES.get(table_root)
+        if current is not None and current.version > entry.version:
+            return
+        _ENTRIES[table_root] = entry
+        _ENTRIES.move_to_end(table_root)
+        while len(_ENTRIES) > MAX_TABLES:
+            _ENTRIES.popitem(last=False)
+
+
+def forget(table_root: str, entry: CachedTable | None = None) -> None:
+    """Drop the entry of ``table_root`` (only if it is still ``entry``, when given)."""
+    with _LOCK:
+        if entry is None or _ENTRIES.get(table_root) is entry:
+            _ENTRIES.pop(table_root, None)
+
+
+def clear_snapshot_cache() -> None:
+    """Forget every cached snapshot (tests; a process that rewrites logs behind dvengine's back)."""
+    with _LOCK:
+        _ENTRIES.clear()
+
+
+def cacheable_state(state: ReplayState) -> ReplayState:
+    """A private copy of ``state`` without tombstones (snapshots load those lazily, and keeping
+    every remove of a long stream would grow without bound)."""
+    copy = ReplayState()
+    copy.protocol = state.protocol
+    copy.metadata = state.metadata
+    copy.files = dict(state.files)
+    copy.txns = dict(state.txns)
+    copy.domains = dict(state.domains)
+    copy.last_commit_info = state.last_commit_info
+    return copy
+
+
+def advanced_state(entry: CachedTable, tail: Sequence[Sequence[Action]]) -> ReplayState:
+    """The cached state with the commits of ``tail`` applied in order (the entry is not touched)."""
+    state = cacheable_state(entry.state)
+    for actions in tail:
+        state.apply_commit(actions)
+    state.tombstones.clear()
+    return state

@@ -1,0 +1,191 @@
+"""Auto compaction: after a DML or write commits, compact the partitions small files piled up in.
+
+Named and decided as Delta names them (AutoCompactBase / AutoCompactUtils in delta-spark):
+
+- on/off: the Spark conf ``spark.databricks.delta.autoCompact.enabled`` wins when set; else the
+  deprecated table property ``delta.autoOptimize=true`` turns it on; else the table property
+  ``delta.autoOptimize.autoCompact``; else off. Values are ``true`` / ``false``; anything else
+  raises InvalidArgumentError naming the key and value (Delta's invalidAutoCompactType).
+- sizes: ``spark.databricks.delta.autoCompact.maxFileSize`` (128 MiB) bounds a bin and the files
+  it writes; a file below ``...autoCompact.minFileSize`` (default maxFileSize / 2) is small.
+- trigger: a partition is compacted when it holds at least ``...autoCompact.minNumFiles`` (50)
+  small files, counted over the whole table as the snapshot lists them. Open-source Delta counts
+  only the files the committing session added (delta-io/delta#4487, #4045), so a stream of
+  MERGEs that each add one file never reaches the threshold; counting the table's files makes
+  the bound hold whoever wrote them. A partition also qualifies when one of its files has more
+  than OPTIMIZE's ``maxDeletedRowsRatio`` of its rows deleted by its DV (such a file is rewritten
+  even alone in its bin: purging it is the point).
+- the commit: one OPTIMIZE commit (``dataChange=false`` adds and removes) whose commitInfo
+  operation is ``OPTIMIZE`` with ``operationParameters.auto = true``, the compacted partitions as
+  ``predicate``, as Delta's ``DeltaOperations.Optimize(auto = true)`` records it.
+- failure: losing a race to a concurrent writer (any CommitConflictError) is logged and the
+  user's command still succeeds: its own commit is already in the log. Other errors propagate
+  with the committed version named, because hiding an I/O failure would hide a broken table.
+
+Whether a table dvengine creates turns it on by default is decided in spec_notes/auto-compaction.md.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from dvengine.commands.options import ConfLookup, conf_number
+from dvengine.errors import CommitConflictError, InvalidArgumentError
+from dvengine.log import Snapshot, load_snapshot
+from dvengine.maintenance.optimize import (
+    CONF_MAX_DELETED_ROWS_RATIO,
+    DEFAULT_MAX_DELETED_ROWS_RATIO,
+    OPERATION,
+    Bin,
+    BinRewriter,
+    OptimizePlan,
+    pack_bins,
+    run_optimize,
+)
+from dvengine.protocol.actions import AddFile
+
+_LOG = logging.getLogger(__name__)
+
+CONF_ENABLED = "spark.databricks.delta.autoCompact.enabled"
+CONF_MIN_NUM_FILES = "spark.databricks.delta.autoCompact.minNumFiles"
+CONF_MAX_FILE_SIZE = "spark.databricks.delta.autoCompact.maxFileSize"
+CONF_MIN_FILE_SIZE = "spark.databricks.delta.autoCompact.minFileSize"
+PROPERTY_AUTO_COMPACT = "delta.autoOptimize.autoCompact"
+PROPERTY_AUTO_OPTIMIZE = "delta.autoOptimize"  # deprecated by Delta, still honoured first
+DEFAULT_MIN_NUM_FILES = 50
+DEFAULT_MAX_FILE_SIZE = 128 * 1024 * 1024
+
+
+def _flag(key: str, raw: str) -> bool:
+    value = raw.strip().lower()
+    if value not in ("true", "false"):
+        raise InvalidArgumentError(
+            f"{key}={raw!r} is not a valid auto compaction setting: the allowed values are 'true' and 'false'"
+        )
+    return value == "true"
+
+
+def auto_compact_enabled(conf: ConfLookup, configuration: Mapping[str, str]) -> bool:
+    """Delta's getAutoCompactType order: session conf, then the deprecated property, then the property."""
+    raw = conf(CONF_ENABLED)
+    if raw is not None and raw != "":
+        return _flag(CONF_ENABLED, raw)
+    legacy = configuration.get(PROPERTY_AUTO_OPTIMIZE)
+    if legacy is not None and _flag(PROPERTY_AUTO_OPTIMIZE, legacy):
+        return True
+    prop = configuration.get(PROPERTY_AUTO_COMPACT)
+    return prop is not None and _flag(PROPERTY_AUTO_COMPACT, prop)
+
+
+@dataclass(frozen=True)
+class AutoCompactSettings:
+    min_num_files: int = DEFAULT_MIN_NUM_FILES
+    max_file_size: int = DEFAULT_MAX_FILE_SIZE
+    min_file_size: int = DEFAULT_MAX_FILE_SIZE // 2
+    max_deleted_rows_ratio: float = DEFAULT_MAX_DELETED_ROWS_RATIO
+
+    @classmethod
+    def from_conf(cls, conf: ConfLookup) -> AutoCompactSettings:
+        max_size = int(conf_number(conf, CONF_MAX_FILE_SIZE, DEFAULT_MAX_FILE_SIZE, int))
+        settings = cls(
+            min_num_files=int(conf_number(conf, CONF_MIN_NUM_FILES, DEFAULT_MIN_NUM_FILES, int)),
+            max_file_size=max_size,
+            min_file_size=int(conf_number(conf, CONF_MIN_FILE_SIZE, max_size // 2, int)),
+            max_deleted_rows_ratio=float(
+                conf_number(conf, CONF_MAX_DELETED_ROWS_RATIO, DEFAULT_MAX_DELETED_ROWS_RATIO, float)
+            ),
+        )
+        if settings.min_num_files < 1:
+            raise InvalidArgumentError(f"{CONF_MIN_NUM_FILES} must be at least 1, got {settings.min_num_files}")
+        if settings.max_file_size <= 0:
+            raise InvalidArgumentError(f"{CONF_MAX_FILE_SIZE} must be positive, got {settings.max_file_size}")
+        if settings.min_file_size < 0:
+            raise InvalidArgumentError(f"{CONF_MIN_FILE_SIZE} must not be negative, got {settings.min_file_size}")
+        if not 0.0 <= settings.max_deleted_rows_ratio <= 1.0:
+            raise InvalidArgumentError(
+                f"{CONF_MAX_DELETED_ROWS_RATIO} must be in range [0.0, 1.0], got {settings.max_deleted_rows_ratio}"
+            )
+        return settings
+
+
+def _dv_heavy(add: AddFile, ratio: float) -> bool:
+    if add.deletion_vector is None:
+        return False
+    physical = add.num_records
+    return physical is None or (physical > 0 and add.deleted_row_count / physical > ratio)
+
+
+def _partition_sql(snapshot: Snapshot, add: AddFile) -> str:
+    """The compacted partition as recorded in commitInfo (text for people; nothing parses it back)."""
+    parts = []
+    for logical, key, _type in snapshot.partition_keys:
+        raw = add.partition_values.get(key, add.partition_values.get(logical))
+        quoted = "'" + raw.replace("'", "\\'") + "'" if raw is not None else None
+        parts.append(f"({logical} IS NULL)" if quoted is None else f"({logical} = {quoted})")
+    return " AND ".join(parts)
+
+
+def plan_auto_compaction(snapshot: Snapshot, settings: AutoCompactSettings) -> OptimizePlan | None:
+    """The bins to compact, or None when no partition reaches a trigger."""
+    by_partition: dict[tuple[tuple[str, str], ...], list[AddFile]] = {}
+    for add in snapshot.files:
+        key = tuple(sorted((k, repr(v)) for k, v in snapshot.partition_values_logical(add).items()))
+        by_partition.setdefault(key, []).append(add)
+    plan = OptimizePlan(snapshot, None, list(snapshot.files))
+    for files in by_partition.values():
+        small = [f for f in files if f.size < settings.min_file_size]
+        heavy = [f for f in files if _dv_heavy(f, settings.max_deleted_rows_ratio)]
+        if len(small) < settings.min_num_files and not heavy:
+            continue
+        chosen = {f.key: f for f in [*small, *heavy]}
+        for packed in pack_bins(list(chosen.values()), settings.max_file_size):
+            plan.bins.append(Bin(dict(packed[0].partition_values), tuple(packed)))
+        packed_keys = {f.key for b in plan.bins for f in b.files}
+        for f in heavy:  # a DV-heavy file alone in its bin is still rewritten: purging it is the point
+            if f.key not in packed_keys:
+                plan.bins.append(Bin(dict(f.partition_values), (f,)))
+    return plan if plan.bins else None
+
+
+def auto_compaction_parameters(plan: OptimizePlan) -> dict[str, Any]:
+    """operationParameters of DeltaOperations.Optimize(predicate, auto = true)."""
+    predicates = sorted({_partition_sql(plan.snapshot, b.files[0]) for b in plan.bins} - {""})
+    return {"predicate": json.dumps(predicates), "zOrderBy": json.dumps([]), "clusterBy": json.dumps([]), "auto": True}
+
+
+def maybe_auto_compact(
+    table_root: str,
+    committed_version: int,
+    conf: ConfLookup,
+    rewrite_bin: BinRewriter,
+    load: Callable[[str], Snapshot] = load_snapshot,
+) -> dict[str, Any] | None:
+    """Run auto compaction after ``committed_version`` when enabled and a partition qualifies.
+
+    Returns Delta's OptimizeMetrics plus ``version`` when a compaction committed, None otherwise
+    (off, nothing to do, or a concurrent writer won the race: logged).
+    """
+    snapshot = load(table_root)
+    if not auto_compact_enabled(conf, snapshot.configuration):
+        return None
+    plan = plan_auto_compaction(snapshot, AutoCompactSettings.from_conf(conf))
+    if plan is None:
+        return None
+    try:
+        metrics, version = run_optimize(plan, rewrite_bin, OPERATION, auto_compaction_parameters(plan))
+    except CommitConflictError as exc:
+        _LOG.warning(
+            "auto compaction of %s after version %d lost to a concurrent writer and was dropped "
+            "(the command's own commit stands): %s", table_root, committed_version, exc,
+        )
+        return None
+    except Exception as exc:
+        exc.add_note(f"raised by auto compaction after {table_root} version {committed_version} had committed")
+        raise
+    _LOG.info("auto compaction of %s after version %d committed version %s", table_root, committed_version, version)
+    return {**metrics, "version": version}
+

@@ -1,0 +1,29 @@
+"""Smoke test of the soak benchmark (dvengine/bench/soak.py): a few rounds on a small table, every
+contender's rows checked against the model and the other engine's reader, and the report's
+shape. The real runs (2,000+ rounds on 1M rows) are in benchmarks/results/soak/."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from dvengine.bench.soak import run_soak
+
+
+@pytest.mark.parametrize("shape", ["uniform", "growing"])
+def test_soak_smoke(tmp_path: Path, shape: str) -> None:
+    report = run_soak(12, shape, 3_000, tmp_path, read_every=4, profile=True)
+    results = report["results"]
+    assert set(results) == {"dvengine", "dvengine-nocompact", "delta-rs"}
+    for name, r in results.items():
+        assert r["correct"], (name, r["problems"])
+        assert len(r["latencies_ms"]) == 12 and len(r["p50_per_decile_ms"]) == 10
+        assert r["bytes_written"] > 0 and r["files_end"] >= 1
+        assert [p[0] for p in r["reads"]] == [0, 4, 8, 12]
+    assert results["delta-rs"]["dv_files_end"] == 0
+    assert results["dvengine-nocompact"]["dv_files_end"] >= 1  # 12 rounds of updates left DVs behind
+    for f in ("soak.json", "soak.md", "latency.png", "read_files.png", "profile-dvengine.txt"):
+        assert (tmp_path / f).stat().st_size > 0
+    assert json.loads((tmp_path / "soak.json").read_text())["rounds"] == 12
