@@ -91,6 +91,7 @@ class RestoreStatement:
 class OptimizeStatement:
     table: TableRef
     condition: str | None
+    zorder_by: tuple[str, ...] = ()  # ZORDER BY columns, as written
 
 
 @dataclass(frozen=True)

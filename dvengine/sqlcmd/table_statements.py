@@ -41,10 +41,12 @@ def restore(table: DeltaTable, version: int | None, timestamp: str | None) -> Da
     return cast("DataFrame", table.restoreToTimestamp(timestamp))
 
 
-def optimize(table: DeltaTable, condition: str | None) -> DataFrame:
+def optimize(table: DeltaTable, condition: str | None, zorder_by: tuple[str, ...] = ()) -> DataFrame:
     builder = table.optimize()
     if condition is not None:
         builder = builder.where(condition)
+    if zorder_by:
+        return cast("DataFrame", builder.executeZOrderBy(*zorder_by))
     return cast("DataFrame", builder.executeCompaction())
 
 
