@@ -12,8 +12,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from dvengine.commands.options import no_conf
-from dvengine.log import load_snapshot
-from dvengine.maintenance import zorder
+from dvengine.log import Snapshot, load_snapshot
+from dvengine.maintenance import clustering, zorder
 from dvengine.maintenance.optimize import OptimizeSettings, plan_optimize, run_optimize
 
 if TYPE_CHECKING:
@@ -67,9 +67,29 @@ class DeltaOptimizeBuilder:
         from dvengine.engine.local.optimize import rewrite_files
 
         settings = self._settings()
-        plan = plan_optimize(load_snapshot(self._root), self._condition(), settings)
+        snapshot = load_snapshot(self._root)
+        columns = clustering.clustering_columns(snapshot)
+        if columns:  # a clustered table is clustered by OPTIMIZE, as in Delta
+            return self._result(self._cluster(snapshot, columns, settings))
+        plan = plan_optimize(snapshot, self._condition(), settings)
         metrics, _version = run_optimize(plan, rewrite_files)
         return self._result(metrics)
+
+    def _cluster(self, snapshot: Snapshot, columns: list[str], settings: OptimizeSettings) -> dict[str, Any]:
+        """Liquid clustering of what is not yet clustered (Delta's ClusteringStrategy)."""
+        from dvengine.engine.local.cluster_rewrite import curve_rewriter
+        from dvengine.engine.local.curves import HILBERT
+
+        conf = self._conf()
+        clustering.check_optimize_arguments(snapshot, self._condition())
+        min_cube, bin_size = clustering.cube_sizes(conf)
+        plan = clustering.plan_clustering(snapshot, columns, min_cube, bin_size)
+        rewriter = curve_rewriter(
+            columns, HILBERT, zorder.num_ranges(conf), lambda files: zorder.target_file_count(files, settings),
+            clustering.zcube_tagger(columns),
+        )
+        metrics, _version = clustering.run_clustering(plan, columns, rewriter)
+        return metrics
 
     def executeZOrderBy(self, *cols: str | list[str] | tuple[str, ...]) -> Any:
         """Rewrite every file of the selected partitions in Z-order over ``cols`` (Delta's rules:

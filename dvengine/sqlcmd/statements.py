@@ -111,6 +111,7 @@ class CreateTableStatement:
     location: str | None = None
     properties: dict[str, str] = field(default_factory=dict)
     comment: str | None = None
+    cluster_by: tuple[str, ...] = ()  # CLUSTER BY (liquid clustering) columns
 
 
 @dataclass(frozen=True)

@@ -71,6 +71,8 @@ def create_table(spark: SparkSession, stmt: CreateTableStatement) -> DeltaTable:
         builder = builder.addColumn(column.name, column.data_type, nullable=column.nullable, comment=column.comment)
     if stmt.partitioned_by:
         builder = builder.partitionedBy(*stmt.partitioned_by)
+    if stmt.cluster_by:
+        builder = builder.clusterBy(*stmt.cluster_by)
     for key, value in stmt.properties.items():
         builder = builder.property(key, value)
     if stmt.comment is not None:
