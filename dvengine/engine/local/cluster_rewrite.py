@@ -35,6 +35,7 @@ def curve_rewriter(
     num_ranges: int,
     file_count: FileCount,
     tag: Tagger | None = None,
+    align: bool = True,
 ) -> Callable[[Snapshot, Sequence[AddFile]], list[AddFile]]:
     """A ``BinRewriter`` that writes a bin's rows in ``curve`` order over ``columns``."""
 
@@ -45,7 +46,7 @@ def curve_rewriter(
         if rows.num_rows == 0:
             return []
         count = max(1, min(file_count(files), rows.num_rows))
-        order, bounds = curve_layout(rows, columns, curve, count, num_ranges)
+        order, bounds = curve_layout(rows, columns, curve, count, num_ranges, align)
         rows = rows.take(pa.array(order))
         adds: list[AddFile] = []
         try:

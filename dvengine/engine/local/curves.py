@@ -130,7 +130,7 @@ def _top_bits(keys: npt.NDArray[np.uint8], bits: int) -> UInt:
     return np.asarray(word >> np.uint64(32 - bits), dtype=np.uint64)
 
 
-def cut_points(sorted_keys: npt.NDArray[np.uint8], count: int) -> npt.NDArray[np.int64]:
+def cut_points(sorted_keys: npt.NDArray[np.uint8], count: int, align: bool = True) -> npt.NDArray[np.int64]:
     """Where to cut ``len(sorted_keys)`` curve-sorted rows into ``count`` files: ``count + 1`` bounds.
 
     Equal row counts, except that a cut moves to the nearest place where the curve enters a new
@@ -143,7 +143,7 @@ def cut_points(sorted_keys: npt.NDArray[np.uint8], count: int) -> npt.NDArray[np
     n = sorted_keys.shape[0]
     even = np.linspace(0, n, count + 1).round().astype(np.int64)
     prefix_bits = min(32, max(1, (count - 1).bit_length()), 8 * sorted_keys.shape[1])
-    if count <= 1 or n == 0:
+    if count <= 1 or n == 0 or not align:  # align=False: Delta's equal-count cuts (for comparison)
         return even
     cells = _top_bits(sorted_keys, prefix_bits)
     changes = np.flatnonzero(cells[1:] != cells[:-1]) + 1  # first row of each new cell
@@ -161,7 +161,8 @@ def cut_points(sorted_keys: npt.NDArray[np.uint8], count: int) -> npt.NDArray[np
 
 
 def curve_layout(
-    rows: pa.Table, columns: Sequence[str], curve: str, count: int, num_ranges: int = DEFAULT_NUM_RANGES
+    rows: pa.Table, columns: Sequence[str], curve: str, count: int, num_ranges: int = DEFAULT_NUM_RANGES,
+    align: bool = True,
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """(row positions of ``rows`` sorted along ``curve`` over ``columns``, ``count + 1`` file bounds)."""
     bits = bits_for(num_ranges)
@@ -171,4 +172,4 @@ def curve_layout(
         return np.zeros(0, dtype=np.int64), np.zeros(1, dtype=np.int64)
     # lexsort's last key is the primary one: bytes from the last to the first (stable for equal keys)
     order = np.lexsort(tuple(keys[:, j] for j in range(keys.shape[1] - 1, -1, -1))).astype(np.int64)
-    return order, cut_points(keys[order], count)
+    return order, cut_points(keys[order], count, align)
