@@ -203,7 +203,16 @@ def test_domain_survives_checkpoints_and_replay_drops_a_removed_one(tmp_path: Pa
     assert clustering_columns(snap) == ["y", "x"]
     dt.optimize().executeCompaction()
     assert rows_delta_rs(tmp_path, COLS) == rows_duckdb(tmp_path, COLS) == sort_rows(model)
-    assert all(f.clustering_provider == "liquid" for f in load_snapshot(str(tmp_path)).files)
+    clustered = load_snapshot(str(tmp_path))
+    assert all(f.clustering_provider == "liquid" and f.tags for f in clustered.files)
+    # a checkpoint keeps clusteringProvider and the ZCube tags (a column only clustered tables' checkpoints have)
+    write_checkpoint(clustered)
+    (tmp_path / "_delta_log" / f"{clustered.version:020d}.json").unlink()
+    again = load_snapshot(str(tmp_path))
+    assert {(f.path, f.clustering_provider, tuple(sorted((f.tags or {}).items()))) for f in again.files} == {
+        (f.path, f.clustering_provider, tuple(sorted((f.tags or {}).items()))) for f in clustered.files
+    }
+    assert rows_duckdb(tmp_path, COLS) == sort_rows(model)
     # a later removed=true action drops the domain, in replay and in the next checkpoint
     version = load_snapshot(str(tmp_path)).version + 1
     removed = DomainMetadata("delta.clustering", '{"clusteringColumns":[["y"],["x"]]}', removed=True)
