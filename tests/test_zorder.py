@@ -198,6 +198,10 @@ def test_zorder_refusals_name_the_column_and_write_nothing(tmp_path: Path, monke
     with pytest.raises(TypeError, match="Z-order column must be str"):
         dt.optimize().executeZOrderBy("x", 1)  # type: ignore[arg-type]
     assert _folder(tmp_path) == state
+    # no columns: Delta runs a plain compaction, which leaves a partition's lone file alone
+    res = dt.optimize().executeZOrderBy()["metrics"]
+    assert res["zOrderStats"] is None and res["numFilesRemoved"] == 0 and res["totalConsideredFiles"] == 2
+    assert _folder(tmp_path) == state
 
     stats_path = tmp_path / "few_stats"
     dvengine.write(pa.table({"x": [3, 1, 2], "y": [1, 2, 3]}), str(stats_path), mode="append",

@@ -104,6 +104,8 @@ class DeltaOptimizeBuilder:
         for c in flat:
             if type(c) is not str:
                 raise TypeError(f"Z-order column must be str. Found {c} with type {type(c)}")
+        if not flat:  # Delta: an empty ZORDER BY list is an ordinary OPTIMIZE
+            return self.executeCompaction()
         conf = self._conf()
         settings = self._settings()
         snapshot = load_snapshot(self._root)
