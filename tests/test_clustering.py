@@ -17,7 +17,7 @@ from interop import rows_arrow, rows_delta_rs, rows_duckdb, sort_rows
 
 import dvengine
 from dvengine import DeltaTable
-from dvengine.errors import InvalidArgumentError, OperationNotAllowedError
+from dvengine.errors import InvalidArgumentError, OperationNotAllowedError, UnsupportedFeatureError
 from dvengine.log import load_snapshot
 from dvengine.log.checkpoint_writer import write_checkpoint
 from dvengine.maintenance.clustering import clustering_columns
@@ -173,6 +173,11 @@ def test_clustering_refusals_are_typed_and_write_nothing(tmp_path: Path) -> None
         dt.optimize().executeZOrderBy("y")
     with pytest.raises(OperationNotAllowedError, match="doesn't support partition predicates"):
         dt.optimize().where("x = 1").executeCompaction()
+    DeltaTable.forPath(None, target).addFeatureSupport("clustering")  # supported already: a no-op (folder checked below)
+    plain = tmp_path / "plain"
+    dvengine.write(pa.table({"x": [1]}), str(plain))
+    with pytest.raises(UnsupportedFeatureError, match="clusterBy"):
+        DeltaTable.forPath(None, plain).addFeatureSupport("clustering")
     with pytest.raises(InvalidArgumentError, match="Replacing clustered table"):
         (DeltaTable.replace(None).location(str(target)).addColumn("x", "BIGINT").addColumn("p", "STRING")
          .partitionedBy("p").execute())
