@@ -91,14 +91,45 @@ def test_optimize_w_partition_filter(tmp_path: Path) -> None:
         dt.optimize().where("value = 1").executeCompaction()
 
 
-def test_optimize_zorder_by_is_a_typed_error(tmp_path: Path) -> None:
-    _write(tmp_path, [("a", 1)], mode="error")
+def _zorder_table(path: Path) -> None:
+    """delta-spark's table: values 0..99, col1 = value % 7, col2 = value % 27, partitioned by p = value % 10,
+    written by 4 tasks (here 4 appends), so each partition holds 4 files."""
+    for task in range(4):
+        values = [v for v in range(100) if (v // 10) % 4 == task]
+        dvengine.write(pa.table({"value": values, "col1": [v % 7 for v in values], "col2": [v % 27 for v in values],
+                                 "p": [v % 10 for v in values]}), str(path), mode="append", partitionBy=["p"])
+
+
+def test_optimize_zorder_by(tmp_path: Path) -> None:
+    _zorder_table(tmp_path)
+    dt = DeltaTable.forPath(None, tmp_path)
+    num_files_pre = len(dt.snapshot().files)
+    metrics = dt.optimize().executeZOrderBy(["col1", "col2"])["metrics"]
+    assert metrics["numFilesAdded"] == 10  # one file per partition
+    assert metrics["numFilesRemoved"] == num_files_pre == 40
+    assert metrics["totalFilesSkipped"] == 0
+    assert metrics["totalConsideredFiles"] == num_files_pre
+    assert metrics["zOrderStats"]["strategyName"] == "all"
+    assert metrics["zOrderStats"]["numOutputCubes"] == 10
     before = _folder_state(tmp_path)
-    with pytest.raises(UnsupportedFeatureError, match="ZORDER BY"):
-        DeltaTable.forPath(None, tmp_path).optimize().executeZOrderBy("value")
+    with pytest.raises(InvalidArgumentError, match="p is a partition column. Z-Ordering can only be performed on data columns"):
+        dt.optimize().where("p = 1").executeZOrderBy(["p"])
     with pytest.raises(TypeError, match="Z-order column must be str"):
-        DeltaTable.forPath(None, tmp_path).optimize().executeZOrderBy([1])
+        dt.optimize().executeZOrderBy([1])
     assert _folder_state(tmp_path) == before
+
+
+def test_optimize_zorder_by_w_partition_filter(tmp_path: Path) -> None:
+    _zorder_table(tmp_path)
+    dt = DeltaTable.forPath(None, tmp_path)
+    num_files_pre = sum(1 for f in dt.snapshot().files if f.partition_values["p"] == "2")
+    metrics = dt.optimize().where("p = 2").executeZOrderBy(["col1", "col2"])["metrics"]
+    assert metrics["numFilesAdded"] == 1
+    assert metrics["numFilesRemoved"] == num_files_pre == 4
+    assert metrics["totalFilesSkipped"] == 0
+    assert metrics["totalConsideredFiles"] == num_files_pre
+    assert metrics["zOrderStats"]["strategyName"] == "all"
+    assert metrics["zOrderStats"]["numOutputCubes"] == 1
 
 
 def test_optimize_returns_delta_sparks_dataframe_with_a_session(spark: Any, tmp_path: Path) -> None:

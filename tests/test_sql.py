@@ -252,7 +252,7 @@ def _unchanged(path: Path) -> tuple[int, list[tuple[Any, ...]]]:
         ("DELETE FROM delta.`{p}` WHERE nope = 1", InvalidPredicateError, "nope"),
         ("UPDATE delta.`{p}` SET missing = 1", InvalidPredicateError, "missing"),
         ("UPDATE delta.`{p}` SET value = 1, value = 2", SqlParseError, "assigned twice"),
-        ("OPTIMIZE delta.`{p}` ZORDER BY (id)", UnsupportedFeatureError, "ZORDER"),
+        ("OPTIMIZE delta.`{p}` ZORDER BY (nope)", InvalidArgumentError, "Z-Ordering column nope does not exist"),
         ("VACUUM delta.`{p}` LITE", UnsupportedFeatureError, "LITE"),
         ("VACUUM delta.`{p}` RETAIN 1 DAYS", SqlParseError, "HOURS"),
         ("DESCRIBE HISTORY delta.`{p}` LIMIT x", SqlParseError, "LIMIT"),

@@ -1,4 +1,4 @@
-"""DeltaOptimizeBuilder: ``DeltaTable.optimize().where(...).executeCompaction()`` as in delta-spark.
+"""DeltaOptimizeBuilder: ``DeltaTable.optimize().where(...).executeCompaction()`` / ``.executeZOrderBy(...)`` as in delta-spark.
 
 The builder only binds the call: the planning and commit rules are in
 :mod:`dvengine.maintenance.optimize`, the file rewriting on the embedded executor. With a
@@ -8,11 +8,12 @@ without one, the same row as a dict, so scripts need no JVM to compact a small t
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from dvengine.commands.options import no_conf
-from dvengine.errors import UnsupportedFeatureError
-from dvengine.log import load_snapshot
+from dvengine.log import Snapshot, load_snapshot
+from dvengine.maintenance import clustering, zorder
 from dvengine.maintenance.optimize import OptimizeSettings, plan_optimize, run_optimize
 
 if TYPE_CHECKING:
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
 
 
 class DeltaOptimizeBuilder:
-    """Collects the partition filter; ``executeCompaction`` runs OPTIMIZE."""
+    """Collects the partition filter; ``executeCompaction`` / ``executeZOrderBy`` run OPTIMIZE."""
 
     def __init__(self, spark: SparkSession | None, table_root: str) -> None:
         self._spark = spark
@@ -41,11 +42,21 @@ class DeltaOptimizeBuilder:
             return self._filters[0]
         return " AND ".join(f"({f})" for f in self._filters)
 
-    def _settings(self) -> OptimizeSettings:
+    def _conf(self) -> Callable[[str], str | None]:
         spark = self._spark
         if spark is None:
-            return OptimizeSettings.from_conf(no_conf)
-        return OptimizeSettings.from_conf(lambda key: spark.conf.get(key, None))
+            return no_conf
+        return lambda key: spark.conf.get(key, None)
+
+    def _settings(self) -> OptimizeSettings:
+        return OptimizeSettings.from_conf(self._conf())
+
+    def _result(self, metrics: dict[str, Any]) -> Any:
+        if self._spark is None:
+            return {"path": self._root, "metrics": metrics}
+        from dvengine.engine.spark.maintenance_frames import optimize_result_frame
+
+        return optimize_result_frame(self._spark, self._root, metrics)
 
     def executeCompaction(self) -> Any:
         """Compact small files (and files with many DV-deleted rows) per partition.
@@ -56,21 +67,52 @@ class DeltaOptimizeBuilder:
         from dvengine.engine.local.optimize import rewrite_files
 
         settings = self._settings()
-        plan = plan_optimize(load_snapshot(self._root), self._condition(), settings)
+        snapshot = load_snapshot(self._root)
+        columns = clustering.clustering_columns(snapshot)
+        if columns:  # a clustered table is clustered by OPTIMIZE, as in Delta
+            return self._result(self._cluster(snapshot, columns, settings))
+        plan = plan_optimize(snapshot, self._condition(), settings)
         metrics, _version = run_optimize(plan, rewrite_files)
-        if self._spark is None:
-            return {"path": self._root, "metrics": metrics}
-        from dvengine.engine.spark.maintenance_frames import optimize_result_frame
+        return self._result(metrics)
 
-        return optimize_result_frame(self._spark, self._root, metrics)
+    def _cluster(self, snapshot: Snapshot, columns: list[str], settings: OptimizeSettings) -> dict[str, Any]:
+        """Liquid clustering of what is not yet clustered (Delta's ClusteringStrategy)."""
+        from dvengine.engine.local.cluster_rewrite import curve_rewriter
+        from dvengine.engine.local.curves import HILBERT
+
+        conf = self._conf()
+        clustering.check_optimize_arguments(snapshot, self._condition())
+        min_cube, bin_size = clustering.cube_sizes(conf)
+        plan = clustering.plan_clustering(snapshot, columns, min_cube, bin_size)
+        rewriter = curve_rewriter(
+            columns, HILBERT, zorder.num_ranges(conf), lambda files: zorder.target_file_count(files, settings),
+            clustering.zcube_tagger(columns),
+        )
+        metrics, _version = clustering.run_clustering(plan, columns, rewriter)
+        return metrics
 
     def executeZOrderBy(self, *cols: str | list[str] | tuple[str, ...]) -> Any:
-        """Not implemented: Z-ordering needs an interleaved-bits range partitioning dvengine lacks."""
+        """Rewrite every file of the selected partitions in Z-order over ``cols`` (Delta's rules:
+        :mod:`dvengine.maintenance.zorder`), so that min/max stats skip files on each of them.
+
+        Returns what :meth:`executeCompaction` returns, with ``zOrderStats`` filled.
+        """
+        from dvengine.engine.local.cluster_rewrite import curve_rewriter
+        from dvengine.engine.local.curves import ZORDER
+
         flat: list[object] = list(cols[0]) if len(cols) == 1 and isinstance(cols[0], (list, tuple)) else list(cols)
         for c in flat:
             if type(c) is not str:
                 raise TypeError(f"Z-order column must be str. Found {c} with type {type(c)}")
-        raise UnsupportedFeatureError(
-            f"OPTIMIZE ... ZORDER BY {flat} is not supported by dvengine; use executeCompaction() "
-            "(nothing was written)"
+        if not flat:  # Delta: an empty ZORDER BY list is an ordinary OPTIMIZE
+            return self.executeCompaction()
+        conf = self._conf()
+        settings = self._settings()
+        snapshot = load_snapshot(self._root)
+        columns = zorder.resolve_zorder_columns(snapshot, [str(c) for c in flat], zorder.check_stats_enabled(conf))
+        plan = zorder.plan_zorder(snapshot, self._condition())
+        rewriter = curve_rewriter(
+            columns, ZORDER, zorder.num_ranges(conf), lambda files: zorder.target_file_count(files, settings)
         )
+        metrics, _version = zorder.run_zorder(plan, columns, rewriter)
+        return self._result(metrics)

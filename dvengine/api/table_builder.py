@@ -7,9 +7,10 @@ either way nothing is written. The commit itself is :mod:`dvengine.commands.crea
 names resolve through :mod:`dvengine.storage.catalog`.
 
 Not implemented, refused with :class:`~dvengine.errors.UnsupportedFeatureError` naming the
-column: generated columns (``generatedAlwaysAs``), identity columns (``IdentityGenerator``) and
-liquid clustering (``clusterBy``) - dvengine's writers do not compute generated values, so a
-table that declares them would be written wrongly by dvengine.
+column: generated columns (``generatedAlwaysAs``) and identity columns (``IdentityGenerator``) -
+dvengine's writers do not compute generated values, so a table that declares them would be
+written wrongly by dvengine. ``clusterBy`` makes a liquid-clustered table
+(:mod:`dvengine.maintenance.clustering`).
 """
 
 from __future__ import annotations
@@ -83,6 +84,7 @@ class DeltaTableBuilder:
         self._fields: list[StructField] = []
         self._partitions: list[str] = []
         self._properties: dict[str, str] = {}
+        self._clustering: list[str] = []
 
     @staticmethod
     def _raise_type_error(msg: str, objs: list[Any]) -> NoReturn:
@@ -175,10 +177,9 @@ class DeltaTableBuilder:
         return self
 
     def clusterBy(self, *cols: Any) -> DeltaTableBuilder:
-        names = self._column_names(cols, "Clustering")
-        raise UnsupportedFeatureError(
-            f"clusterBy({', '.join(names)}): liquid clustering is not implemented by dvengine; use partitionedBy"
-        )
+        """Liquid clustering by these columns (checked at ``execute``, as Delta does)."""
+        self._clustering = self._column_names(cols, "Clustering")
+        return self
 
     def property(self, key: str, value: str) -> DeltaTableBuilder:
         if type(key) is not str or type(value) is not str:
@@ -212,7 +213,7 @@ class DeltaTableBuilder:
         definition = TableDefinition(
             location=root, label=label, schema=StructType(tuple(self._fields)),
             partition_columns=tuple(self._partitions), properties=dict(self._properties),
-            description=self._comment, managed=managed,
+            description=self._comment, managed=managed, clustering_columns=tuple(self._clustering),
         )
         create_table(definition, self._mode)
         if self._name is not None:

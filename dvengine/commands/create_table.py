@@ -14,6 +14,11 @@ The four builder modes behave as Delta's SQL statements do:
 Everything that can reject the statement (types, names, partitioning, properties) is checked
 before the commit, and nothing but the commit file is written, so a failure leaves the folder as
 it was. New tables get deletion vectors on, like every table dvengine creates.
+
+``clustering_columns`` (``clusterBy``) makes a liquid-clustered table: the ``clustering`` and
+``domainMetadata`` writer features and the ``delta.clustering`` domain in the same commit
+(:mod:`dvengine.maintenance.clustering`). REPLACE of a clustered table without clustering columns
+writes the domain with none, as Delta does; with partition columns it is refused.
 """
 
 from __future__ import annotations
@@ -27,8 +32,9 @@ from dataclasses import dataclass, field
 
 from dvengine.commit.transaction import Transaction
 from dvengine.errors import InvalidArgumentError, TableAlreadyExistsError, TableNotFoundError
-from dvengine.log import load_snapshot, table_exists
-from dvengine.protocol.actions import Metadata, Protocol
+from dvengine.log import Snapshot, load_snapshot, table_exists
+from dvengine.maintenance import clustering
+from dvengine.protocol.actions import DomainMetadata, Metadata, Protocol
 from dvengine.protocol.features import check_writable, reader_features, writer_features
 from dvengine.protocol.schema import StructType
 from dvengine.writing.schema_checks import (
@@ -57,6 +63,7 @@ class TableDefinition:
     properties: Mapping[str, str] = field(default_factory=dict)
     description: str | None = None
     managed: bool = False
+    clustering_columns: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -79,12 +86,17 @@ def merge_protocols(old: Protocol, new: Protocol) -> Protocol:
     return Protocol(reader_version, 7, None, tuple(sorted(writers)))
 
 
+def _schema_name(definition: TableDefinition, column: str) -> str:
+    found = definition.schema.find(column)
+    return column if found is None else found.name
+
+
 def _operation_parameters(definition: TableDefinition, configuration: Mapping[str, str]) -> dict[str, object]:
     return {
         "isManaged": "true" if definition.managed else "false",
         "description": definition.description,
         "partitionBy": json.dumps(list(definition.partition_columns)),
-        "clusterBy": "[]",
+        "clusterBy": json.dumps([_schema_name(definition, c) for c in definition.clustering_columns]),
         "properties": json.dumps(dict(configuration), separators=(",", ":")),
     }
 
@@ -97,6 +109,23 @@ def _check_definition(definition: TableDefinition) -> tuple[tuple[str, ...], dic
     configuration = {**DEFAULT_NEW_TABLE_CONFIGURATION, **dict(definition.properties)}
     check_new_table_configuration(configuration)
     return partitions, configuration
+
+
+def _clustering_actions(definition: TableDefinition, configuration: dict[str, str], old: Snapshot | None) -> list[DomainMetadata]:
+    """The ``delta.clustering`` domain this definition needs (none for an unclustered new table)."""
+    if definition.clustering_columns:
+        names = clustering.resolve_clustering_columns(
+            definition.schema, definition.partition_columns, definition.clustering_columns, configuration
+        )
+        return [clustering.domain_action([definition.schema.get(n).physical_name for n in names])]
+    if old is not None and clustering.clustering_columns(old):
+        if definition.partition_columns:
+            raise InvalidArgumentError(
+                f"Replacing clustered table {definition.label} with a partitioned table is not allowed "
+                f"(partitionedBy {list(definition.partition_columns)})"
+            )
+        return [clustering.domain_action([])]
+    return []
 
 
 def _check_empty_location(root: str, label: str) -> None:
@@ -138,10 +167,14 @@ def create_table(definition: TableDefinition, mode: str) -> CreateResult:
             id=str(uuid.uuid4()), schema_string=schema_string, partition_columns=partitions,
             configuration=configuration, description=definition.description, created_time=now,
         )
+        domains = _clustering_actions(definition, configuration, None)
+        if domains:
+            wanted_protocol = clustering.clustered_protocol(wanted_protocol)
         check_writable(wanted_protocol, metadata)
         txn = Transaction(root, None, "CREATE TABLE", params)
         txn.update_protocol(wanted_protocol)
         txn.update_metadata(metadata)
+        txn.add_actions(domains)
         return CreateResult(root, txn.commit({}))
     snapshot = load_snapshot(root)
     check_writable(snapshot.protocol, snapshot.metadata)
@@ -149,6 +182,9 @@ def create_table(definition: TableDefinition, mode: str) -> CreateResult:
         id=snapshot.metadata.id, schema_string=schema_string, partition_columns=partitions,
         configuration=configuration, description=definition.description, created_time=now,
     )
+    domains = _clustering_actions(definition, configuration, snapshot)
+    if definition.clustering_columns:
+        wanted_protocol = clustering.clustered_protocol(wanted_protocol)
     protocol = merge_protocols(snapshot.protocol, wanted_protocol)
     check_writable(protocol, metadata)
     operation = "CREATE OR REPLACE TABLE" if mode == CREATE_OR_REPLACE else "REPLACE TABLE"
@@ -158,5 +194,6 @@ def create_table(definition: TableDefinition, mode: str) -> CreateResult:
         txn.update_protocol(protocol)
     txn.update_metadata(metadata)
     txn.add_actions(f.to_remove(now) for f in snapshot.files)
+    txn.add_actions(domains)
     metrics = {"numRemovedFiles": len(snapshot.files), "numRemovedBytes": sum(f.size for f in snapshot.files)}
     return CreateResult(root, txn.commit(metrics))

@@ -90,3 +90,8 @@ CHECKPOINT_SCHEMA = pa.schema(
         ("domainMetadata", DOMAIN_METADATA),
     ]
 )
+
+# Clustered tables: add.clusteringProvider (PROTOCOL.md "Clustered Table") is kept in checkpoints.
+# Delta Spark writes the column only for tables that use it, so other tables keep the layout above.
+ADD_CLUSTERED = pa.struct([*ADD, pa.field("clusteringProvider", pa.string())])
+CLUSTERED_CHECKPOINT_SCHEMA = CHECKPOINT_SCHEMA.set(CHECKPOINT_SCHEMA.get_field_index("add"), pa.field("add", ADD_CLUSTERED))

@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from dvengine.errors import InvalidArgumentError
-from dvengine.log.checkpoint_schema import CHECKPOINT_SCHEMA
+from dvengine.log.checkpoint_schema import CHECKPOINT_SCHEMA, CLUSTERED_CHECKPOINT_SCHEMA
 from dvengine.log.cleanup import cleanup_expired_logs
 from dvengine.log.filenames import checkpoint_file_name
 from dvengine.log.intervals import parse_interval_ms
@@ -65,6 +65,7 @@ def _add_row(add: AddFile) -> dict[str, Any]:
         "baseRowId": add.base_row_id,
         "defaultRowCommitVersion": add.default_row_commit_version,
         "stats": add.stats,
+        "clusteringProvider": add.clustering_provider,  # a column only in clustered tables' checkpoints
     }
 
 
@@ -120,7 +121,8 @@ def _rows(snapshot: Snapshot, now_ms: int) -> tuple[list[dict[str, Any]], int]:
 def checkpoint_bytes(snapshot: Snapshot, now_ms: int | None = None) -> tuple[bytes, int, int]:
     """(Parquet bytes, number of actions, number of adds) of the checkpoint of ``snapshot``."""
     rows, num_adds = _rows(snapshot, int(time.time() * 1000) if now_ms is None else now_ms)
-    table = pa.Table.from_pylist(rows, schema=CHECKPOINT_SCHEMA)
+    clustered = any(add.clustering_provider is not None for add in snapshot.files)
+    table = pa.Table.from_pylist(rows, schema=CLUSTERED_CHECKPOINT_SCHEMA if clustered else CHECKPOINT_SCHEMA)
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink, compression="snappy")
     return sink.getvalue().to_pybytes(), len(rows), num_adds

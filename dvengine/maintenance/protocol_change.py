@@ -66,6 +66,11 @@ def add_feature(table_root: str, name: str) -> int | None:
             f"adding table feature {name!r} is refused: dvengine does not implement it, so no dvengine writer "
             f"could write the table afterwards; supported: {sorted(SUPPORTED_WRITER_FEATURES)}"
         )
+    if name == "clustering":  # needs the clustering domain and an unpartitioned table, not just the name
+        raise UnsupportedFeatureError(
+            "adding table feature 'clustering' alone is refused: create the table with clusterBy(...) / CLUSTER BY; "
+            "ALTER TABLE ... CLUSTER BY is not implemented by dvengine"
+        )
     new = with_feature(snapshot.protocol, name)
     return _commit_protocol(snapshot, new, "UPGRADE PROTOCOL", {"newProtocol": new.to_json()})
 

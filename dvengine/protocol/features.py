@@ -23,7 +23,10 @@ SUPPORTED_READER_FEATURES = frozenset({DELETION_VECTORS, COLUMN_MAPPING, TIMESTA
 # Writer features dvengine honours when it commits: appendOnly (DML and overwrite are refused),
 # invariants and checkConstraints (writes are refused while the schema or configuration uses
 # them, since dvengine does not evaluate them), changeDataFeed (DML writes _change_data files,
-# dvengine.commands.change_data). generatedColumns, identityColumns, rowTracking ... are not implemented.
+# dvengine.commands.change_data), clustering and domainMetadata (the ``delta.clustering`` domain is
+# written at CREATE and kept by replay and checkpoints; OPTIMIZE clusters only unclustered or
+# ``liquid`` files: dvengine.maintenance.clustering). generatedColumns, identityColumns, rowTracking
+# ... are not implemented.
 SUPPORTED_WRITER_FEATURES = frozenset(
     {
         DELETION_VECTORS,
@@ -34,6 +37,8 @@ SUPPORTED_WRITER_FEATURES = frozenset(
         "checkConstraints",
         "vacuumProtocolCheck",
         CHANGE_DATA_FEED,
+        "clustering",
+        "domainMetadata",
     }
 )
 

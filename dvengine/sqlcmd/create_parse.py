@@ -1,8 +1,8 @@
 """``CREATE TABLE [IF NOT EXISTS] t (cols) USING delta ...`` from sqlglot's Spark AST.
 
 Only what the create builder can express is accepted: columns (type, NOT NULL, COMMENT),
-PARTITIONED BY, LOCATION, TBLPROPERTIES and the table COMMENT. Anything else Delta would act on
-(CREATE ... AS SELECT, generated columns, CLUSTER BY, OR REPLACE) is refused with
+PARTITIONED BY, CLUSTER BY, LOCATION, TBLPROPERTIES and the table COMMENT. Anything else Delta would act on
+(CREATE ... AS SELECT, generated columns, OR REPLACE) is refused with
 UnsupportedFeatureError naming it, rather than creating a table that lacks it.
 """
 
@@ -61,6 +61,7 @@ def parse_create(node: exp.Create) -> CreateTableStatement:
             raise UnsupportedFeatureError(f"CREATE TABLE: {item.sql(dialect=DIALECT)} is not supported by dvengine")
         columns.append(_column(item))
     partitioned: tuple[str, ...] = ()
+    clustered: tuple[str, ...] = ()
     location = None
     comment = None
     properties: dict[str, str] = {}
@@ -74,6 +75,11 @@ def parse_create(node: exp.Create) -> CreateTableStatement:
                 if not isinstance(n, (exp.Identifier, exp.Column)):
                     raise UnsupportedFeatureError(f"CREATE TABLE ... PARTITIONED BY: {n.sql(dialect=DIALECT)} is not a column")
             partitioned = tuple(n.name for n in names)
+        elif isinstance(prop, exp.ClusterProperty):
+            for n in prop.expressions:
+                if not isinstance(n, (exp.Identifier, exp.Column)):
+                    raise UnsupportedFeatureError(f"CREATE TABLE ... CLUSTER BY: {n.sql(dialect=DIALECT)} is not a column")
+            clustered = tuple(n.name for n in prop.expressions)
         elif isinstance(prop, exp.LocationProperty):
             location = prop.this.name
         elif isinstance(prop, exp.SchemaCommentProperty):
@@ -83,5 +89,5 @@ def parse_create(node: exp.Create) -> CreateTableStatement:
         else:
             raise UnsupportedFeatureError(f"CREATE TABLE: {prop.sql(dialect=DIALECT)} is not supported by dvengine")
     return CreateTableStatement(
-        table, bool(node.args.get("exists")), tuple(columns), partitioned, location, properties, comment
+        table, bool(node.args.get("exists")), tuple(columns), partitioned, location, properties, comment, clustered
     )

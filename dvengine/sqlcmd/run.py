@@ -144,7 +144,7 @@ def run_statement(spark: SparkSession, stmt: Statement) -> DataFrame:
     if isinstance(stmt, RestoreStatement):
         return table_statements.restore(resolve_table(spark, stmt.table), stmt.version, stmt.timestamp)
     if isinstance(stmt, OptimizeStatement):
-        return table_statements.optimize(resolve_table(spark, stmt.table), stmt.condition)
+        return table_statements.optimize(resolve_table(spark, stmt.table), stmt.condition, stmt.zorder_by)
     if isinstance(stmt, AlterPropertiesStatement):
         table_statements.alter_properties(resolve_table(spark, stmt.table), stmt)
         return results.empty_result(spark)

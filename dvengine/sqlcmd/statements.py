@@ -91,6 +91,7 @@ class RestoreStatement:
 class OptimizeStatement:
     table: TableRef
     condition: str | None
+    zorder_by: tuple[str, ...] = ()  # ZORDER BY columns, as written
 
 
 @dataclass(frozen=True)
@@ -110,6 +111,7 @@ class CreateTableStatement:
     location: str | None = None
     properties: dict[str, str] = field(default_factory=dict)
     comment: str | None = None
+    cluster_by: tuple[str, ...] = ()  # CLUSTER BY (liquid clustering) columns
 
 
 @dataclass(frozen=True)

@@ -41,10 +41,12 @@ def restore(table: DeltaTable, version: int | None, timestamp: str | None) -> Da
     return cast("DataFrame", table.restoreToTimestamp(timestamp))
 
 
-def optimize(table: DeltaTable, condition: str | None) -> DataFrame:
+def optimize(table: DeltaTable, condition: str | None, zorder_by: tuple[str, ...] = ()) -> DataFrame:
     builder = table.optimize()
     if condition is not None:
         builder = builder.where(condition)
+    if zorder_by:
+        return cast("DataFrame", builder.executeZOrderBy(*zorder_by))
     return cast("DataFrame", builder.executeCompaction())
 
 
@@ -69,6 +71,8 @@ def create_table(spark: SparkSession, stmt: CreateTableStatement) -> DeltaTable:
         builder = builder.addColumn(column.name, column.data_type, nullable=column.nullable, comment=column.comment)
     if stmt.partitioned_by:
         builder = builder.partitionedBy(*stmt.partitioned_by)
+    if stmt.cluster_by:
+        builder = builder.clusterBy(*stmt.cluster_by)
     for key, value in stmt.properties.items():
         builder = builder.property(key, value)
     if stmt.comment is not None:

@@ -3,7 +3,8 @@
 sqlglot has no grammar for these Delta extensions (it parses OPTIMIZE and VACUUM as opaque
 commands and fails on the rest), but its Spark tokenizer knows Spark's quoting rules. So these
 statements are matched token by token against Delta's grammar (DeltaSqlBase.g4), and the one
-free-form part, OPTIMIZE's WHERE, is cut from the original text so it reaches the API unchanged.
+free-form part, OPTIMIZE's WHERE (up to a trailing ``ZORDER BY``), is cut from the original text so it
+reaches the API unchanged.
 """
 
 from __future__ import annotations
@@ -164,22 +165,57 @@ def parse_restore(text: str) -> RestoreStatement:
     raise SqlParseError(f"RESTORE: expected TO VERSION AS OF n or TO TIMESTAMP AS OF '...' in {text!r}")
 
 
+def _zorder_columns(cur: TokenCursor) -> tuple[str, ...]:
+    """``ZORDER BY (a, b)`` or ``ZORDER BY a, b`` (DeltaSqlBase.g4 ``zorderSpec``); dotted names kept whole."""
+    cur.expect("ZORDER", "BY", part="OPTIMIZE ... ZORDER BY")
+    parens = cur.peek() is not None and cur.peek().token_type == TokenType.L_PAREN  # type: ignore[union-attr]
+    if parens:
+        cur.pos += 1
+    names: list[str] = []
+    while True:
+        parts: list[str] = []
+        while True:
+            token = cur.peek()
+            if token is None or token.token_type in _NOT_NAMES:
+                raise SqlParseError(f"OPTIMIZE ... ZORDER BY: expected a column name {cur._where()} in {cur.text!r}")
+            parts.append(token.text)
+            cur.pos += 1
+            dot = cur.peek()
+            if dot is None or dot.token_type != TokenType.DOT:
+                break
+            cur.pos += 1
+        names.append(".".join(parts))
+        comma = cur.peek()
+        if comma is None or comma.token_type != TokenType.COMMA:
+            break
+        cur.pos += 1
+    if parens:
+        closing = cur.peek()
+        if closing is None or closing.token_type != TokenType.R_PAREN:
+            raise SqlParseError(f"OPTIMIZE ... ZORDER BY: expected ')' {cur._where()} in {cur.text!r}")
+        cur.pos += 1
+    cur.end("OPTIMIZE ... ZORDER BY")
+    return tuple(names)
+
+
 def parse_optimize(text: str) -> OptimizeStatement:
+    """``OPTIMIZE t|'path' [WHERE partition condition] [ZORDER BY (col, ...)]``."""
     cur = _cursor(text, 1)
     table = cur.table("OPTIMIZE", allow_string_path=True)
     condition = None
     if cur.word() == "WHERE":
         where = cur.tokens[cur.pos]
-        zorder = [t for t in cur.tokens[cur.pos:] if t.text.upper() == "ZORDER"]
-        stop = zorder[0].start if zorder else len(cur.body)
+        rest = cur.tokens[cur.pos:]
+        zorder = [i for i, t in enumerate(rest[:-1]) if t.text.upper() == "ZORDER" and rest[i + 1].text.upper() == "BY"]
+        stop = rest[zorder[-1]].start if zorder else len(cur.body)
         condition = cur.body[where.end + 1: stop].strip()
         if not condition:
             raise SqlParseError(f"OPTIMIZE ... WHERE: the condition is empty in {text!r}")
-        if zorder:
-            raise UnsupportedFeatureError(f"OPTIMIZE ... ZORDER BY is not supported by dvengine: {text!r}")
-        return OptimizeStatement(table, condition)
+        if not zorder:
+            return OptimizeStatement(table, condition)
+        cur.pos += zorder[-1]
     if cur.word() == "ZORDER":
-        raise UnsupportedFeatureError(f"OPTIMIZE ... ZORDER BY is not supported by dvengine: {text!r}")
+        return OptimizeStatement(table, condition, _zorder_columns(cur))
     cur.end("OPTIMIZE")
     return OptimizeStatement(table, condition)
 

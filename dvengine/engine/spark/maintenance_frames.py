@@ -2,8 +2,8 @@
 
 delta-spark's ``executeCompaction()`` returns one row ``(path: string, metrics: struct)`` whose
 struct is the encoder of its ``OptimizeMetrics`` case class. The schema below follows that class
-field by field, except the Z-order, clustering and auto-compaction parallelism sub-structs, which
-dvengine never fills (it does not Z-order, cluster or auto-compact) and leaves out.
+field by field, except the clustering and auto-compaction parallelism sub-structs, which dvengine
+does not fill and leaves out. ``zOrderStats`` (``ZOrderStats``) is there, null after a compaction.
 """
 
 from __future__ import annotations
@@ -36,6 +36,18 @@ _DV_STATS = StructType(
         StructField("numDeletionVectorRowsRemoved", LongType(), False),
     ]
 )
+_ZORDER_FILE_STATS = StructType([StructField("num", LongType(), False), StructField("size", LongType(), False)])
+_ZORDER_STATS = StructType(
+    [
+        StructField("strategyName", StringType(), True),
+        StructField("inputCubeFiles", _ZORDER_FILE_STATS, True),
+        StructField("inputOtherFiles", _ZORDER_FILE_STATS, True),
+        StructField("inputNumCubes", LongType(), False),
+        StructField("mergedFiles", _ZORDER_FILE_STATS, True),
+        StructField("numOutputCubes", LongType(), False),
+        StructField("mergedNumCubes", LongType(), True),
+    ]
+)
 _LONGS_BEFORE = ("numFilesAdded", "numFilesRemoved")
 OPTIMIZE_METRICS = StructType(
     [
@@ -43,6 +55,7 @@ OPTIMIZE_METRICS = StructType(
         StructField("filesAdded", _FILE_SIZE_METRICS, True),
         StructField("filesRemoved", _FILE_SIZE_METRICS, True),
         StructField("partitionsOptimized", LongType(), False),
+        StructField("zOrderStats", _ZORDER_STATS, True),
         *(StructField(n, LongType(), False) for n in ("numBins", "numBatches", "totalConsideredFiles", "totalFilesSkipped")),
         StructField("preserveInsertionOrder", BooleanType(), False),
         *(

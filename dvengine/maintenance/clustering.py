@@ -1,0 +1,250 @@
+"""Liquid clustering: the table's clustering columns, how a table becomes clustered, and OPTIMIZE on it.
+
+What PROTOCOL.md ("Clustered Table") requires of a writer, and how dvengine meets it:
+
+- a clustered table lists ``clustering`` and ``domainMetadata`` in ``writerFeatures`` (writer 7);
+- its clustering columns are in a ``domainMetadata`` action of domain ``delta.clustering`` whose
+  configuration is ``{"clusteringColumns": [...]}``, physical names under column mapping. Delta
+  Spark (``ClusteringMetadataDomain``) writes each column as a list of name parts
+  (``[["a"], ["b"]]``); dvengine writes the same and reads both that and plain strings;
+- stats must be collected for every clustering column (checked when the table is created);
+- a table is never clustered and partitioned at once;
+- files a clustering run writes carry ``clusteringProvider`` (Delta's implementation is named
+  ``liquid``, and so is dvengine's, since it follows the same ZCube tagging), and a run may only
+  recluster files with that provider or none.
+
+OPTIMIZE on a clustered table is Delta's ``ClusteringStrategy``: files of another provider or
+clustered by other columns are left alone; files are grouped into ZCubes by their ``ZCUBE_ID``
+tag (unclustered files first); ZCubes already at least
+``optimize.clustering.mergeStrategy.minCubeSize.threshold`` big are done and skipped; when what is
+left is one single ZCube, there is nothing to do; the rest is packed into bins of
+``...minCubeSize.targetCubeSize`` bytes, each rewritten along a Hilbert curve (Z-order for one
+column, as Delta) into ``max(1, bin bytes / optimize.maxFileSize)`` files tagged as a new ZCube.
+A partition predicate and ZORDER BY are refused, as Delta refuses them.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from dvengine.commands.options import conf_number
+from dvengine.errors import InvalidArgumentError, OperationNotAllowedError, ProtocolError
+from dvengine.log import Snapshot
+from dvengine.maintenance.optimize import DEFAULT_MAX_FILE_SIZE, Bin, BinRewriter, OptimizePlan, run_optimize
+from dvengine.maintenance.zorder import is_clustered
+from dvengine.protocol.actions import AddFile, DomainMetadata, Protocol
+from dvengine.protocol.feature_catalog import with_feature
+from dvengine.protocol.features import check_writable
+from dvengine.protocol.schema import ArrayType, MapType, StructType
+from dvengine.writing.stats import indexed_leaves, num_indexed_cols
+
+DOMAIN = "delta.clustering"
+PROVIDER = "liquid"
+ZCUBE_ID = "ZCUBE_ID"
+ZCUBE_ZORDER_BY = "ZCUBE_ZORDER_BY"
+CONF_MAX_COLUMNS = "spark.databricks.delta.clusteredTable.numClusteringColumnsLimit"
+CONF_MIN_CUBE_SIZE = "spark.databricks.delta.optimize.clustering.mergeStrategy.minCubeSize.threshold"
+CONF_TARGET_CUBE_SIZE = "spark.databricks.delta.optimize.clustering.mergeStrategy.minCubeSize.targetCubeSize"
+DEFAULT_MAX_COLUMNS = 4
+DEFAULT_MIN_CUBE_SIZE = 100 * DEFAULT_MAX_FILE_SIZE
+DEFAULT_TARGET_CUBE_SIZE = DEFAULT_MIN_CUBE_SIZE * 3 // 2
+
+Conf = Callable[[str], str | None]
+
+
+# --- the domain -------------------------------------------------------------------------------
+
+
+def domain_action(physical_columns: Sequence[str]) -> DomainMetadata:
+    """The ``delta.clustering`` domain as Delta Spark writes it (each column a list of name parts)."""
+    config = {"clusteringColumns": [[c] for c in physical_columns]}
+    return DomainMetadata(DOMAIN, json.dumps(config, separators=(",", ":")))
+
+
+def clustering_columns(snapshot: Snapshot) -> list[str]:
+    """Logical names of the table's clustering columns ([] when it is not clustered or has none)."""
+    if not is_clustered(snapshot):
+        return []
+    domain = snapshot.domain_metadata.get(DOMAIN)
+    if domain is None or domain.removed:
+        return []
+    try:
+        raw = json.loads(domain.configuration or "{}").get("clusteringColumns") or []
+    except (json.JSONDecodeError, AttributeError) as exc:
+        raise ProtocolError(f"domainMetadata {DOMAIN} of {snapshot.table_root} is not a JSON object: {exc}") from None
+    by_physical = {f.physical_name: f.name for f in snapshot.schema.fields}
+    names = []
+    for entry in raw:
+        parts = [str(p) for p in entry] if isinstance(entry, list) else [str(entry)]
+        if len(parts) != 1 or parts[0] not in by_physical:
+            raise ProtocolError(
+                f"clustering column {'.'.join(parts)!r} of {snapshot.table_root} is not a top-level column of its schema"
+            )
+        names.append(by_physical[parts[0]])
+    return names
+
+
+def clustered_protocol(protocol: Protocol) -> Protocol:
+    """``protocol`` with the ``clustering`` and ``domainMetadata`` writer features (writer 7)."""
+    return with_feature(with_feature(protocol, "domainMetadata"), "clustering")
+
+
+def max_columns(conf: Conf) -> int:
+    return int(conf_number(conf, CONF_MAX_COLUMNS, DEFAULT_MAX_COLUMNS, int))
+
+
+def resolve_clustering_columns(
+    schema: StructType,
+    partition_columns: Sequence[str],
+    columns: Sequence[str],
+    configuration: Mapping[str, str],
+    limit: int = DEFAULT_MAX_COLUMNS,
+) -> list[str]:
+    """Delta's checks on ``CLUSTER BY`` columns at CREATE; returns the schema's spelling of each."""
+    if partition_columns:
+        raise InvalidArgumentError(
+            "Clustering and partitioning cannot both be specified. Please remove partitionedBy if you want to create "
+            f"a Delta table with clustering (partitionedBy {list(partition_columns)}, clusterBy {list(columns)})"
+        )
+    if len(columns) > limit:
+        raise InvalidArgumentError(
+            f"CLUSTER BY supports up to {limit} clustering columns, but the table has {len(columns)} clustering "
+            f"columns ({', '.join(columns)}). Please remove the extra clustering columns."
+        )
+    by_lower = {f.name.lower(): f for f in schema.fields}
+    resolved: list[str] = []
+    for name in columns:
+        field = by_lower.get(name.lower())
+        if field is None:
+            raise InvalidArgumentError(
+                f"clustering column {name!r} is not a top-level column of the table (columns: {schema.field_names})"
+            )
+        if isinstance(field.type, (StructType, ArrayType, MapType)):
+            raise InvalidArgumentError(
+                f"Clustering is not supported on column {name!r} of type {field.type.simple_string()}: "
+                "data skipping has no min/max for it"
+            )
+        if field.name in resolved:
+            raise InvalidArgumentError(f"clustering column {name!r} is given twice")
+        resolved.append(field.name)
+    leaves = indexed_leaves(schema, {f.physical_name for f in schema.fields}, num_indexed_cols(configuration))
+    with_stats = {leaf.path[0] for leaf in leaves}
+    missing = [c for c in resolved if schema.get(c).physical_name not in with_stats]
+    if missing:
+        raise InvalidArgumentError(
+            f"Clustering requires clustering columns to have stats. Couldn't find clustering column(s) "
+            f"'{', '.join(missing)}' in stats schema (delta.dataSkippingNumIndexedCols = {num_indexed_cols(configuration)})"
+        )
+    return resolved
+
+
+# --- OPTIMIZE on a clustered table --------------------------------------------------------------
+
+
+def check_optimize_arguments(snapshot: Snapshot, condition: str | None) -> None:
+    if condition is not None:
+        raise OperationNotAllowedError(
+            "OPTIMIZE command for Delta table with clustering doesn't support partition predicates. "
+            f"Please remove the predicates: {condition}. (table {snapshot.table_root}; nothing was written)"
+        )
+
+
+def cube_sizes(conf: Conf) -> tuple[int, int]:
+    """(minCubeSize threshold, bin size): Delta packs into max(targetCubeSize, minCubeSize)."""
+    low = int(conf_number(conf, CONF_MIN_CUBE_SIZE, DEFAULT_MIN_CUBE_SIZE, int))
+    target = int(conf_number(conf, CONF_TARGET_CUBE_SIZE, DEFAULT_TARGET_CUBE_SIZE, int))
+    if low < 0 or target < 0:
+        raise InvalidArgumentError(f"{CONF_MIN_CUBE_SIZE} and {CONF_TARGET_CUBE_SIZE} must be >= 0, got {low} and {target}")
+    return low, max(low, target)
+
+
+def _zcube(add: AddFile) -> tuple[str, list[str]] | None:
+    tags = add.tags or {}
+    cube, order = tags.get(ZCUBE_ID), tags.get(ZCUBE_ZORDER_BY)
+    if cube is None or order is None:
+        return None
+    try:
+        columns = [str(c) for c in json.loads(order)]
+    except (json.JSONDecodeError, TypeError):
+        return None
+    return cube, columns
+
+
+def plan_clustering(snapshot: Snapshot, columns: Sequence[str], min_cube_size: int, bin_size: int) -> OptimizePlan:
+    """Delta's ClusteringStrategy file selection (see the module docstring)."""
+    check_writable(snapshot.protocol, snapshot.metadata)
+    unclustered: list[AddFile] = []
+    cubes: dict[str, list[AddFile]] = {}
+    for f in snapshot.files:
+        if f.clustering_provider not in (None, PROVIDER):
+            continue  # another implementation's file
+        info = _zcube(f)
+        if info is None:
+            unclustered.append(f)
+        elif info[1] == list(columns):  # clustered by other columns: left alone (Delta without FULL)
+            cubes.setdefault(info[0], []).append(f)
+    small = {cube: files for cube, files in cubes.items() if sum(f.size for f in files) < min_cube_size}
+    plan = OptimizePlan(snapshot, None, list(snapshot.files))
+    if not unclustered and len(small) <= 1:
+        return plan  # nothing, or one ZCube that would only be rewritten into itself
+    ordered = unclustered + [f for cube in sorted(small) for f in small[cube]]
+    current: list[AddFile] = []
+    size = 0
+    groups: list[list[AddFile]] = []
+    for f in ordered:  # Delta's groupFilesIntoBins, in ZCube order, single-file bins kept
+        if current and size + f.size > bin_size:
+            groups.append(current)
+            current, size = [], 0
+        current.append(f)
+        size += f.size
+    if current:
+        groups.append(current)
+    plan.bins = [Bin({}, tuple(g)) for g in groups]
+    return plan
+
+
+def zcube_tagger(columns: Sequence[str]) -> Callable[[list[AddFile]], list[AddFile]]:
+    """Tags one bin's new files as one new ZCube of this provider (Delta's ZCubeInfo.setForFile)."""
+    order = json.dumps(list(columns), separators=(",", ":"))
+
+    def tag(adds: list[AddFile]) -> list[AddFile]:
+        cube = str(uuid.uuid4())
+        return [
+            replace(a, tags={**dict(a.tags or {}), ZCUBE_ID: cube, ZCUBE_ZORDER_BY: order}, clustering_provider=PROVIDER)
+            for a in adds
+        ]
+
+    return tag
+
+
+def clustering_parameters(columns: Sequence[str]) -> dict[str, Any]:
+    """DeltaOperations.Optimize with clusterBy: zOrderBy empty, isFull recorded."""
+    return {
+        "predicate": json.dumps([]),
+        "zOrderBy": json.dumps([]),
+        "clusterBy": json.dumps(list(columns)),
+        "auto": False,
+        "isFull": False,
+    }
+
+
+def run_clustering(plan: OptimizePlan, columns: Sequence[str], rewrite_bin: BinRewriter) -> tuple[dict[str, Any], int | None]:
+    """Rewrite each bin along the curve as a new ZCube and commit once (see :func:`run_optimize`)."""
+    return run_optimize(plan, rewrite_bin, parameters=clustering_parameters(columns))
+
+
+__all__ = [
+    "DOMAIN",
+    "PROVIDER",
+    "clustered_protocol",
+    "clustering_columns",
+    "domain_action",
+    "plan_clustering",
+    "resolve_clustering_columns",
+    "run_clustering",
+    "zcube_tagger",
+]
