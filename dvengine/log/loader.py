@@ -25,15 +25,16 @@ from dvengine.log.snapshot import Snapshot
 from dvengine.log.timestamps import commit_info_timestamp, to_epoch_ms
 from dvengine.protocol.actions import Action, CommitInfo, RemoveFile
 from dvengine.protocol.features import check_readable
-from dvengine.storage.logstore import LocalLogStore, LogStore, log_dir, normalize_table_path
+from dvengine.storage.logstore import LogStore, log_dir, normalize_table_path
+from dvengine.storage.registry import storage_for
 
 _LOG = logging.getLogger(__name__)
 
 TimestampArg = int | dt.datetime | str
 
 
-def _store(store: LogStore | None) -> LogStore:
-    return LocalLogStore() if store is None else store
+def _store(store: LogStore | None, table_root: str) -> LogStore:
+    return storage_for(table_root) if store is None else store
 
 
 def _iso(ms: int) -> str:
@@ -210,8 +211,9 @@ def load_snapshot(
     """The table at ``version``, as of ``timestamp``, or latest when both are None."""
     if version is not None and timestamp is not None:
         raise InvalidArgumentError("pass either version or timestamp, not both")
-    st = _store(store)
-    listing = list_log(st, normalize_table_path(table_root))
+    root = normalize_table_path(table_root)
+    st = _store(store, root)
+    listing = list_log(st, root)
     if timestamp is not None:
         target = _version_at_timestamp(st, listing, to_epoch_ms(timestamp))
     elif version is not None:
@@ -224,7 +226,8 @@ def load_snapshot(
 
 def latest_version(table_root: str, store: LogStore | None = None) -> int:
     """Latest committed version; TableNotFoundError if ``table_root`` is not a Delta table."""
-    return list_log(_store(store), normalize_table_path(table_root)).latest_version
+    root = normalize_table_path(table_root)
+    return list_log(_store(store, root), root).latest_version
 
 
 def table_exists(table_root: str) -> bool:
@@ -232,7 +235,8 @@ def table_exists(table_root: str) -> bool:
     from dvengine.errors import TableNotFoundError
 
     try:
-        list_log(LocalLogStore(), normalize_table_path(table_root))
+        root = normalize_table_path(table_root)
+        list_log(storage_for(root), root)
     except TableNotFoundError:
         return False
     return True
@@ -240,8 +244,8 @@ def table_exists(table_root: str) -> bool:
 
 def read_commit_actions(table_root: str, version: int, store: LogStore | None = None) -> list[Action]:
     """The actions of one commit file, in file order."""
-    st = _store(store)
     root = normalize_table_path(table_root)
+    st = _store(store, root)
     path = f"{log_dir(root)}/{commit_file_name(version)}" if version >= 0 else ""
     if not path or not st.exists(path):
         listing = list_log(st, root)  # TableNotFoundError when there is no table at all
@@ -258,8 +262,9 @@ def commit_infos(table_root: str, limit: int | None = None) -> list[tuple[int, C
     A commit without a commitInfo action (allowed by the protocol) gets a synthetic one holding
     only its file time, so that history lists every version.
     """
-    st = LocalLogStore()
-    listing = list_log(st, normalize_table_path(table_root))
+    root = normalize_table_path(table_root)
+    st = storage_for(root)
+    listing = list_log(st, root)
     versions = sorted(listing.commits, reverse=True)
     if limit is not None:
         versions = versions[: max(limit, 0)]
@@ -273,8 +278,9 @@ def commit_infos(table_root: str, limit: int | None = None) -> list[tuple[int, C
 
 def commit_timestamp(table_root: str, version: int) -> int:
     """Commit time of ``version`` in epoch ms (inCommitTimestamp, commitInfo.timestamp, or file time)."""
-    st = LocalLogStore()
-    listing = list_log(st, normalize_table_path(table_root))
+    root = normalize_table_path(table_root)
+    st = storage_for(root)
+    listing = list_log(st, root)
     found = _version_timestamp(st, listing, version) if version >= 0 else None
     if found is None:
         raise VersionNotFoundError(
