@@ -7,6 +7,9 @@ Every address used here is loopback; nothing leaves the machine.
 from __future__ import annotations
 
 import socket
+import subprocess
+import sys
+import time
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -70,15 +73,39 @@ class S3Server:
 
 @pytest.fixture(scope="session")
 def s3_server() -> Iterator[S3Server]:
-    from moto.server import ThreadedMotoServer
-
+    """moto's server in its own process (delta-rs blocks holding the GIL while it reads, which would
+    starve a server thread in this process), listening on 127.0.0.1 only."""
     port = free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
     try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1):
+                    break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError("moto server did not start") from None
+                time.sleep(0.1)
         yield S3Server(port)
     finally:
-        server.stop()
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def set_moto_auth(server: S3Server, enforce: bool) -> None:
+    """Make moto check credentials (it accepts any by default) or stop checking them."""
+    import urllib.request
+
+    body = b"0" if enforce else b"inf"
+    request = urllib.request.Request(
+        f"{server.endpoint}/moto-api/reset-auth", data=body, method="POST", headers={"Content-Type": "text/plain"}
+    )
+    with urllib.request.urlopen(request, timeout=10) as reply:
+        assert reply.status == 200
 
 
 def _extension(package: str, filename: str) -> str:

@@ -11,6 +11,7 @@ twice: the second must be refused); a store that fails it is refused before anyt
 
 from __future__ import annotations
 
+import re
 import threading
 import uuid
 from datetime import timedelta
@@ -39,8 +40,10 @@ from dvengine.storage.settings import (
 )
 from dvengine.storage.uris import split_object_uri
 
-_ACCESS_MARKERS = ("403", "401", "Forbidden", "InvalidAccessKeyId", "SignatureDoesNotMatch", "AccessDenied",
-                   "credential")  # fmt: skip
+# A refusal shows as the HTTP status or the S3 error code (object_store maps few of them to types).
+_ACCESS_DENIED = re.compile(
+    r"status code: 40[13]\b|Forbidden|InvalidAccessKeyId|SignatureDoesNotMatch|AccessDenied|ExpiredToken"
+)
 _UNREACHABLE_MARKERS = ("error sending request", "timed out", "timeout", "Connection refused", "connect error",
                         "dns error")  # fmt: skip
 _RETRY_KEYS = {"max_retries", "retry_timeout"}
@@ -54,10 +57,10 @@ def _translate(exc: BaseException, uri: str, action: str) -> BaseException:
         return StorageError(f"cannot {action} {uri}: bucket {bucket} does not exist")
     if isinstance(exc, FileNotFoundError):
         return exc
-    if isinstance(exc, PermissionDeniedError | UnauthenticatedError) or any(m in text for m in _ACCESS_MARKERS):
-        return StorageAccessError(f"cannot {action} {uri}: the store refused the credentials ({text[:300]})")
     if any(m.lower() in text.lower() for m in _UNREACHABLE_MARKERS):
         return StorageUnreachableError(f"cannot {action} {uri}: the store did not answer ({text[:300]})")
+    if isinstance(exc, PermissionDeniedError | UnauthenticatedError) or _ACCESS_DENIED.search(text):
+        return StorageAccessError(f"cannot {action} {uri}: the store refused the credentials ({text[:300]})")
     return StorageError(f"cannot {action} {uri}: {text[:400]}")
 
 
