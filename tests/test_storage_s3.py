@@ -391,3 +391,36 @@ def test_writer_killed_mid_commit(s3_server: S3Server, bucket: str, stage: str, 
     expected = [r for r in _rows(range(10)) if not (advances and r[0] == 4)]
     assert latest_version(uri) == (1 if advances else 0)
     _check_all_readers(s3_server, uri, {r[0]: r for r in expected})
+
+
+def test_cli_with_storage_options(
+    s3_server: S3Server,  # noqa: F811
+    bucket: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``--storage-option KEY=VALUE`` on create / delete / show; no Spark is started for any of them."""
+    import pyarrow.parquet as pq
+
+    import dvengine.engine.spark.session
+    from dvengine.cli.main import main
+
+    def refuse(*_: Any, **__: Any) -> Any:
+        raise AssertionError("no SparkSession is needed for an object-store table from the CLI")
+
+    monkeypatch.setattr(dvengine.engine.spark.session, "quiet_session", refuse)
+
+    source = tmp_path / "rows.parquet"
+    pq.write_table(_arrow(_rows(range(6))), source)
+    uri = f"s3://{bucket}/cli"
+    flags = [arg for k, v in s3_server.options.items() for arg in ("--storage-option", f"{k}={v}")]
+    assert main(["create", uri, "--from", str(source), *flags]) == 0
+    assert main(["delete", uri, "--where", "id = 2", *flags]) == 0
+    capsys.readouterr()
+    assert main(["show", uri, "--format", "jsonl", *flags]) == 0
+    import json
+
+    shown = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert sort_rows([tuple(d[c] for c in COLUMNS) for d in shown]) == sort_rows([r for r in _rows(range(6)) if r[0] != 2])
+    assert main(["show", uri, "--storage-option", "no-equals-sign"]) == 2
