@@ -25,6 +25,7 @@ from dvengine.log.snapshot import Snapshot
 from dvengine.log.timestamps import commit_info_timestamp, to_epoch_ms
 from dvengine.protocol.actions import Action, CommitInfo, RemoveFile
 from dvengine.protocol.features import check_readable
+from dvengine.storage.batch import read_many
 from dvengine.storage.logstore import LogStore, log_dir, normalize_table_path
 from dvengine.storage.registry import storage_for
 
@@ -161,9 +162,9 @@ def _initial_state(
 
 def _replay(store: LogStore, listing: LogListing, target: int, with_removes: bool) -> tuple[ReplayState, int]:
     state, start = _initial_state(store, listing, target, with_removes)
-    for version in range(start + 1, target + 1):
-        info = listing.commits[version]
-        state.apply_commit(parse_actions(store.read_bytes(info.path), info.path))
+    paths = [listing.commits[version].path for version in range(start + 1, target + 1)]
+    for path, data in zip(paths, read_many(store, paths)):  # parallel GETs on an object store
+        state.apply_commit(parse_actions(data, path))
     return state, start
 
 

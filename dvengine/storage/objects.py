@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 import threading
 import uuid
+from collections import Counter
 from datetime import timedelta
 from typing import Any
 
@@ -96,6 +97,8 @@ class ObjectStorage:
         self._unsafe = allows_unsafe_commits(options)
         self._checked = False
         self._lock = threading.Lock()
+        # Requests sent, by kind (the bench reports round trips per command from these).
+        self.requests: Counter[str] = Counter()
 
     def _key(self, path: str) -> str:
         base, key = split_object_uri(path)
@@ -109,6 +112,7 @@ class ObjectStorage:
     def list_dir(self, directory: str) -> list[FileInfo]:
         prefix = self._key(directory).rstrip("/") + "/"
         try:
+            self.requests["LIST"] += 1
             listing = obstore.list_with_delimiter(self._store, prefix)
         except BaseError as exc:
             raise _translate(exc, directory, "list") from exc
@@ -124,6 +128,7 @@ class ObjectStorage:
         prefix = self._key(directory).rstrip("/") + "/"
         out = []
         try:
+            self.requests["LIST"] += 1
             for batch in obstore.list(self._store, prefix):
                 for o in batch:
                     parts = o["path"][len(prefix) :].split("/")
@@ -137,18 +142,21 @@ class ObjectStorage:
 
     def read_bytes(self, path: str) -> bytes:
         try:
+            self.requests["GET"] += 1
             return bytes(obstore.get(self._store, self._key(path)).bytes())
         except (BaseError, FileNotFoundError) as exc:
             raise _translate(exc, path, "read") from exc
 
     def read_range(self, path: str, start: int, length: int) -> bytes:
         try:
+            self.requests["GET"] += 1
             return bytes(obstore.get_range(self._store, self._key(path), start=start, length=length))
         except (BaseError, FileNotFoundError) as exc:
             raise _translate(exc, path, "read") from exc
 
     def head(self, path: str) -> FileInfo:
         try:
+            self.requests["HEAD"] += 1
             meta = obstore.head(self._store, self._key(path))
         except (BaseError, FileNotFoundError) as exc:
             raise _translate(exc, path, "stat") from exc
@@ -169,6 +177,8 @@ class ObjectStorage:
             probe = f"{path.rsplit('/', 1)[0]}/.dvengine-conditional-put-probe-{uuid.uuid4().hex}"
             key = self._key(probe)
             refused = False
+            self.requests["PUT"] += 2
+            self.requests["DELETE"] += 1
             try:
                 obstore.put(self._store, key, b"probe", mode="create")
                 try:
@@ -195,6 +205,7 @@ class ObjectStorage:
     def put_if_absent(self, path: str, data: bytes) -> None:
         self._check_conditional_put(path)
         fault_point(COMMIT_BEFORE_LINK)
+        self.requests["PUT"] += 1
         try:
             if self._unsafe:
                 if self.exists(path):
@@ -212,6 +223,7 @@ class ObjectStorage:
 
     def _put(self, path: str, data: bytes) -> None:
         self._check_conditional_put(path)
+        self.requests["PUT"] += 1
         try:
             obstore.put(self._store, self._key(path), data)
         except (BaseError, FileNotFoundError) as exc:
@@ -225,6 +237,7 @@ class ObjectStorage:
         self._put(path, data)
 
     def delete(self, path: str) -> None:
+        self.requests["DELETE"] += 1
         try:
             obstore.delete(self._store, self._key(path))
         except (BaseError, FileNotFoundError) as exc:

@@ -31,3 +31,13 @@ def storage_for(path: str) -> Storage:
         if store is None:
             store = _stores[key] = ObjectStorage(base, options)
         return store
+
+
+def request_counts() -> dict[str, int]:
+    """Requests this process sent to object stores so far, by kind (LIST, GET, HEAD, PUT, DELETE)."""
+    total: dict[str, int] = {}
+    with _lock:
+        for store in _stores.values():
+            for kind, n in store.requests.items():
+                total[kind] = total.get(kind, 0) + n
+    return total
