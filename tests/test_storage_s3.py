@@ -331,11 +331,17 @@ _WRITER = textwrap.dedent(
     import dvengine
     uri, who, count = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     opts = json.loads(os.environ["S3_TEST_OPTIONS"])
+    from dvengine.errors import MaxCommitAttemptsExceededError
     versions = []
     for i in range(count):
         row = pa.table({"id": pa.array([who * 1000 + i], pa.int64()), "part": ["w%d" % who],
                         "val": pa.array([i], pa.int64())})
-        versions.append(dvengine.write(row, uri, mode="append", storage_options=opts))
+        while True:
+            try:
+                versions.append(dvengine.write(row, uri, mode="append", storage_options=opts))
+                break
+            except MaxCommitAttemptsExceededError:  # lost 10 races in a row: nothing was committed, try again
+                continue
     print(json.dumps(versions))
     """
 )
