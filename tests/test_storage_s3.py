@@ -66,6 +66,18 @@ def _check_all_readers(server: S3Server, uri: str, model: Model) -> None:
     assert rows_duckdb_s3(server, uri, COLUMNS) == want, "duckdb"
 
 
+@pytest.fixture(autouse=True)
+def _no_ambient_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A store these tests forgot to configure must fail on loopback, never look for credentials
+    elsewhere (the instance metadata service) or reach a real endpoint."""
+    monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{free_port()}")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "unconfigured")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "unconfigured")
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    monkeypatch.setenv("AWS_ALLOW_HTTP", "true")
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+
+
 @pytest.fixture
 def bucket(s3_server: S3Server) -> str:  # noqa: F811
     return s3_server.new_bucket()
@@ -430,3 +442,43 @@ def test_cli_with_storage_options(
     shown = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert sort_rows([tuple(d[c] for c in COLUMNS) for d in shown]) == sort_rows([r for r in _rows(range(6)) if r[0] != 2])
     assert main(["show", uri, "--storage-option", "no-equals-sign"]) == 2
+
+
+def test_clone_between_folder_and_store(
+    s3_server: S3Server,  # noqa: F811
+    bucket: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Deep clones copy data and DV files across stores; a shallow clone points at the source's URIs."""
+    opts = s3_server.options
+    source = f"s3://{bucket}/clone-src"
+    dvengine.write(_arrow(_rows(range(40))), source, storage_options=opts)
+    monkeypatch.setenv("DVENGINE_DV_INLINEMAXBYTES", "0")
+    DeltaTable.forPath(None, source, storage_options=opts).delete("id % 10 = 1", mode="dv")  # a file DV
+    want = sort_rows([r for r in _rows(range(40)) if r[0] % 10 != 1])
+    table = DeltaTable.forPath(None, source, storage_options=opts)
+    deep_s3 = f"s3://{bucket}/clone-deep"
+    table.clone(deep_s3, isShallow=False)
+    assert _dvengine_rows(deep_s3, opts) == want
+    assert rows_delta_rs_s3(s3_server, deep_s3, COLUMNS) == want
+    assert any(k.startswith("clone-deep/deletion_vector_") for k in s3_server.keys(bucket, "clone-deep/"))
+    deep_local = str(tmp_path / "deep-local")
+    table.clone(deep_local, isShallow=False)
+    assert _dvengine_rows(deep_local, {}) == want
+    shallow = f"s3://{bucket}/clone-shallow"
+    table.clone(shallow, isShallow=True)
+    assert _dvengine_rows(shallow, opts) == want
+    assert [k for k in s3_server.keys(bucket, "clone-shallow/") if "/_delta_log/" not in k] == []
+
+
+def test_not_yet_served_on_stores_refused(s3_server: S3Server, bucket: str) -> None:  # noqa: F811
+    uri = f"s3://{bucket}/refused"
+    dvengine.write(_arrow(_rows(range(3))), uri, storage_options=s3_server.options)
+    keys = s3_server.keys(bucket)
+    table = DeltaTable.forPath(None, uri, storage_options=s3_server.options)
+    with pytest.raises(UnsupportedStorageError, match=uri):
+        table.generate("symlink_format_manifest")
+    with pytest.raises(UnsupportedStorageError, match=f"s3://{bucket}/parquet"):
+        DeltaTable.convertToDelta(None, f"parquet.`s3://{bucket}/parquet`")
+    assert s3_server.keys(bucket) == keys

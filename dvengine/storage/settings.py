@@ -52,17 +52,24 @@ def register_options(root: str, options: Mapping[str, object] | None) -> None:
     if not opts:
         return
     with _lock:
+        _registered.pop(root.rstrip("/"), None)  # re-insert: "last registered" order for same-bucket lookups
         _registered[root.rstrip("/")] = opts
 
 
 def options_for(path: str) -> dict[str, str]:
-    """The options registered for the longest root that contains ``path`` (empty: environment only)."""
+    """The options registered for the longest root that contains ``path``; failing that, the ones last
+    registered for a table in the same bucket (a clone target, a second table: same credentials);
+    empty when none (the environment alone configures the store)."""
     best = ""
+    bucket = "/".join(path.split("/", 3)[:3])  # scheme://bucket
+    same_bucket = ""
     with _lock:
         for root in _registered:
             if (path == root or path.startswith(root + "/")) and len(root) > len(best):
                 best = root
-        return dict(_registered.get(best, {}))
+            if root == bucket or root.startswith(bucket + "/"):
+                same_bucket = root  # dicts keep insertion order: the last registered wins
+        return dict(_registered.get(best or same_bucket, {}))
 
 
 def allows_unsafe_commits(options: Mapping[str, str]) -> bool:
