@@ -110,6 +110,8 @@ def _require_commits(listing: LogListing, first: int, last: int) -> None:
 
 
 def _check_hint(store: LogStore, listing: LogListing) -> None:
+    if not getattr(store, "is_local", True):
+        return  # the hint only feeds a log line; on an object store it would cost a GET per load
     hint = read_last_checkpoint(store, listing.log_path)
     if hint is None:
         return
