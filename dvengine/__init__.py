@@ -24,6 +24,7 @@ def write(
     mergeSchema: bool | str | None = None,  # named as Delta's DataFrameWriter options
     overwriteSchema: bool | str | None = None,
     replaceWhere: str | None = None,
+    storage_options: Mapping[str, str] | None = None,
 ) -> int:
     """Create, append to or overwrite a table; returns the committed version.
 
@@ -37,18 +38,22 @@ def write(
     without Spark), ``overwriteSchema`` (an overwrite replaces schema and partitioning) and
     ``replaceWhere`` (an overwrite replaces only the rows matching this SQL predicate; every
     written row must match it). See spec_notes/schema-evolution.md.
+    ``storage_options``: object-store settings named as delta-rs names them (``AWS_ENDPOINT_URL``,
+    ``AWS_ALLOW_HTTP``, ...) for ``s3://`` / ``gs://`` / ``az://`` paths; the standard environment
+    variables work without them (spec_notes/storage.md). Arrow data goes to an object store
+    in-process even when ``spark`` is given; Spark DataFrames cannot be written there yet.
     """
     from dvengine.commands.options import no_conf
     from dvengine.commands.write_options import resolve_write_options
     from dvengine.engine.local.auto_compaction import after_commit
     from dvengine.engine.local.write_api import as_arrow_table, write_arrow
-    from dvengine.storage import normalize_table_path
+    from dvengine.storage import is_object_uri, normalize_table_path
 
     arrow = as_arrow_table(data)
-    if arrow is not None and spark is None:
+    root = normalize_table_path(path, storage_options)
+    if arrow is not None and (spark is None or is_object_uri(root)):
         parts = [partitionBy] if isinstance(partitionBy, str) else partitionBy
         options = resolve_write_options(mergeSchema, overwriteSchema, replaceWhere)
-        root = normalize_table_path(path)
         version = write_arrow(arrow, root, mode, parts, configuration, options)
         after_commit(no_conf, root, version)
         return version

@@ -50,6 +50,29 @@ class UnsupportedStorageError(UnsupportedFeatureError):
     """
 
 
+class ConditionalPutUnsupportedError(UnsupportedStorageError):
+    """The object store ignores or rejects create-if-absent writes, so two writers could both "win" one version.
+
+    Raised before anything is written. ``AWS_S3_ALLOW_UNSAFE_RENAME=true`` (delta-rs's name) in
+    ``storage_options`` allows a single writer at the user's own risk.
+    """
+
+
+class StorageError(DvengineError):
+    """An object store failed a request: missing bucket, refused credentials, timeout, unreachable endpoint.
+
+    The message names the URI. Raised before a commit (nothing committed) or instead of it.
+    """
+
+
+class StorageAccessError(StorageError):
+    """The object store refused the credentials (403 / 401) or they are missing."""
+
+
+class StorageUnreachableError(StorageError):
+    """The object store did not answer: connection refused, timeout, DNS failure."""
+
+
 class DataFileError(DvengineError):
     """A data (Parquet) file listed in the log exists but cannot be read: not Parquet, truncated, unreadable.
 

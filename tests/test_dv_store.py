@@ -152,11 +152,13 @@ def test_absolute_path_of_p_descriptor(tmp_path: Path) -> None:
     assert load_deletion_vector("/other/table", d, num_records=10) == bm
 
 
-def test_absolute_path_rejects_inline_and_remote() -> None:
+def test_absolute_path_rejects_inline_and_unserved_schemes() -> None:
     with pytest.raises(DeletionVectorError, match="inline"):
         absolute_dv_path("/t", inline_descriptor(BitMap64([1])))
     with pytest.raises(DeletionVectorError, match="scheme"):
-        absolute_dv_path("/t", DeletionVectorDescriptor("p", "s3://bucket/dv.bin", 10, 1, 1))
+        absolute_dv_path("/t", DeletionVectorDescriptor("p", "hdfs://nn/dv.bin", 10, 1, 1))
+    # object-store URIs are served by the storage layer: s3a:// spelled canonically as s3://
+    assert absolute_dv_path("/t", DeletionVectorDescriptor("p", "s3a://bucket/d%20v.bin", 10, 1, 1)) == "s3://bucket/d v.bin"
 
 
 def test_missing_offset_means_first_dv(tmp_path: Path) -> None:

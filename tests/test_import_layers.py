@@ -26,10 +26,12 @@ PACKAGE_ROOT = Path(__file__).resolve().parents[1] / "dvengine"
 # built" lists the same floors for readers.
 LAYERS: list[tuple[str, ...]] = [
     ("dvengine.errors", "dvengine.faults"),
+    # every byte in and out of a table (local folders, object stores) and the table-name catalog
+    # file; below the DV codec, whose file reads and writes go through it
+    ("dvengine.storage",),
     ("dvengine.protocol",),
     ("dvengine.dv",),
     ("dvengine.expressions",),
-    ("dvengine.storage",),  # LogStore and the table-name catalog file
     ("dvengine.log",),
     ("dvengine.planning",),
     ("dvengine.commit",),

@@ -71,17 +71,23 @@ class DeltaTable:
 
     @classmethod
     def forPath(
-        cls, spark: SparkSession | None, path: str | os.PathLike[str], hadoopConf: Mapping[str, str] | None = None
+        cls,
+        spark: SparkSession | None,
+        path: str | os.PathLike[str],
+        hadoopConf: Mapping[str, str] | None = None,
+        storage_options: Mapping[str, str] | None = None,
     ) -> DeltaTable:
         """Open an existing table; ``spark`` may be None for Arrow-only use (no JVM).
 
-        ``hadoopConf`` is checked as delta-spark checks it (only ``fs.``/``dfs.`` keys); dvengine
-        reads local files only, so the options have no effect.
+        ``path``: a folder, ``file:`` URI or object-store URI (``s3://``, ``s3a://``, ``gs://``,
+        ``az://``, ``abfss://``). ``hadoopConf`` is checked as delta-spark checks it (only
+        ``fs.``/``dfs.`` keys); its ``fs.s3a.*`` settings, and the session's, configure the store,
+        as do ``storage_options`` (delta-rs names, which win) and the ``AWS_*`` environment variables.
         """
-        from dvengine.api.table_support import check_hadoop_conf
+        from dvengine.api.table_support import check_hadoop_conf, object_store_options
 
         check_hadoop_conf(hadoopConf)
-        root = normalize_table_path(path)
+        root = normalize_table_path(path, object_store_options(spark, path, hadoopConf, storage_options))
         if not table_exists(root):
             raise TableNotFoundError(f"{root} is not a Delta table: it has no _delta_log with commit files")
         return cls(spark, root)

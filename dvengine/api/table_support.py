@@ -17,7 +17,8 @@ from dvengine.errors import InvalidArgumentError, TableNotFoundError
 from dvengine.log import load_snapshot, table_exists
 from dvengine.log.intervals import parse_interval_ms
 from dvengine.maintenance.vacuum import DEFAULT_DELETED_FILE_RETENTION, RETENTION_PROPERTY
-from dvengine.storage import catalog, normalize_table_path
+from dvengine.storage import catalog, is_object_uri, normalize_table_path
+from dvengine.storage.settings import normalize_options, options_from_hadoop
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -40,6 +41,23 @@ def check_hadoop_conf(conf: object) -> None:
             raise InvalidArgumentError(
                 f"hadoopConf option {key!r} is not allowed: only options starting with 'fs.' or 'dfs.' are"
             )
+
+
+def object_store_options(
+    spark: SparkSession | None, path: object, hadoop_conf: Mapping[str, str] | None, options: Mapping[str, str] | None
+) -> dict[str, str] | None:
+    """Settings for an object-store table: the session's ``fs.s3a.*``, then ``hadoopConf``, then
+    ``storage_options`` (later ones win). None for local paths (nothing to configure)."""
+    if not isinstance(path, str) or not is_object_uri(path):
+        return None
+    merged: dict[str, str] = {}
+    if spark is not None:
+        from dvengine.engine.spark.session import hadoop_settings
+
+        merged.update(options_from_hadoop(hadoop_settings(spark, "fs.s3a.")))
+    merged.update(options_from_hadoop(dict(hadoop_conf or {})))
+    merged.update(normalize_options(options))
+    return merged
 
 
 def warehouse_of(spark: SparkSession | None) -> str | None:

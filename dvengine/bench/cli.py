@@ -49,6 +49,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"default: all of {', '.join(ALL_CONTENDERS)}",
     )
     parser.add_argument("--out", default="bench-results", help="output folder for results.json, results.md and PNGs")
+    parser.add_argument(
+        "--table-uri",
+        help="object-store prefix (s3://bucket/prefix): run the point DML set there and on a local folder, with "
+        "delta-rs on the same endpoint (settings: --storage-option or AWS_* variables)",
+    )
+    parser.add_argument(
+        "--local-s3", action="store_true", help="like --table-uri, against a moto S3 server started on 127.0.0.1"
+    )
+    parser.add_argument("--ops", type=int, default=50, help="point DELETEs and UPDATEs per contender (--table-uri)")
     parser.add_argument("--quick", action="store_true", help="small table, one repetition: a few minutes on 2 cores")
     parser.add_argument("--partitioned", action="store_true", help="partition the tables by cat")
     parser.add_argument("--work-dir", help="scratch folder (kept between runs so the generated data is reused)")
@@ -133,6 +142,13 @@ def run_bench(args: argparse.Namespace, spark: Any = None) -> int:
             print("dvengine bench: error: --soak needs at least 1 round", file=sys.stderr)
             return 2
         return run_from_args(args.soak, args.soak_shape, args.rows or 1_000_000, args.out, args.profile)
+    if getattr(args, "table_uri", None) or getattr(args, "local_s3", False):
+        from dvengine.bench.object_store import run_cli
+
+        return run_cli(
+            args.table_uri, dict(getattr(args, "storage_option", []) or []), args.local_s3,
+            args.rows or 1_000_000, args.files or 10, args.ops, args.out,
+        )
     try:
         config = config_from_args(args)
     except ValueError as exc:

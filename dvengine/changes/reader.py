@@ -14,7 +14,6 @@ checked for the feed being enabled.
 from __future__ import annotations
 
 import datetime as dt
-import os
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -39,7 +38,7 @@ from dvengine.protocol.actions import (
 from dvengine.protocol.features import change_data_feed_enabled
 from dvengine.protocol.schema import to_arrow_field
 from dvengine.read import open_data_file, read_physical_rows
-from dvengine.storage import log_dir, resolve_data_path
+from dvengine.storage import join, log_dir, resolve_data_path, storage_for
 
 CHANGE_TYPE = "_change_type"
 COMMIT_VERSION = "_commit_version"
@@ -90,7 +89,8 @@ def _from_cdc_files(snapshot: Snapshot, files: Sequence[AddCDCFile]) -> list[pa.
     for cdc in files:
         as_add = AddFile(path=cdc.path, partition_values=dict(cdc.partition_values), size=cdc.size, modification_time=0)
         rows = read_physical_rows(snapshot, as_add)
-        types = pq.read_table(resolve_data_path(snapshot.table_root, cdc.path), columns=[CHANGE_TYPE]).column(0)
+        path = resolve_data_path(snapshot.table_root, cdc.path)
+        types = pq.read_table(storage_for(path).parquet_source(path), columns=[CHANGE_TYPE]).column(0)
         out.append(rows.append_column(CHANGE_TYPE, types.cast(pa.string())))
     return out
 
@@ -172,11 +172,11 @@ def _version_range(table_root: str, latest: int, start: int | None, end: int | N
 
 
 def _commit_path(table_root: str, version: int) -> str:
-    return os.path.join(log_dir(table_root), commit_file_name(version))
+    return join(log_dir(table_root), commit_file_name(version))
 
 
 def _has_commit(table_root: str, version: int) -> bool:
-    return os.path.exists(_commit_path(table_root, version))
+    return storage_for(table_root).exists(_commit_path(table_root, version))
 
 
 def _commit_time(table_root: str, version: int, actions: Sequence[Action] | None = None) -> int:
@@ -184,7 +184,8 @@ def _commit_time(table_root: str, version: int, actions: Sequence[Action] | None
     if actions is None:
         actions = read_commit_actions(table_root, version)
     info = next((a for a in actions if isinstance(a, CommitInfo)), None)
-    return commit_info_timestamp(info, int(os.stat(_commit_path(table_root, version)).st_mtime * 1000))
+    path = _commit_path(table_root, version)
+    return commit_info_timestamp(info, storage_for(path).head(path).modification_time_ms)
 
 
 def read_changes(

@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from dvengine.errors import InvalidArgumentError, TableAlreadyExistsError
-from dvengine.storage import normalize_table_path
+from dvengine.storage import is_object_uri, normalize_table_path
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -63,7 +63,12 @@ def cmd_create(args: argparse.Namespace) -> int:
     parquet_source_schema(args.source, "--from")
     data = pq.read_table(args.source)
     partition_by = [c.strip() for c in args.partition_by.split(",")] if args.partition_by else None
-    version = write(data, root, mode=args.mode, partitionBy=partition_by, spark=cli_session(args))
+    if is_object_uri(root):  # written in-process: Spark jobs on object stores are not implemented yet
+        from dvengine import write as write_in_process
+
+        version = write_in_process(data, root, mode=args.mode, partitionBy=partition_by)
+    else:
+        version = write(data, root, mode=args.mode, partitionBy=partition_by, spark=cli_session(args))
     _print_metrics({"version": version, "numOutputRows": data.num_rows})
     return 0
 
@@ -87,7 +92,8 @@ def cmd_delete(args: argparse.Namespace) -> int:
 
     table = DeltaTable.forPath(None, args.path)  # a missing table fails here, before Spark starts
     _check_expressions(table, args.where, {})
-    cli_session(args)
+    if not is_object_uri(table.path):  # object-store tables run in-process (Spark on stores: not yet)
+        cli_session(args)
     _print_metrics(table.deleteMetrics(args.where, mode=args.mode))
     return 0
 
@@ -114,7 +120,8 @@ def cmd_update(args: argparse.Namespace) -> int:
     assignments = dict(args.set)
     table = DeltaTable.forPath(None, args.path)
     _check_expressions(table, args.where, assignments)
-    cli_session(args)
+    if not is_object_uri(table.path):  # object-store tables run in-process (Spark on stores: not yet)
+        cli_session(args)
     _print_metrics(table.updateMetrics(args.where, assignments, mode=args.mode))
     return 0
 

@@ -159,7 +159,27 @@ def build_parser() -> argparse.ArgumentParser:
     bench_cli.register(sub)
     for command in sub.choices.values():  # `dvengine delete ... --debug` works as well as `dvengine --debug delete`
         command.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=DEBUG_HELP)
+        command.add_argument(
+            "--storage-option", action="append", type=storage_option, default=[], metavar="KEY=VALUE",
+            help="object-store setting as delta-rs names it (AWS_ENDPOINT_URL=..., AWS_ALLOW_HTTP=true); repeatable",
+        )
     return parser
+
+
+def storage_option(text: str) -> tuple[str, str]:
+    """``KEY=VALUE`` of ``--storage-option``."""
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return key.strip(), value
+
+
+def _register_storage_options(args: argparse.Namespace) -> None:
+    """Options given on the command line apply to the command's table (and everything under it)."""
+    options = dict(getattr(args, "storage_option", []) or [])
+    path = getattr(args, "path", None)
+    if options and isinstance(path, str):
+        normalize_table_path(path, options)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -174,6 +194,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return report(exc, EXIT_USAGE, debug="--debug" in arguments)
     handler: Handler = args.handler
     try:
+        _register_storage_options(args)
         return handler(args)
     except Exception as exc:
         return report(exc, exit_code(exc), debug=bool(getattr(args, "debug", False)))

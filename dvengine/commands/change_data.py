@@ -23,7 +23,7 @@ from dvengine.log import Snapshot
 from dvengine.protocol.actions import AddCDCFile, AddFile
 from dvengine.protocol.features import CHANGE_DATA_DIR, change_data_feed_enabled
 from dvengine.protocol.schema import PrimitiveType, StructField, StructType
-from dvengine.storage import resolve_data_path
+from dvengine.storage import is_object_uri, join, resolve_data_path
 
 CHANGE_TYPE_COLUMN = "_change_type"
 INSERT = "insert"
@@ -38,7 +38,7 @@ def writes_change_data(snapshot: Snapshot) -> bool:
 
 def change_data_root(snapshot: Snapshot) -> str:
     """Absolute folder the engines' writers write change files into (partition folders below it)."""
-    return os.path.join(snapshot.table_root, CHANGE_DATA_DIR)
+    return join(snapshot.table_root, CHANGE_DATA_DIR)
 
 
 def change_file_schema(schema: StructType) -> StructType:
@@ -56,6 +56,9 @@ def register_change_files(ctx: DmlContext, written: Sequence[AddFile]) -> list[A
     ctx.written.add_paths(resolve_data_path(root, add.path) for add in written)
     actions: list[AddCDCFile] = []
     for add in written:
+        if is_object_uri(root):  # a rename is a copy on a store; the cdc- prefix is a convention, not protocol
+            actions.append(AddCDCFile(f"{CHANGE_DATA_DIR}/{add.path}", dict(add.partition_values), add.size, data_change=False))
+            continue
         folder, _, name = add.path.rpartition("/")
         new_name = "cdc-" + name[len("part-") :] if name.startswith("part-") else "cdc-" + name
         relative = f"{folder}/{new_name}" if folder else new_name

@@ -37,6 +37,7 @@ from dvengine.maintenance import clustering
 from dvengine.protocol.actions import DomainMetadata, Metadata, Protocol
 from dvengine.protocol.features import check_writable, reader_features, writer_features
 from dvengine.protocol.schema import StructType
+from dvengine.storage import is_object_uri, storage_for
 from dvengine.writing.schema_checks import (
     DEFAULT_NEW_TABLE_CONFIGURATION,
     check_distinct_column_names,
@@ -131,6 +132,15 @@ def _clustering_actions(definition: TableDefinition, configuration: dict[str, st
 def _check_empty_location(root: str, label: str) -> None:
     """Delta refuses to create a table over files that are not a Delta table (they would become
     invisible, neither data nor garbage); only an empty ``_delta_log`` folder is tolerated."""
+    if is_object_uri(root):
+        listed = [i.path[len(root) + 1 :] for i in storage_for(root).list_files(root)]
+        entries = sorted({p.split("/", 1)[0] for p in listed})
+        if entries:
+            raise InvalidArgumentError(
+                f"cannot create table {label}: its location {root} is not empty and not a Delta table "
+                f"(it holds {', '.join(entries[:5])}{' ...' if len(entries) > 5 else ''})"
+            )
+        return
     if not os.path.isdir(root):
         return
     entries = sorted(e for e in os.listdir(root) if not (e == "_delta_log" and not os.listdir(os.path.join(root, e))))

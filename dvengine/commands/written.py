@@ -17,7 +17,7 @@ from typing import Any
 
 from dvengine.commit.transaction import Transaction
 from dvengine.protocol.actions import AddFile
-from dvengine.storage import resolve_data_path
+from dvengine.storage import is_object_uri, resolve_data_path, storage_for
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +65,12 @@ class WrittenFiles:
 
     def remove_all(self) -> None:
         """Delete every recorded file that exists, and folders this left empty (never the root)."""
+        if is_object_uri(self.table_root):  # a store has no folders to tidy; staging is local-only
+            storage = storage_for(self.table_root)
+            for path in self.paths:
+                with contextlib.suppress(FileNotFoundError):
+                    storage.delete(path)
+            return
         for staging in self.folders:
             with contextlib.suppress(FileNotFoundError):
                 shutil.rmtree(staging)

@@ -11,7 +11,6 @@ appears, or nothing does and a typed error says why.
 from __future__ import annotations
 
 import logging
-import os
 import random
 import time
 import uuid
@@ -50,7 +49,9 @@ from dvengine.protocol.actions import (
     action_to_line,
 )
 from dvengine.protocol.features import check_writable
-from dvengine.storage.logstore import FileAlreadyExists, LocalLogStore, LogStore, log_dir, normalize_table_path
+from dvengine.storage.logstore import FileAlreadyExists, LogStore, log_dir, normalize_table_path
+from dvengine.storage.registry import storage_for
+from dvengine.storage.uris import join
 
 _LOG = logging.getLogger(__name__)
 
@@ -59,7 +60,7 @@ _BACKOFF_CAP_S = 0.2
 
 
 def commit_file_path(table_root: str, version: int) -> str:
-    return os.path.join(log_dir(table_root), commit_file_name(version))
+    return join(log_dir(table_root), commit_file_name(version))
 
 
 def read_commit(store: LogStore, table_root: str, version: int) -> list[Action]:
@@ -91,7 +92,7 @@ class Transaction:
         self.read_snapshot = read_snapshot
         self.operation = operation
         self.operation_parameters = dict(operation_parameters)
-        self.store: LogStore = store if store is not None else LocalLogStore()
+        self.store: LogStore = store if store is not None else storage_for(self.table_root)
         self.isolation_level = check_isolation_level(isolation_level)
         self.max_attempts = max_attempts
         self.txn_id = str(uuid.uuid4())

@@ -21,6 +21,7 @@ from dvengine.dv.bitmap import serialize_bitmap
 from dvengine.dv.z85 import z85_decode, z85_encode
 from dvengine.errors import DeletionVectorError
 from dvengine.protocol.actions import STORAGE_INLINE, STORAGE_PATH, STORAGE_UUID, DeletionVectorDescriptor
+from dvengine.storage.uris import canonical_object_uri, is_object_uri, join
 
 UUID_Z85_LENGTH = 20
 # Delta Spark draws prefixes from alphanumerics; anything path-safe works for readers.
@@ -70,9 +71,11 @@ def dv_file_relative_path(path_or_inline_dv: str) -> str:
 def absolute_dv_path(table_root: str, dv: DeletionVectorDescriptor) -> str:
     """Local filesystem path of the file holding a ``"u"`` or ``"p"`` deletion vector."""
     if dv.storage_type == STORAGE_UUID:
-        return os.path.join(table_root, dv_file_relative_path(dv.path_or_inline_dv))
+        return join(table_root, dv_file_relative_path(dv.path_or_inline_dv))
     if dv.storage_type == STORAGE_PATH:
         text = dv.path_or_inline_dv
+        if is_object_uri(text):
+            return canonical_object_uri(unquote(text))
         parsed = urlparse(text)
         if parsed.scheme not in ("", "file"):
             raise DeletionVectorError(

@@ -1,4 +1,4 @@
-"""Reading and writing deletion vectors on a local filesystem: the DV codec's I/O edge.
+"""Reading and writing deletion vectors through the storage layer: the DV codec's I/O edge.
 
 Everything here is a top-level function of plain, picklable arguments because the Spark engine
 calls it on executors (``mapPartitions`` / ``applyInPandas``). Reads fetch only the bytes of
@@ -11,8 +11,6 @@ safe behaviour.
 
 from __future__ import annotations
 
-import os
-import uuid
 from collections.abc import Sequence
 
 from pyroaring import BitMap64
@@ -23,9 +21,14 @@ from dvengine.dv.dvfile import DVFileWriter, check_descriptor_range, check_dv_re
 from dvengine.dv.z85 import z85_decode
 from dvengine.errors import DeletionVectorError
 from dvengine.protocol.actions import STORAGE_UUID, DeletionVectorDescriptor
+from dvengine.storage.registry import storage_for
+from dvengine.storage.uris import join
 
 # A descriptor of a file DV without an offset means the first (only) DV: right after the version byte.
 _DEFAULT_OFFSET = 1
+# Frames starting this close to the file's head are read with the version byte in one request
+# (a round trip on an object store costs more than reading a few KiB more).
+_ONE_REQUEST_PREFIX = 64 * 1024
 
 
 def _read_serialized(table_root: str, dv: DeletionVectorDescriptor) -> tuple[bytes, str]:
@@ -39,12 +42,15 @@ def _read_serialized(table_root: str, dv: DeletionVectorDescriptor) -> tuple[byt
     path = absolute_dv_path(table_root, dv)
     offset = _DEFAULT_OFFSET if dv.offset is None else dv.offset
     check_descriptor_range(offset, dv.size_in_bytes, path)
+    storage = storage_for(path)
     try:
-        with open(path, "rb") as fh:
-            first = fh.read(1)
-            check_version_byte(first, path)
-            fh.seek(offset)
-            record = fh.read(dv.size_in_bytes + 8)
+        if offset <= _ONE_REQUEST_PREFIX:  # one ranged read covers the version byte and the frame
+            head = storage.read_range(path, 0, offset + dv.size_in_bytes + 8)
+            first, record = head[:1], head[offset:]
+        else:
+            first = storage.read_range(path, 0, 1)
+            record = storage.read_range(path, offset, dv.size_in_bytes + 8)
+        check_version_byte(first, path)
     except FileNotFoundError:
         raise DeletionVectorError(
             f"deletion vector file {path} (descriptor {dv.unique_id}) does not exist; the table is missing a DV file"
@@ -89,19 +95,7 @@ def _serialize_non_empty(bitmaps: Sequence[BitMap64]) -> list[bytes]:
 
 def _write_atomically(path: str, data: bytes) -> None:
     """Write ``data`` to ``path`` so readers see either nothing or the whole file."""
-    directory = os.path.dirname(path)
-    os.makedirs(directory, exist_ok=True)
-    tmp = os.path.join(directory, f".{os.path.basename(path)}.{uuid.uuid4().hex}.tmp")
-    try:
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    storage_for(path).put_new(path, data)
 
 
 def _write_serialized(
@@ -125,7 +119,7 @@ def _write_serialized(
                 offset=offset,
             )
         )
-    _write_atomically(os.path.join(table_root, relative), writer.to_bytes())
+    _write_atomically(join(table_root, relative), writer.to_bytes())
     return descriptors
 
 

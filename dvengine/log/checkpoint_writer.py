@@ -11,7 +11,6 @@ and ``_last_checkpoint`` is replaced only afterwards and never moved backwards.
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -28,7 +27,9 @@ from dvengine.log.last_checkpoint import LastCheckpoint, last_checkpoint_path, r
 from dvengine.log.loader import load_snapshot
 from dvengine.log.snapshot import Snapshot
 from dvengine.protocol.actions import AddFile, DeletionVectorDescriptor, RemoveFile
-from dvengine.storage.logstore import LocalLogStore, LogStore, log_dir, normalize_table_path
+from dvengine.storage.logstore import LogStore, log_dir, normalize_table_path
+from dvengine.storage.registry import storage_for
+from dvengine.storage.uris import join
 
 __all__ = ["checkpoint_interval", "cleanup_expired_logs", "maybe_checkpoint", "parse_interval_ms", "write_checkpoint"]
 
@@ -130,10 +131,10 @@ def checkpoint_bytes(snapshot: Snapshot, now_ms: int | None = None) -> tuple[byt
 
 def write_checkpoint(snapshot: Snapshot, store: LogStore | None = None, now_ms: int | None = None) -> str:
     """Write ``<version>.checkpoint.parquet`` for ``snapshot`` and update ``_last_checkpoint``; return its path."""
-    st = LocalLogStore() if store is None else store
+    st = storage_for(snapshot.table_root) if store is None else store
     log_path = log_dir(snapshot.table_root)
     data, num_actions, num_adds = checkpoint_bytes(snapshot, now_ms)
-    path = os.path.join(log_path, checkpoint_file_name(snapshot.version))
+    path = join(log_path, checkpoint_file_name(snapshot.version))
     st.write(path, data)  # temp file + rename: atomic, and rewriting the same version is harmless
     current = read_last_checkpoint(st, log_path)
     if current is None or current.version <= snapshot.version:
@@ -179,9 +180,10 @@ def maybe_checkpoint(
 
 def last_checkpoint_json(table_root: str) -> dict[str, Any] | None:
     """The current ``_last_checkpoint`` content (for tools and tests)."""
-    path = last_checkpoint_path(log_dir(normalize_table_path(table_root)))
-    if not os.path.exists(path):
+    root = normalize_table_path(table_root)
+    path = last_checkpoint_path(log_dir(root))
+    try:
+        loaded: dict[str, Any] = json.loads(storage_for(root).read_bytes(path))
+    except FileNotFoundError:
         return None
-    with open(path, encoding="utf-8") as fh:
-        loaded: dict[str, Any] = json.load(fh)
     return loaded

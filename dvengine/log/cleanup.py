@@ -21,7 +21,8 @@ from dvengine.log.filenames import LogFileKind
 from dvengine.log.intervals import parse_interval_ms
 from dvengine.log.listing import CheckpointFiles, LogListing, list_log
 from dvengine.log.loader import load_snapshot
-from dvengine.storage.logstore import LocalLogStore, LogStore, normalize_table_path
+from dvengine.storage.logstore import LogStore, normalize_table_path
+from dvengine.storage.registry import storage_for
 
 _LOG = logging.getLogger(__name__)
 
@@ -52,8 +53,8 @@ def _readable(store: LogStore, listing: LogListing, cp: CheckpointFiles) -> bool
 
 def cleanup_expired_logs(table_root: str, now_ms: int | None = None, store: LogStore | None = None) -> list[str]:
     """Delete expired log files; return the deleted paths (empty when cleanup is disabled)."""
-    st = LocalLogStore() if store is None else store
     root = normalize_table_path(table_root)
+    st = storage_for(root) if store is None else store
     config = load_snapshot(root, store=st).configuration
     if config.get("delta.enableExpiredLogCleanup", "true").strip().lower() == "false":
         return []

@@ -56,10 +56,12 @@ def _opt_int(obj: dict[str, Any], key: str) -> int | None:
 def read_last_checkpoint(store: LogStore, log_path: str) -> LastCheckpoint | None:
     """The parsed hint, or None when it is missing or unreadable (logged: the listing decides)."""
     path = last_checkpoint_path(log_path)
-    if not store.exists(path):
+    try:
+        raw = store.read_bytes(path)  # one request on an object store, not exists() + read
+    except FileNotFoundError:
         return None
     try:
-        obj = json.loads(store.read_bytes(path).decode("utf-8"))
+        obj = json.loads(raw.decode("utf-8"))
         if not isinstance(obj, dict):
             raise ValueError("not a JSON object")
         return LastCheckpoint(

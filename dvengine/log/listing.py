@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from dvengine.errors import TableNotFoundError
 from dvengine.log.filenames import LogFileKind, LogFileName, parse_log_file_name
 from dvengine.storage.logstore import FileInfo, LogStore, log_dir
+from dvengine.storage.uris import is_object_uri
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,12 +98,13 @@ def _group_checkpoints(
 def list_log(store: LogStore, table_root: str) -> LogListing:
     """List ``_delta_log`` of ``table_root``; TableNotFoundError if it holds no table."""
     path = log_dir(table_root)
-    if not os.path.isdir(path):
+    entries = store.list_dir(path)  # object stores have no folders: an empty listing is "no table"
+    if not entries and not is_object_uri(path) and not os.path.isdir(path):
         raise TableNotFoundError(f"{table_root} is not a Delta table: it has no _delta_log directory")
     commits: dict[int, FileInfo] = {}
     checkpoint_entries: list[tuple[LogFileName, FileInfo]] = []
     other: list[tuple[LogFileName, FileInfo]] = []
-    for info in store.list_dir(path):
+    for info in entries:
         name = parse_log_file_name(info.path)
         if name is None:
             continue

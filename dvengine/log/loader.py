@@ -26,15 +26,17 @@ from dvengine.log.snapshot import Snapshot
 from dvengine.log.timestamps import commit_info_timestamp, to_epoch_ms
 from dvengine.protocol.actions import Action, CommitInfo, RemoveFile
 from dvengine.protocol.features import check_readable
-from dvengine.storage.logstore import LocalLogStore, LogStore, log_dir, normalize_table_path
+from dvengine.storage.batch import read_many
+from dvengine.storage.logstore import LogStore, log_dir, normalize_table_path
+from dvengine.storage.registry import storage_for
 
 _LOG = logging.getLogger(__name__)
 
 TimestampArg = int | dt.datetime | str
 
 
-def _store(store: LogStore | None) -> LogStore:
-    return LocalLogStore() if store is None else store
+def _store(store: LogStore | None, table_root: str) -> LogStore:
+    return storage_for(table_root) if store is None else store
 
 
 def _iso(ms: int) -> str:
@@ -113,6 +115,8 @@ def _require_commits(listing: LogListing, first: int, last: int) -> None:
 
 
 def _check_hint(store: LogStore, listing: LogListing) -> None:
+    if not getattr(store, "is_local", True):
+        return  # the hint only feeds a log line; on an object store it would cost a GET per load
     hint = read_last_checkpoint(store, listing.log_path)
     if hint is None:
         return
@@ -165,9 +169,9 @@ def _initial_state(
 
 def _replay(store: LogStore, listing: LogListing, target: int, with_removes: bool) -> tuple[ReplayState, int]:
     state, start = _initial_state(store, listing, target, with_removes)
-    for version in range(start + 1, target + 1):
-        info = listing.commits[version]
-        state.apply_commit(parse_actions(store.read_bytes(info.path), info.path))
+    paths = [listing.commits[version].path for version in range(start + 1, target + 1)]
+    for path, data in zip(paths, read_many(store, paths)):  # parallel GETs on an object store
+        state.apply_commit(parse_actions(data, path))
     return state, start
 
 
@@ -278,8 +282,8 @@ def load_snapshot(
     """The table at ``version``, as of ``timestamp``, or latest when both are None."""
     if version is not None and timestamp is not None:
         raise InvalidArgumentError("pass either version or timestamp, not both")
-    st = _store(store)
     root = normalize_table_path(table_root)
+    st = _store(store, root)
     if timestamp is None and snapshot_cache.cache_enabled() and (version is None or _is_version(version)):
         cached = _from_cache(st, root, version)
         if cached is not None:
@@ -297,7 +301,8 @@ def load_snapshot(
 
 def latest_version(table_root: str, store: LogStore | None = None) -> int:
     """Latest committed version; TableNotFoundError if ``table_root`` is not a Delta table."""
-    return list_log(_store(store), normalize_table_path(table_root)).latest_version
+    root = normalize_table_path(table_root)
+    return list_log(_store(store, root), root).latest_version
 
 
 def table_exists(table_root: str) -> bool:
@@ -305,7 +310,8 @@ def table_exists(table_root: str) -> bool:
     from dvengine.errors import TableNotFoundError
 
     try:
-        list_log(LocalLogStore(), normalize_table_path(table_root))
+        root = normalize_table_path(table_root)
+        list_log(storage_for(root), root)
     except TableNotFoundError:
         return False
     return True
@@ -313,8 +319,8 @@ def table_exists(table_root: str) -> bool:
 
 def read_commit_actions(table_root: str, version: int, store: LogStore | None = None) -> list[Action]:
     """The actions of one commit file, in file order."""
-    st = _store(store)
     root = normalize_table_path(table_root)
+    st = _store(store, root)
     path = f"{log_dir(root)}/{commit_file_name(version)}" if version >= 0 else ""
     if not path or not st.exists(path):
         listing = list_log(st, root)  # TableNotFoundError when there is no table at all
@@ -331,8 +337,9 @@ def commit_infos(table_root: str, limit: int | None = None) -> list[tuple[int, C
     A commit without a commitInfo action (allowed by the protocol) gets a synthetic one holding
     only its file time, so that history lists every version.
     """
-    st = LocalLogStore()
-    listing = list_log(st, normalize_table_path(table_root))
+    root = normalize_table_path(table_root)
+    st = storage_for(root)
+    listing = list_log(st, root)
     versions = sorted(listing.commits, reverse=True)
     if limit is not None:
         versions = versions[: max(limit, 0)]
@@ -346,8 +353,9 @@ def commit_infos(table_root: str, limit: int | None = None) -> list[tuple[int, C
 
 def commit_timestamp(table_root: str, version: int) -> int:
     """Commit time of ``version`` in epoch ms (inCommitTimestamp, commitInfo.timestamp, or file time)."""
-    st = LocalLogStore()
-    listing = list_log(st, normalize_table_path(table_root))
+    root = normalize_table_path(table_root)
+    st = storage_for(root)
+    listing = list_log(st, root)
     found = _version_timestamp(st, listing, version) if version >= 0 else None
     if found is None:
         raise VersionNotFoundError(

@@ -33,14 +33,17 @@ from dvengine.log import Snapshot, load_snapshot, table_exists
 from dvengine.protocol.actions import STORAGE_PATH, STORAGE_UUID, Action, AddFile, DeletionVectorDescriptor, Metadata
 from dvengine.protocol.feature_catalog import normalized
 from dvengine.protocol.features import check_writable, writer_features
-from dvengine.storage import normalize_table_path, resolve_data_path
+from dvengine.storage import is_object_uri, join, normalize_table_path, resolve_data_path, storage_for
 from dvengine.writing.files import encode_relative_path
 from dvengine.writing.properties import validate_table_properties
 
 
 def file_uri(path: str) -> str:
-    """``file:///abs/path`` percent-encoded as ``add.path`` URIs are."""
-    return "file://" + quote(path, safe="/=")
+    """``file:///abs/path`` (or the object-store URI itself) percent-encoded as ``add.path`` URIs are."""
+    if is_object_uri(path):
+        scheme, _, rest = path.partition("://")
+        return f"{scheme}://" + quote(rest, safe="/=@")
+    return "file://" + quote(os.path.normpath(path), safe="/=")
 
 
 def _absolute_dv(source_root: str, dv: DeletionVectorDescriptor | None) -> DeletionVectorDescriptor | None:
@@ -50,16 +53,20 @@ def _absolute_dv(source_root: str, dv: DeletionVectorDescriptor | None) -> Delet
 
 
 def _shallow_add(source_root: str, add: AddFile) -> AddFile:
-    path = file_uri(os.path.normpath(resolve_data_path(source_root, add.path)))
+    path = file_uri(resolve_data_path(source_root, add.path))
     return dataclasses.replace(add, path=path, deletion_vector=_absolute_dv(source_root, add.deletion_vector), data_change=True)
 
 
 def _copy(src: str, dst: str, written: WrittenFiles) -> None:
-    os.makedirs(os.path.dirname(dst), exist_ok=True)
-    if os.path.exists(dst):
+    target = storage_for(dst)
+    if target.exists(dst):
         raise TableAlreadyExistsError(f"deep clone target file {dst} exists already; nothing was committed")
     written.add_paths([dst])
-    shutil.copyfile(src, dst)
+    if target.is_local and storage_for(src).is_local:
+        os.makedirs(os.path.dirname(dst), exist_ok=True)
+        shutil.copyfile(src, dst)
+    else:  # across stores (or within one): through memory, one file at a time
+        target.put_new(dst, storage_for(src).read_bytes(src))
 
 
 def _deep_add(source_root: str, target_root: str, add: AddFile, written: WrittenFiles, dv_copies: dict[str, str]) -> AddFile:
@@ -74,7 +81,7 @@ def _deep_add(source_root: str, target_root: str, add: AddFile, written: Written
         if dv_src not in dv_copies:
             file_uuid = uuid.uuid4()
             dv_copies[dv_src] = z85_encode(file_uuid.bytes)
-            _copy(dv_src, os.path.join(target_root, f"deletion_vector_{file_uuid}.bin"), written)
+            _copy(dv_src, join(target_root, f"deletion_vector_{file_uuid}.bin"), written)
         dv = dataclasses.replace(dv, storage_type=STORAGE_UUID, path_or_inline_dv=dv_copies[dv_src])
     return dataclasses.replace(add, path=relative, deletion_vector=dv, data_change=True)
 
@@ -95,8 +102,9 @@ def _check_properties(properties: Mapping[str, str] | None) -> dict[str, str]:
 
 def _target_root(source: Snapshot, target: str) -> str:
     root = normalize_table_path(target)
-    src = os.path.normpath(source.table_root)
-    if root == src or root.startswith(src + os.sep) or src.startswith(root + os.sep):
+    src = source.table_root if is_object_uri(source.table_root) else os.path.normpath(source.table_root)
+    sep = "/" if is_object_uri(root) else os.sep
+    if root == src or root.startswith(src + sep) or src.startswith(root + sep):
         raise InvalidArgumentError(f"clone target {root} must not be the source table {src}, inside it, or contain it")
     return root
 
@@ -114,7 +122,7 @@ def clone(
             raise TableAlreadyExistsError(f"clone target {root} is already a Delta table; pass replace=True to replace it")
         existing = load_snapshot(root)
         check_writable(existing.protocol, existing.metadata)
-    elif os.path.isdir(root) and os.listdir(root):
+    elif (storage_for(root).list_files(root) if is_object_uri(root) else os.path.isdir(root) and os.listdir(root)):
         raise InvalidArgumentError(f"clone target {root} is a non-empty folder that is not a Delta table; nothing was written")
     now_ms = int(time.time() * 1000)
     metadata = Metadata(

@@ -25,7 +25,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from dvengine.commit.transaction import Transaction
-from dvengine.errors import DataFileError, InvalidArgumentError, SchemaError, SchemaMismatchError, TableNotFoundError
+from dvengine.errors import (
+    DataFileError,
+    InvalidArgumentError,
+    SchemaError,
+    SchemaMismatchError,
+    TableNotFoundError,
+    UnsupportedStorageError,
+)
 from dvengine.log import table_exists
 from dvengine.protocol.actions import AddFile, Metadata
 from dvengine.protocol.features import check_writable
@@ -40,7 +47,7 @@ from dvengine.protocol.schema import (
     parse_partition_value,
     serialize_partition_value,
 )
-from dvengine.storage import normalize_table_path
+from dvengine.storage import is_object_uri, normalize_table_path
 from dvengine.writing.files import HIVE_DEFAULT_PARTITION, build_add_file
 from dvengine.writing.schema_checks import DEFAULT_NEW_TABLE_CONFIGURATION, new_table_protocol
 from dvengine.writing.stats import num_indexed_cols, stats_from_parquet_metadata
@@ -181,6 +188,8 @@ def convert_to_delta(identifier: str, partition_schema: Any = None) -> str:
     partition_fields = parse_partition_schema(partition_schema)
     if table_exists(root):
         return root  # Delta: converting a Delta table is a no-op
+    if is_object_uri(root):
+        raise UnsupportedStorageError(f"CONVERT TO DELTA of {root}: converting Parquet on an object store is not implemented yet")
     if not os.path.isdir(root):
         raise TableNotFoundError(f"CONVERT TO DELTA: {root} is not a folder")
     files = list_parquet_files(root)

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 from typing import Any
 
 from dvengine.log import load_snapshot
 from dvengine.log.filenames import commit_file_name
 from dvengine.protocol.features import reader_features, writer_features
+from dvengine.storage import join, storage_for
 
 DETAIL_COLUMNS = (
     "format",
@@ -46,9 +46,9 @@ def _utc(ms: int | None) -> dt.datetime | None:
 def detail(table_root: str, name: str | None = None) -> dict[str, Any]:
     """The DESCRIBE DETAIL record of the latest version (timestamps as UTC datetimes)."""
     snapshot = load_snapshot(table_root)
-    commit = os.path.join(snapshot.table_root, "_delta_log", commit_file_name(snapshot.version))
+    commit = join(snapshot.table_root, f"_delta_log/{commit_file_name(snapshot.version)}")
     try:
-        last_modified_ms: int | None = int(os.stat(commit).st_mtime * 1000)
+        last_modified_ms: int | None = storage_for(commit).head(commit).modification_time_ms
     except FileNotFoundError:  # log cleaned up behind a checkpoint: fall back to the commit time
         last_modified_ms = snapshot.timestamp_ms
     clustering = snapshot.domain_metadata.get("delta.clustering")

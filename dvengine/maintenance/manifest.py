@@ -15,9 +15,14 @@ import os
 import shutil
 from collections.abc import Mapping
 
-from dvengine.errors import InvalidArgumentError, OperationNotAllowedError, UnsupportedFeatureError
+from dvengine.errors import (
+    InvalidArgumentError,
+    OperationNotAllowedError,
+    UnsupportedFeatureError,
+    UnsupportedStorageError,
+)
 from dvengine.log import Snapshot, load_snapshot
-from dvengine.storage import resolve_data_path
+from dvengine.storage import is_object_uri, resolve_data_path
 from dvengine.writing.files import HIVE_DEFAULT_PARTITION, escape_partition_value
 
 MANIFEST_LOCATION = "_symlink_format_manifest"
@@ -53,6 +58,10 @@ def generate(table_root: str, mode: str) -> dict[str, int]:
     if mode.lower() != MODE:
         raise InvalidArgumentError(f"GENERATE mode {mode!r} is not supported; the only mode is {MODE!r}")
     snapshot = load_snapshot(table_root)
+    if is_object_uri(snapshot.table_root):
+        raise UnsupportedStorageError(
+            f"GENERATE symlink_format_manifest on {snapshot.table_root}: manifests on object stores are not implemented yet"
+        )
     with_dvs = [f.path for f in snapshot.files if f.deletion_vector is not None]
     if with_dvs:
         raise OperationNotAllowedError(

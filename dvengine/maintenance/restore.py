@@ -25,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
+from collections.abc import Callable
 from typing import Any
 
 from dvengine.commands.create_table import merge_protocols
@@ -35,7 +36,7 @@ from dvengine.log import load_snapshot
 from dvengine.log.timestamps import to_epoch_ms
 from dvengine.protocol.actions import AddFile
 from dvengine.protocol.features import check_writable
-from dvengine.storage.logstore import resolve_data_path
+from dvengine.storage import is_object_uri, resolve_data_path, storage_for
 
 RESTORE_METRIC_COLUMNS = (
     "table_size_after_restore",
@@ -56,9 +57,18 @@ _COMMIT_METRIC_NAMES = {
 _MAX_LISTED = 10
 
 
+def _existence_check(table_root: str) -> Callable[[str], bool]:
+    """``os.path.exists`` locally; on an object store one listing instead of a HEAD per file."""
+    if not is_object_uri(table_root):
+        return os.path.exists
+    present = {info.path for info in storage_for(table_root).list_files(table_root)}
+    return present.__contains__
+
+
 def _check_available(table_root: str, files: list[AddFile], version: int) -> None:
     """DataFileError / DeletionVectorError naming the files the restore would need but are gone."""
-    missing_data = [f.path for f in files if not os.path.exists(resolve_data_path(table_root, f.path))]
+    exists = _existence_check(table_root)
+    missing_data = [f.path for f in files if not exists(resolve_data_path(table_root, f.path))]
     if missing_data:
         shown = ", ".join(missing_data[:_MAX_LISTED]) + (" ..." if len(missing_data) > _MAX_LISTED else "")
         raise DataFileError(
@@ -70,7 +80,7 @@ def _check_available(table_root: str, files: list[AddFile], version: int) -> Non
         for f in files
         if f.deletion_vector is not None and not f.deletion_vector.is_inline
     }
-    gone = sorted(p for p in dv_files if not os.path.exists(p))
+    gone = sorted(p for p in dv_files if not exists(p))
     if gone:
         raise DeletionVectorError(
             f"cannot restore {table_root} to version {version}: deletion vector file(s) it needs were deleted "

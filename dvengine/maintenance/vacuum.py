@@ -41,7 +41,7 @@ from dvengine.log.listing import list_log
 from dvengine.log.timestamps import commit_info_timestamp
 from dvengine.protocol.actions import AddCDCFile, AddFile, RemoveFile
 from dvengine.protocol.features import CHANGE_DATA_DIR
-from dvengine.storage.logstore import LocalLogStore, resolve_data_path
+from dvengine.storage import FileInfo, is_object_uri, resolve_data_path, storage_for
 from dvengine.writing.files import SPARK_STAGING_PREFIX
 
 DEFAULT_RETENTION_HOURS = 168.0
@@ -134,11 +134,34 @@ def _retention_ms(snapshot: Snapshot, retention_hours: float, enforce_retention:
     return requested
 
 
+def _norm(path: str) -> str:
+    """Comparable spelling of a path: normalised locally; object URIs are canonical already."""
+    return path if is_object_uri(path) else os.path.normpath(path)
+
+
+def _object_candidates(table_root: str, partition_columns: Iterable[str]) -> list[FileInfo]:
+    """Object-store twin of :func:`candidate_files`: one recursive listing, Delta's hiding rule per
+    path segment, nested tables (a prefix holding ``_delta_log/``) skipped."""
+    parts = tuple(partition_columns)
+    listed = storage_for(table_root).list_files(table_root)
+    prefix = table_root.rstrip("/") + "/"
+    relatives = [(info, info.path[len(prefix) :].split("/")) for info in listed]
+    nested = {"/".join(segs[: segs.index("_delta_log")]) for _, segs in relatives if "_delta_log" in segs[1:]}
+    out = []
+    for info, segs in relatives:
+        if any(_is_hidden(seg, parts) for seg in segs):
+            continue
+        if any("/".join(segs[:i]) in nested for i in range(1, len(segs))):
+            continue
+        out.append(info)
+    return out
+
+
 def _file_paths(table_root: str, action: AddFile | RemoveFile) -> Iterator[str]:
-    yield os.path.normpath(resolve_data_path(table_root, action.path))
+    yield _norm(resolve_data_path(table_root, action.path))
     dv = action.deletion_vector
     if dv is not None and not dv.is_inline:
-        yield os.path.normpath(absolute_dv_path(table_root, dv))
+        yield _norm(absolute_dv_path(table_root, dv))
 
 
 def referenced_files(snapshot: Snapshot, cutoff_ms: int) -> set[str]:
@@ -150,7 +173,7 @@ def referenced_files(snapshot: Snapshot, cutoff_ms: int) -> set[str]:
     for remove in snapshot.tombstones:
         if remove.deletion_timestamp is None or remove.deletion_timestamp > cutoff_ms:
             keep.update(_file_paths(root, remove))
-    store = LocalLogStore()
+    store = storage_for(root)
     listing = list_log(store, root)
     for version in sorted((v for v in listing.commits if v <= snapshot.version), reverse=True):
         info = listing.commits[version]
@@ -162,7 +185,7 @@ def referenced_files(snapshot: Snapshot, cutoff_ms: int) -> set[str]:
             if isinstance(action, (AddFile, RemoveFile)):
                 keep.update(_file_paths(root, action))
             elif isinstance(action, AddCDCFile):  # the change feed of a version in the window
-                keep.add(os.path.normpath(resolve_data_path(root, action.path)))
+                keep.add(_norm(resolve_data_path(root, action.path)))
     return keep
 
 
@@ -209,8 +232,21 @@ def plan_vacuum(
     root = snapshot.table_root
     keep = referenced_files(snapshot, cutoff)
     plan = VacuumPlan(table_root=root, cutoff_ms=cutoff, retention_hours=float(retention_hours))
+    if is_object_uri(root):  # stores: no temp files or staging folders (writes are single PUTs)
+        for info in _object_candidates(root, snapshot.partition_columns):
+            if info.path in keep:
+                plan.num_referenced_files += 1
+            elif info.modification_time_ms >= cutoff:
+                plan.num_protected_recent_files += 1
+            else:
+                plan.files.append(info.path)
+                plan.total_bytes += info.size
+                name = info.path.rsplit("/", 1)[-1]
+                plan.num_dv_files += int(name.startswith("deletion_vector_") and name.endswith(".bin"))
+        plan.files.sort()
+        return plan
     for entry in candidate_files(root, snapshot.partition_columns):
-        path = os.path.normpath(entry.path)
+        path = _norm(entry.path)
         if path in keep:
             plan.num_referenced_files += 1
             continue
@@ -263,7 +299,13 @@ def vacuum(
     plan = plan_vacuum(table_root, retention_hours, enforce_retention, now_ms)
     deleted: list[str] = []
     dirs_removed = 0
-    if not dry_run:
+    if not dry_run and is_object_uri(plan.table_root):
+        storage = storage_for(plan.table_root)
+        for path in plan.files:
+            with contextlib.suppress(FileNotFoundError):
+                storage.delete(path)  # S3 DELETE succeeds on a missing key: a concurrent VACUUM is harmless
+            deleted.append(path)
+    elif not dry_run:
         for path in plan.files:
             try:
                 os.unlink(path)
@@ -291,5 +333,5 @@ def vacuum(
         "numReferencedFiles": plan.num_referenced_files,
         "numProtectedRecentFiles": plan.num_protected_recent_files,
         "numAbandonedTempFiles": len(plan.log_temp_files),
-        "files": [os.path.relpath(p, plan.table_root) for p in files],
+        "files": [p[len(plan.table_root) + 1 :] if is_object_uri(p) else os.path.relpath(p, plan.table_root) for p in files],
     }

@@ -21,7 +21,7 @@ from dvengine.errors import DataFileError, DeletionVectorError, LogCorruptedErro
 from dvengine.log import Snapshot
 from dvengine.protocol.actions import AddFile
 from dvengine.protocol.schema import StructField, to_arrow_field, to_arrow_schema
-from dvengine.storage import resolve_data_path
+from dvengine.storage import resolve_data_path, storage_for
 
 # Files read at once by read_files_arrow (the CPU count, at least 2: reading also waits on I/O).
 _READ_THREADS = max(2, os.cpu_count() or 1)
@@ -64,7 +64,7 @@ def open_data_file(snapshot: Snapshot, add: AddFile) -> pq.ParquetFile:
     """
     path = resolve_data_path(snapshot.table_root, add.path)
     try:
-        parquet = pq.ParquetFile(path)
+        parquet = pq.ParquetFile(storage_for(path).parquet_source(path))
     except FileNotFoundError:
         raise LogCorruptedError(f"data file {add.path} listed in the log of {snapshot.table_root} is missing") from None
     except (pa.ArrowException, OSError) as exc:

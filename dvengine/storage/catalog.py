@@ -25,6 +25,7 @@ import time
 from collections.abc import Iterator
 
 from dvengine.errors import CatalogError, InvalidArgumentError
+from dvengine.storage.uris import canonical_object_uri, is_object_uri
 
 CATALOG_FILE = "_dvengine_catalog.json"
 WAREHOUSE_CONF = "spark.sql.warehouse.dir"
@@ -156,7 +157,7 @@ def register_table(name: str, location: str, warehouse: str | None = None) -> No
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with _locked(path):
         tables = _read(path)
-        tables[f"{db}.{table}"] = os.path.abspath(_strip_scheme(location))
+        tables[f"{db}.{table}"] = canonical_object_uri(location) if is_object_uri(location) else os.path.abspath(_strip_scheme(location))
         _write(path, tables)
 
 

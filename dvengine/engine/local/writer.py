@@ -10,7 +10,9 @@ Stats come from the written footer by the same code as for Spark-written files.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import time
 import uuid
 from collections.abc import Sequence
 
@@ -29,6 +31,7 @@ from dvengine.protocol.schema import (
     to_arrow_type,
 )
 from dvengine.read import relabel_by_position
+from dvengine.storage import is_object_uri, join, storage_for
 from dvengine.writing.files import HIVE_DEFAULT_PARTITION, build_add_file, escape_partition_value
 from dvengine.writing.stats import stats_from_parquet_metadata
 
@@ -130,6 +133,8 @@ def _write_one(
 ) -> AddFile:
     name = f"part-00000-{uuid.uuid4()}.c000.snappy.parquet"
     relative = f"{folder}/{name}" if folder else name
+    if is_object_uri(table_root):
+        return _write_one_to_store(chunk, table_root, relative, log_values, schema, num_indexed_cols)
     target = os.path.join(table_root, *relative.split("/"))
     os.makedirs(os.path.dirname(target), exist_ok=True)
     hidden = os.path.join(os.path.dirname(target), f".{name}.tmp")
@@ -157,11 +162,35 @@ def _write_one(
     return build_add_file(relative, log_values, st.st_size, int(st.st_mtime * 1000), stats)
 
 
+def _write_one_to_store(
+    chunk: pa.Table, table_root: str, relative: str, log_values: dict[str, str | None], schema: StructType,
+    num_indexed_cols: int,
+) -> AddFile:
+    """Object stores: encode in memory, then one PUT under the final unique name (no rename on a store)."""
+    sink = pa.BufferOutputStream()
+    collected: list[pq.FileMetaData] = []
+    pq.write_table(
+        chunk,
+        sink,
+        compression="snappy",
+        coerce_timestamps="us",
+        allow_truncated_timestamps=False,
+        use_deprecated_int96_timestamps=False,
+        store_schema=False,
+        metadata_collector=collected,
+    )
+    data = sink.getvalue().to_pybytes()
+    storage_for(table_root).put_new(join(table_root, relative), data)
+    stats = stats_from_parquet_metadata(collected[0], schema, num_indexed_cols=num_indexed_cols)
+    return build_add_file(relative, log_values, len(data), int(time.time() * 1000), stats)
+
+
 def remove_data_files(table_root: str, adds: Sequence[AddFile]) -> None:
     """Delete files written by a call that failed part-way (its own files only)."""
     from dvengine.storage import resolve_data_path
 
+    storage = storage_for(table_root)
     for add in adds:
         path = resolve_data_path(table_root, add.path)
-        if os.path.exists(path):
-            os.unlink(path)
+        with contextlib.suppress(FileNotFoundError):
+            storage.delete(path)

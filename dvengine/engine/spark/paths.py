@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import unicodedata
 
+from dvengine.errors import UnsupportedStorageError
+from dvengine.storage import is_object_uri
+
 _KEEP_ASCII = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.~!$&'()*+,;=:@/")
 
 
@@ -22,6 +25,16 @@ def _quote_char(ch: str) -> str:
     return "".join(f"%{b:02X}" for b in ch.encode("utf-8"))
 
 
+def refuse_object_store(path: str) -> None:
+    """The Spark executor and reader still work on local paths only (spec_notes/storage.md)."""
+    if is_object_uri(path):
+        raise UnsupportedStorageError(
+            f"{path}: Spark jobs on object-store tables are not implemented yet; open the table without a "
+            "SparkSession (DeltaTable.forPath(None, uri), dvengine.write(arrow_data, uri)) or pass engine='local'"
+        )
+
+
 def spark_file_uri(absolute_path: str) -> str:
     """The string Spark puts in ``_metadata.file_path`` for a local absolute path."""
+    refuse_object_store(absolute_path)
     return "file:" + "".join(_quote_char(ch) for ch in absolute_path)

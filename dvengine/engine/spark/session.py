@@ -125,3 +125,21 @@ def quiet_session(debug: bool = False) -> SparkSession:
         session = get_or_create_session()
     session.sparkContext.setLogLevel("ERROR")
     return session
+
+
+def hadoop_settings(spark: SparkSession, prefix: str) -> dict[str, str]:
+    """The session's Hadoop settings starting with ``prefix`` (e.g. ``fs.s3a.``), set either way Spark
+    allows: ``spark.hadoop.*`` in the Spark conf or directly on the Hadoop configuration."""
+    out: dict[str, str] = {}
+    for key, value in spark.sparkContext.getConf().getAll():
+        if key.startswith("spark.hadoop." + prefix):
+            out[key.removeprefix("spark.hadoop.")] = value
+    try:
+        jconf = spark.sparkContext._jsc.hadoopConfiguration()
+        for entry in jconf.iterator():
+            key = str(entry.getKey())
+            if key.startswith(prefix):
+                out[key] = str(entry.getValue())
+    except AttributeError:  # Spark Connect: no JVM handle; the Spark conf above is all there is
+        pass
+    return out

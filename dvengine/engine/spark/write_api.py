@@ -21,6 +21,7 @@ from dvengine.commands.write import finish_write, normalize_write_mode, plan_wri
 from dvengine.commands.write_options import resolve_write_options
 from dvengine.engine.spark.executor import SparkExecutor
 from dvengine.engine.spark.identifiers import quote, quote_path
+from dvengine.engine.spark.paths import refuse_object_store
 from dvengine.engine.spark.reader import logical_spark_type
 from dvengine.engine.spark.writer import write_parquet_files
 from dvengine.errors import (
@@ -126,6 +127,7 @@ def write(
         partitionBy = [partitionBy]
     data = to_writable(data)
     root = normalize_table_path(path)
+    refuse_object_store(root)
     if isinstance(data, pa.Table):
         check_distinct_column_names(from_arrow_schema(data.schema))
     session = spark if spark is not None else _session_for(data)

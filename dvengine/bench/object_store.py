@@ -1,0 +1,252 @@
+"""Point DML on an object store: the same single-row DELETEs and UPDATEs on a local folder and on
+an S3 endpoint, dvengine (in-process executor) against delta-rs on the same endpoint.
+
+    dvengine bench --table-uri s3://bucket/prefix --storage-option AWS_ENDPOINT_URL=... [--rows N] [--files F]
+    dvengine bench --local-s3            # starts moto on 127.0.0.1 and benchmarks against it
+
+The extra cost of a store is its round trips, so besides latency this counts requests per
+command: dvengine's from its own client (``storage.registry.request_counts``), and, against the
+local server, every request the server saw (which counts delta-rs's too).
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+import dvengine
+from dvengine.api.table import DeltaTable
+from dvengine.bench.outputs import write_report
+from dvengine.storage.registry import request_counts
+
+Op = Callable[[int], None]
+
+
+@contextmanager
+def local_s3_server() -> Iterator[tuple[str, dict[str, str], str]]:
+    """moto in a child process on 127.0.0.1 (a free port): (endpoint, storage options, request log path)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = int(s.getsockname()[1])
+    log_path = os.path.join(tempfile.mkdtemp(prefix="dvengine-moto-"), "requests.log")
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)], stdout=log, stderr=log
+        )
+    endpoint = f"http://127.0.0.1:{port}"
+    options = {
+        "AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench",
+        "AWS_REGION": "us-east-1", "AWS_ALLOW_HTTP": "true",
+    }
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1):
+                    break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"moto server did not start (see {log_path})") from None
+                time.sleep(0.1)
+        yield endpoint, options, log_path
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def _create_bucket(endpoint: str, bucket: str) -> None:
+    import urllib.request
+
+    with urllib.request.urlopen(urllib.request.Request(f"{endpoint}/{bucket}", method="PUT"), timeout=30) as reply:
+        if reply.status != 200:
+            raise RuntimeError(f"could not create bucket {bucket} at {endpoint}: HTTP {reply.status}")
+
+
+def _server_requests(log_path: str | None) -> int:
+    if log_path is None:
+        return 0
+    with open(log_path, errors="replace") as fh:
+        return sum(1 for line in fh if '"GET ' in line or '"PUT ' in line or '"HEAD ' in line or '"POST ' in line
+                   or '"DELETE ' in line)
+
+
+def build_base(root: str, rows: int, files: int, options: dict[str, str] | None) -> None:
+    """``files`` files of contiguous ids (as bench.point builds them), so stats isolate the file of a key."""
+    per_file = rows // files
+    for i in range(files):
+        ids = np.arange(i * per_file, (i + 1) * per_file, dtype=np.int64)
+        rng = np.random.default_rng(i)
+        table = pa.table({"id": ids, "value": rng.random(len(ids)), "cat": (ids % 16).astype(np.int32)})
+        dvengine.write(table, root, mode="append" if i else "error", storage_options=options)
+
+
+def _ops(contender: str, table: str, options: dict[str, str] | None) -> tuple[Op, Op]:
+    if contender.startswith("delta-rs"):
+        from deltalake import DeltaTable as RsTable
+
+        def rs_delete(key: int) -> None:
+            RsTable(table, storage_options=options).delete(f"id = {key}")
+
+        def rs_update(key: int) -> None:
+            RsTable(table, storage_options=options).update(updates={"value": "-1.0"}, predicate=f"id = {key}")
+
+        return rs_delete, rs_update
+
+    def delete(key: int) -> None:
+        DeltaTable.forPath(None, table, storage_options=options).delete(f"id = {key}", engine="local")
+
+    def update(key: int) -> None:
+        DeltaTable.forPath(None, table, storage_options=options).update(f"id = {key}", {"value": "-1.0"}, engine="local")
+
+    return delete, update
+
+
+def _median_int(values: list[int]) -> int | None:
+    return sorted(values)[len(values) // 2] if values else None
+
+
+def _stats(values: list[float]) -> dict[str, float]:
+    ordered = sorted(values)
+    return {
+        "p50_ms": round(1000 * statistics.median(ordered), 2),
+        "p10_ms": round(1000 * ordered[len(ordered) // 10], 2),
+        "p90_ms": round(1000 * ordered[min(len(ordered) - 1, (9 * len(ordered)) // 10)], 2),
+        "n": len(ordered),
+    }
+
+
+def run(
+    table_uri: str, options: dict[str, str] | None, rows: int, files: int, ops: int, server_log: str | None = None
+) -> dict[str, Any]:
+    """Time ``ops`` point DELETEs and UPDATEs per contender on fresh tables; count requests per command."""
+    work = tempfile.mkdtemp(prefix="dvengine-objbench-")
+    run_id = uuid.uuid4().hex[:8]
+    contenders = {
+        "dvengine, local folder": (os.path.join(work, "dvengine"), None),
+        "dvengine, object store": (f"{table_uri.rstrip('/')}/{run_id}-dvengine", options),
+        "delta-rs, local folder": (os.path.join(work, "delta-rs"), None),
+        "delta-rs, object store": (f"{table_uri.rstrip('/')}/{run_id}-delta-rs", options),
+    }
+    keys = np.random.default_rng(7).choice(rows, size=2 * ops + 1, replace=False).tolist()
+    results: dict[str, Any] = {}
+    try:
+        for name, (table, opts) in contenders.items():
+            build_base(table, rows, files, opts)
+            delete, update = _ops(name, table, opts)
+            delete(int(keys[-1]))  # warm-up (imports, connection pool), not timed
+            timings: dict[str, list[float]] = {"delete": [], "update": []}
+            requests: dict[str, list[int]] = {"delete": [], "update": []}
+            by_kind: dict[str, dict[str, int]] = {}  # "kind:total" -> requests by kind of one such command
+            for i in range(ops):
+                for kind, op, key in (("delete", delete, keys[2 * i]), ("update", update, keys[2 * i + 1])):
+                    client_before, server_before = request_counts(), _server_requests(server_log)
+                    started = time.perf_counter()
+                    op(int(key))
+                    timings[kind].append(time.perf_counter() - started)
+                    client_after = request_counts()
+                    if name.startswith("dvengine"):
+                        diff = {k: client_after.get(k, 0) - client_before.get(k, 0) for k in client_after}
+                        requests[kind].append(sum(diff.values()))
+                        by_kind.setdefault(f"{kind}:{sum(diff.values())}", {k: v for k, v in diff.items() if v})
+                    elif server_log is not None and opts is not None:
+                        time.sleep(0.05)  # let the server flush its log line
+                        requests[kind].append(_server_requests(server_log) - server_before)
+            check = DeltaTable.forPath(None, table, storage_options=opts).toArrow()
+            marked = int(np.count_nonzero(check.column("value").to_numpy() < 0))
+            if check.num_rows != rows - ops - 1 or marked != ops:
+                raise AssertionError(f"{name}: {check.num_rows} rows / {marked} updated, expected {rows - ops - 1} / {ops}")
+            results[name] = {
+                kind: {**_stats(v), "requests_per_command": statistics.median(requests[kind]) if requests[kind] else None,
+                       "requests_by_kind": by_kind.get(f"{kind}:{_median_int(requests[kind])}")}
+                for kind, v in timings.items()
+            }
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return {
+        "table_uri": table_uri,
+        "rows": rows,
+        "files": files,
+        "ops_per_kind": ops,
+        "machine": {"cores": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
+        "results": results,
+    }
+
+
+def to_markdown(report: dict[str, Any]) -> str:
+    res = report["results"]
+    lines = [
+        f"# Point DML on an object store ({report['table_uri']})",
+        "",
+        f"{report['rows']:,} rows in {report['files']} files; {report['ops_per_kind']} single-row DELETEs and UPDATEs "
+        "per contender on a fresh table, each call opening the table and committing. Warm (one untimed call first).",
+        f"Load before/after: {report.get('load_before', '?')} / {report.get('load_after', '?')}.",
+        "",
+        "| contender | DELETE p50 ms (p10-p90) | UPDATE p50 ms (p10-p90) | requests per DELETE / UPDATE |",
+        "|---|---:|---:|---:|",
+    ]
+    for name, r in res.items():
+        d, u = r["delete"], r["update"]
+        reqs = "-" if d["requests_per_command"] is None else f"{d['requests_per_command']:g} / {u['requests_per_command']:g}"
+        lines.append(
+            f"| {name} | {d['p50_ms']} ({d['p10_ms']}-{d['p90_ms']}) | {u['p50_ms']} ({u['p10_ms']}-{u['p90_ms']}) | {reqs} |"
+        )
+    def ratio(a: str, b: str, kind: str) -> str:
+        return f"{res[a][kind]['p50_ms'] / res[b][kind]['p50_ms']:.2f}x"
+
+    if {"dvengine, object store", "dvengine, local folder", "delta-rs, object store"} <= res.keys():
+        lines += [
+            "",
+            "| ratio of p50s (same run) | DELETE | UPDATE |",
+            "|---|---:|---:|",
+            f"| dvengine store / dvengine folder | {ratio('dvengine, object store', 'dvengine, local folder', 'delete')} | "
+            f"{ratio('dvengine, object store', 'dvengine, local folder', 'update')} |",
+            f"| dvengine store / delta-rs store | {ratio('dvengine, object store', 'delta-rs, object store', 'delete')} | "
+            f"{ratio('dvengine, object store', 'delta-rs, object store', 'update')} |",
+        ]
+        kinds = res["dvengine, object store"]["delete"]["requests_by_kind"]
+        if kinds:
+            lines += ["", "dvengine requests of a median DELETE by kind: " + ", ".join(f"{k} {v}" for k, v in sorted(kinds.items()))]
+            ukinds = res["dvengine, object store"]["update"]["requests_by_kind"] or {}
+            lines += ["dvengine requests of a median UPDATE by kind: " + ", ".join(f"{k} {v}" for k, v in sorted(ukinds.items()))]
+    return "\n".join(lines) + "\n"
+
+
+def _uptime() -> str:
+    try:
+        return subprocess.run(["uptime"], capture_output=True, text=True, timeout=10).stdout.strip()
+    except OSError:
+        return "?"
+
+
+def run_cli(
+    table_uri: str | None, options: dict[str, str], local_s3: bool, rows: int, files: int, ops: int, out: str
+) -> int:
+    """``dvengine bench --table-uri`` / ``--local-s3``: run, write results.json / results.md, print the table."""
+    load_before = _uptime()
+    if local_s3:
+        with local_s3_server() as (endpoint, server_options, log_path):
+            _create_bucket(endpoint, "bench")
+            report = run("s3://bench/point", {**server_options, **options}, rows, files, ops, log_path)
+            report["table_uri"] = "s3://bench/point on moto (local, 127.0.0.1)"
+    else:
+        if table_uri is None:
+            raise ValueError("pass --table-uri or --local-s3")
+        report = run(table_uri, options or None, rows, files, ops)
+    report["load_before"], report["load_after"] = load_before, _uptime()
+    write_report(out, "object-store-point", report, to_markdown(report))
+    print(to_markdown(report))
+    return 0

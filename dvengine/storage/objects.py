@@ -1,0 +1,247 @@
+"""The object-store backend (S3 and S3-compatible stores, GCS, Azure) on obstore.
+
+obstore is the Python binding of the Rust ``object_store`` crate that delta-rs uses, so dvengine
+and delta-rs talk to a store the same way: same configuration keys, same retries, same
+conditional writes. Commits are ``put(..., mode="create")``: S3 sends ``If-None-Match: *`` and
+the store answers 412 when the object exists, which is Delta's put-if-absent without a lock
+service. A store that ignores the header would let two writers both "win" one version, so the
+first write of a process to a store is preceded by a probe (create the same hidden object
+twice: the second must be refused); a store that fails it is refused before anything is written.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import uuid
+from collections import Counter
+from datetime import timedelta
+from typing import Any
+
+import obstore
+import pyarrow as pa
+from obstore.exceptions import AlreadyExistsError, BaseError, PermissionDeniedError, UnauthenticatedError
+
+from dvengine.errors import (
+    ConditionalPutUnsupportedError,
+    InvalidArgumentError,
+    StorageAccessError,
+    StorageError,
+    StorageUnreachableError,
+)
+from dvengine.faults import COMMIT_AFTER_LINK, COMMIT_BEFORE_LINK, fault_point
+from dvengine.storage.base import FileAlreadyExists, FileInfo
+from dvengine.storage.settings import (
+    ALLOW_UNSAFE_COMMITS,
+    DEFAULT_CLIENT,
+    DEFAULT_MAX_RETRIES,
+    DEFAULT_RETRY_TIMEOUT_S,
+    allows_unsafe_commits,
+    store_config,
+)
+from dvengine.storage.uris import split_object_uri
+
+# A refusal shows as the HTTP status or the S3 error code (object_store maps few of them to types).
+_ACCESS_DENIED = re.compile(
+    r"status code: 40[13]\b|Forbidden|InvalidAccessKeyId|SignatureDoesNotMatch|AccessDenied|ExpiredToken"
+)
+_UNREACHABLE_MARKERS = ("error sending request", "timed out", "timeout", "Connection refused", "connect error",
+                        "dns error")  # fmt: skip
+_RETRY_KEYS = {"max_retries", "retry_timeout"}
+
+
+def _translate(exc: BaseException, uri: str, action: str) -> BaseException:
+    """A typed dvengine error naming ``uri`` for an obstore failure; missing objects stay FileNotFoundError."""
+    text = str(exc).split("\n\nDebug source:", 1)[0]
+    if "NoSuchBucket" in text:
+        bucket = split_object_uri(uri)[0]
+        return StorageError(f"cannot {action} {uri}: bucket {bucket} does not exist")
+    if isinstance(exc, FileNotFoundError):
+        return exc
+    if any(m.lower() in text.lower() for m in _UNREACHABLE_MARKERS):
+        return StorageUnreachableError(f"cannot {action} {uri}: the store did not answer ({text[:300]})")
+    if isinstance(exc, PermissionDeniedError | UnauthenticatedError) or _ACCESS_DENIED.search(text):
+        return StorageAccessError(f"cannot {action} {uri}: the store refused the credentials ({text[:300]})")
+    return StorageError(f"cannot {action} {uri}: {text[:400]}")
+
+
+def _build_store(base: str, options: dict[str, str]) -> Any:
+    config = store_config(options)
+    retry: dict[str, Any] = {"max_retries": DEFAULT_MAX_RETRIES, "retry_timeout": timedelta(seconds=DEFAULT_RETRY_TIMEOUT_S)}
+    for key in list(config):
+        if key.lower() == "max_retries":
+            retry["max_retries"] = int(config.pop(key))
+        elif key.lower() == "retry_timeout":
+            retry["retry_timeout"] = timedelta(seconds=float(config.pop(key).rstrip("s")))
+    try:
+        if base.startswith("s3://"):
+            # Client settings go in ``config`` with the aws_ prefix: an explicit client_options
+            # would replace what the environment set (AWS_ALLOW_HTTP ...) instead of adding to it.
+            given = {k.lower().removeprefix("aws_") for k in config}
+            config.update({f"aws_{k}": v for k, v in DEFAULT_CLIENT.items() if k not in given})
+            return obstore.store.S3Store(base.removeprefix("s3://"), config=config, retry_config=retry)  # type: ignore[arg-type]
+        build: Any = obstore.store.from_url  # gs / az / abfss: typed per store kind, untested here
+        return build(base, config=config, retry_config=retry)
+    except (BaseError, ValueError, TypeError) as exc:
+        raise InvalidArgumentError(f"storage_options for {base} are not valid: {exc}") from exc
+
+
+class ObjectStorage:
+    """Storage for one bucket (container) of an object store; paths are full URIs (``s3://bucket/key``)."""
+
+    is_local = False
+
+    def __init__(self, base: str, options: dict[str, str]) -> None:
+        self.base = base
+        self._store = _build_store(base, options)
+        self._unsafe = allows_unsafe_commits(options)
+        self._checked = False
+        self._lock = threading.Lock()
+        # Requests sent, by kind (the bench reports round trips per command from these).
+        self.requests: Counter[str] = Counter()
+
+    def _key(self, path: str) -> str:
+        base, key = split_object_uri(path)
+        if base != self.base:
+            raise InvalidArgumentError(f"{path} is not in {self.base}")
+        return key
+
+    def _uri(self, key: str) -> str:
+        return f"{self.base}/{key}"
+
+    def list_dir(self, directory: str) -> list[FileInfo]:
+        prefix = self._key(directory).rstrip("/") + "/"
+        try:
+            self.requests["LIST"] += 1
+            listing = obstore.list_with_delimiter(self._store, prefix)
+        except BaseError as exc:
+            raise _translate(exc, directory, "list") from exc
+        out = [
+            FileInfo(self._uri(o["path"]), o["size"], int(o["last_modified"].timestamp() * 1000))
+            for o in listing["objects"]
+            if not o["path"].rsplit("/", 1)[-1].startswith(".")
+        ]
+        out.sort(key=lambda f: f.path)
+        return out
+
+    def list_files(self, directory: str) -> list[FileInfo]:
+        prefix = self._key(directory).rstrip("/") + "/"
+        out = []
+        try:
+            self.requests["LIST"] += 1
+            for batch in obstore.list(self._store, prefix):
+                for o in batch:
+                    parts = o["path"][len(prefix) :].split("/")
+                    if any(p.startswith(".") for p in parts):
+                        continue
+                    out.append(FileInfo(self._uri(o["path"]), o["size"], int(o["last_modified"].timestamp() * 1000)))
+        except BaseError as exc:
+            raise _translate(exc, directory, "list") from exc
+        out.sort(key=lambda f: f.path)
+        return out
+
+    def read_bytes(self, path: str) -> bytes:
+        try:
+            self.requests["GET"] += 1
+            return bytes(obstore.get(self._store, self._key(path)).bytes())
+        except (BaseError, FileNotFoundError) as exc:
+            raise _translate(exc, path, "read") from exc
+
+    def read_range(self, path: str, start: int, length: int) -> bytes:
+        try:
+            self.requests["GET"] += 1
+            return bytes(obstore.get_range(self._store, self._key(path), start=start, length=length))
+        except (BaseError, FileNotFoundError) as exc:
+            raise _translate(exc, path, "read") from exc
+
+    def head(self, path: str) -> FileInfo:
+        try:
+            self.requests["HEAD"] += 1
+            meta = obstore.head(self._store, self._key(path))
+        except (BaseError, FileNotFoundError) as exc:
+            raise _translate(exc, path, "stat") from exc
+        return FileInfo(path, meta["size"], int(meta["last_modified"].timestamp() * 1000))
+
+    def exists(self, path: str) -> bool:
+        try:
+            self.head(path)
+        except FileNotFoundError:
+            return False
+        return True
+
+    def _check_conditional_put(self, path: str) -> None:
+        """Once per store: prove create-if-absent is enforced before the first byte of a write lands."""
+        with self._lock:
+            if self._checked or self._unsafe:
+                return
+            probe = f"{path.rsplit('/', 1)[0]}/.dvengine-conditional-put-probe-{uuid.uuid4().hex}"
+            key = self._key(probe)
+            refused = False
+            self.requests["PUT"] += 2
+            self.requests["DELETE"] += 1
+            try:
+                obstore.put(self._store, key, b"probe", mode="create")
+                try:
+                    obstore.put(self._store, key, b"probe", mode="create")
+                except AlreadyExistsError:
+                    refused = True
+                finally:
+                    obstore.delete(self._store, key)
+            except NotImplementedError as exc:
+                raise self._unsupported(path, str(exc).split("\n", 1)[0]) from exc
+            except (BaseError, FileNotFoundError) as exc:
+                raise _translate(exc, path, "write") from exc
+            if not refused:
+                raise self._unsupported(path, "a second create of the same object succeeded (If-None-Match ignored)")
+            self._checked = True
+
+    def _unsupported(self, path: str, why: str) -> ConditionalPutUnsupportedError:
+        return ConditionalPutUnsupportedError(
+            f"cannot commit to {path}: the store does not enforce create-if-absent writes ({why}), so concurrent "
+            f"writers could overwrite each other's commits; nothing was written. Set storage option "
+            f"{ALLOW_UNSAFE_COMMITS}=true to allow a single writer at your own risk"
+        )
+
+    def put_if_absent(self, path: str, data: bytes) -> None:
+        self._check_conditional_put(path)
+        fault_point(COMMIT_BEFORE_LINK)
+        self.requests["PUT"] += 1
+        try:
+            if self._unsafe:
+                if self.exists(path):
+                    raise FileAlreadyExists(path)
+                obstore.put(self._store, self._key(path), data)
+            else:
+                obstore.put(self._store, self._key(path), data, mode="create")
+        except AlreadyExistsError:
+            raise FileAlreadyExists(path) from None
+        except NotImplementedError as exc:
+            raise self._unsupported(path, str(exc).split("\n", 1)[0]) from exc
+        except (BaseError, FileNotFoundError) as exc:
+            raise _translate(exc, path, "commit") from exc
+        fault_point(COMMIT_AFTER_LINK)
+
+    def _put(self, path: str, data: bytes) -> None:
+        self._check_conditional_put(path)
+        self.requests["PUT"] += 1
+        try:
+            obstore.put(self._store, self._key(path), data)
+        except (BaseError, FileNotFoundError) as exc:
+            raise _translate(exc, path, "write") from exc
+
+    def write(self, path: str, data: bytes) -> None:
+        """Overwrite (``_last_checkpoint``): a PUT replaces an object atomically."""
+        self._put(path, data)
+
+    def put_new(self, path: str, data: bytes) -> None:
+        self._put(path, data)
+
+    def delete(self, path: str) -> None:
+        self.requests["DELETE"] += 1
+        try:
+            obstore.delete(self._store, self._key(path))
+        except (BaseError, FileNotFoundError) as exc:
+            raise _translate(exc, path, "delete") from exc
+
+    def parquet_source(self, path: str) -> str | pa.NativeFile:
+        return pa.BufferReader(self.read_bytes(path))

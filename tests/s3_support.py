@@ -1,0 +1,144 @@
+"""A local S3 server for storage tests: moto on 127.0.0.1 only, and the three readers pointed at it.
+
+moto's ThreadedMotoServer answers conditional writes as S3 does (412 on ``If-None-Match: *``).
+Every address used here is loopback; nothing leaves the machine.
+"""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from importlib import metadata
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+import pytest
+from interop import sort_rows
+
+ACCESS_KEY = "testing-key"
+SECRET_KEY = "testing-secret"
+REGION = "us-east-1"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class S3Server:
+    port: int
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def options(self) -> dict[str, str]:
+        """delta-rs-named storage options for this server (also what dvengine takes)."""
+        return {
+            "AWS_ENDPOINT_URL": self.endpoint,
+            "AWS_ACCESS_KEY_ID": ACCESS_KEY,
+            "AWS_SECRET_ACCESS_KEY": SECRET_KEY,
+            "AWS_REGION": REGION,
+            "AWS_ALLOW_HTTP": "true",
+        }
+
+    def client(self) -> Any:
+        import boto3
+
+        return boto3.client(
+            "s3", endpoint_url=self.endpoint, aws_access_key_id=ACCESS_KEY, aws_secret_access_key=SECRET_KEY,
+            region_name=REGION,
+        )
+
+    def new_bucket(self) -> str:
+        name = f"b-{uuid.uuid4().hex[:12]}"
+        self.client().create_bucket(Bucket=name)
+        return name
+
+    def keys(self, bucket: str, prefix: str = "") -> list[str]:
+        out: list[str] = []
+        for page in self.client().get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
+            out.extend(o["Key"] for o in page.get("Contents", []))
+        return sorted(out)
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[S3Server]:
+    """moto's server in its own process (delta-rs blocks holding the GIL while it reads, which would
+    starve a server thread in this process), listening on 127.0.0.1 only."""
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1):
+                    break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError("moto server did not start") from None
+                time.sleep(0.1)
+        yield S3Server(port)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def set_moto_auth(server: S3Server, enforce: bool) -> None:
+    """Make moto check credentials (it accepts any by default) or stop checking them."""
+    import urllib.request
+
+    body = b"0" if enforce else b"inf"
+    request = urllib.request.Request(
+        f"{server.endpoint}/moto-api/reset-auth", data=body, method="POST", headers={"Content-Type": "text/plain"}
+    )
+    with urllib.request.urlopen(request, timeout=10) as reply:
+        assert reply.status == 200
+
+
+def _extension(package: str, filename: str) -> str:
+    for f in metadata.files(package) or []:
+        if str(f).endswith(filename):
+            return str(f.locate())
+    raise AssertionError(f"{package} is installed but has no {filename}")
+
+
+def rows_duckdb_s3(server: S3Server, uri: str, columns: Sequence[str]) -> list[tuple[Any, ...]]:
+    """DuckDB's delta extension (delta-kernel-rs) over httpfs, at the latest version."""
+    con = duckdb.connect(config={"allow_unsigned_extensions": True})
+    try:
+        con.execute(f"LOAD '{_extension('duckdb-ext-httpfs', 'httpfs.duckdb_extension')}'")
+        con.execute(f"LOAD '{_extension('duckdb-ext-delta', 'delta.duckdb_extension')}'")
+        con.execute(
+            f"CREATE SECRET s3_test (TYPE s3, KEY_ID '{ACCESS_KEY}', SECRET '{SECRET_KEY}', REGION '{REGION}', "
+            f"ENDPOINT '127.0.0.1:{server.port}', URL_STYLE 'path', USE_SSL false)"
+        )
+        cols = ", ".join(f'"{c}"' for c in columns)
+        table = con.execute(f"select {cols} from delta_scan('{uri}')").fetch_arrow_table()
+        return sort_rows([tuple(d[c] for c in columns) for d in table.to_pylist()])
+    finally:
+        con.close()
+
+
+def rows_delta_rs_s3(server: S3Server, uri: str, columns: Sequence[str], version: int | None = None) -> list[tuple[Any, ...]]:
+    """delta-rs through its DV-aware QueryBuilder, on the same endpoint."""
+    from deltalake import DeltaTable as RsTable
+    from deltalake import QueryBuilder
+
+    table = RsTable(uri, version=version, storage_options=server.options)
+    cols = ", ".join(f'"{c}"' for c in columns)
+    reader = QueryBuilder().register("t", table).execute(f"select {cols} from t")
+    arrow = pa.table(reader.read_all())
+    return sort_rows([tuple(d[c] for c in columns) for d in arrow.to_pylist()])
