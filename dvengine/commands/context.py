@@ -15,7 +15,9 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from dvengine.commands.concurrency import exact_might_match, row_level_enabled
 from dvengine.commands.written import WrittenFiles, commit_or_clean_up
+from dvengine.commit.rebase import RowLevelResolution
 from dvengine.commit.transaction import Transaction
 from dvengine.errors import OperationNotAllowedError, UnsupportedFeatureError
 from dvengine.expressions import BoundPredicate
@@ -101,14 +103,27 @@ def open_dml(
     options: DmlOptions,
     predicate: BoundPredicate | None,
     parameters: Mapping[str, Any] | None = None,
+    row_level: bool = True,
 ) -> DmlContext:
-    """Gate, plan candidates, and open the transaction with its read set."""
+    """Gate, plan candidates, and open the transaction with its read set.
+
+    ``row_level``: the command's outcome depends only on the rows it retires, so concurrent DV
+    updates of its files may be resolved row by row (commands/concurrency.py) when the table and
+    session allow it.
+    """
     check_dml_allowed(snapshot, operation)
     dv_supported = check_dv_mode_allowed(snapshot, options)
     plan = plan_candidates(snapshot, predicate)
     params = dict(parameters) if parameters is not None else {"predicate": json.dumps([] if predicate is None else [predicate.sql])}
     txn = Transaction(snapshot.table_root, snapshot, operation, params)
-    txn.record_read(plan.candidates, might_match_function(snapshot, predicate))
+    written = WrittenFiles(snapshot.table_root)
+    if row_level and row_level_enabled(snapshot, options.row_level_concurrency, dv_supported):
+        txn.record_read(plan.candidates, exact_might_match(snapshot, predicate))
+        txn.enable_row_level(
+            RowLevelResolution(options.inline_max_bytes, options.dv_random_prefix_len, lambda p: written.add_paths([p]))
+        )
+    else:
+        txn.record_read(plan.candidates, might_match_function(snapshot, predicate))
     return DmlContext(
         operation=operation,
         options=options,
@@ -118,5 +133,5 @@ def open_dml(
         plan=plan,
         transaction=txn,
         now_ms=int(time.time() * 1000),
-        written=WrittenFiles(snapshot.table_root),
+        written=written,
     )

@@ -16,6 +16,8 @@ CONF_INLINE_MAX_BYTES = "dvengine.dv.inlineMaxBytes"
 CONF_RANDOM_PREFIX_LEN = "dvengine.dv.randomPrefixLength"
 CONF_ENGINE = "dvengine.execution.engine"
 CONF_LOCAL_MAX_BYTES = "dvengine.execution.localMaxBytes"
+# Row-level conflict resolution for DML on tables with DVs (dvengine/commands/concurrency.py).
+CONF_ROW_LEVEL = "spark.databricks.delta.rowLevelConcurrency.enabled"
 # How Spark reads apply DVs: auto | jvm | python (dvengine/engine/spark/dv_format.py).
 CONF_DV_READER = "dvengine.read.dvReader"
 
@@ -51,4 +53,16 @@ def resolve_options(conf: ConfLookup, mode: str | None) -> DmlOptions:
         rewrite_threshold=float(conf_number(conf, CONF_REWRITE_THRESHOLD, DEFAULT_REWRITE_THRESHOLD, float)),
         inline_max_bytes=int(conf_number(conf, CONF_INLINE_MAX_BYTES, DEFAULT_INLINE_MAX_BYTES, int)),
         dv_random_prefix_len=int(conf_number(conf, CONF_RANDOM_PREFIX_LEN, 0, int)),
+        row_level_concurrency=conf_bool(conf, CONF_ROW_LEVEL, True),
     )
+
+
+def conf_bool(conf: ConfLookup, key: str, default: bool) -> bool:
+    """A boolean conf value ("true"/"false", any case); anything else raises InvalidArgumentError naming the key."""
+    raw = conf(key)
+    if raw is None or raw.strip() == "":
+        return default
+    value = raw.strip().lower()
+    if value not in ("true", "false"):
+        raise InvalidArgumentError(f"configuration {key} must be 'true' or 'false', got {raw!r}")
+    return value == "true"

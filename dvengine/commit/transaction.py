@@ -4,7 +4,9 @@ A transaction is opened against a snapshot (the version it read), collects what 
 actions it wants to commit, validates them, and writes ``_delta_log/<version>.json`` with
 put-if-absent. Losing the race is normal: the winners' commits are read and checked with the
 pure rules of :mod:`dvengine.commit.conflicts`; if none conflicts, the same actions are retried
-at the next free version. The table is never left half-written: either one complete commit file
+at the next free version. With row-level resolution on (:meth:`Transaction.enable_row_level`),
+a winner's DV update of a file this transaction also DV-changes is rebased instead
+(:mod:`dvengine.commit.rebase`): the retried actions carry the union of both DVs. The table is never left half-written: either one complete commit file
 appears, or nothing does and a typed error says why.
 """
 
@@ -26,6 +28,7 @@ from dvengine.commit.conflicts import (
     check_conflicts,
     check_isolation_level,
 )
+from dvengine.commit.rebase import RowLevelResolution, resolve_dv_update
 from dvengine.commit.snapshot_view import SnapshotView
 from dvengine.commit.validation import validate_commit
 from dvengine.errors import (
@@ -100,6 +103,8 @@ class Transaction:
         self._new_protocol: Protocol | None = None
         self._footprint = TransactionFootprint(isolation_level=self.isolation_level)
         self._committed_version: int | None = None
+        self._row_level: RowLevelResolution | None = None
+        self.rebased_files = 0  # files whose DV was rebased onto a winner's (row-level resolution)
 
     # --- building ---------------------------------------------------------------------------
 
@@ -127,8 +132,21 @@ class Transaction:
         predicate might match, then makes :meth:`commit` fail instead of silently diverging.
         """
         self._check_open()
-        self._footprint.read_paths.update(f.path for f in files)
+        for f in files:
+            self._footprint.read_paths.add(f.path)
+            self._footprint.read_files.setdefault(f.path, f)
         self._footprint.read_predicates.append(might_match)
+
+    def enable_row_level(self, resolution: RowLevelResolution) -> None:
+        """Judge a winner's DV update of a file this transaction read or DV-changed by rows.
+
+        Only for commands whose outcome depends on no row of a touched file except the rows they
+        retire (DELETE, UPDATE, MERGE with every matched row taking a clause and no NOT MATCHED BY
+        SOURCE clause); the caller vouches for that.
+        """
+        self._check_open()
+        self._row_level = resolution
+        self._footprint.row_level = True
 
     def update_metadata(self, metadata: Metadata) -> None:
         self._check_open()
@@ -149,6 +167,8 @@ class Transaction:
                 )
             if isinstance(action, RemoveFile):
                 self._footprint.removed_paths.add(action.path)
+            elif isinstance(action, AddFile) and action.deletion_vector is not None and action.path in self._footprint.removed_paths:
+                self._footprint.dv_changes[action.path] = action
             elif isinstance(action, Txn):
                 self._footprint.app_ids.add(action.app_id)
             self._actions.append(action)
@@ -240,9 +260,40 @@ class Transaction:
                 raise ProtocolChangedError(
                     f"this transaction creates the table at {self.table_root} but version {version} already exists"
                 )
-            check_conflicts(winner, self._footprint)
+            for path in check_conflicts(winner, self._footprint):
+                self._resolve_row_level(winner, path)
             version += 1
         return version
+
+    def _resolve_row_level(self, winner: WinningCommit, path: str) -> None:
+        """Rebase our change of ``path`` onto the winner's DV update, or raise the row conflict."""
+        assert self._row_level is not None
+        winner_add = winner.dv_updates[path]
+        ours = self._footprint.dv_changes.get(path)
+        rebased = resolve_dv_update(
+            self.table_root,
+            path,
+            self._footprint.read_files.get(path),
+            winner_add,
+            ours,
+            winner.describe(),
+            self._row_level,
+            _now_ms(),
+        )
+        self._footprint.read_files[path] = winner_add
+        if rebased is None:
+            return
+        kept = [
+            a for a in self._actions
+            if not (isinstance(a, (RemoveFile, AddFile)) and a.path == path)
+        ]
+        self._actions = kept + list(rebased.actions)
+        if rebased.new_add is None:
+            del self._footprint.dv_changes[path]
+        else:
+            self._footprint.dv_changes[path] = rebased.new_add
+        self.rebased_files += 1
+        _LOG.debug("rebased %s of %s onto %s", path, self.table_root, winner.describe())
 
     def _run_post_commit_hooks(self, version: int) -> None:
         """Checkpoint if the policy says so. The commit is durable already, so a failure only warns."""

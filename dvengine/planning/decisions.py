@@ -39,6 +39,7 @@ class DmlOptions:
     rewrite_threshold: float = DEFAULT_REWRITE_THRESHOLD
     inline_max_bytes: int = DEFAULT_INLINE_MAX_BYTES
     dv_random_prefix_len: int = 0
+    row_level_concurrency: bool = True  # spark.databricks.delta.rowLevelConcurrency.enabled
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:

@@ -42,6 +42,7 @@ _VALIDATORS: dict[str, Callable[[str, str], None]] = {
     "delta.enableDeletionVectors": _boolean,
     "delta.appendOnly": _boolean,
     "delta.enableChangeDataFeed": _boolean,
+    "delta.enableRowLevelConcurrency": _boolean,
     "delta.logRetentionDuration": _interval,
     "delta.deletedFileRetentionDuration": _interval,
 }

@@ -38,6 +38,7 @@ from dvengine.commands.merge_clauses import (
     bind_clauses,
     bind_condition,
     operation_parameters,
+    row_level_safe,
 )
 from dvengine.commands.merge_evolution import evolve_for_merge
 from dvengine.commands.merge_metrics import merge_metrics
@@ -228,7 +229,12 @@ def execute_merge(spark: SparkSession, req: MergeRequest) -> dict[str, Any]:
             "MERGE", lambda: derive_target_predicate(source, parts, snapshot.schema, target_types)
         )
         ctx = open_dml(
-            snapshot, "MERGE", options, None if by_source else derived, operation_parameters(condition, clauses)
+            snapshot,
+            "MERGE",
+            options,
+            None if by_source else derived,
+            operation_parameters(condition, clauses),
+            row_level_safe(clauses),
         )
         evolution.apply(ctx.transaction)
         plan = ctx.plan
