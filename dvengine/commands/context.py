@@ -84,6 +84,10 @@ class DmlContext:
             self.written.remove_all()
             return metrics
         metrics["version"] = commit_or_clean_up(self.transaction, metrics, self.written)
+        # dvengine's own counts, after the commit (not in commitInfo): lost races retried inside
+        # the command, and files whose DV was rebased onto a concurrent writer's (row-level).
+        metrics["numCommitAttempts"] = self.transaction.attempts
+        metrics["numRebasedFiles"] = self.transaction.rebased_files
         return metrics
 
     @contextlib.contextmanager
@@ -115,7 +119,7 @@ def open_dml(
     dv_supported = check_dv_mode_allowed(snapshot, options)
     plan = plan_candidates(snapshot, predicate)
     params = dict(parameters) if parameters is not None else {"predicate": json.dumps([] if predicate is None else [predicate.sql])}
-    txn = Transaction(snapshot.table_root, snapshot, operation, params)
+    txn = Transaction(snapshot.table_root, snapshot, operation, params, max_attempts=options.max_commit_attempts)
     written = WrittenFiles(snapshot.table_root)
     if row_level and row_level_enabled(snapshot, options.row_level_concurrency, dv_supported):
         txn.record_read(plan.candidates, exact_might_match(snapshot, predicate))

@@ -6,7 +6,13 @@ import os
 from collections.abc import Callable
 
 from dvengine.errors import InvalidArgumentError
-from dvengine.planning.decisions import DEFAULT_INLINE_MAX_BYTES, DEFAULT_MODE, DEFAULT_REWRITE_THRESHOLD, DmlOptions
+from dvengine.planning.decisions import (
+    DEFAULT_DML_COMMIT_ATTEMPTS,
+    DEFAULT_INLINE_MAX_BYTES,
+    DEFAULT_MODE,
+    DEFAULT_REWRITE_THRESHOLD,
+    DmlOptions,
+)
 
 ConfLookup = Callable[[str], "str | None"]
 
@@ -18,6 +24,8 @@ CONF_ENGINE = "dvengine.execution.engine"
 CONF_LOCAL_MAX_BYTES = "dvengine.execution.localMaxBytes"
 # Row-level conflict resolution for DML on tables with DVs (dvengine/commands/concurrency.py).
 CONF_ROW_LEVEL = "spark.databricks.delta.rowLevelConcurrency.enabled"
+# Delta's name for how many lost commit races a command retries (dvengine's DML default: 1000).
+CONF_MAX_COMMIT_ATTEMPTS = "spark.databricks.delta.maxCommitAttempts"
 # How Spark reads apply DVs: auto | jvm | python (dvengine/engine/spark/dv_format.py).
 CONF_DV_READER = "dvengine.read.dvReader"
 
@@ -54,6 +62,7 @@ def resolve_options(conf: ConfLookup, mode: str | None) -> DmlOptions:
         inline_max_bytes=int(conf_number(conf, CONF_INLINE_MAX_BYTES, DEFAULT_INLINE_MAX_BYTES, int)),
         dv_random_prefix_len=int(conf_number(conf, CONF_RANDOM_PREFIX_LEN, 0, int)),
         row_level_concurrency=conf_bool(conf, CONF_ROW_LEVEL, True),
+        max_commit_attempts=int(conf_number(conf, CONF_MAX_COMMIT_ATTEMPTS, DEFAULT_DML_COMMIT_ATTEMPTS, int)),
     )
 
 

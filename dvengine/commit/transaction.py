@@ -28,7 +28,7 @@ from dvengine.commit.conflicts import (
     check_conflicts,
     check_isolation_level,
 )
-from dvengine.commit.rebase import RowLevelResolution, resolve_dv_update
+from dvengine.commit.rebase import FileRows, RowLevelResolution, apply_dv_update, file_rows, write_rebased
 from dvengine.commit.snapshot_view import SnapshotView
 from dvengine.commit.validation import validate_commit
 from dvengine.errors import (
@@ -59,6 +59,9 @@ _LOG = logging.getLogger(__name__)
 
 _BACKOFF_BASE_S = 0.002
 _BACKOFF_CAP_S = 0.2
+# The loser has just read every winner up to the newest version, so it retries at once the first
+# times (as Delta does); sleeping only lets more writers get ahead. Backoff starts after that.
+_ATTEMPTS_WITHOUT_BACKOFF = 3
 
 
 def commit_file_path(table_root: str, version: int) -> str:
@@ -105,6 +108,8 @@ class Transaction:
         self._committed_version: int | None = None
         self._row_level: RowLevelResolution | None = None
         self.rebased_files = 0  # files whose DV was rebased onto a winner's (row-level resolution)
+        self.attempts = 0  # put-if-absent attempts of commit(); > 1 means lost races retried inside
+        self._file_rows: dict[str, FileRows] = {}  # row-level state per path, built at the first rebase
 
     # --- building ---------------------------------------------------------------------------
 
@@ -192,6 +197,7 @@ class Transaction:
         attempt = 0
         while True:
             attempt += 1
+            self.attempts = attempt
             data = self._serialize(is_blind_append, operation_metrics)
             try:
                 self.store.put_if_absent(commit_file_path(self.table_root, version), data)
@@ -203,7 +209,10 @@ class Transaction:
                         f"concurrent writers kept taking the next version (last tried {version})"
                     ) from None
                 version = self._check_winners_from(version)
-                time.sleep(min(_BACKOFF_CAP_S, _BACKOFF_BASE_S * 2 ** (attempt - 1)) * random.uniform(0.5, 1.5))
+                if self._file_rows:
+                    self._write_rebased()
+                if attempt > _ATTEMPTS_WITHOUT_BACKOFF:
+                    time.sleep(min(_BACKOFF_CAP_S, _BACKOFF_BASE_S * 2 ** (attempt - 1)) * random.uniform(0.5, 1.5))
         self._committed_version = version
         self._run_post_commit_hooks(version)
         return version
@@ -266,34 +275,30 @@ class Transaction:
         return version
 
     def _resolve_row_level(self, winner: WinningCommit, path: str) -> None:
-        """Rebase our change of ``path`` onto the winner's DV update, or raise the row conflict."""
+        """Move our view of ``path`` onto the winner's DV update, or raise the row conflict; the
+        rebased actions are written by :meth:`_write_rebased` once every winner was checked."""
+        state = self._file_rows.get(path)
+        if state is None:
+            state = file_rows(self.table_root, self._footprint.read_files.get(path), self._footprint.dv_changes.get(path))
+            self._file_rows[path] = state
+        apply_dv_update(self.table_root, path, state, winner.dv_updates[path], winner.describe())
+        self._footprint.read_files[path] = winner.dv_updates[path]
+
+    def _write_rebased(self) -> None:
+        """Replace our remove + re-add of every path a winner DV-updated since the last attempt."""
         assert self._row_level is not None
-        winner_add = winner.dv_updates[path]
-        ours = self._footprint.dv_changes.get(path)
-        rebased = resolve_dv_update(
-            self.table_root,
-            path,
-            self._footprint.read_files.get(path),
-            winner_add,
-            ours,
-            winner.describe(),
-            self._row_level,
-            _now_ms(),
-        )
-        self._footprint.read_files[path] = winner_add
-        if rebased is None:
-            return
-        kept = [
-            a for a in self._actions
-            if not (isinstance(a, (RemoveFile, AddFile)) and a.path == path)
-        ]
-        self._actions = kept + list(rebased.actions)
-        if rebased.new_add is None:
-            del self._footprint.dv_changes[path]
-        else:
-            self._footprint.dv_changes[path] = rebased.new_add
-        self.rebased_files += 1
-        _LOG.debug("rebased %s of %s onto %s", path, self.table_root, winner.describe())
+        for path, state in self._file_rows.items():
+            if not state.dirty:
+                continue
+            rebased = write_rebased(self.table_root, state, self._row_level, _now_ms())
+            kept = [a for a in self._actions if not (isinstance(a, (RemoveFile, AddFile)) and a.path == path)]
+            self._actions = kept + list(rebased.actions)
+            if rebased.new_add is None:
+                self._footprint.dv_changes.pop(path, None)
+                state.ours = None  # removed whole: a later DV update of it is a file-level conflict
+            else:
+                self._footprint.dv_changes[path] = rebased.new_add
+            self.rebased_files += 1
 
     def _run_post_commit_hooks(self, version: int) -> None:
         """Checkpoint if the policy says so. The commit is durable already, so a failure only warns."""
