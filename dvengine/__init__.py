@@ -24,6 +24,8 @@ def write(
     mergeSchema: bool | str | None = None,  # named as Delta's DataFrameWriter options
     overwriteSchema: bool | str | None = None,
     replaceWhere: str | None = None,
+    txnAppId: str | None = None,
+    txnVersion: int | str | None = None,
 ) -> int:
     """Create, append to or overwrite a table; returns the committed version.
 
@@ -37,6 +39,9 @@ def write(
     without Spark), ``overwriteSchema`` (an overwrite replaces schema and partitioning) and
     ``replaceWhere`` (an overwrite replaces only the rows matching this SQL predicate; every
     written row must match it). See spec_notes/schema-evolution.md.
+    ``txnAppId`` / ``txnVersion`` (both or neither) make the write idempotent, as Delta's options:
+    the commit records them in a ``txn`` action, and a write whose version is <= the one recorded
+    for its appId commits nothing and returns the table's current version.
     """
     from dvengine.commands.write_options import resolve_write_options
     from dvengine.engine.local.write_api import as_arrow_table, write_arrow
@@ -45,13 +50,14 @@ def write(
     arrow = as_arrow_table(data)
     if arrow is not None and spark is None:
         parts = [partitionBy] if isinstance(partitionBy, str) else partitionBy
-        options = resolve_write_options(mergeSchema, overwriteSchema, replaceWhere)
+        options = resolve_write_options(mergeSchema, overwriteSchema, replaceWhere, txnAppId=txnAppId, txnVersion=txnVersion)
         return write_arrow(arrow, normalize_table_path(path), mode, parts, configuration, options)
     from dvengine.engine.spark.write_api import write as write_table
 
     return write_table(
         data, path, mode=mode, partitionBy=partitionBy, configuration=configuration, spark=spark,
         mergeSchema=mergeSchema, overwriteSchema=overwriteSchema, replaceWhere=replaceWhere,
+        txnAppId=txnAppId, txnVersion=txnVersion,
     )
 
 

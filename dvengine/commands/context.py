@@ -15,6 +15,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from dvengine.commands.app_txn import AppTransaction
 from dvengine.commands.concurrency import exact_might_match, row_level_enabled
 from dvengine.commands.written import WrittenFiles, commit_or_clean_up
 from dvengine.commit.rebase import RowLevelResolution
@@ -64,6 +65,8 @@ class DmlContext:
     written: WrittenFiles
     started: float = field(default_factory=time.monotonic)
     engine_state: dict[str, Any] = field(default_factory=dict)  # an executor's per-command cache
+    app_transaction: AppTransaction | None = None  # idempotent DML: the txn action it commits
+    repeat: bool = False  # the table already holds app_transaction: the command must do nothing
 
     @property
     def table_root(self) -> str:
@@ -79,15 +82,24 @@ class DmlContext:
         written is removed; a commit that fails removes what was written (``commit_or_clean_up``).
         """
         metrics["executionTimeMs"] = self.elapsed_ms()
+        metrics["txnSkipped"] = False
         if not self.transaction.actions and self.transaction.new_metadata is None:
             metrics["version"] = None
             self.written.remove_all()
             return metrics
+        if self.app_transaction is not None:
+            self.transaction.set_app_transaction(self.app_transaction.app_id, self.app_transaction.version)
         metrics["version"] = commit_or_clean_up(self.transaction, metrics, self.written)
         # dvengine's own counts, after the commit (not in commitInfo): lost races retried inside
         # the command, and files whose DV was rebased onto a concurrent writer's (row-level).
         metrics["numCommitAttempts"] = self.transaction.attempts
         metrics["numRebasedFiles"] = self.transaction.rebased_files
+        return metrics
+
+    def skip_repeat(self, metrics: dict[str, Any]) -> dict[str, Any]:
+        """The result of a command whose (txnAppId, txnVersion) the table already holds: nothing
+        was read or written, ``version`` is None and ``txnSkipped`` True."""
+        metrics.update(executionTimeMs=self.elapsed_ms(), version=None, txnSkipped=True)
         return metrics
 
     @contextlib.contextmanager
@@ -128,7 +140,10 @@ def open_dml(
         )
     else:
         txn.record_read(plan.candidates, might_match_function(snapshot, predicate))
+    app = None if options.app_transaction is None else AppTransaction(*options.app_transaction)
     return DmlContext(
+        app_transaction=app,
+        repeat=app is not None and app.is_repeat(snapshot.app_transactions),
         operation=operation,
         options=options,
         snapshot=snapshot,

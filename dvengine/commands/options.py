@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
+from dvengine.commands.app_txn import app_transaction_from_conf
 from dvengine.errors import InvalidArgumentError
 from dvengine.planning.decisions import (
     DEFAULT_DML_COMMIT_ATTEMPTS,
@@ -56,6 +57,7 @@ def resolve_options(conf: ConfLookup, mode: str | None) -> DmlOptions:
     """DmlOptions for one command; bad values raise InvalidArgumentError naming the key."""
     if mode is not None and not isinstance(mode, str):
         raise TypeError(f"mode must be a string ('dv', 'rewrite' or 'auto'), got {type(mode).__name__}")
+    app = app_transaction_from_conf(conf)
     return DmlOptions(
         mode=(mode or conf(CONF_MODE) or DEFAULT_MODE).lower(),
         rewrite_threshold=float(conf_number(conf, CONF_REWRITE_THRESHOLD, DEFAULT_REWRITE_THRESHOLD, float)),
@@ -63,6 +65,7 @@ def resolve_options(conf: ConfLookup, mode: str | None) -> DmlOptions:
         dv_random_prefix_len=int(conf_number(conf, CONF_RANDOM_PREFIX_LEN, 0, int)),
         row_level_concurrency=conf_bool(conf, CONF_ROW_LEVEL, True),
         max_commit_attempts=int(conf_number(conf, CONF_MAX_COMMIT_ATTEMPTS, DEFAULT_DML_COMMIT_ATTEMPTS, int)),
+        app_transaction=None if app is None else (app.app_id, app.version),
     )
 
 

@@ -14,6 +14,7 @@ import datetime as dt
 import logging
 
 from dvengine.errors import InvalidArgumentError, LogCorruptedError, ProtocolError, VersionNotFoundError
+from dvengine.log.app_transactions import live_app_transactions
 from dvengine.log.checkpoint_reader import read_checkpoint
 from dvengine.log.column_mapping import column_mapping_mode
 from dvengine.log.commit_file import find_commit_info, parse_actions
@@ -192,7 +193,7 @@ def _snapshot_at(store: LogStore, listing: LogListing, target: int) -> Snapshot:
         metadata=state.metadata,
         files=tuple(sorted(state.files.values(), key=lambda a: (a.path, a.key[1] or ""))),
         load_tombstones=lambda: _tombstones_at(store, listing, target),
-        app_transactions=dict(state.txns),
+        app_transactions=live_app_transactions(state.txns, state.metadata.configuration),
         domain_metadata=dict(state.domains),
         timestamp_ms=timestamp,
     )

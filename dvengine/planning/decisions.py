@@ -46,6 +46,7 @@ class DmlOptions:
     dv_random_prefix_len: int = 0
     row_level_concurrency: bool = True  # spark.databricks.delta.rowLevelConcurrency.enabled
     max_commit_attempts: int = DEFAULT_DML_COMMIT_ATTEMPTS  # spark.databricks.delta.maxCommitAttempts
+    app_transaction: tuple[str, int] | None = None  # spark.databricks.delta.write.txnAppId / txnVersion
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:

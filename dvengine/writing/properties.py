@@ -45,6 +45,7 @@ _VALIDATORS: dict[str, Callable[[str, str], None]] = {
     "delta.enableRowLevelConcurrency": _boolean,
     "delta.logRetentionDuration": _interval,
     "delta.deletedFileRetentionDuration": _interval,
+    "delta.setTransactionRetentionDuration": _interval,
 }
 
 KNOWN_PROPERTIES = frozenset(_VALIDATORS)

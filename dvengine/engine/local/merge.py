@@ -302,6 +302,8 @@ def execute_local_merge(
         snapshot, "MERGE", req.options, derived, operation_parameters(condition, clauses), row_level_safe(clauses)
     )
     ctx.started = started  # executionTimeMs covers binding too, as on Spark
+    if ctx.repeat:
+        return ctx.skip_repeat(merge_metrics(clauses, {}, False, 0, RowRetirement(), [], ctx.plan, 0, 0, "none"))
     evolution_plan.apply(ctx.transaction)
     with ctx.cleaning_up_on_failure():
         if target_runner is None:

@@ -43,6 +43,7 @@ from dvengine.commands.merge_clauses import (
 from dvengine.commands.merge_evolution import evolve_for_merge
 from dvengine.commands.merge_metrics import merge_metrics
 from dvengine.commands.options import resolve_options
+from dvengine.commands.retirement import RowRetirement
 from dvengine.engine.spark.change_data import merge_change_frames, write_change_frames
 from dvengine.engine.spark.columns import predicate_column_to_sql, value_column_to_sql
 from dvengine.engine.spark.empty_frames import empty_frame
@@ -236,6 +237,8 @@ def execute_merge(spark: SparkSession, req: MergeRequest) -> dict[str, Any]:
             operation_parameters(condition, clauses),
             row_level_safe(clauses),
         )
+        if ctx.repeat:
+            return ctx.skip_repeat(merge_metrics(clauses, {}, False, 0, RowRetirement(), [], ctx.plan, 0, 0, "none"))
         evolution.apply(ctx.transaction)
         plan = ctx.plan
 
