@@ -199,8 +199,13 @@ class Transaction:
             attempt += 1
             self.attempts = attempt
             data = self._serialize(is_blind_append, operation_metrics)
+            target = commit_file_path(self.table_root, version)
             try:
-                self.store.put_if_absent(commit_file_path(self.table_root, version), data)
+                if self._row_level is not None and self.store.exists(target):
+                    # Lost already: skip writing and syncing a commit file that cannot land
+                    # (row-level writers race on one hot file, where this is the common case).
+                    raise FileAlreadyExists(target)
+                self.store.put_if_absent(target, data)
                 break
             except FileAlreadyExists:
                 if attempt >= self.max_attempts:
