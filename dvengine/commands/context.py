@@ -82,9 +82,8 @@ class DmlContext:
         written is removed; a commit that fails removes what was written (``commit_or_clean_up``).
         """
         metrics["executionTimeMs"] = self.elapsed_ms()
-        metrics["txnSkipped"] = False
         if not self.transaction.actions and self.transaction.new_metadata is None:
-            metrics["version"] = None
+            metrics.update(version=None, txnSkipped=False)
             self.written.remove_all()
             return metrics
         if self.app_transaction is not None:
@@ -94,6 +93,7 @@ class DmlContext:
         # the command, and files whose DV was rebased onto a concurrent writer's (row-level).
         metrics["numCommitAttempts"] = self.transaction.attempts
         metrics["numRebasedFiles"] = self.transaction.rebased_files
+        metrics["txnSkipped"] = False
         return metrics
 
     def skip_repeat(self, metrics: dict[str, Any]) -> dict[str, Any]:
