@@ -6,8 +6,9 @@ put-if-absent. Losing the race is normal: the winners' commits are read and chec
 pure rules of :mod:`dvengine.commit.conflicts`; if none conflicts, the same actions are retried
 at the next free version. With row-level resolution on (:meth:`Transaction.enable_row_level`),
 a winner's DV update of a file this transaction also DV-changes is rebased instead
-(:mod:`dvengine.commit.rebase`): the retried actions carry the union of both DVs. The table is never left half-written: either one complete commit file
-appears, or nothing does and a typed error says why.
+(:mod:`dvengine.commit.rebase`): the retried actions carry the union of both DVs. The table is
+never left half-written: either one complete commit file appears, or nothing does and a typed
+error says why.
 """
 
 from __future__ import annotations
