@@ -105,6 +105,16 @@ def test_dml_and_merge_honour_the_txn_confs(tmp_path: Path, monkeypatch: pytest.
     assert t.delete("id = 999")["version"] is None and _versions(path) == [0, 1, 2, 3]
 
 
+def test_write_falls_back_to_the_txn_confs_and_options_win(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "t"
+    _dml_txn(monkeypatch, "ingest", 1)
+    assert dvengine.write(_data([1]), str(path)) == 0
+    assert dvengine.write(_data([1]), str(path), mode="append") == 0  # the conf's (ingest, 1) again: skipped
+    assert dvengine.write(_data([2]), str(path), mode="append", txnAppId="ingest", txnVersion=2) == 1  # options win
+    assert [t["version"] for t in _txns(path, 1)] == [2]
+    assert rows_arrow(path, COLS) == [(1, 0), (2, 0)]
+
+
 def test_bad_txn_conf_is_refused_naming_the_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "t"
     dvengine.write(_data([1]), str(path))

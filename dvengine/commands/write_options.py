@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dvengine.commands.app_txn import AppTransaction, parse_app_transaction
+from dvengine.commands.app_txn import AppTransaction, app_transaction_from_conf, parse_app_transaction
 from dvengine.commands.options import ConfLookup, no_conf
 from dvengine.errors import InvalidArgumentError
 
@@ -63,5 +63,12 @@ def resolve_write_options(
         overwrite_schema=bool(overwrite),
         replace_where=replaceWhere,
         conf=conf or no_conf,
-        app_transaction=parse_app_transaction(txnAppId, txnVersion),
+        app_transaction=_app_transaction(txnAppId, txnVersion, conf or no_conf),
     )
+
+
+def _app_transaction(app_id: object, version: object, conf: ConfLookup) -> AppTransaction | None:
+    """The options when given, else the session confs (as Delta: the writer options win)."""
+    if app_id is None and version is None:
+        return app_transaction_from_conf(conf)
+    return parse_app_transaction(app_id, version)
