@@ -25,6 +25,8 @@ def write(
     overwriteSchema: bool | str | None = None,
     replaceWhere: str | None = None,
     storage_options: Mapping[str, str] | None = None,
+    txnAppId: str | None = None,
+    txnVersion: int | str | None = None,
 ) -> int:
     """Create, append to or overwrite a table; returns the committed version.
 
@@ -42,6 +44,9 @@ def write(
     ``AWS_ALLOW_HTTP``, ...) for ``s3://`` / ``gs://`` / ``az://`` paths; the standard environment
     variables work without them (spec_notes/storage.md). Arrow data goes to an object store
     in-process even when ``spark`` is given; Spark DataFrames cannot be written there yet.
+    ``txnAppId`` / ``txnVersion`` (both or neither) make the write idempotent, as Delta's options:
+    the commit records them in a ``txn`` action, and a write whose version is <= the one recorded
+    for its appId commits nothing and returns the table's current version.
     """
     from dvengine.commands.options import no_conf
     from dvengine.commands.write_options import resolve_write_options
@@ -53,7 +58,7 @@ def write(
     root = normalize_table_path(path, storage_options)
     if arrow is not None and (spark is None or is_object_uri(root)):
         parts = [partitionBy] if isinstance(partitionBy, str) else partitionBy
-        options = resolve_write_options(mergeSchema, overwriteSchema, replaceWhere)
+        options = resolve_write_options(mergeSchema, overwriteSchema, replaceWhere, txnAppId=txnAppId, txnVersion=txnVersion)
         version = write_arrow(arrow, root, mode, parts, configuration, options)
         after_commit(no_conf, root, version)
         return version
@@ -62,6 +67,7 @@ def write(
     version = write_table(
         data, path, mode=mode, partitionBy=partitionBy, configuration=configuration, spark=spark,
         mergeSchema=mergeSchema, overwriteSchema=overwriteSchema, replaceWhere=replaceWhere,
+        txnAppId=txnAppId, txnVersion=txnVersion,
     )
     session = spark
     after_commit(no_conf if session is None else (lambda key: session.conf.get(key, None)), normalize_table_path(path), version)

@@ -449,7 +449,8 @@ def test_conflict_loser_leaves_no_change_files(
     rows = [(i, f"n{i % 7}", i % 3) for i in range(3000)]
     _create(path, rows, ["id", "name", "part"], [pa.int64(), pa.string(), pa.int32()], ["part"], files=2)
     stale = load_snapshot(str(path))
-    DeltaTable.forPath(None, path).delete("id % 997 = 1", engine="local", mode="dv")  # the winner
+    # the winner retires rows the loser also changes (3, 5, 2500): a row-level conflict, not a rebase
+    DeltaTable.forPath(None, path).delete("id % 997 = 1 OR id IN (3, 5, 2500)", engine="local", mode="dv")
     for module in (dml, local_merge, merge_exec):
         monkeypatch.setattr(module, "load_snapshot", lambda root: stale)
     before = folder_state(path)

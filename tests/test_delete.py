@@ -12,12 +12,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from dml_helpers import data_listing, log_listing, make_table
+from dml_helpers import data_listing, log_listing, make_table, spark_conf
 from interop import assert_all_readers
 from pyspark.sql import functions as F
 
 from dvengine import DeltaTable
 from dvengine.errors import (
+    ConcurrentDeleteDeleteError,
     ConcurrentDeleteReadError,
     InvalidArgumentError,
     InvalidPredicateError,
@@ -227,7 +228,12 @@ def test_conflicting_concurrent_delete_raises_and_commits_nothing(
 
     monkeypatch.setattr(dml, "load_snapshot", lambda root: stale)
     before = (log_listing(tmp_path / "t"), [r for r in rows if r[0] != 1])
-    with pytest.raises(ConcurrentDeleteReadError):
+    with pytest.raises(ConcurrentDeleteDeleteError):  # row 1 again: a row-level conflict
+        DeltaTable.forPath(spark, tmp_path / "t").deleteMetrics("id = 1 OR id = 2", mode="dv")
+    assert log_listing(tmp_path / "t") == before[0]
+    with spark_conf(spark, "spark.databricks.delta.rowLevelConcurrency.enabled", "false"), pytest.raises(
+        ConcurrentDeleteReadError
+    ):  # disjoint rows, but row-level resolution is off: Delta's file-level conflict
         DeltaTable.forPath(spark, tmp_path / "t").deleteMetrics("id = 2", mode="dv")
     assert log_listing(tmp_path / "t") == before[0]
     assert_all_readers(spark, tmp_path / "t", COLS, before[1])

@@ -30,9 +30,10 @@ def _table(path: Path, files: int = 3, rows_per_file: int = 2000) -> None:
 
 
 def _force_conflict(monkeypatch: pytest.MonkeyPatch, path: Path, modules: list[Any]) -> None:
-    """Make the next command plan against a stale snapshot, while a winner re-DVs every file."""
+    """Make the next command plan against a stale snapshot, while a winner re-DVs every file,
+    retiring rows the command also changes (3, 5, 2500), so row-level resolution cannot rebase it."""
     stale = load_snapshot(str(path))
-    DeltaTable.forPath(None, path).deleteMetrics("id % 997 = 1", engine="local", mode="dv")
+    DeltaTable.forPath(None, path).deleteMetrics("id % 997 = 1 OR id IN (3, 5, 2500)", engine="local", mode="dv")
     for module in modules:
         monkeypatch.setattr(module, "load_snapshot", lambda root: stale)
 

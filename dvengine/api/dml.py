@@ -12,11 +12,11 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from dvengine.commands.context import open_dml
-from dvengine.commands.delete import run_delete
+from dvengine.commands.delete import delete_metrics, run_delete
 from dvengine.commands.executor import Executor
 from dvengine.commands.options import ConfLookup, no_conf, resolve_options
 from dvengine.commands.selection import EngineChoice, candidate_bytes
-from dvengine.commands.update import bind_assignments, run_update
+from dvengine.commands.update import bind_assignments, run_update, update_metrics
 from dvengine.engine.local import LocalExecutor
 from dvengine.engine.local.auto_compaction import after_commit
 from dvengine.expressions import BoundPredicate, parse_predicate
@@ -100,6 +100,8 @@ def delete(session: EngineSession, table_root: str, condition: object, mode: str
     snapshot = load_snapshot(table_root)
     predicate = _bind_condition(session, condition, snapshot.schema)
     ctx = open_dml(snapshot, "DELETE", options, predicate)
+    if ctx.repeat:
+        return ctx.skip_repeat(delete_metrics(ctx, "none"))
     executor = choice.select(snapshot.schema, predicate, [], candidate_bytes(ctx), "DELETE")
     try:
         metrics = run_delete(ctx, executor)
@@ -131,6 +133,8 @@ def update(
     texts = {name: session.value_sql(value, schema, name) for name, value in assignments.items()}
     bound = bind_assignments(schema, texts)
     ctx = open_dml(snapshot, "UPDATE", options, predicate)
+    if ctx.repeat:
+        return ctx.skip_repeat(update_metrics(ctx, "none"))
     values = [(name, schema.get(name).type, value) for name, value in bound.items()]
     executor = choice.select(schema, predicate, values, candidate_bytes(ctx), "UPDATE")
     try:

@@ -15,7 +15,10 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from dvengine.commands.app_txn import AppTransaction
+from dvengine.commands.concurrency import exact_might_match, row_level_enabled
 from dvengine.commands.written import WrittenFiles, commit_or_clean_up
+from dvengine.commit.rebase import RowLevelResolution
 from dvengine.commit.transaction import Transaction
 from dvengine.errors import OperationNotAllowedError, UnsupportedFeatureError
 from dvengine.expressions import BoundPredicate
@@ -62,6 +65,8 @@ class DmlContext:
     written: WrittenFiles
     started: float = field(default_factory=time.monotonic)
     engine_state: dict[str, Any] = field(default_factory=dict)  # an executor's per-command cache
+    app_transaction: AppTransaction | None = None  # idempotent DML: the txn action it commits
+    repeat: bool = False  # the table already holds app_transaction: the command must do nothing
 
     @property
     def table_root(self) -> str:
@@ -78,10 +83,23 @@ class DmlContext:
         """
         metrics["executionTimeMs"] = self.elapsed_ms()
         if not self.transaction.actions and self.transaction.new_metadata is None:
-            metrics["version"] = None
+            metrics.update(version=None, txnSkipped=False)
             self.written.remove_all()
             return metrics
+        if self.app_transaction is not None:
+            self.transaction.set_app_transaction(self.app_transaction.app_id, self.app_transaction.version)
         metrics["version"] = commit_or_clean_up(self.transaction, metrics, self.written)
+        # dvengine's own counts, after the commit (not in commitInfo): lost races retried inside
+        # the command, and files whose DV was rebased onto a concurrent writer's (row-level).
+        metrics["numCommitAttempts"] = self.transaction.attempts
+        metrics["numRebasedFiles"] = self.transaction.rebased_files
+        metrics["txnSkipped"] = False
+        return metrics
+
+    def skip_repeat(self, metrics: dict[str, Any]) -> dict[str, Any]:
+        """The result of a command whose (txnAppId, txnVersion) the table already holds: nothing
+        was read or written, ``version`` is None and ``txnSkipped`` True."""
+        metrics.update(executionTimeMs=self.elapsed_ms(), version=None, txnSkipped=True)
         return metrics
 
     @contextlib.contextmanager
@@ -101,15 +119,31 @@ def open_dml(
     options: DmlOptions,
     predicate: BoundPredicate | None,
     parameters: Mapping[str, Any] | None = None,
+    row_level: bool = True,
 ) -> DmlContext:
-    """Gate, plan candidates, and open the transaction with its read set."""
+    """Gate, plan candidates, and open the transaction with its read set.
+
+    ``row_level``: the command's outcome depends only on the rows it retires, so concurrent DV
+    updates of its files may be resolved row by row (commands/concurrency.py) when the table and
+    session allow it.
+    """
     check_dml_allowed(snapshot, operation)
     dv_supported = check_dv_mode_allowed(snapshot, options)
     plan = plan_candidates(snapshot, predicate)
     params = dict(parameters) if parameters is not None else {"predicate": json.dumps([] if predicate is None else [predicate.sql])}
-    txn = Transaction(snapshot.table_root, snapshot, operation, params)
-    txn.record_read(plan.candidates, might_match_function(snapshot, predicate))
+    txn = Transaction(snapshot.table_root, snapshot, operation, params, max_attempts=options.max_commit_attempts)
+    written = WrittenFiles(snapshot.table_root)
+    if row_level and row_level_enabled(snapshot, options.row_level_concurrency, dv_supported):
+        txn.record_read(plan.candidates, exact_might_match(snapshot, predicate))
+        txn.enable_row_level(
+            RowLevelResolution(options.inline_max_bytes, options.dv_random_prefix_len, lambda p: written.add_paths([p]))
+        )
+    else:
+        txn.record_read(plan.candidates, might_match_function(snapshot, predicate))
+    app = None if options.app_transaction is None else AppTransaction(*options.app_transaction)
     return DmlContext(
+        app_transaction=app,
+        repeat=app is not None and app.is_repeat(snapshot.app_transactions),
         operation=operation,
         options=options,
         snapshot=snapshot,
@@ -118,5 +152,5 @@ def open_dml(
         plan=plan,
         transaction=txn,
         now_ms=int(time.time() * 1000),
-        written=WrittenFiles(snapshot.table_root),
+        written=written,
     )

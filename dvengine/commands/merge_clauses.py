@@ -196,3 +196,15 @@ def operation_parameters(condition: BoundPredicate, clauses: Sequence[BoundClaus
         "notMatchedPredicates": describe(ClauseKind.NOT_MATCHED),
         "notMatchedBySourcePredicates": describe(ClauseKind.NOT_MATCHED_BY_SOURCE),
     }
+
+
+def row_level_safe(clauses: Sequence[BoundClause]) -> bool:
+    """Whether this MERGE's outcome depends on no target row except those it retires, which is
+    what row-level conflict resolution needs (commands/concurrency.py): every matched row takes
+    a clause that retires it (the last MATCHED clause is unconditional and all of them update or
+    delete), and no NOT MATCHED BY SOURCE clause looks at the unmatched rows. An insert-only
+    MERGE depends on matched rows it does not retire, so it keeps file-level conflicts."""
+    matched = [c for c in clauses if c.kind is ClauseKind.MATCHED]
+    if not matched or any(c.kind is ClauseKind.NOT_MATCHED_BY_SOURCE for c in clauses):
+        return False
+    return matched[-1].condition is None and all(c.retires_target_row for c in matched)

@@ -5,8 +5,15 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
+from dvengine.commands.app_txn import app_transaction_from_conf
 from dvengine.errors import InvalidArgumentError
-from dvengine.planning.decisions import DEFAULT_INLINE_MAX_BYTES, DEFAULT_MODE, DEFAULT_REWRITE_THRESHOLD, DmlOptions
+from dvengine.planning.decisions import (
+    DEFAULT_DML_COMMIT_ATTEMPTS,
+    DEFAULT_INLINE_MAX_BYTES,
+    DEFAULT_MODE,
+    DEFAULT_REWRITE_THRESHOLD,
+    DmlOptions,
+)
 
 ConfLookup = Callable[[str], "str | None"]
 
@@ -16,6 +23,10 @@ CONF_INLINE_MAX_BYTES = "dvengine.dv.inlineMaxBytes"
 CONF_RANDOM_PREFIX_LEN = "dvengine.dv.randomPrefixLength"
 CONF_ENGINE = "dvengine.execution.engine"
 CONF_LOCAL_MAX_BYTES = "dvengine.execution.localMaxBytes"
+# Row-level conflict resolution for DML on tables with DVs (dvengine/commands/concurrency.py).
+CONF_ROW_LEVEL = "spark.databricks.delta.rowLevelConcurrency.enabled"
+# Delta's name for how many lost commit races a command retries (dvengine's DML default: 1000).
+CONF_MAX_COMMIT_ATTEMPTS = "spark.databricks.delta.maxCommitAttempts"
 # How Spark reads apply DVs: auto | jvm | python (dvengine/engine/spark/dv_format.py).
 CONF_DV_READER = "dvengine.read.dvReader"
 
@@ -46,9 +57,24 @@ def resolve_options(conf: ConfLookup, mode: str | None) -> DmlOptions:
     """DmlOptions for one command; bad values raise InvalidArgumentError naming the key."""
     if mode is not None and not isinstance(mode, str):
         raise TypeError(f"mode must be a string ('dv', 'rewrite' or 'auto'), got {type(mode).__name__}")
+    app = app_transaction_from_conf(conf)
     return DmlOptions(
         mode=(mode or conf(CONF_MODE) or DEFAULT_MODE).lower(),
         rewrite_threshold=float(conf_number(conf, CONF_REWRITE_THRESHOLD, DEFAULT_REWRITE_THRESHOLD, float)),
         inline_max_bytes=int(conf_number(conf, CONF_INLINE_MAX_BYTES, DEFAULT_INLINE_MAX_BYTES, int)),
         dv_random_prefix_len=int(conf_number(conf, CONF_RANDOM_PREFIX_LEN, 0, int)),
+        row_level_concurrency=conf_bool(conf, CONF_ROW_LEVEL, True),
+        max_commit_attempts=int(conf_number(conf, CONF_MAX_COMMIT_ATTEMPTS, DEFAULT_DML_COMMIT_ATTEMPTS, int)),
+        app_transaction=None if app is None else (app.app_id, app.version),
     )
+
+
+def conf_bool(conf: ConfLookup, key: str, default: bool) -> bool:
+    """A boolean conf value ("true"/"false", any case); anything else raises InvalidArgumentError naming the key."""
+    raw = conf(key)
+    if raw is None or raw.strip() == "":
+        return default
+    value = raw.strip().lower()
+    if value not in ("true", "false"):
+        raise InvalidArgumentError(f"configuration {key} must be 'true' or 'false', got {raw!r}")
+    return value == "true"

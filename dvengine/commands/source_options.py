@@ -20,8 +20,6 @@ from dvengine.errors import InvalidArgumentError, UnsupportedFeatureError
 # Change data feed reads (readChangeFeed, startingVersion, ...) go to ``dvengine.changes``.
 _UNSUPPORTED_WRITE = (
     "partitionoverwritemode",
-    "txnappid",
-    "txnversion",
     "usermetadata",
     "datachange",
 )
@@ -84,6 +82,8 @@ class WriteRequest:
     merge_schema: bool | None  # None: not given (the autoMerge conf decides)
     overwrite_schema: bool | None
     replace_where: str | None
+    txn_app_id: str | None = None  # txnAppId / txnVersion: an idempotent write
+    txn_version: str | None = None
 
 
 def parse_write_options(
@@ -105,4 +105,6 @@ def parse_write_options(
     merge = _is_true("mergeSchema", opts["mergeschema"]) if "mergeschema" in opts else None
     overwrite = _is_true("overwriteSchema", opts["overwriteschema"]) if "overwriteschema" in opts else None
     parts = tuple(partition_by) if partition_by is not None else None
-    return WriteRequest(where, mode, parts, merge, overwrite, opts.get("replacewhere"))
+    return WriteRequest(
+        where, mode, parts, merge, overwrite, opts.get("replacewhere"), opts.get("txnappid"), opts.get("txnversion")
+    )

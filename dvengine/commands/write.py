@@ -59,6 +59,8 @@ class WritePlan:
     column_pairs: list[tuple[str | None, str]]  # (data column or None: all null, table column) in table order
     # replaceWhere: the prologue of the DELETE of the rows it matches, sharing ``transaction``
     replace: DmlContext | None = None
+    # the table already holds this write's (txnAppId, txnVersion): write nothing, commit nothing
+    repeat: bool = False
 
     @property
     def num_indexed_cols(self) -> int:
@@ -98,10 +100,15 @@ def plan_write(
     if configuration is not None:
         validate_table_properties(configuration)  # on every write, as for Spark data: a typo never passes silently
     snapshot: Snapshot | None = None
+    app = opts.app_transaction
     if table_exists(table_root):
+        snapshot = load_snapshot(table_root)
+        if app is not None and app.is_repeat(snapshot.app_transactions):
+            # Delta checks the watermark first, before the save mode: a retried batch is a no-op.
+            txn = Transaction(table_root, snapshot, "WRITE", {"mode": _DELTA_MODE_NAMES[mode]})
+            return WritePlan(table_root, txn, snapshot.schema, snapshot.partition_columns, snapshot.configuration, [], repeat=True)
         if mode == "error":
             raise TableAlreadyExistsError(f"a Delta table already exists at {table_root}; use mode='append' or 'overwrite'")
-        snapshot = load_snapshot(table_root)
     params: dict[str, Any] = {"mode": _DELTA_MODE_NAMES[mode]}
     if snapshot is None:
         config = {**DEFAULT_NEW_TABLE_CONFIGURATION, **dict(configuration or {})}
@@ -121,6 +128,8 @@ def plan_write(
         txn = Transaction(table_root, None, "WRITE", params)
         txn.update_protocol(protocol)
         txn.update_metadata(metadata)
+        if app is not None:
+            txn.set_app_transaction(app.app_id, app.version)
         return WritePlan(table_root, txn, data_schema, partition_columns, config, [(n, n) for n in data_schema.field_names])
     check_writable(snapshot.protocol, snapshot.metadata)
     check_no_constraints(snapshot.metadata, snapshot.schema)
@@ -143,6 +152,8 @@ def plan_write(
             txn.update_protocol(evolved.protocol)
         check_writable(evolved.protocol or snapshot.protocol, evolved.metadata)
         txn.update_metadata(evolved.metadata)
+    if app is not None:
+        txn.set_app_transaction(app.app_id, app.version)
     if mode == "overwrite" and replace is None:
         txn.record_read(snapshot.files, None)
         now = int(time.time() * 1000)
@@ -157,8 +168,12 @@ def finish_write(plan: WritePlan, adds: Sequence[AddFile], executor: Executor | 
     """Commit the written files; they are deleted again if the commit does not happen.
 
     With ``replaceWhere`` the rows it matches are deleted first, by ``executor`` (DVs or
-    rewrites, as a DELETE would), in the same commit.
+    rewrites, as a DELETE would), in the same commit. A repeated idempotent write
+    (``plan.repeat``) commits nothing and returns the table's current version.
     """
+    if plan.repeat:
+        assert plan.transaction.read_snapshot is not None
+        return plan.transaction.read_snapshot.version
     metrics: dict[str, Any] = {
         "numFiles": len(adds),
         "numOutputRows": sum(a.num_records or 0 for a in adds),

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from dvengine.commands.app_txn import AppTransaction, app_transaction_from_conf, parse_app_transaction
 from dvengine.commands.options import ConfLookup, no_conf
 from dvengine.errors import InvalidArgumentError
 
@@ -41,6 +42,7 @@ class SchemaWriteOptions:
     overwrite_schema: bool = False
     replace_where: str | None = None
     conf: ConfLookup = no_conf  # where replaceWhere's DELETE half reads dvengine.api.dml.* / dvengine.dv.*
+    app_transaction: AppTransaction | None = None  # txnAppId / txnVersion: an idempotent write
 
 
 def resolve_write_options(
@@ -48,6 +50,8 @@ def resolve_write_options(
     overwriteSchema: object = None,
     replaceWhere: object = None,
     conf: ConfLookup | None = None,
+    txnAppId: object = None,
+    txnVersion: object = None,
 ) -> SchemaWriteOptions:
     """Options from the call, ``mergeSchema`` defaulting to the auto-merge conf key."""
     merge = parse_bool_option("mergeSchema", mergeSchema)
@@ -59,4 +63,12 @@ def resolve_write_options(
         overwrite_schema=bool(overwrite),
         replace_where=replaceWhere,
         conf=conf or no_conf,
+        app_transaction=_app_transaction(txnAppId, txnVersion, conf or no_conf),
     )
+
+
+def _app_transaction(app_id: object, version: object, conf: ConfLookup) -> AppTransaction | None:
+    """The options when given, else the session confs (as Delta: the writer options win)."""
+    if app_id is None and version is None:
+        return app_transaction_from_conf(conf)
+    return parse_app_transaction(app_id, version)

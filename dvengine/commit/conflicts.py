@@ -22,12 +22,19 @@ Files are compared by path, not by (path, DV): any change to a physical file we 
 conflict, which is conservative and exactly what keeps DVs from being lost (a DV written by the
 winner would be silently replaced by ours otherwise).
 
+Row-level concurrency (``TransactionFootprint.row_level``) refines rules 4 and 5 for one kind of
+winner change only: a *DV update*, the winner's remove of a path plus its re-add of the same path
+with a deletion vector. Such a change can only hide rows of that file, so whether it conflicts is
+a question about rows, not files: :func:`check_conflicts` does not raise for it but returns the
+path, and :mod:`dvengine.commit.rebase` compares the bitmaps (I/O, so not here). Everything else
+a winner does to a file we touched (rewrite, plain remove, a re-add without DV) stays a conflict.
+
 Everything here is a function of action lists, so it is unit-tested without any I/O.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from dvengine.errors import (
@@ -60,6 +67,7 @@ class WinningCommit:
     app_ids: frozenset[str]
     is_blind_append: bool
     operation: str | None
+    dv_updates: Mapping[str, AddFile] = field(default_factory=dict)  # path -> its re-add with a DV
 
     @classmethod
     def from_actions(cls, version: int, actions: Iterable[Action]) -> WinningCommit:
@@ -82,6 +90,7 @@ class WinningCommit:
                 app_ids.add(action.app_id)
             elif isinstance(action, CommitInfo):
                 info = action
+        removed_paths = {r.path for r in removed}
         return cls(
             version=version,
             protocol=protocol,
@@ -91,6 +100,7 @@ class WinningCommit:
             app_ids=frozenset(app_ids),
             is_blind_append=info is not None and info.is_blind_append,
             operation=None if info is None else info.operation,
+            dv_updates={a.path: a for a in added if a.deletion_vector is not None and a.path in removed_paths},
         )
 
     def describe(self) -> str:
@@ -103,9 +113,17 @@ class TransactionFootprint:
 
     ``read_predicates`` holds one entry per recorded read; ``None`` in it means the whole table
     was read. An empty list means nothing was read (a blind append).
+
+    ``row_level`` says the command's outcome depends only on the rows it retires (DELETE, UPDATE,
+    a MERGE whose every matched row takes a clause and that has no NOT MATCHED BY SOURCE clause),
+    so a winner's DV update of a file it touched is judged row by row. ``read_files`` and
+    ``dv_changes`` (path -> our re-add with the new DV) are what that judgement needs.
     """
 
     read_paths: set[str] = field(default_factory=set)
+    read_files: dict[str, AddFile] = field(default_factory=dict)
+    dv_changes: dict[str, AddFile] = field(default_factory=dict)
+    row_level: bool = False
     read_predicates: list[FilePredicate | None] = field(default_factory=list)
     removed_paths: set[str] = field(default_factory=set)
     app_ids: set[str] = field(default_factory=set)
@@ -169,18 +187,35 @@ def check_appends(winner: WinningCommit, mine: TransactionFootprint) -> None:
                 )
 
 
-def check_deleted_read_files(winner: WinningCommit, mine: TransactionFootprint) -> None:
+def row_level_paths(winner: WinningCommit, mine: TransactionFootprint) -> list[str]:
+    """Paths the winner DV-updated that we read or DV-changed and whose conflict is decided per
+    row (by :mod:`dvengine.commit.rebase`). A path we rewrite or remove whole is not among them:
+    our copy of its rows would resurrect what the winner deleted, a file-level conflict."""
+    if not mine.row_level:
+        return []
+    out = []
+    for path in winner.dv_updates:
+        if path in mine.removed_paths and path not in mine.dv_changes:
+            continue
+        if path in mine.read_paths or path in mine.dv_changes:
+            out.append(path)
+    return sorted(out)
+
+
+def check_deleted_read_files(winner: WinningCommit, mine: TransactionFootprint, row_level: Iterable[str] = ()) -> None:
+    exempt = set(row_level)
     for remove in winner.removed:
-        if remove.path in mine.read_paths:
+        if remove.path in mine.read_paths and remove.path not in exempt:
             raise ConcurrentDeleteReadError(
                 f"a concurrent commit at {winner.describe()} removed or changed the deletion vector of file "
                 f"{remove.path}, which this transaction read; retry the operation"
             )
 
 
-def check_deleted_deleted_files(winner: WinningCommit, mine: TransactionFootprint) -> None:
+def check_deleted_deleted_files(winner: WinningCommit, mine: TransactionFootprint, row_level: Iterable[str] = ()) -> None:
+    exempt = set(row_level)
     for remove in winner.removed:
-        if remove.path in mine.removed_paths:
+        if remove.path in mine.removed_paths and remove.path not in exempt:
             raise ConcurrentDeleteDeleteError(
                 f"a concurrent commit at {winner.describe()} removed or changed the deletion vector of file "
                 f"{remove.path}, which this transaction also removes; retry the operation"
@@ -196,11 +231,17 @@ def check_app_transactions(winner: WinningCommit, mine: TransactionFootprint) ->
         )
 
 
-def check_conflicts(winner: WinningCommit, mine: TransactionFootprint) -> None:
-    """Raise the first conflict between ``winner`` and ``mine``, in Delta's order; return if none."""
+def check_conflicts(winner: WinningCommit, mine: TransactionFootprint) -> list[str]:
+    """Raise the first conflict between ``winner`` and ``mine``, in Delta's order.
+
+    Returns the paths whose conflict must still be decided row by row (empty unless
+    ``mine.row_level``): the caller loads their DVs and rebases or raises.
+    """
     check_protocol(winner)
     check_metadata(winner)
     check_appends(winner, mine)
-    check_deleted_read_files(winner, mine)
-    check_deleted_deleted_files(winner, mine)
+    row_level = row_level_paths(winner, mine)
+    check_deleted_read_files(winner, mine, row_level)
+    check_deleted_deleted_files(winner, mine, row_level)
     check_app_transactions(winner, mine)
+    return row_level

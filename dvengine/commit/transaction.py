@@ -4,8 +4,11 @@ A transaction is opened against a snapshot (the version it read), collects what 
 actions it wants to commit, validates them, and writes ``_delta_log/<version>.json`` with
 put-if-absent. Losing the race is normal: the winners' commits are read and checked with the
 pure rules of :mod:`dvengine.commit.conflicts`; if none conflicts, the same actions are retried
-at the next free version. The table is never left half-written: either one complete commit file
-appears, or nothing does and a typed error says why.
+at the next free version. With row-level resolution on (:meth:`Transaction.enable_row_level`),
+a winner's DV update of a file this transaction also DV-changes is rebased instead
+(:mod:`dvengine.commit.rebase`): the retried actions carry the union of both DVs. The table is
+never left half-written: either one complete commit file appears, or nothing does and a typed
+error says why.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from dvengine.commit.conflicts import (
     check_conflicts,
     check_isolation_level,
 )
+from dvengine.commit.rebase import FileRows, RowLevelResolution, apply_dv_update, file_rows, write_rebased
 from dvengine.commit.snapshot_view import SnapshotView
 from dvengine.commit.validation import validate_commit
 from dvengine.errors import (
@@ -57,6 +61,9 @@ _LOG = logging.getLogger(__name__)
 
 _BACKOFF_BASE_S = 0.002
 _BACKOFF_CAP_S = 0.2
+# The loser has just read every winner up to the newest version, so it retries at once the first
+# times (as Delta does); sleeping only lets more writers get ahead. Backoff starts after that.
+_ATTEMPTS_WITHOUT_BACKOFF = 3
 
 
 def commit_file_path(table_root: str, version: int) -> str:
@@ -101,6 +108,10 @@ class Transaction:
         self._new_protocol: Protocol | None = None
         self._footprint = TransactionFootprint(isolation_level=self.isolation_level)
         self._committed_version: int | None = None
+        self._row_level: RowLevelResolution | None = None
+        self.rebased_files = 0  # files whose DV was rebased onto a winner's (row-level resolution)
+        self.attempts = 0  # put-if-absent attempts of commit(); > 1 means lost races retried inside
+        self._file_rows: dict[str, FileRows] = {}  # row-level state per path, built at the first rebase
 
     # --- building ---------------------------------------------------------------------------
 
@@ -128,8 +139,21 @@ class Transaction:
         predicate might match, then makes :meth:`commit` fail instead of silently diverging.
         """
         self._check_open()
-        self._footprint.read_paths.update(f.path for f in files)
+        for f in files:
+            self._footprint.read_paths.add(f.path)
+            self._footprint.read_files.setdefault(f.path, f)
         self._footprint.read_predicates.append(might_match)
+
+    def enable_row_level(self, resolution: RowLevelResolution) -> None:
+        """Judge a winner's DV update of a file this transaction read or DV-changed by rows.
+
+        Only for commands whose outcome depends on no row of a touched file except the rows they
+        retire (DELETE, UPDATE, MERGE with every matched row taking a clause and no NOT MATCHED BY
+        SOURCE clause); the caller vouches for that.
+        """
+        self._check_open()
+        self._row_level = resolution
+        self._footprint.row_level = True
 
     def update_metadata(self, metadata: Metadata) -> None:
         self._check_open()
@@ -150,6 +174,8 @@ class Transaction:
                 )
             if isinstance(action, RemoveFile):
                 self._footprint.removed_paths.add(action.path)
+            elif isinstance(action, AddFile) and action.deletion_vector is not None and action.path in self._footprint.removed_paths:
+                self._footprint.dv_changes[action.path] = action
             elif isinstance(action, Txn):
                 self._footprint.app_ids.add(action.app_id)
             self._actions.append(action)
@@ -173,9 +199,15 @@ class Transaction:
         attempt = 0
         while True:
             attempt += 1
+            self.attempts = attempt
             data = self._serialize(is_blind_append, operation_metrics)
+            target = commit_file_path(self.table_root, version)
             try:
-                self.store.put_if_absent(commit_file_path(self.table_root, version), data)
+                if self._row_level is not None and self.store.exists(target):
+                    # Lost already: skip writing and syncing a commit file that cannot land
+                    # (row-level writers race on one hot file, where this is the common case).
+                    raise FileAlreadyExists(target)
+                self.store.put_if_absent(target, data)
                 break
             except FileAlreadyExists:
                 if attempt >= self.max_attempts:
@@ -184,7 +216,10 @@ class Transaction:
                         f"concurrent writers kept taking the next version (last tried {version})"
                     ) from None
                 version = self._check_winners_from(version)
-                time.sleep(min(_BACKOFF_CAP_S, _BACKOFF_BASE_S * 2 ** (attempt - 1)) * random.uniform(0.5, 1.5))
+                if self._file_rows:
+                    self._write_rebased()
+                if attempt > _ATTEMPTS_WITHOUT_BACKOFF:
+                    time.sleep(min(_BACKOFF_CAP_S, _BACKOFF_BASE_S * 2 ** (attempt - 1)) * random.uniform(0.5, 1.5))
         self._committed_version = version
         self._run_post_commit_hooks(version)
         return version
@@ -241,9 +276,36 @@ class Transaction:
                 raise ProtocolChangedError(
                     f"this transaction creates the table at {self.table_root} but version {version} already exists"
                 )
-            check_conflicts(winner, self._footprint)
+            for path in check_conflicts(winner, self._footprint):
+                self._resolve_row_level(winner, path)
             version += 1
         return version
+
+    def _resolve_row_level(self, winner: WinningCommit, path: str) -> None:
+        """Move our view of ``path`` onto the winner's DV update, or raise the row conflict; the
+        rebased actions are written by :meth:`_write_rebased` once every winner was checked."""
+        state = self._file_rows.get(path)
+        if state is None:
+            state = file_rows(self.table_root, self._footprint.read_files.get(path), self._footprint.dv_changes.get(path))
+            self._file_rows[path] = state
+        apply_dv_update(self.table_root, path, state, winner.dv_updates[path], winner.describe())
+        self._footprint.read_files[path] = winner.dv_updates[path]
+
+    def _write_rebased(self) -> None:
+        """Replace our remove + re-add of every path a winner DV-updated since the last attempt."""
+        assert self._row_level is not None
+        for path, state in self._file_rows.items():
+            if not state.dirty:
+                continue
+            rebased = write_rebased(self.table_root, state, self._row_level, _now_ms())
+            kept = [a for a in self._actions if not (isinstance(a, (RemoveFile, AddFile)) and a.path == path)]
+            self._actions = kept + list(rebased.actions)
+            if rebased.new_add is None:
+                self._footprint.dv_changes.pop(path, None)
+                state.ours = None  # removed whole: a later DV update of it is a file-level conflict
+            else:
+                self._footprint.dv_changes[path] = rebased.new_add
+            self.rebased_files += 1
 
     def _run_post_commit_hooks(self, version: int) -> None:
         """Checkpoint if the policy says so. The commit is durable already, so a failure only warns."""

@@ -15,6 +15,7 @@ import logging
 
 from dvengine.errors import InvalidArgumentError, LogCorruptedError, ProtocolError, VersionNotFoundError
 from dvengine.log import snapshot_cache
+from dvengine.log.app_transactions import live_app_transactions
 from dvengine.log.checkpoint_reader import read_checkpoint
 from dvengine.log.column_mapping import column_mapping_mode
 from dvengine.log.commit_file import find_commit_info, parse_actions
@@ -198,7 +199,7 @@ def _build_snapshot(
         metadata=state.metadata,
         files=tuple(sorted(state.files.values(), key=lambda a: (a.path, a.key[1] or ""))),
         load_tombstones=lambda: _tombstones_at(store, list_log(store, table_root), target),
-        app_transactions=dict(state.txns),
+        app_transactions=live_app_transactions(state.txns, state.metadata.configuration),
         domain_metadata=dict(state.domains),
         timestamp_ms=timestamp_ms,
     )

@@ -31,6 +31,11 @@ class FileAction(Enum):
     REMOVE = "remove"
 
 
+# Lost commit races a DML command retries inside before MaxCommitAttemptsExceededError. Each retry
+# only re-reads the winners' commits (and rebases DVs), so many are cheap; Delta's default is 10^7.
+DEFAULT_DML_COMMIT_ATTEMPTS = 1000
+
+
 @dataclass(frozen=True, slots=True)
 class DmlOptions:
     """How a DML command writes its changes; defaults come from Spark conf (see README)."""
@@ -39,12 +44,17 @@ class DmlOptions:
     rewrite_threshold: float = DEFAULT_REWRITE_THRESHOLD
     inline_max_bytes: int = DEFAULT_INLINE_MAX_BYTES
     dv_random_prefix_len: int = 0
+    row_level_concurrency: bool = True  # spark.databricks.delta.rowLevelConcurrency.enabled
+    max_commit_attempts: int = DEFAULT_DML_COMMIT_ATTEMPTS  # spark.databricks.delta.maxCommitAttempts
+    app_transaction: tuple[str, int] | None = None  # spark.databricks.delta.write.txnAppId / txnVersion
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
             raise InvalidArgumentError(f"mode must be one of {MODES}, got {self.mode!r}")
         if not 0.0 <= self.rewrite_threshold <= 1.0:
             raise InvalidArgumentError(f"rewriteThreshold must be within [0, 1], got {self.rewrite_threshold}")
+        if self.max_commit_attempts < 1:
+            raise InvalidArgumentError(f"maxCommitAttempts must be >= 1, got {self.max_commit_attempts}")
         if self.inline_max_bytes < 0:
             raise InvalidArgumentError(f"inlineMaxBytes must be >= 0, got {self.inline_max_bytes}")
 

@@ -44,8 +44,10 @@ _VALIDATORS: dict[str, Callable[[str, str], None]] = {
     "delta.enableChangeDataFeed": _boolean,
     "delta.autoOptimize.autoCompact": _boolean,  # auto compaction (maintenance/auto_compact.py)
     "delta.autoOptimize": _boolean,  # its deprecated predecessor, still honoured
+    "delta.enableRowLevelConcurrency": _boolean,
     "delta.logRetentionDuration": _interval,
     "delta.deletedFileRetentionDuration": _interval,
+    "delta.setTransactionRetentionDuration": _interval,
 }
 
 KNOWN_PROPERTIES = frozenset(_VALIDATORS)

@@ -35,6 +35,7 @@ from dvengine.commands.merge_clauses import (
     bind_clauses,
     bind_condition,
     operation_parameters,
+    row_level_safe,
 )
 from dvengine.commands.merge_evolution import evolve_for_merge
 from dvengine.commands.merge_metrics import merge_metrics
@@ -297,8 +298,12 @@ def execute_local_merge(
     _check_local(plan, clauses, residual, snapshot.schema)
 
     derived = None if by_source else _derive_target_predicate(req.source, keys, snapshot.schema)
-    ctx = open_dml(snapshot, "MERGE", req.options, derived, operation_parameters(condition, clauses))
+    ctx = open_dml(
+        snapshot, "MERGE", req.options, derived, operation_parameters(condition, clauses), row_level_safe(clauses)
+    )
     ctx.started = started  # executionTimeMs covers binding too, as on Spark
+    if ctx.repeat:
+        return ctx.skip_repeat(merge_metrics(clauses, {}, False, 0, RowRetirement(), [], ctx.plan, 0, 0, "none"))
     evolution_plan.apply(ctx.transaction)
     with ctx.cleaning_up_on_failure():
         if target_runner is None:

@@ -58,6 +58,8 @@ def write_arrow(
     """
     table = normalize_arrow_types(table)
     plan = plan_write(table_root, mode, from_arrow_schema(table.schema), partition_by, configuration, options)
+    if plan.repeat:  # this (txnAppId, txnVersion) is already in the table: nothing to write
+        return finish_write(plan, [])
     aligned = align_to_table(table, plan)
     if plan.replace is not None:
         assert plan.replace.predicate is not None

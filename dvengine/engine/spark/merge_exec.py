@@ -38,10 +38,12 @@ from dvengine.commands.merge_clauses import (
     bind_clauses,
     bind_condition,
     operation_parameters,
+    row_level_safe,
 )
 from dvengine.commands.merge_evolution import evolve_for_merge
 from dvengine.commands.merge_metrics import merge_metrics
 from dvengine.commands.options import resolve_options
+from dvengine.commands.retirement import RowRetirement
 from dvengine.engine.spark.change_data import merge_change_frames, write_change_frames
 from dvengine.engine.spark.columns import predicate_column_to_sql, value_column_to_sql
 from dvengine.engine.spark.empty_frames import empty_frame
@@ -228,8 +230,15 @@ def execute_merge(spark: SparkSession, req: MergeRequest) -> dict[str, Any]:
             "MERGE", lambda: derive_target_predicate(source, parts, snapshot.schema, target_types)
         )
         ctx = open_dml(
-            snapshot, "MERGE", options, None if by_source else derived, operation_parameters(condition, clauses)
+            snapshot,
+            "MERGE",
+            options,
+            None if by_source else derived,
+            operation_parameters(condition, clauses),
+            row_level_safe(clauses),
         )
+        if ctx.repeat:
+            return ctx.skip_repeat(merge_metrics(clauses, {}, False, 0, RowRetirement(), [], ctx.plan, 0, 0, "none"))
         evolution.apply(ctx.transaction)
         plan = ctx.plan
 

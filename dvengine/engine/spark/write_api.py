@@ -111,6 +111,8 @@ def write(
     mergeSchema: bool | str | None = None,  # named as the DataFrameWriter options
     overwriteSchema: bool | str | None = None,
     replaceWhere: str | None = None,
+    txnAppId: str | None = None,
+    txnVersion: int | str | None = None,
 ) -> int:
     """Write ``data`` to the Delta table at ``path``; return the committed version.
 
@@ -120,7 +122,9 @@ def write(
     ``{"delta.enableDeletionVectors": "true"}``; its values are validated on every write.
     ``data`` may also be a pandas DataFrame; anything else raises TypeError.
     ``mergeSchema`` (default: Spark conf ``spark.databricks.delta.schema.autoMerge.enabled``),
-    ``overwriteSchema`` and ``replaceWhere`` act as the DataFrameWriter options of Delta.
+    ``overwriteSchema`` and ``replaceWhere`` act as the DataFrameWriter options of Delta, as do
+    ``txnAppId`` / ``txnVersion`` (an idempotent write: a repeat commits nothing and returns the
+    current version; see ``dvengine.commands.app_txn``).
     """
     mode = normalize_write_mode(mode)
     if isinstance(partitionBy, str):
@@ -132,12 +136,15 @@ def write(
         check_distinct_column_names(from_arrow_schema(data.schema))
     session = spark if spark is not None else _session_for(data)
     options = resolve_write_options(
-        mergeSchema, overwriteSchema, replaceWhere, conf=lambda key: session.conf.get(key, None)
+        mergeSchema, overwriteSchema, replaceWhere, conf=lambda key: session.conf.get(key, None),
+        txnAppId=txnAppId, txnVersion=txnVersion,
     )
     df = session.createDataFrame(data) if isinstance(data, pa.Table) else data
     data_schema = dataframe_schema(df)
     check_distinct_column_names(data_schema)
     plan = plan_write(root, mode, data_schema, partitionBy, configuration, options)
+    if plan.repeat:  # this (txnAppId, txnVersion) is already in the table: nothing to write
+        return finish_write(plan, [])
     if plan.transaction.read_snapshot is not None:  # an existing table: align columns, check NOT NULL
         df = df.select(*[
             _aligned_column(data_name, None if data_name is None else data_schema.get(data_name), plan.schema.get(table_name))

@@ -1,0 +1,297 @@
+"""Many writers, one hot file: W processes x N single-row DELETE/UPDATEs on rows of one file.
+
+Each writer owns its rows (row ``w + W*k`` for writer ``w``, op ``k``) and alternates
+``DELETE WHERE id = x`` and ``UPDATE SET v = -x WHERE id = x``; a typed conflict that reaches
+the caller (a ``CommitConflictError``) is counted and the operation re-planned from a fresh
+snapshot, as an application would. Reported per (W, row-level on/off): committed ops, conflicts
+surfaced to callers, races retried inside dvengine (commit attempts beyond the first), files
+rebased, ops/s over the wall time from a common start signal to the last writer's end.
+
+Every run is verified: versions 1..W*N gap-free, each operation's predicate in exactly one
+commit, and the rows equal the model (all writers' changes; disjoint rows, so order-free) through
+dvengine's Arrow reader and, when installed, delta-rs.
+
+    python -m dvengine.bench.contention [--writers 1 2 4 8] [--ops 50] [--rows 100000] [--out DIR]
+
+No SparkSession: the writers run DML on the embedded executor (the issue's measurement).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+import dvengine
+from dvengine.api.table import DeltaTable
+from dvengine.errors import CommitConflictError
+
+CONF_ENV = "SPARK_DATABRICKS_DELTA_ROWLEVELCONCURRENCY_ENABLED"
+MAX_RETRIES = 200  # re-plans per operation before a writer gives up (reported, never hit when resolved)
+
+
+@dataclass
+class RunResult:
+    """One (writers, row-level) run: counts, throughput and what verification found."""
+
+    writers: int
+    ops_per_writer: int
+    row_level: bool
+    committed: int = 0
+    surfaced_conflicts: int = 0
+    internal_retries: int = 0
+    rebased_files: int = 0
+    gave_up: int = 0
+    elapsed_s: float = 0.0
+    ops_per_s: float = 0.0
+    versions_gap_free: bool = False
+    each_op_once: bool = False
+    rows_match_model: bool = False
+    delta_rs_matches: bool | None = None
+    errors: list[str] = field(default_factory=list)
+    conflict_messages: list[str] = field(default_factory=list)  # first few per operation
+
+    @property
+    def verified(self) -> bool:
+        return self.versions_gap_free and self.each_op_once and self.rows_match_model and self.delta_rs_matches is not False
+
+
+def create_hot_table(root: str, rows: int) -> None:
+    """One Parquet file of ``rows`` rows (id, v = id): every writer hits the same file."""
+    ids = np.arange(rows, dtype=np.int64)
+    dvengine.write(pa.table({"id": ids, "v": ids.copy()}), root, mode="error")
+
+
+def writer_rows(writer: int, writers: int, ops: int) -> list[int]:
+    return [writer + writers * k for k in range(ops)]
+
+
+def is_delete(k: int) -> bool:
+    return k % 2 == 0
+
+
+def model_rows(rows: int, writers: int, ops: int) -> list[tuple[int, int]]:
+    """The table after every writer's operations (they touch disjoint rows, so any order)."""
+    out = {i: i for i in range(rows)}
+    for w in range(writers):
+        for k, x in enumerate(writer_rows(w, writers, ops)):
+            if is_delete(k):
+                del out[x]
+            else:
+                out[x] = -x
+    return sorted(out.items())
+
+
+def run_writer(root: str, writer: int, writers: int, ops: int, start_file: str, out_file: str) -> None:
+    """One writer process: wait for the start signal, run its operations, write what happened."""
+    table = DeltaTable.forPath(None, root)
+    table.toArrow(columns=["id"])  # warm: every module a DML needs is imported before the start
+    Path(f"{out_file}.ready").touch()
+    while not os.path.exists(start_file):
+        time.sleep(0.001)
+    records: list[dict[str, Any]] = []
+    for k, x in enumerate(writer_rows(writer, writers, ops)):
+        surfaced = 0
+        kinds: list[str] = []
+        while True:
+            try:
+                if is_delete(k):
+                    metrics = table.delete(f"id = {x}", engine="local")
+                else:
+                    metrics = table.update(f"id = {x}", {"v": str(-x)}, engine="local")
+                break
+            except CommitConflictError as exc:
+                surfaced += 1
+                kinds.append(f"{type(exc).__name__}: {exc}")
+                if surfaced >= MAX_RETRIES:
+                    records.append({"row": x, "version": None, "surfaced": surfaced, "error": repr(exc)})
+                    metrics = None
+                    break
+        if metrics is not None:
+            records.append({
+                "row": x,
+                "version": metrics["version"],
+                "surfaced": surfaced,
+                "attempts": metrics.get("numCommitAttempts", 1),
+                "rebased": metrics.get("numRebasedFiles", 0),
+                "conflicts": kinds,
+            })
+    Path(out_file).write_text(json.dumps(records))
+
+
+def _predicates_by_version(root: str) -> dict[int, str]:
+    out = {}
+    for path in sorted(Path(root, "_delta_log").glob("*.json")):
+        version = int(path.name.split(".")[0])
+        for line in path.read_text().splitlines():
+            obj = json.loads(line)
+            if "commitInfo" in obj:
+                out[version] = obj["commitInfo"].get("operationParameters", {}).get("predicate", "")
+    return out
+
+
+def verify(root: str, rows: int, writers: int, ops: int, result: RunResult) -> None:
+    """Fill the verification fields of ``result`` from the table's log and rows."""
+    predicates = _predicates_by_version(root)
+    total = writers * ops
+    result.versions_gap_free = sorted(predicates) == list(range(total + 1))
+    wanted = sorted(json.dumps([f"`id` = {x}"]) for w in range(writers) for x in writer_rows(w, writers, ops))
+    seen = sorted(json.dumps(json.loads(p)) for v, p in predicates.items() if v > 0)
+    result.each_op_once = seen == wanted
+    if not result.each_op_once:
+        result.errors.append(f"log predicates differ from the operations: {len(seen)} commits for {len(wanted)} ops")
+    model = model_rows(rows, writers, ops)
+    got = DeltaTable.forPath(None, root).toArrow().sort_by("id")
+    result.rows_match_model = list(zip(got.column("id").to_pylist(), got.column("v").to_pylist(), strict=True)) == model
+    try:
+        from deltalake import DeltaTable as RsTable
+        from deltalake import QueryBuilder
+    except ImportError:
+        return
+    reader = QueryBuilder().register("t", RsTable(root)).execute("select id, v from t order by id")
+    rs = pa.table(reader.read_all())
+    result.delta_rs_matches = list(zip(rs.column("id").to_pylist(), rs.column("v").to_pylist(), strict=True)) == model
+
+
+def run_contention(root: str, rows: int, writers: int, ops: int, row_level: bool) -> RunResult:
+    """Create the hot table at ``root`` (must not exist), run the writers, verify."""
+    create_hot_table(root, rows)
+    result = RunResult(writers, ops, row_level)
+    work = tempfile.mkdtemp(prefix="dvengine-contention-")
+    start_file = os.path.join(work, "start")
+    env = {**os.environ, CONF_ENV: "true" if row_level else "false"}
+    procs = []
+    outs = []
+    try:
+        for w in range(writers):
+            out = os.path.join(work, f"writer-{w}.json")
+            outs.append(out)
+            cmd = [sys.executable, "-m", "dvengine.bench.contention", "--worker", root, str(w), str(writers), str(ops), start_file, out]
+            procs.append(subprocess.Popen(cmd, env=env))
+        while not all(os.path.exists(f"{out}.ready") for out in outs):  # every writer imported and ready
+            if any(p.poll() is not None for p in procs):
+                break
+            time.sleep(0.01)
+        started = time.perf_counter()
+        Path(start_file).touch()
+        codes = [p.wait() for p in procs]
+        result.elapsed_s = time.perf_counter() - started
+        if any(codes):
+            result.errors.append(f"writer exit codes {codes}")
+        for out in outs:
+            if not os.path.exists(out):
+                continue
+            for rec in json.loads(Path(out).read_text()):
+                result.surfaced_conflicts += rec["surfaced"]
+                result.conflict_messages.extend(rec.get("conflicts", [])[:3])
+                if rec["version"] is None:
+                    result.gave_up += 1
+                    result.errors.append(rec.get("error", "gave up"))
+                    continue
+                result.committed += 1
+                result.internal_retries += rec["attempts"] - 1
+                result.rebased_files += rec["rebased"]
+        result.ops_per_s = result.committed / result.elapsed_s if result.elapsed_s else 0.0
+        verify(root, rows, writers, ops, result)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+        shutil.rmtree(work, ignore_errors=True)
+    return result
+
+
+def _uptime() -> str:
+    try:
+        return Path("/proc/loadavg").read_text().split(" ")[0:3].__str__()
+    except OSError:
+        return "unknown"
+
+
+def _markdown(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
+    lines = [
+        "# Contention: W writer processes x N single-row DML on one file",
+        "",
+        f"rows {meta['rows']}, {meta['ops']} ops per writer, repeats {meta['repeats']} (median, min-max of ops/s); "
+        f"load average before {meta['load_before']}, after {meta['load_after']}",
+        "",
+        "| row-level | W | committed | conflicts surfaced | retries inside | files rebased | ops/s median (min-max) | vs W=1 | verified |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        lines.append(
+            f"| {'on' if r['row_level'] else 'off'} | {r['writers']} | {r['committed']} | {r['surfaced_conflicts']} | "
+            f"{r['internal_retries']} | {r['rebased_files']} | {r['ops_per_s']:.1f} ({r['ops_min']:.1f}-{r['ops_max']:.1f}) | "
+            f"{r['vs_one']:.2f}x | {r['verified']} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args and args[0] == "--worker":
+        root, w, writers, ops, start_file, out = args[1:7]
+        run_writer(root, int(w), int(writers), int(ops), start_file, out)
+        return 0
+    parser = argparse.ArgumentParser(prog="python -m dvengine.bench.contention", description=__doc__.split("\n")[0])
+    parser.add_argument("--writers", type=int, nargs="+", default=[1, 2, 4, 8])
+    parser.add_argument("--ops", type=int, default=50)
+    parser.add_argument("--rows", type=int, default=100_000)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--row-level", choices=["on", "off", "both"], default="both")
+    parser.add_argument("--out", default="bench-results/contention")
+    opts = parser.parse_args(args)
+    settings = {"on": [True], "off": [False], "both": [True, False]}[opts.row_level]
+    meta: dict[str, Any] = {"rows": opts.rows, "ops": opts.ops, "repeats": opts.repeats, "load_before": _uptime()}
+    summary: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="dvengine-contention-tables-") as tmp:
+        for row_level in settings:
+            one = None
+            for writers in opts.writers:
+                runs = []
+                for rep in range(opts.repeats):
+                    root = os.path.join(tmp, f"t-{row_level}-{writers}-{rep}")
+                    run = run_contention(root, opts.rows, writers, opts.ops, row_level)
+                    shutil.rmtree(root, ignore_errors=True)
+                    print(f"row-level={row_level} W={writers} rep={rep}: {run.ops_per_s:.1f} ops/s, "
+                          f"surfaced {run.surfaced_conflicts}, verified {run.verified}", flush=True)
+                    runs.append(run)
+                rates = [r.ops_per_s for r in runs]
+                median = statistics.median(rates)
+                if writers == 1:
+                    one = median
+                row = {
+                    **asdict(runs[0]),
+                    "committed": sum(r.committed for r in runs),
+                    "surfaced_conflicts": sum(r.surfaced_conflicts for r in runs),
+                    "internal_retries": sum(r.internal_retries for r in runs),
+                    "rebased_files": sum(r.rebased_files for r in runs),
+                    "ops_per_s": median, "ops_min": min(rates), "ops_max": max(rates),
+                    "vs_one": median / one if one else float("nan"),
+                    "verified": all(r.verified for r in runs),
+                    "runs": [asdict(r) for r in runs],
+                }
+                summary.append(row)
+    meta["load_after"] = _uptime()
+    out_dir = Path(opts.out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "contention.json").write_text(json.dumps({"meta": meta, "results": summary}, indent=2))
+    (out_dir / "contention.md").write_text(_markdown(summary, meta))
+    print(_markdown(summary, meta))
+    return 0 if all(r["verified"] for r in summary) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
