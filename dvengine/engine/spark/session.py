@@ -119,6 +119,29 @@ def configure_spark_with_dvengine(builder: SparkSession.Builder) -> SparkSession
     return builder
 
 
+SESSION_KINDS = ("dvengine", "plain", "connect")
+
+
+def start_session(kind: str, master: str = "local[*]") -> SparkSession:
+    """A session of the kind a benchmark or a check asks for: ``dvengine`` (get_or_create_session),
+    ``plain`` (a user's bare ``SparkSession.builder.master(...).getOrCreate()``: no jar, no
+    dvengine settings; the jar is attached at the first DV read), ``connect`` (a Spark Connect
+    client of a local server, ``builder.remote(master)``, configured by configure_spark_with_dvengine)."""
+    if kind == "dvengine":
+        return get_or_create_session(master)
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    if kind == "plain":
+        session = SparkSession.builder.master(master).getOrCreate()
+        session.sparkContext.setLogLevel("ERROR")
+        register(session)  # format("delta") for the bench's format case; nothing else of dvengine's
+        return session
+    if kind == "connect":
+        session = configure_spark_with_dvengine(SparkSession.builder.remote(master)).getOrCreate()
+        register(session)
+        return session
+    raise ValueError(f"session kind must be one of {SESSION_KINDS}, got {kind!r}")
+
+
 __all__ = [
     "FAST_START_ENV",
     "LOCAL_DEFAULTS",
@@ -128,6 +151,7 @@ __all__ = [
     "get_or_create_session",
     "register",
     "session_defaults",
+    "start_session",
 ]
 
 
