@@ -6,9 +6,10 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 OUT ?= bench-results
-# The optional JVM deletion-vector reader (jvm/), compiled against the jars of the installed pyspark.
+# The optional JVM deletion-vector reader (jvm/), compiled against the jars of the installed pyspark
+# by jvm/build_jar.py (the same code puts it into wheels: setup.py).
 JAR := jvm/build/dvengine-spark.jar
-JAVA_SRC := $(shell find jvm/src/main/java -name '*.java')
+JAVA_SRC := $(shell find jvm/src/main/java -name '*.java') jvm/build_jar.py
 
 .PHONY: run test check-java install jar clean
 
@@ -26,10 +27,7 @@ $(STAMP): pyproject.toml
 
 $(JAR): $(STAMP) $(JAVA_SRC)
 	@command -v javac >/dev/null 2>&1 || { echo "ERROR: javac (a Java 17 JDK) is required to build $(JAR) (install openjdk-17-jdk-headless)"; exit 1; }
-	rm -rf jvm/build/classes && mkdir -p jvm/build/classes
-	javac --release 17 -nowarn -d jvm/build/classes \
-	  -cp "$$($(BIN)/python -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')/*" $(JAVA_SRC)
-	jar cf $@ -C jvm/build/classes .
+	$(BIN)/python jvm/build_jar.py --require --out $@
 
 jar: $(JAR)
 

@@ -74,12 +74,28 @@ def write(
     return version
 
 
+def jar_path() -> str | None:
+    """The JVM deletion-vector reader's jar (inside an installed wheel, or ``jvm/build/`` of a
+    checkout, or ``$DVENGINE_SPARK_JAR``), for ``spark.jars`` / ``--jars``; None when there is none."""
+    from dvengine.engine.spark.jar import jar_path as find_jar
+
+    return find_jar()
+
+
+def configure_spark_with_dvengine(builder: SparkSession.Builder) -> SparkSession.Builder:
+    """Add dvengine's JVM reader jar (``spark.jars``) and settings to a SparkSession builder, as
+    delta-spark's ``configure_spark_with_delta_pip`` does; returns the builder."""
+    from dvengine.engine.spark.session import configure_spark_with_dvengine as configure
+
+    return configure(builder)
+
+
 def register(spark: SparkSession) -> None:
     """Serve ``spark.read.format("delta")`` and ``df.write.format("delta")`` of ``spark`` with dvengine.
 
     Sessions made by ``dvengine.engine.spark.session.get_or_create_session`` are registered already.
     """
-    from dvengine.engine.spark.delta_format import register as register_format
+    from dvengine.engine.spark.session import register as register_format
 
     register_format(spark)
 
@@ -97,4 +113,14 @@ def sql(spark: SparkSession | None, text: str) -> DataFrame:
     return run_sql(spark, text)
 
 
-__all__ = ["DeltaTable", "DeltaTableBuilder", "IdentityGenerator", "__version__", "register", "sql", "write"]
+__all__ = [
+    "DeltaTable",
+    "DeltaTableBuilder",
+    "IdentityGenerator",
+    "__version__",
+    "configure_spark_with_dvengine",
+    "jar_path",
+    "register",
+    "sql",
+    "write",
+]

@@ -78,6 +78,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="set a Spark SQL conf in the bench's session (repeatable), e.g. dvengine.spark.dmlStrategy=rows",
     )
     parser.add_argument(
+        "--spark-session",
+        choices=["dvengine", "plain", "connect"],
+        default="dvengine",
+        help="session of the dvengine contenders: dvengine (get_or_create_session), plain (a user's bare "
+        "SparkSession.builder...getOrCreate()), connect (a local Spark Connect server)",
+    )
+    parser.add_argument(
         "--rewrite-threshold",
         type=float,
         help=f"set {CONF_REWRITE_THRESHOLD} for the session (what dvengine-auto uses)",
@@ -115,6 +122,7 @@ def config_from_args(args: argparse.Namespace) -> BenchConfig:
         warmup=not args.no_warmup,
         quick=quick,
         spark_conf=parse_spark_conf(args.spark_conf),
+        spark_session=args.spark_session,
     )
 
 

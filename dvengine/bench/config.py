@@ -48,6 +48,9 @@ class BenchConfig:
     # Spark SQL confs set in the bench's session before the run (``--spark-conf``), e.g. the
     # Spark executor's DML strategy; recorded in the results so a run says what it measured.
     spark_conf: dict[str, str] = field(default_factory=dict)
+    # The kind of session dvengine's contenders run in (engine.spark.session.start_session):
+    # dvengine (get_or_create_session), plain (a user's bare builder), connect (local Spark Connect).
+    spark_session: str = "dvengine"
 
     def __post_init__(self) -> None:
         if self.rows < 1 or self.files < 1 or self.rows < self.files:

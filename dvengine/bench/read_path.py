@@ -1,6 +1,7 @@
 """Spark reads of a table with deletion vectors against the plain Parquet scan of the same files.
 
     python -m dvengine.bench.read_path [--rows N] [--files F] [--repeat K] [--out DIR] [--dv-reader R ...]
+        [--spark-session dvengine|plain|connect]
 
 Measures ``count + sum(id) + sum(value)`` (every row and two columns touched) through:
 ``spark.read.parquet`` of the data files (no DVs applied: the floor), ``DeltaTable.toDF()``
@@ -10,7 +11,10 @@ through the registered format: the difference is the cost of resolving the forma
 cases run once per ``--dv-reader`` (``jvm``: the JVM format applying DVs inside the Parquet scan;
 ``python``: the join/filter plan), in the same session. ``--repeat`` interleaved rounds, ratios
 against the floor taken in the same round (see ``phase``). DV'd cases must return the Arrow
-reader's count and sums, or the run fails.
+reader's count and sums, or the run fails. ``--spark-session``: the session the reads run in:
+``dvengine`` (get_or_create_session, the default), ``plain`` (a user's bare
+``SparkSession.builder.master(...).getOrCreate()``), ``connect`` (a Spark Connect client of a local
+server); the floor is the plain Parquet scan in that same session.
 """
 
 from __future__ import annotations
@@ -53,13 +57,14 @@ def run(
     work: str,
     dv_readers: tuple[str, ...] = ("auto",),
     phases: tuple[str, ...] = PHASES,
+    session_kind: str = "dvengine",
 ) -> dict[str, Any]:
     from pyspark.sql import functions as F
 
     from dvengine.commands.options import CONF_DV_READER
-    from dvengine.engine.spark.session import get_or_create_session
+    from dvengine.engine.spark.session import start_session
 
-    spark = get_or_create_session()
+    spark = start_session(session_kind)
     root = os.path.join(work, "t")
     _build(root, rows, files)
     paths = [resolve_data_path(root, a.path) for a in DeltaTable.forPath(None, root).snapshot().files]
@@ -94,7 +99,7 @@ def run(
     def through_arrow() -> Any:
         return DeltaTable.forPath(None, root).toArrow().num_rows
 
-    out: dict[str, Any] = {"rows": rows, "files": files, "repeat": repeat, "cases": {}}
+    out: dict[str, Any] = {"rows": rows, "files": files, "repeat": repeat, "spark_session": session_kind, "cases": {}}
     plain() and through_dvengine()  # warm-up: JIT and caches, not timed
 
     def phase(cases: dict[str, Callable[[], Any]], checked: tuple[str, ...]) -> None:
@@ -157,7 +162,8 @@ def _same_facts(got: tuple[int, int, float], want: tuple[int, int, float]) -> bo
 
 def to_markdown(report: dict[str, Any]) -> str:
     lines = [
-        f"# Spark read path: {report['rows']:,} rows in {report['files']} files, {report['repeat']} interleaved rounds",
+        f"# Spark read path: {report['rows']:,} rows in {report['files']} files, {report['repeat']} interleaved rounds, "
+        f"{report.get('spark_session', 'dvengine')} session",
         "",
         "Each round runs the plain Parquet scan of the same files (the floor: no DVs applied) and every case",
         "in a shuffled order; 'x parquet scan' is the median of the per-round ratios, with their quartiles.",
@@ -189,17 +195,24 @@ def main(argv: list[str] | None = None) -> int:
         "--dv-reader", action="append", choices=["auto", "jvm", "python"], dest="dv_readers",
         help="how DV'd files are read (dvengine.read.dvReader); repeat to compare, default: auto",
     )
+    parser.add_argument(
+        "--spark-session", choices=["dvengine", "plain", "connect"], default="dvengine",
+        help="dvengine: get_or_create_session; plain: a user's bare builder; connect: a local Spark Connect server",
+    )
     args = parser.parse_args(argv)
     work = tempfile.mkdtemp(prefix="dvengine-read-")
     try:
         report = run(
-            args.rows, args.files, args.repeat, work, tuple(args.dv_readers or ["auto"]), tuple(args.phases or PHASES)
+            args.rows, args.files, args.repeat, work, tuple(args.dv_readers or ["auto"]), tuple(args.phases or PHASES),
+            args.spark_session,
         )
     finally:
         shutil.rmtree(work, ignore_errors=True)
     markdown = to_markdown(report)
     paths = write_report(args.out, "read_path", report, markdown)
     print(markdown)
+    report_uptime = os.getloadavg()
+    print(f"load average at the end: {report_uptime[0]:.2f} {report_uptime[1]:.2f} {report_uptime[2]:.2f}")
     print(f"wrote {' and '.join(paths)}")
     return 0
 

@@ -86,6 +86,8 @@ def machine_lines(payload: dict[str, Any]) -> list[str]:
         ),
         f"- dvengine auto mode rewrite threshold in effect: {payload['rewrite_threshold_in_effect']}",
     ]
+    if cfg.get("spark_session", "dvengine") != "dvengine":
+        lines.append(f"- dvengine's contenders ran in a {cfg['spark_session']} Spark session (--spark-session)")
     if cfg.get("spark_conf"):
         lines.append("- Spark confs set for this run: " + ", ".join(f"`{k}={v}`" for k, v in cfg["spark_conf"].items()))
     return lines

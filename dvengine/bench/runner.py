@@ -98,9 +98,9 @@ class Runner:
                     f"model error: {w.name} predicate {w.predicate!r} matches {by_sql} rows in DuckDB, model says {len(w.matched_ids)}"
                 )
         if ENGINE_DVENGINE in self.engines and self.spark is None:
-            from dvengine.engine.spark.session import get_or_create_session
+            from dvengine.engine.spark.session import start_session
 
-            self.spark = get_or_create_session()
+            self.spark = start_session(cfg.spark_session)
         if self.spark is not None:
             for key, value in cfg.spark_conf.items():
                 self.saved_conf[key] = self.spark.conf.get(key, None)

@@ -179,7 +179,7 @@ def _save(
 # --- registration -----------------------------------------------------------------------------------
 
 
-def _install_hooks() -> None:
+def install_hooks() -> None:
     """Wrap PySpark's load/save once per process (idempotent); unregistered sessions are untouched."""
     if "load" not in _ORIGINALS:
         _ORIGINALS["load"] = DataFrameReader.load
@@ -191,8 +191,8 @@ def _install_hooks() -> None:
 
 def register(spark: SparkSession) -> None:
     """Serve ``format("delta")`` reads and writes of this session with dvengine."""
-    _install_hooks()
+    install_hooks()
     spark.conf.set(CONF_ENABLED, "true")
 
 
-__all__ = ["CONF_ENABLED", "is_registered", "read_delta", "register", "save_delta", "session_timestamp"]
+__all__ = ["CONF_ENABLED", "install_hooks", "is_registered", "read_delta", "register", "save_delta", "session_timestamp"]

@@ -14,7 +14,6 @@ from __future__ import annotations
 import base64
 import os
 from collections.abc import Sequence
-from pathlib import Path
 
 from pyspark.sql import SparkSession
 from pyspark.sql.types import (
@@ -38,13 +37,14 @@ from dvengine.commands.options import CONF_DV_READER
 from dvengine.dv.descriptor import absolute_dv_path
 from dvengine.dv.dvfile import check_descriptor_range
 from dvengine.dv.z85 import z85_decode
+from dvengine.engine.spark.jar import JAR_NAME, jar_path
+from dvengine.engine.spark.jvm_reader import _LOADABLE, JVM_FORMAT, jvm_reader_loadable
 from dvengine.engine.spark.paths import spark_file_uri
 from dvengine.errors import DeletionVectorError, InvalidArgumentError, SparkEnvironmentError
 from dvengine.log import Snapshot
 from dvengine.protocol.actions import AddFile
 from dvengine.storage import resolve_data_path
 
-JVM_FORMAT = "io.dvengine.spark.DeletionVectorParquetFormat"
 IS_DELETED_COL = "__dvengine_is_row_deleted"
 DVS_OPTION = "dvengine.dvs"
 # "true": the format leaves deleted rows out of its batches itself (no marker column, no filter).
@@ -95,37 +95,8 @@ def drops_deleted_rows(read_schema: SparkStructType, files: Sequence[AddFile]) -
 
 
 DV_READERS = ("auto", "jvm", "python")
-JAR_ENV = "DVENGINE_SPARK_JAR"
-JAR_NAME = "dvengine-spark.jar"
 # Bytes of the DV frame around the bitmap: 4-byte size field before, 4-byte CRC after.
 _FRAME_OVERHEAD = 8
-
-# applicationId -> whether the format class loads in that SparkContext's JVM.
-_LOADABLE: dict[str, bool] = {}
-
-
-def jar_path() -> str | None:
-    """The built jar: ``$DVENGINE_SPARK_JAR`` if set, else ``jvm/build/dvengine-spark.jar`` in the
-    source tree this package runs from (an editable install, as ``make install`` makes); None if absent."""
-    configured = os.environ.get(JAR_ENV)
-    candidate = Path(configured) if configured else Path(__file__).resolve().parents[3] / "jvm" / "build" / JAR_NAME
-    return str(candidate) if candidate.is_file() else None
-
-
-def jvm_reader_loadable(spark: SparkSession) -> bool:
-    """Whether the session's JVM can load the format class (cached per SparkContext).
-
-    Spark Connect sessions have no JVM handle here and report False: their server's classpath
-    is not ours to inspect, so they use the Python plan.
-    """
-    jvm = getattr(spark, "_jvm", None)
-    jsc = getattr(spark, "_jsc", None)
-    if jvm is None or jsc is None:
-        return False
-    app_id = str(spark.sparkContext.applicationId)
-    if app_id not in _LOADABLE:
-        _LOADABLE[app_id] = bool(jvm.org.apache.spark.util.Utils.classIsLoadable(JVM_FORMAT))
-    return _LOADABLE[app_id]
 
 
 def use_jvm_reader(spark: SparkSession) -> bool:
@@ -138,12 +109,13 @@ def use_jvm_reader(spark: SparkSession) -> bool:
         raise InvalidArgumentError(f"configuration {CONF_DV_READER} must be one of {DV_READERS}, got {raw!r}")
     if choice == "python":
         return False
-    loadable = jvm_reader_loadable(spark)
+    loadable = jvm_reader_loadable(spark, warn=choice == "auto")
     if choice == "jvm" and not loadable:
         raise SparkEnvironmentError(
-            f"{CONF_DV_READER}=jvm but class {JVM_FORMAT} is not on this session's classpath; build it with "
-            f"`make install` and start Spark with spark.jars={jar_path() or 'jvm/build/' + JAR_NAME} "
-            f"(or set {CONF_DV_READER}=auto to fall back to the Python plan)"
+            f"{CONF_DV_READER}=jvm but class {JVM_FORMAT} is not on this session's classpath and could not be "
+            f"added to it; start Spark with spark.jars={jar_path() or JAR_NAME} (spark-submit --jars), e.g. through "
+            f"dvengine.configure_spark_with_dvengine(builder) (or set {CONF_DV_READER}=auto to fall back to the "
+            "Python plan)"
         )
     return loadable
 
@@ -190,10 +162,13 @@ __all__ = [
     "CONF_DV_READER",
     "DROP_DELETED_OPTION",
     "IS_DELETED_COL",
+    "JAR_NAME",
     "JVM_FORMAT",
+    "_LOADABLE",
     "copied_share",
     "drops_deleted_rows",
     "dvs_option",
     "jar_path",
+    "jvm_reader_loadable",
     "use_jvm_reader",
 ]

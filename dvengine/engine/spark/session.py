@@ -21,8 +21,11 @@ from collections.abc import Iterator
 
 from pyspark.sql import SparkSession
 
-from dvengine.engine.spark.delta_format import register
-from dvengine.engine.spark.dv_format import jar_path
+from dvengine.engine.spark.connect_format import install_connect_hooks
+from dvengine.engine.spark.delta_format import CONF_ENABLED, install_hooks
+from dvengine.engine.spark.delta_format import register as register_classic
+from dvengine.engine.spark.jar import jar_path
+from dvengine.engine.spark.jvm_reader import is_connect
 from dvengine.engine.spark.workers import check_python_workers
 
 LOCAL_DEFAULTS: dict[str, str] = {
@@ -51,6 +54,13 @@ def session_defaults() -> dict[str, str]:
     return conf
 
 
+def register(spark: SparkSession) -> None:
+    """Serve ``format("delta")`` of this session (classic or Spark Connect) with dvengine."""
+    if is_connect(spark):
+        install_connect_hooks()
+    register_classic(spark)
+
+
 def active_session() -> SparkSession | None:
     """The active SparkSession of this thread, if any (never starts one)."""
     return SparkSession.getActiveSession()
@@ -74,7 +84,75 @@ def get_or_create_session(master: str | None = None, app_name: str = "dvengine")
     return session
 
 
-__all__ = ["FAST_START_ENV", "LOCAL_DEFAULTS", "check_python_workers", "get_or_create_session", "session_defaults"]
+# What configure_spark_with_dvengine sets on a user's builder besides the jar: the ``delta``
+# format served by dvengine, and Arrow transfers (dvengine's driver-side frames and a MERGE
+# source's collect go through Arrow). Nothing that changes how the user's jobs run or are sized.
+USER_SESSION_CONF: dict[str, str] = {
+    CONF_ENABLED: "true",
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+}
+
+
+def configure_spark_with_dvengine(builder: SparkSession.Builder) -> SparkSession.Builder:
+    """Add dvengine's JVM reader jar and settings to a session builder (delta-spark's
+    ``configure_spark_with_delta_pip`` convention) and return it::
+
+        spark = dvengine.configure_spark_with_dvengine(SparkSession.builder.master("local[4]")).getOrCreate()
+
+    The jar is appended to any ``spark.jars`` already set on the builder. Without a jar (an install
+    built without a JDK) the settings still apply and reads use the Python plan. On a Spark
+    Connect builder (``.remote(...)``) ``spark.jars`` reaches a server the builder starts itself
+    (``remote("local")``); a running server gets the jar at first read (``addArtifacts``).
+    """
+    install_hooks()
+    options: dict[str, object] = getattr(builder, "_options", {})
+    if options.get("spark.remote") or os.environ.get("SPARK_REMOTE") or os.environ.get("SPARK_CONNECT_MODE_ENABLED"):
+        install_connect_hooks()
+    jar = jar_path()
+    if jar is not None:
+        existing = [j.strip() for j in str(options.get("spark.jars", "") or "").split(",") if j.strip()]
+        if jar not in existing:
+            builder = builder.config("spark.jars", ",".join([*existing, jar]))
+    for key, value in USER_SESSION_CONF.items():
+        if key not in options:
+            builder = builder.config(key, value)
+    return builder
+
+
+SESSION_KINDS = ("dvengine", "plain", "connect")
+
+
+def start_session(kind: str, master: str = "local[*]") -> SparkSession:
+    """A session of the kind a benchmark or a check asks for: ``dvengine`` (get_or_create_session),
+    ``plain`` (a user's bare ``SparkSession.builder.master(...).getOrCreate()``: no jar, no
+    dvengine settings; the jar is attached at the first DV read), ``connect`` (a Spark Connect
+    client of a local server, ``builder.remote(master)``, configured by configure_spark_with_dvengine)."""
+    if kind == "dvengine":
+        return get_or_create_session(master)
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    if kind == "plain":
+        session = SparkSession.builder.master(master).getOrCreate()
+        session.sparkContext.setLogLevel("ERROR")
+        register(session)  # format("delta") for the bench's format case; nothing else of dvengine's
+        return session
+    if kind == "connect":
+        session = configure_spark_with_dvengine(SparkSession.builder.remote(master)).getOrCreate()
+        register(session)
+        return session
+    raise ValueError(f"session kind must be one of {SESSION_KINDS}, got {kind!r}")
+
+
+__all__ = [
+    "FAST_START_ENV",
+    "LOCAL_DEFAULTS",
+    "USER_SESSION_CONF",
+    "check_python_workers",
+    "configure_spark_with_dvengine",
+    "get_or_create_session",
+    "register",
+    "session_defaults",
+    "start_session",
+]
 
 
 @contextlib.contextmanager

@@ -1,0 +1,85 @@
+"""``format("delta")`` reads and writes for Spark Connect sessions.
+
+A Connect client builds its reads and writes as protobuf plans that the server resolves; the
+server knows no ``delta`` source (no Delta jar), so ``spark.read.format("delta").load(p)`` fails
+there. As for classic sessions (:mod:`dvengine.engine.spark.delta_format`), PySpark's Connect
+``DataFrameReader.load`` and ``DataFrameWriter.save`` are wrapped once per process and, for the
+format ``delta`` on a registered session, served by dvengine: the read returns the same
+DV-applying plan as ``DeltaTable.toDF()`` (built from DataFrame operations only), the write goes
+through ``dvengine.write``. The builders' state is read from the client objects, where Connect
+keeps it (``_format``/``_options`` of the reader, the ``WriteOperation`` of the writer). Other
+formats and unregistered sessions go to PySpark's own methods untouched.
+
+Importing Connect's modules needs grpc, so the hooks are installed only when a Connect session
+is registered or a Connect builder is configured.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from dvengine.commands.source_options import parse_read_options, parse_write_options
+from dvengine.engine.spark.delta_format import FORMAT_NAME, is_registered, read_delta, save_delta
+from dvengine.errors import InvalidArgumentError, UnsupportedFeatureError
+
+_ORIGINALS: dict[str, Callable[..., Any]] = {}
+
+
+def _load(self: Any, path: Any = None, format: str | None = None, schema: Any = None, **options: Any) -> Any:
+    if format is not None:
+        self.format(format)
+    if schema is not None:
+        self.schema(schema)
+    if options:
+        self.options(**options)
+    spark = self._client
+    if str(self._format or "").lower() == FORMAT_NAME and is_registered(spark):
+        if path is not None and not isinstance(path, str):
+            raise InvalidArgumentError(f"format('delta').load() takes one table path, got {path!r}")
+        if self._schema:
+            raise InvalidArgumentError("format('delta') reads take the table's schema; remove .schema(...) from the read")
+        return read_delta(spark, parse_read_options(dict(self._options), path))
+    return _ORIGINALS["load"](self, path)
+
+
+def _save(
+    self: Any, path: str | None = None, format: str | None = None, mode: str | None = None,
+    partitionBy: Any = None, **options: Any,
+) -> None:
+    self.mode(mode).options(**options)
+    if partitionBy is not None:
+        self.partitionBy(partitionBy)
+    if format is not None:
+        self.format(format)
+    write = self._write
+    spark = self._spark
+    if str(write.source or "").lower() == FORMAT_NAME and is_registered(spark):
+        if write.bucket_cols:
+            raise UnsupportedFeatureError("Delta tables cannot be bucketed: remove bucketBy(...) from the write")
+        if write.clustering_cols:
+            raise UnsupportedFeatureError("clusterBy (liquid clustering) is not supported by dvengine's format('delta')")
+        from pyspark.sql.connect.dataframe import DataFrame
+
+        options_now = {k: str(v) for k, v in write.options.items() if v is not None}
+        request = parse_write_options(
+            options_now, path, write.mode or "error", list(write.partitioning_cols) or None
+        )
+        save_delta(DataFrame(self._df, spark), request)
+        return
+    _ORIGINALS["save"](self, path)
+
+
+def install_connect_hooks() -> None:
+    """Wrap Connect's reader/writer once per process (idempotent)."""
+    from pyspark.sql.connect.readwriter import DataFrameReader, DataFrameWriter
+
+    if "load" not in _ORIGINALS:
+        _ORIGINALS["load"] = DataFrameReader.load
+        DataFrameReader.load = _load  # type: ignore[method-assign]
+    if "save" not in _ORIGINALS:
+        _ORIGINALS["save"] = DataFrameWriter.save
+        DataFrameWriter.save = _save  # type: ignore[method-assign]
+
+
+__all__ = ["install_connect_hooks"]
