@@ -27,11 +27,11 @@ from dvengine.log import Snapshot, load_snapshot, table_exists
 from dvengine.protocol.actions import AddFile, Metadata
 from dvengine.protocol.features import check_writable
 from dvengine.protocol.schema import StructType
+from dvengine.writing.constraints import check_no_invariants, table_constraints
 from dvengine.writing.properties import validate_table_properties
 from dvengine.writing.schema_checks import (
     DEFAULT_NEW_TABLE_CONFIGURATION,
     check_new_table_configuration,
-    check_no_constraints,
     match_columns,
     new_table_protocol,
     resolve_partition_columns,
@@ -123,7 +123,8 @@ def plan_write(
         txn.update_metadata(metadata)
         return WritePlan(table_root, txn, data_schema, partition_columns, config, [(n, n) for n in data_schema.field_names])
     check_writable(snapshot.protocol, snapshot.metadata)
-    check_no_constraints(snapshot.metadata, snapshot.schema)
+    check_no_invariants(snapshot.schema)
+    table_constraints(snapshot.configuration, snapshot.schema)  # a constraint that does not bind fails here
     if mode == "overwrite" and snapshot.configuration.get("delta.appendOnly", "false").lower() == "true":
         raise InvalidArgumentError(f"table {snapshot.table_root} is append-only (delta.appendOnly=true); overwrite is refused")
     replace_where = opts.replace_where if mode == "overwrite" else None

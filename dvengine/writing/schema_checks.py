@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from dvengine.errors import InvalidArgumentError, SchemaMismatchError, UnsupportedFeatureError
-from dvengine.protocol.actions import Metadata, Protocol
+from dvengine.errors import InvalidArgumentError, SchemaMismatchError, SchemaViolationError, UnsupportedFeatureError
+from dvengine.protocol.actions import Protocol
 from dvengine.protocol.features import DELETION_VECTORS, ENABLE_CHANGE_DATA_FEED, TIMESTAMP_NTZ, with_change_data_feed
 from dvengine.protocol.schema import ArrayType, DataType, DecimalType, MapType, PrimitiveType, StructType
 from dvengine.writing.properties import validate_table_properties
@@ -78,6 +78,32 @@ def match_columns(table: StructType, data: StructType) -> list[tuple[str, str]]:
     if mismatched:
         raise SchemaMismatchError("column types differ (cast the data first): " + "; ".join(mismatched))
     return pairs
+
+
+def match_columns_filling_nulls(table: StructType, data: StructType) -> list[tuple[str | None, str]]:
+    """(data column or None, table column) pairs in table order: :func:`match_columns`, except that
+    nullable table columns the data lacks pair with None and are written as NULL.
+
+    Delta's schema enforcement refuses data with columns the table lacks, not data lacking table
+    columns: an append of ``(id)`` to a table ``(id, note)`` writes ``note = NULL``. A NOT NULL
+    column cannot be filled so: SchemaViolationError naming it (Delta: DELTA_NOT_NULL_CONSTRAINT_VIOLATED).
+    """
+    check_distinct_column_names(data)
+    present = {n.lower() for n in data.field_names}
+    missing = [f for f in table.fields if f.name.lower() not in present]
+    not_null = [f.name for f in missing if not f.nullable]
+    if not_null:
+        raise SchemaViolationError(
+            f"NOT NULL constraint violated: the data lacks the NOT NULL column(s) {not_null}, which would be "
+            "written as NULL; nothing was written"
+        )
+    if not missing:
+        return list(match_columns(table, data))
+    kept = StructType(tuple(f for f in table.fields if f.name.lower() in present))
+    matched = dict((t, d) for d, t in match_columns(kept, data)) if kept.fields else {}
+    if not kept.fields and data.fields:
+        match_columns(kept, data)  # the data's columns are all unknown: the same error as a mismatch
+    return [(matched.get(f.name), f.name) for f in table.fields]
 
 
 def not_null_paths(schema: StructType, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
@@ -151,19 +177,3 @@ def check_new_table_configuration(configuration: Mapping[str, str]) -> None:
             f"creating a table with delta.columnMapping.mode={mode!r} is not implemented; dvengine writes to "
             "column-mapped tables created by other engines"
         )
-
-
-def check_no_constraints(metadata: Metadata, schema: StructType) -> None:
-    """dvengine does not evaluate CHECK constraints or column invariants, so it must not write such tables."""
-    constraints = sorted(k for k in metadata.configuration if k.startswith("delta.constraints."))
-    if constraints:
-        raise UnsupportedFeatureError(f"the table has CHECK constraints {constraints}, which dvengine cannot enforce")
-
-    def walk(s: StructType) -> None:
-        for f in s.fields:
-            if "delta.invariants" in f.metadata:
-                raise UnsupportedFeatureError(f"column {f.name!r} has an invariant, which dvengine cannot enforce")
-            if isinstance(f.type, StructType):
-                walk(f.type)
-
-    walk(schema)

@@ -9,11 +9,13 @@ import pyarrow as pa
 
 from dvengine.commands.write import WritePlan, finish_write, plan_write, replace_where_mismatch
 from dvengine.commands.write_options import SchemaWriteOptions
+from dvengine.engine.local.constraints import check_constraints
 from dvengine.engine.local.executor import LocalExecutor
 from dvengine.engine.local.writer import write_data_files
 from dvengine.errors import InvalidPredicateError, NotLocallyEvaluableError, SchemaMismatchError, SchemaViolationError
 from dvengine.expressions import BoundPredicate, to_pyarrow_expression
 from dvengine.protocol.schema import from_arrow_schema, to_arrow_schema
+from dvengine.writing.constraints import table_constraints
 
 
 def as_arrow_table(data: Any) -> pa.Table | None:
@@ -62,6 +64,7 @@ def write_arrow(
     if plan.replace is not None:
         assert plan.replace.predicate is not None
         check_replace_where(aligned, plan.replace.predicate)
+    check_constraints(aligned, table_constraints(plan.configuration, plan.schema))
     adds = write_data_files(aligned, plan.table_root, plan.schema, plan.partition_columns, plan.num_indexed_cols)
     executor = LocalExecutor() if plan.replace is not None else None
     return finish_write(plan, adds, executor)  # deletes the files again if the commit does not happen

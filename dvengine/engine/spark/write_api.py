@@ -19,6 +19,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 
 from dvengine.commands.write import finish_write, normalize_write_mode, plan_write, replace_where_mismatch
 from dvengine.commands.write_options import resolve_write_options
+from dvengine.engine.spark.constraints import check_frame_constraints
 from dvengine.engine.spark.executor import SparkExecutor
 from dvengine.engine.spark.identifiers import quote, quote_path
 from dvengine.engine.spark.reader import logical_spark_type
@@ -31,6 +32,7 @@ from dvengine.errors import (
 )
 from dvengine.protocol.schema import DataType, DecimalType, PrimitiveType, StructField, StructType, from_arrow_schema
 from dvengine.storage.logstore import normalize_table_path
+from dvengine.writing.constraints import table_constraints
 from dvengine.writing.schema_checks import (
     check_distinct_column_names,
     not_null_paths,
@@ -142,6 +144,7 @@ def write(
             for data_name, table_name in plan.column_pairs
         ])
         check_not_null(df, plan.schema)
+        check_frame_constraints(df, table_constraints(plan.configuration, plan.schema), "the write")
     if plan.replace is not None:
         assert plan.replace.predicate is not None
         check_replace_where(df, plan.replace.predicate.sql)
