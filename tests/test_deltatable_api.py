@@ -4,7 +4,7 @@ The test bodies follow delta-spark's (same calls, same expected answers, same ex
 exception types and message fragments); only the import (``from dvengine import DeltaTable``)
 and table creation (dvengine.write / the builder, as delta-spark's JVM writer is not available)
 differ. Parts outside this module's scope (optimize, convertToDelta, clone, generate, protocol
-upgrades, feature support, CDF, clustering, identity/generated columns) are left out or turned
+upgrades, feature support, CDF, clustering, identity columns) are left out or turned
 into "refused with a typed error" checks. Resulting tables are also read with delta-rs and
 DuckDB, so RESTORE and the builders are checked against independent readers, not only our own.
 """
@@ -386,10 +386,10 @@ def _verify_table_schema(tc: Case, table: DeltaTable, cols: list[str], types: li
 
 
 def _build(builder: Any) -> DeltaTable:
-    """delta-spark's __build_delta_table without its generated column (refused, see below)."""
+    """delta-spark's __build_delta_table, generated column included."""
     result: DeltaTable = (
         builder.addColumn("col1", "int", comment="foo", nullable=False)
-        .addColumn("col2", "int")
+        .addColumn("col2", "int", generatedAlwaysAs="col1 + 10")
         .property("foo", "bar")
         .comment("comment")
         .partitionedBy("col1")
@@ -493,17 +493,24 @@ def test_replace_table_behavior(tc: Case) -> None:
                          {"foo": "bar"}, ["col1"], "comment")
 
 
-def test_generated_identity_and_cluster_by_are_refused(tc: Case) -> None:
-    from pyspark.sql.types import IntegerType
-
+def test_identity_and_cluster_by_are_refused(tc: Case) -> None:
     builder = DeltaTable.create(tc.spark).location(tc.tempFile).addColumn("col1", "int")
-    with pytest.raises(UnsupportedFeatureError, match="col2"):
-        builder.addColumn("col2", IntegerType(), generatedAlwaysAs="col1 + 10")
     with pytest.raises(UnsupportedFeatureError, match="id1"):
         builder.addColumn("id1", "bigint", generatedAlwaysAs=IdentityGenerator())
     with pytest.raises(UnsupportedFeatureError, match="clustering"):
         builder.clusterBy("col1")
     assert not os.path.exists(tc.tempFile)
+
+
+def test_create_table_with_generated_columns(tc: Case) -> None:
+    """delta-spark's generated-column builder case: col2 = col1 + 10 is stored, computed and read back."""
+    from pyspark.sql.types import IntegerType
+
+    t = (DeltaTable.create(tc.spark).location(tc.tempFile).addColumn("col1", "int")
+         .addColumn("col2", IntegerType(), generatedAlwaysAs="col1 + 10").execute())
+    tc.write([(1,), (2,)], mode="append", columns=("col1",))
+    tc.check(t.toDF(), [(1, 11), (2, 12)])
+    _readers_agree(tc.tempFile, ["col1", "col2"], [(1, 11), (2, 12)])
 
 
 def test_delta_table_builder_with_bad_args(tc: Case) -> None:

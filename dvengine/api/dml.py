@@ -21,6 +21,7 @@ from dvengine.engine.local import LocalExecutor
 from dvengine.expressions import BoundPredicate, parse_predicate
 from dvengine.log import load_snapshot
 from dvengine.protocol.schema import StructType
+from dvengine.writing.generated import with_generated_assignments
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -126,7 +127,7 @@ def update(
         if not isinstance(name, str):
             raise TypeError(f"set keys must be column names (str), got {type(name).__name__}: {name!r}")
     texts = {name: session.value_sql(value, schema, name) for name, value in assignments.items()}
-    bound = bind_assignments(schema, texts)
+    bound = bind_assignments(schema, with_generated_assignments(schema, texts))  # generated columns follow their inputs
     ctx = open_dml(snapshot, "UPDATE", options, predicate)
     values = [(name, schema.get(name).type, value) for name, value in bound.items()]
     executor = choice.select(schema, predicate, values, candidate_bytes(ctx), "UPDATE")

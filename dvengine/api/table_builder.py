@@ -6,10 +6,12 @@ delta-spark. Types are parsed at ``addColumn`` time (Spark's parser would fail a
 either way nothing is written. The commit itself is :mod:`dvengine.commands.create_table`;
 names resolve through :mod:`dvengine.storage.catalog`.
 
-Not implemented, refused with :class:`~dvengine.errors.UnsupportedFeatureError` naming the
-column: generated columns (``generatedAlwaysAs``), identity columns (``IdentityGenerator``) and
-liquid clustering (``clusterBy``) - dvengine's writers do not compute generated values, so a
-table that declares them would be written wrongly by dvengine.
+Generated columns (``generatedAlwaysAs="expr"``) are stored as Delta stores them (the field
+metadata ``delta.generationExpression``, the ``generatedColumns`` feature); see
+:mod:`dvengine.writing.generated`. Not implemented, refused with
+:class:`~dvengine.errors.UnsupportedFeatureError` naming the column: identity columns
+(``IdentityGenerator``) and liquid clustering (``clusterBy``) - dvengine's writers do not
+generate identity values, so a table that declares them would be written wrongly by dvengine.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from dvengine.errors import InvalidArgumentError, UnsupportedFeatureError
 from dvengine.protocol.ddl import from_spark_field, from_spark_type, parse_ddl_type
 from dvengine.protocol.schema import DataType, StructField, StructType
 from dvengine.storage import catalog, normalize_table_path
+from dvengine.writing.generated import GENERATION_EXPRESSION
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -138,13 +141,14 @@ class DeltaTableBuilder:
         if comment is not None and type(comment) is not str:
             self._raise_type_error("Column comment must be str.", [comment])
         data_type: DataType = parse_ddl_type(dataType) if isinstance(dataType, str) else from_spark_type(dataType)
-        if generatedAlwaysAs is not None or generatedByDefaultAs is not None:
-            kind = "a generated column" if isinstance(generatedAlwaysAs, str) else "an identity column"
+        if isinstance(generatedAlwaysAs, IdentityGenerator) or generatedByDefaultAs is not None:
             raise UnsupportedFeatureError(
-                f"column {colName!r} is declared as {kind}; dvengine does not implement generated or identity "
+                f"column {colName!r} is declared as an identity column; dvengine does not implement identity "
                 "columns, so it cannot create such a table"
             )
-        metadata = {} if comment is None else {"comment": comment}
+        metadata: dict[str, Any] = {} if comment is None else {"comment": comment}
+        if isinstance(generatedAlwaysAs, str):  # PROTOCOL.md "Generated Columns": the expression in the field
+            metadata[GENERATION_EXPRESSION] = generatedAlwaysAs
         self._fields.append(StructField(colName, data_type, nullable, metadata))
         return self
 

@@ -18,7 +18,9 @@ from typing import Any
 from dvengine.errors import InvalidArgumentError, SchemaMismatchError
 from dvengine.expressions import BoundExpression, BoundPredicate, parse_predicate, parse_value_expression
 from dvengine.expressions.identifiers import quote_identifier
+from dvengine.expressions.substitute import substitute_columns
 from dvengine.protocol.schema import StructType
+from dvengine.writing.generated import generation_expressions
 
 # A condition or value as the user gave it: SQL text, or an engine object (a pyspark Column)
 # that the executor's ``to_sql`` turns into SQL text.
@@ -134,8 +136,9 @@ def _star_assignments(scope: MergeScope, kind: ClauseKind) -> dict[str, BoundExp
     With schema evolution, target columns the source lacks are left out: an update keeps their
     value and an insert writes NULL (Delta's behaviour); without it they are an error.
     """
+    generated = generation_expressions(scope.target_schema)
     missing = [f.name for f in scope.target_schema.fields if scope.source_schema.find(f.name) is None]
-    if missing and not scope.schema_evolution:
+    if [m for m in missing if m not in generated] and not scope.schema_evolution:
         raise SchemaMismatchError(
             f"{'updateAll' if kind is ClauseKind.MATCHED else 'insertAll'} needs every target column in the "
             f"source, but the source lacks {missing} (source columns: {', '.join(scope.source_schema.field_names)}); "
@@ -172,8 +175,35 @@ def bind_clauses(scope: MergeScope, clauses: Sequence[MergeClause]) -> list[Boun
                     if column in assignments:
                         raise InvalidArgumentError(f"column {column!r} is assigned twice in one {kind.value} clause")
                     assignments[column] = _bind_value(scope, value, kind)
+            if clause.action is not ClauseAction.DELETE:
+                assignments = _with_generated(scope, kind, clause.action, assignments)
             bound.append(BoundClause(KIND_BASE[kind] + position, kind, clause.action, condition, assignments, star))
     return bound
+
+
+def _with_generated(
+    scope: MergeScope, kind: ClauseKind, action: ClauseAction, assignments: dict[str, BoundExpression]
+) -> dict[str, BoundExpression]:
+    """``assignments`` plus the generated columns Delta computes: on insert every generated column
+    not given (from the inserted values; inputs not given are NULL), on update those whose inputs
+    are assigned (over the new values; other inputs are the target row's). Given values are checked
+    against the expression like any written row (``writing.generated``)."""
+    out = dict(assignments)
+    target = quote_identifier(scope.target_alias)
+    for name, text in generation_expressions(scope.target_schema).items():
+        if name in assignments:
+            continue
+        inputs = parse_value_expression(text, scope.target_schema).columns
+        if action is ClauseAction.UPDATE and not any(c in assignments for c in inputs):
+            continue
+        values = {
+            c: assignments[c].sql if c in assignments
+            else (f"CAST(NULL AS {scope.target_schema.get(c).type.simple_string()})" if action is ClauseAction.INSERT
+                  else f"{target}.{quote_identifier(c)}")
+            for c in inputs
+        }
+        out[name] = _bind_value(scope, substitute_columns(text, values), kind)
+    return out
 
 
 def operation_parameters(condition: BoundPredicate, clauses: Sequence[BoundClause]) -> dict[str, Any]:

@@ -21,9 +21,10 @@ CHANGE_DATA_DIR = "_change_data"  # PROTOCOL.md "Change Data Files": the folder 
 SUPPORTED_READER_FEATURES = frozenset({DELETION_VECTORS, COLUMN_MAPPING, TIMESTAMP_NTZ, V2_CHECKPOINT, "vacuumProtocolCheck"})
 
 # Writer features dvengine honours when it commits: appendOnly (DML and overwrite are refused),
-# invariants and checkConstraints (writes are refused while the schema or configuration uses
-# them, since dvengine does not evaluate them), changeDataFeed (DML writes _change_data files,
-# dvengine.commands.change_data). generatedColumns, identityColumns, rowTracking ... are not implemented.
+# invariants (writes are refused while the schema uses them: dvengine does not evaluate them),
+# checkConstraints and generatedColumns (every new row is checked, generated values computed:
+# dvengine.writing.constraints / .generated), changeDataFeed (DML writes _change_data files,
+# dvengine.commands.change_data). identityColumns, rowTracking ... are not implemented.
 SUPPORTED_WRITER_FEATURES = frozenset(
     {
         DELETION_VECTORS,
@@ -32,6 +33,7 @@ SUPPORTED_WRITER_FEATURES = frozenset(
         "appendOnly",
         "invariants",
         "checkConstraints",
+        "generatedColumns",
         "vacuumProtocolCheck",
         CHANGE_DATA_FEED,
     }

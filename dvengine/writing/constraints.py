@@ -24,6 +24,7 @@ from dvengine.expressions import BoundPredicate, parse_predicate, to_pyarrow_exp
 from dvengine.protocol.actions import Metadata, Protocol
 from dvengine.protocol.feature_catalog import with_feature
 from dvengine.protocol.schema import StructType
+from dvengine.writing.generated import generation_constraint_texts
 
 CONSTRAINT_PREFIX = "delta.constraints."
 CHECK_CONSTRAINTS = "checkConstraints"
@@ -55,14 +56,16 @@ def bind_constraint(name: str, sql: str, schema: StructType) -> CheckConstraint:
         raise type(exc)(f"CHECK constraint {name} ({sql}): {exc}") from exc
 
 
-def constraint_texts(configuration: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
-    """(name, expression) of each ``delta.constraints.<name>`` property, sorted by name."""
-    return tuple(sorted((k[len(CONSTRAINT_PREFIX):], v) for k, v in configuration.items() if k.startswith(CONSTRAINT_PREFIX)))
+def constraint_texts(configuration: Mapping[str, str], schema: StructType) -> tuple[tuple[str, str], ...]:
+    """(name, expression) of each ``delta.constraints.<name>`` property, sorted by name, then the
+    constraint each generated column implies (``writing.generated``)."""
+    declared = sorted((k[len(CONSTRAINT_PREFIX):], v) for k, v in configuration.items() if k.startswith(CONSTRAINT_PREFIX))
+    return (*declared, *generation_constraint_texts(schema))
 
 
 def table_constraints(configuration: Mapping[str, str], schema: StructType) -> tuple[CheckConstraint, ...]:
-    """The table's CHECK constraints (from its configuration), bound to ``schema``, sorted by name."""
-    return tuple(bind_constraint(name, sql, schema) for name, sql in constraint_texts(configuration))
+    """Every row rule the table declares, bound to ``schema``: CHECK constraints and generated columns."""
+    return tuple(bind_constraint(name, sql, schema) for name, sql in constraint_texts(configuration, schema))
 
 
 def local_constraint_reason(constraints: Sequence[CheckConstraint]) -> str | None:

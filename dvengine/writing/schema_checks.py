@@ -14,6 +14,7 @@ from dvengine.errors import InvalidArgumentError, SchemaMismatchError, SchemaVio
 from dvengine.protocol.actions import Protocol
 from dvengine.protocol.features import DELETION_VECTORS, ENABLE_CHANGE_DATA_FEED, TIMESTAMP_NTZ, with_change_data_feed
 from dvengine.protocol.schema import ArrayType, DataType, DecimalType, MapType, PrimitiveType, StructType
+from dvengine.writing.generated import GENERATED_COLUMNS, GENERATION_EXPRESSION
 from dvengine.writing.properties import validate_table_properties
 
 ENABLE_DVS = "delta.enableDeletionVectors"
@@ -82,7 +83,8 @@ def match_columns(table: StructType, data: StructType) -> list[tuple[str, str]]:
 
 def match_columns_filling_nulls(table: StructType, data: StructType) -> list[tuple[str | None, str]]:
     """(data column or None, table column) pairs in table order: :func:`match_columns`, except that
-    nullable table columns the data lacks pair with None and are written as NULL.
+    nullable table columns the data lacks pair with None and are written as NULL (generated
+    columns: computed by the write paths, NOT NULL or not).
 
     Delta's schema enforcement refuses data with columns the table lacks, not data lacking table
     columns: an append of ``(id)`` to a table ``(id, note)`` writes ``note = NULL``. A NOT NULL
@@ -91,7 +93,7 @@ def match_columns_filling_nulls(table: StructType, data: StructType) -> list[tup
     check_distinct_column_names(data)
     present = {n.lower() for n in data.field_names}
     missing = [f for f in table.fields if f.name.lower() not in present]
-    not_null = [f.name for f in missing if not f.nullable]
+    not_null = [f.name for f in missing if not f.nullable and GENERATION_EXPRESSION not in f.metadata]
     if not_null:
         raise SchemaViolationError(
             f"NOT NULL constraint violated: the data lacks the NOT NULL column(s) {not_null}, which would be "
@@ -154,15 +156,18 @@ def new_table_protocol(schema: StructType, configuration: Mapping[str, str]) -> 
     DVs on (the default): reader 3 / writer 7 with ``deletionVectors``. DVs explicitly off:
     legacy (1, 2), which every Delta reader accepts, unless a TIMESTAMP_NTZ column forces table
     features. TIMESTAMP_NTZ always adds the ``timestampNtz`` feature, as Delta requires.
-    ``delta.enableChangeDataFeed=true`` adds ``changeDataFeed`` (legacy: writer 4).
+    ``delta.enableChangeDataFeed=true`` adds ``changeDataFeed`` (legacy: writer 4). Generated
+    columns add ``generatedColumns`` (legacy: writer 4, as Delta).
     """
     dvs = configuration.get(ENABLE_DVS, "false").lower() == "true"
     ntz = uses_timestamp_ntz(schema)
+    generated = any(GENERATION_EXPRESSION in f.metadata for f in schema.fields)
     if not dvs and not ntz:
-        protocol = Protocol(1, 2)
+        protocol = Protocol(1, 4) if generated else Protocol(1, 2)
     else:
         features = tuple(sorted(({DELETION_VECTORS} if dvs else set()) | ({TIMESTAMP_NTZ} if ntz else set())))
-        protocol = Protocol(3, 7, features, features)
+        writers = tuple(sorted({*features, *((GENERATED_COLUMNS,) if generated else ())}))
+        protocol = Protocol(3, 7, features, writers)
     if configuration.get(ENABLE_CHANGE_DATA_FEED, "false").lower() == "true":
         protocol = with_change_data_feed(protocol)
     return protocol

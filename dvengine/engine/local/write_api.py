@@ -6,16 +6,24 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
+from pyarrow import acero
 
 from dvengine.commands.write import WritePlan, finish_write, plan_write, replace_where_mismatch
 from dvengine.commands.write_options import SchemaWriteOptions
 from dvengine.engine.local.constraints import check_constraints
 from dvengine.engine.local.executor import LocalExecutor
 from dvengine.engine.local.writer import write_data_files
-from dvengine.errors import InvalidPredicateError, NotLocallyEvaluableError, SchemaMismatchError, SchemaViolationError
-from dvengine.expressions import BoundPredicate, to_pyarrow_expression
+from dvengine.errors import (
+    EvaluationError,
+    InvalidPredicateError,
+    NotLocallyEvaluableError,
+    SchemaMismatchError,
+    SchemaViolationError,
+)
+from dvengine.expressions import BoundPredicate, parse_value_expression, to_pyarrow_expression, to_pyarrow_value
 from dvengine.protocol.schema import from_arrow_schema, to_arrow_schema
 from dvengine.writing.constraints import table_constraints
+from dvengine.writing.generated import generation_expressions
 
 
 def as_arrow_table(data: Any) -> pa.Table | None:
@@ -72,21 +80,55 @@ def write_arrow(
 
 def align_to_table(table: pa.Table, plan: WritePlan) -> pa.Table:
     """The data's columns in table order under table names and types; columns the data lacks
-    (``mergeSchema``) as nulls. NOT NULL and type problems raise before anything is written."""
+    (``mergeSchema``, nullable columns) as nulls, generated columns it lacks computed from the
+    others. NOT NULL and type problems raise before anything is written."""
     target = to_arrow_schema(plan.schema)
-    columns = []
+    generated = generation_expressions(plan.schema)
+    later = {t for d, t in plan.column_pairs if d is None and t in generated}
+    columns: dict[str, pa.ChunkedArray] = {}
     for (data_name, table_name), f in zip(plan.column_pairs, target):
+        if table_name in later:
+            continue
         column = pa.chunked_array([pa.nulls(table.num_rows, f.type)]) if data_name is None else table.column(data_name)
-        if column.null_count and not f.nullable:
-            raise SchemaViolationError(f"NOT NULL column {table_name!r} would receive null values; nothing was written")
-        try:
-            columns.append(column.cast(f.type))
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-            raise SchemaMismatchError(
-                f"column {table_name!r}: the data's {column.type} cannot be written as the table's {f.type} ({exc}); "
-                "nothing was written"
-            ) from exc
-    return pa.Table.from_arrays(columns, names=[name for _, name in plan.column_pairs])
+        columns[table_name] = _conform(column, f, table_name)
+    if later:
+        known = pa.Table.from_pydict(columns) if columns else pa.table({"__rows": pa.nulls(table.num_rows)})
+        for name in sorted(later):
+            field = target.field(name)
+            columns[name] = _conform(_generated_values(known, plan, name, generated[name]), field, name)
+    return pa.Table.from_arrays([columns[name] for _, name in plan.column_pairs], names=[n for _, n in plan.column_pairs])
+
+
+def _conform(column: pa.ChunkedArray, f: pa.Field, table_name: str) -> pa.ChunkedArray:
+    if column.null_count and not f.nullable:
+        raise SchemaViolationError(f"NOT NULL column {table_name!r} would receive null values; nothing was written")
+    try:
+        return column.cast(f.type)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        raise SchemaMismatchError(
+            f"column {table_name!r}: the data's {column.type} cannot be written as the table's {f.type} ({exc}); "
+            "nothing was written"
+        ) from exc
+
+
+def _generated_values(rows: pa.Table, plan: WritePlan, name: str, text: str) -> pa.ChunkedArray:
+    """Values of generated column ``name`` for ``rows`` (the other columns, under table names, typed)."""
+    value = parse_value_expression(text, plan.schema)
+    try:
+        expression = to_pyarrow_value(value, plan.schema.get(name).type)
+    except InvalidPredicateError as exc:
+        raise NotLocallyEvaluableError(
+            f"generated column {name!r} ({text}) cannot be computed without Spark ({exc}); pass spark= to write() "
+            "or provide the column's values"
+        ) from exc
+    project = acero.Declaration.from_sequence([
+        acero.Declaration("table_source", acero.TableSourceNodeOptions(rows)),
+        acero.Declaration("project", acero.ProjectNodeOptions([expression], [name])),
+    ])
+    try:
+        return project.to_table(use_threads=True).column(0)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ArithmeticError) as exc:
+        raise EvaluationError(f"generated column {name!r} ({text}) failed while evaluating rows: {exc}") from exc
 
 
 def check_replace_where(data: pa.Table, predicate: BoundPredicate) -> None:

@@ -367,7 +367,7 @@ class SparkExecutor:
             staging_root=staging,
             operation=ctx.operation,
             layout=layout,
-            constraints=constraint_texts(snapshot.configuration),
+            constraints=constraint_texts(snapshot.configuration, snapshot.schema),
         )
 
     def _collect_job(self, ctx: DmlContext, job: RowsJobContext, results: DataFrame, started: float) -> RetiredAndWritten:

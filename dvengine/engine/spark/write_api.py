@@ -33,6 +33,7 @@ from dvengine.errors import (
 from dvengine.protocol.schema import DataType, DecimalType, PrimitiveType, StructField, StructType, from_arrow_schema
 from dvengine.storage.logstore import normalize_table_path
 from dvengine.writing.constraints import table_constraints
+from dvengine.writing.generated import GENERATION_EXPRESSION
 from dvengine.writing.schema_checks import (
     check_distinct_column_names,
     not_null_paths,
@@ -156,9 +157,12 @@ def write(
 
 
 def _aligned_column(data_name: str | None, data_field: StructField | None, field: StructField) -> Column:
-    """A data column under its table name and type, or NULL of the table's type for a column the
-    data lacks (``mergeSchema``)."""
+    """A data column under its table name and type, or for a column the data lacks: its generation
+    expression (generated columns, evaluated by Spark over the data's columns), else NULL of the
+    table's type (``mergeSchema``, nullable columns)."""
     if data_name is None or data_field is None:
+        if GENERATION_EXPRESSION in field.metadata:
+            return F.expr(str(field.metadata[GENERATION_EXPRESSION])).cast(logical_spark_type(field)).alias(field.name)
         return F.lit(None).cast(logical_spark_type(field)).alias(field.name)
     return _conform(F.col(quote(data_name)), data_field.type, field).alias(field.name)
 
