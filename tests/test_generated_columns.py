@@ -169,3 +169,33 @@ def test_a_generation_expression_only_spark_evaluates(spark: Any, tmp_path: Path
         DeltaTable.forPath(None, root).update("id = 1", {"ts": "ts"})
     DeltaTable.forPath(None, root).delete("id = 1")  # DELETE writes no new rows
     assert load_snapshot(root).version == 2
+
+
+# --- features still not implemented ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "feature",
+    ["identityColumns", "allowColumnDefaults", "rowTracking", "domainMetadata", "inCommitTimestamp", "typeWidening",
+     "clustering"],
+)
+def test_unimplemented_writer_features_are_refused_before_any_write(tmp_path: Path, feature: str) -> None:
+    root = _delta_spark_created(tmp_path / "t")
+    dvengine.write(_ints(id=[1, 2], a=[1, 2]), root, mode="append")
+    log = Path(root, "_delta_log")
+    snapshot = load_snapshot(root)
+    p = snapshot.protocol
+    protocol = {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": list(p.reader_features or ()),
+                "writerFeatures": sorted({*(p.writer_features or ()), feature})}
+    (log / f"{2:020d}.json").write_text(json.dumps({"commitInfo": {"timestamp": 1}}) + "\n"
+                                         + json.dumps({"protocol": protocol}) + "\n")
+    files = sorted(str(f) for f in Path(root).rglob("*"))
+    table = DeltaTable.forPath(None, root)
+    for attempt in (
+        lambda: dvengine.write(_ints(id=[3], a=[3]), root, mode="append"),
+        lambda: table.delete("id = 1", engine="local"),
+        lambda: table.update("id = 1", {"a": "5"}, engine="local"),
+    ):
+        with pytest.raises(UnsupportedFeatureError, match=feature):
+            attempt()
+    assert sorted(str(f) for f in Path(root).rglob("*")) == files
