@@ -493,10 +493,8 @@ def test_replace_table_behavior(tc: Case) -> None:
                          {"foo": "bar"}, ["col1"], "comment")
 
 
-def test_identity_and_cluster_by_are_refused(tc: Case) -> None:
+def test_cluster_by_is_refused(tc: Case) -> None:
     builder = DeltaTable.create(tc.spark).location(tc.tempFile).addColumn("col1", "int")
-    with pytest.raises(UnsupportedFeatureError, match="id1"):
-        builder.addColumn("id1", "bigint", generatedAlwaysAs=IdentityGenerator())
     with pytest.raises(UnsupportedFeatureError, match="clustering"):
         builder.clusterBy("col1")
     assert not os.path.exists(tc.tempFile)
@@ -508,9 +506,19 @@ def test_create_table_with_generated_columns(tc: Case) -> None:
 
     t = (DeltaTable.create(tc.spark).location(tc.tempFile).addColumn("col1", "int")
          .addColumn("col2", IntegerType(), generatedAlwaysAs="col1 + 10").execute())
-    tc.write([(1,), (2,)], mode="append", columns=("col1",))
+    dvengine.write(pa.table({"col1": pa.array([1, 2], pa.int32())}), tc.tempFile, mode="append")
     tc.check(t.toDF(), [(1, 11), (2, 12)])
     _readers_agree(tc.tempFile, ["col1", "col2"], [(1, 11), (2, 12)])
+
+
+def test_create_table_with_identity_column(tc: Case) -> None:
+    """delta-spark's identity builder case: GENERATED ALWAYS AS IDENTITY (start 1, step 1) assigns 1, 2, ..."""
+    t = (DeltaTable.create(tc.spark).location(tc.tempFile)
+         .addColumn("id1", "bigint", generatedAlwaysAs=IdentityGenerator(start=1, step=1))
+         .addColumn("value", "string").execute())
+    dvengine.write(pa.table({"value": ["a", "b"]}), tc.tempFile, mode="append")
+    tc.check(t.toDF(), [(1, "a"), (2, "b")])
+    _readers_agree(tc.tempFile, ["id1", "value"], [(1, "a"), (2, "b")])
 
 
 def test_delta_table_builder_with_bad_args(tc: Case) -> None:

@@ -28,6 +28,7 @@ from dvengine.protocol.actions import AddFile, Metadata
 from dvengine.protocol.features import check_writable
 from dvengine.protocol.schema import StructType
 from dvengine.writing.constraints import check_no_invariants, table_constraints
+from dvengine.writing.identity import check_explicit_values, with_high_water_marks
 from dvengine.writing.properties import validate_table_properties
 from dvengine.writing.schema_checks import (
     DEFAULT_NEW_TABLE_CONFIGURATION,
@@ -123,6 +124,7 @@ def plan_write(
         txn.update_metadata(metadata)
         return WritePlan(table_root, txn, data_schema, partition_columns, config, [(n, n) for n in data_schema.field_names])
     check_writable(snapshot.protocol, snapshot.metadata)
+    check_explicit_values(snapshot.schema, data_schema.field_names, "the write")
     check_no_invariants(snapshot.schema)
     table_constraints(snapshot.configuration, snapshot.schema)  # a constraint that does not bind fails here
     if mode == "overwrite" and snapshot.configuration.get("delta.appendOnly", "false").lower() == "true":
@@ -152,6 +154,19 @@ def plan_write(
         table_root, txn, evolved.schema, evolved.metadata.partition_columns, dict(evolved.metadata.configuration),
         evolved.column_pairs, replace,
     )
+
+
+def record_identity_marks(plan: WritePlan, marks: Mapping[str, int | None]) -> None:
+    """Put the identity columns' new high-water marks into the commit (a ``metaData`` action), so a
+    concurrent writer that assigned values from the same marks fails with MetadataChangedError."""
+    txn = plan.transaction
+    base = txn.new_metadata
+    if base is None:
+        assert txn.read_snapshot is not None  # identity columns exist only in existing tables here
+        base = txn.read_snapshot.metadata
+    updated = with_high_water_marks(base, marks)
+    if updated is not base:
+        txn.update_metadata(updated)
 
 
 def finish_write(plan: WritePlan, adds: Sequence[AddFile], executor: Executor | None = None) -> int:

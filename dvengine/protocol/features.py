@@ -24,7 +24,8 @@ SUPPORTED_READER_FEATURES = frozenset({DELETION_VECTORS, COLUMN_MAPPING, TIMESTA
 # invariants (writes are refused while the schema uses them: dvengine does not evaluate them),
 # checkConstraints and generatedColumns (every new row is checked, generated values computed:
 # dvengine.writing.constraints / .generated), changeDataFeed (DML writes _change_data files,
-# dvengine.commands.change_data). identityColumns, rowTracking ... are not implemented.
+# dvengine.commands.change_data), identityColumns (values assigned on write with the high-water
+# mark, dvengine.writing.identity). rowTracking, inCommitTimestamp ... are not implemented.
 SUPPORTED_WRITER_FEATURES = frozenset(
     {
         DELETION_VECTORS,
@@ -34,6 +35,7 @@ SUPPORTED_WRITER_FEATURES = frozenset(
         "invariants",
         "checkConstraints",
         "generatedColumns",
+        "identityColumns",
         "vacuumProtocolCheck",
         CHANGE_DATA_FEED,
     }

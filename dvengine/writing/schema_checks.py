@@ -15,6 +15,7 @@ from dvengine.protocol.actions import Protocol
 from dvengine.protocol.features import DELETION_VECTORS, ENABLE_CHANGE_DATA_FEED, TIMESTAMP_NTZ, with_change_data_feed
 from dvengine.protocol.schema import ArrayType, DataType, DecimalType, MapType, PrimitiveType, StructType
 from dvengine.writing.generated import GENERATED_COLUMNS, GENERATION_EXPRESSION
+from dvengine.writing.identity import IDENTITY_COLUMNS, is_identity
 from dvengine.writing.properties import validate_table_properties
 
 ENABLE_DVS = "delta.enableDeletionVectors"
@@ -93,7 +94,7 @@ def match_columns_filling_nulls(table: StructType, data: StructType) -> list[tup
     check_distinct_column_names(data)
     present = {n.lower() for n in data.field_names}
     missing = [f for f in table.fields if f.name.lower() not in present]
-    not_null = [f.name for f in missing if not f.nullable and GENERATION_EXPRESSION not in f.metadata]
+    not_null = [f.name for f in missing if not f.nullable and GENERATION_EXPRESSION not in f.metadata and not is_identity(f)]
     if not_null:
         raise SchemaViolationError(
             f"NOT NULL constraint violated: the data lacks the NOT NULL column(s) {not_null}, which would be "
@@ -157,16 +158,19 @@ def new_table_protocol(schema: StructType, configuration: Mapping[str, str]) -> 
     legacy (1, 2), which every Delta reader accepts, unless a TIMESTAMP_NTZ column forces table
     features. TIMESTAMP_NTZ always adds the ``timestampNtz`` feature, as Delta requires.
     ``delta.enableChangeDataFeed=true`` adds ``changeDataFeed`` (legacy: writer 4). Generated
-    columns add ``generatedColumns`` (legacy: writer 4, as Delta).
+    columns add ``generatedColumns`` (legacy: writer 4), identity columns ``identityColumns``
+    (legacy: writer 6), as Delta.
     """
     dvs = configuration.get(ENABLE_DVS, "false").lower() == "true"
     ntz = uses_timestamp_ntz(schema)
     generated = any(GENERATION_EXPRESSION in f.metadata for f in schema.fields)
+    identity = any(is_identity(f) for f in schema.fields)
     if not dvs and not ntz:
-        protocol = Protocol(1, 4) if generated else Protocol(1, 2)
+        protocol = Protocol(1, 6) if identity else Protocol(1, 4) if generated else Protocol(1, 2)
     else:
         features = tuple(sorted(({DELETION_VECTORS} if dvs else set()) | ({TIMESTAMP_NTZ} if ntz else set())))
-        writers = tuple(sorted({*features, *((GENERATED_COLUMNS,) if generated else ())}))
+        extra = ((GENERATED_COLUMNS,) if generated else ()) + ((IDENTITY_COLUMNS,) if identity else ())
+        writers = tuple(sorted({*features, *extra}))
         protocol = Protocol(3, 7, features, writers)
     if configuration.get(ENABLE_CHANGE_DATA_FEED, "false").lower() == "true":
         protocol = with_change_data_feed(protocol)

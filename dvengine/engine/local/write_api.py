@@ -8,7 +8,7 @@ from typing import Any
 import pyarrow as pa
 from pyarrow import acero
 
-from dvengine.commands.write import WritePlan, finish_write, plan_write, replace_where_mismatch
+from dvengine.commands.write import WritePlan, finish_write, plan_write, record_identity_marks, replace_where_mismatch
 from dvengine.commands.write_options import SchemaWriteOptions
 from dvengine.engine.local.constraints import check_constraints
 from dvengine.engine.local.executor import LocalExecutor
@@ -24,6 +24,7 @@ from dvengine.expressions import BoundPredicate, parse_value_expression, to_pyar
 from dvengine.protocol.schema import from_arrow_schema, to_arrow_schema
 from dvengine.writing.constraints import table_constraints
 from dvengine.writing.generated import generation_expressions
+from dvengine.writing.identity import identity_columns
 
 
 def as_arrow_table(data: Any) -> pa.Table | None:
@@ -69,6 +70,7 @@ def write_arrow(
     table = normalize_arrow_types(table)
     plan = plan_write(table_root, mode, from_arrow_schema(table.schema), partition_by, configuration, options)
     aligned = align_to_table(table, plan)
+    aligned = _with_identity_values(aligned, plan)
     if plan.replace is not None:
         assert plan.replace.predicate is not None
         check_replace_where(aligned, plan.replace.predicate)
@@ -85,9 +87,13 @@ def align_to_table(table: pa.Table, plan: WritePlan) -> pa.Table:
     target = to_arrow_schema(plan.schema)
     generated = generation_expressions(plan.schema)
     later = {t for d, t in plan.column_pairs if d is None and t in generated}
+    identity = identity_columns(plan.schema)
     columns: dict[str, pa.ChunkedArray] = {}
     for (data_name, table_name), f in zip(plan.column_pairs, target):
         if table_name in later:
+            continue
+        if data_name is None and table_name in identity:  # filled by _with_identity_values
+            columns[table_name] = pa.chunked_array([pa.array([0] * table.num_rows, pa.int64())])
             continue
         column = pa.chunked_array([pa.nulls(table.num_rows, f.type)]) if data_name is None else table.column(data_name)
         columns[table_name] = _conform(column, f, table_name)
@@ -97,6 +103,22 @@ def align_to_table(table: pa.Table, plan: WritePlan) -> pa.Table:
             field = target.field(name)
             columns[name] = _conform(_generated_values(known, plan, name, generated[name]), field, name)
     return pa.Table.from_arrays([columns[name] for _, name in plan.column_pairs], names=[n for _, n in plan.column_pairs])
+
+
+def _with_identity_values(aligned: pa.Table, plan: WritePlan) -> pa.Table:
+    """Identity columns the data lacks get dense new values beyond the high-water mark; the new
+    marks go into the commit (``record_identity_marks``)."""
+    specs = identity_columns(plan.schema)
+    missing = [t for d, t in plan.column_pairs if d is None and t in specs]
+    if not missing or plan.transaction.read_snapshot is None:
+        return aligned
+    marks: dict[str, int | None] = {}
+    for name in missing:
+        values = specs[name].values(aligned.num_rows)
+        aligned = aligned.set_column(aligned.schema.get_field_index(name), name, pa.array(values, pa.int64()))
+        marks[name] = specs[name].mark_after(values)
+    record_identity_marks(plan, marks)
+    return aligned
 
 
 def _conform(column: pa.ChunkedArray, f: pa.Field, table_name: str) -> pa.ChunkedArray:
