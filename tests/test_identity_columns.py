@@ -176,3 +176,15 @@ def test_spark_appends_assign_unique_values(spark: Any, tmp_path: Path) -> None:
     assert _mark(root) == max(new)
     dvengine.write(pa.table({"v": ["after"]}), root, mode="append")
     assert [i for i, v in _rows(root) if v == "after"] == [max(new) + 1]
+
+
+def test_restore_keeps_the_high_water_mark(tmp_path: Path) -> None:
+    """RESTORE brings back an older schema, but values handed out since stay used (Delta keeps the mark)."""
+    root = str(tmp_path / "t")
+    table = _create(root)
+    dvengine.write(pa.table({"v": ["a"]}), root, mode="append")  # version 1: id 1
+    dvengine.write(pa.table({"v": ["b", "c"]}), root, mode="append")  # version 2: ids 2, 3
+    table.restoreToVersion(1)
+    assert _mark(root) == 3 and _rows(root) == [(1, "a")]
+    dvengine.write(pa.table({"v": ["d"]}), root, mode="append")
+    assert _rows(root) == sort_rows([(1, "a"), (4, "d")])  # 2 and 3 are not handed out again

@@ -135,6 +135,20 @@ def mark_from_stats(spec: IdentitySpec, stats_key: str, stats: Sequence[str | No
     return spec.mark_after(extremes)
 
 
+def keep_high_water_marks(target: Metadata, latest: Metadata) -> Metadata:
+    """``target`` (an older metadata RESTORE brings back) with identity marks never behind ``latest``'s,
+    as Delta's RESTORE keeps them: values handed out after the restored version stay used."""
+    old = identity_columns(parse_schema(target.schema_string))
+    new = identity_columns(parse_schema(latest.schema_string))
+    marks: dict[str, int | None] = {}
+    for name, spec in old.items():
+        later = new.get(name)
+        if later is None or later.high_water_mark is None:
+            continue
+        marks[name] = spec.mark_after([later.high_water_mark])
+    return with_high_water_marks(target, marks)
+
+
 def with_high_water_marks(metadata: Metadata, marks: Mapping[str, int | None]) -> Metadata:
     """``metadata`` whose identity fields carry the new marks (None: unchanged)."""
     schema = json.loads(metadata.schema_string)
