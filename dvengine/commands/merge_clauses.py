@@ -20,6 +20,7 @@ from dvengine.expressions import BoundExpression, BoundPredicate, parse_predicat
 from dvengine.expressions.identifiers import quote_identifier
 from dvengine.expressions.substitute import substitute_columns
 from dvengine.protocol.schema import StructType
+from dvengine.writing.defaults import column_defaults
 from dvengine.writing.generated import generation_expressions
 from dvengine.writing.identity import check_explicit_values, check_identity_update, identity_columns, is_identity
 
@@ -137,7 +138,8 @@ def _star_assignments(scope: MergeScope, kind: ClauseKind) -> dict[str, BoundExp
     With schema evolution, target columns the source lacks are left out: an update keeps their
     value and an insert writes NULL (Delta's behaviour); without it they are an error.
     """
-    generated = {**generation_expressions(scope.target_schema), **identity_columns(scope.target_schema)}
+    generated = {**generation_expressions(scope.target_schema), **identity_columns(scope.target_schema),
+                 **column_defaults(scope.target_schema)}
     missing = [f.name for f in scope.target_schema.fields if scope.source_schema.find(f.name) is None]
     if [m for m in missing if m not in generated] and not scope.schema_evolution:
         raise SchemaMismatchError(
@@ -206,6 +208,10 @@ def _with_generated(
     are assigned (over the new values; other inputs are the target row's). Given values are checked
     against the expression like any written row (``writing.generated``)."""
     out = dict(assignments)
+    if action is ClauseAction.INSERT:  # columns with a DEFAULT get it instead of NULL (allowColumnDefaults)
+        for name, default in column_defaults(scope.target_schema).items():
+            if name not in out:
+                out[name] = _bind_value(scope, default, kind)
     target = quote_identifier(scope.target_alias)
     for name, text in generation_expressions(scope.target_schema).items():
         if name in assignments:

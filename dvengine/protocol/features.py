@@ -25,7 +25,8 @@ SUPPORTED_READER_FEATURES = frozenset({DELETION_VECTORS, COLUMN_MAPPING, TIMESTA
 # checkConstraints and generatedColumns (every new row is checked, generated values computed:
 # dvengine.writing.constraints / .generated), changeDataFeed (DML writes _change_data files,
 # dvengine.commands.change_data), identityColumns (values assigned on write with the high-water
-# mark, dvengine.writing.identity). rowTracking, inCommitTimestamp ... are not implemented.
+# mark, dvengine.writing.identity), allowColumnDefaults (inserts write CURRENT_DEFAULT,
+# dvengine.writing.defaults). rowTracking, inCommitTimestamp ... are not implemented.
 SUPPORTED_WRITER_FEATURES = frozenset(
     {
         DELETION_VECTORS,
@@ -36,6 +37,7 @@ SUPPORTED_WRITER_FEATURES = frozenset(
         "checkConstraints",
         "generatedColumns",
         "identityColumns",
+        "allowColumnDefaults",
         "vacuumProtocolCheck",
         CHANGE_DATA_FEED,
     }

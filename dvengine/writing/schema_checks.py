@@ -14,6 +14,7 @@ from dvengine.errors import InvalidArgumentError, SchemaMismatchError, SchemaVio
 from dvengine.protocol.actions import Protocol
 from dvengine.protocol.features import DELETION_VECTORS, ENABLE_CHANGE_DATA_FEED, TIMESTAMP_NTZ, with_change_data_feed
 from dvengine.protocol.schema import ArrayType, DataType, DecimalType, MapType, PrimitiveType, StructType
+from dvengine.writing.defaults import has_default
 from dvengine.writing.generated import GENERATED_COLUMNS, GENERATION_EXPRESSION
 from dvengine.writing.identity import IDENTITY_COLUMNS, is_identity
 from dvengine.writing.properties import validate_table_properties
@@ -85,7 +86,8 @@ def match_columns(table: StructType, data: StructType) -> list[tuple[str, str]]:
 def match_columns_filling_nulls(table: StructType, data: StructType) -> list[tuple[str | None, str]]:
     """(data column or None, table column) pairs in table order: :func:`match_columns`, except that
     nullable table columns the data lacks pair with None and are written as NULL (generated
-    columns: computed by the write paths, NOT NULL or not).
+    columns: computed by the write paths, NOT NULL or not; so are identity columns and columns with
+    a DEFAULT).
 
     Delta's schema enforcement refuses data with columns the table lacks, not data lacking table
     columns: an append of ``(id)`` to a table ``(id, note)`` writes ``note = NULL``. A NOT NULL
@@ -94,7 +96,10 @@ def match_columns_filling_nulls(table: StructType, data: StructType) -> list[tup
     check_distinct_column_names(data)
     present = {n.lower() for n in data.field_names}
     missing = [f for f in table.fields if f.name.lower() not in present]
-    not_null = [f.name for f in missing if not f.nullable and GENERATION_EXPRESSION not in f.metadata and not is_identity(f)]
+    not_null = [
+        f.name for f in missing
+        if not f.nullable and GENERATION_EXPRESSION not in f.metadata and not is_identity(f) and not has_default(f)
+    ]
     if not_null:
         raise SchemaViolationError(
             f"NOT NULL constraint violated: the data lacks the NOT NULL column(s) {not_null}, which would be "

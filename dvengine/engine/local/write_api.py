@@ -23,6 +23,7 @@ from dvengine.errors import (
 from dvengine.expressions import BoundPredicate, parse_value_expression, to_pyarrow_expression, to_pyarrow_value
 from dvengine.protocol.schema import from_arrow_schema, to_arrow_schema
 from dvengine.writing.constraints import table_constraints
+from dvengine.writing.defaults import column_defaults
 from dvengine.writing.generated import generation_expressions
 from dvengine.writing.identity import identity_columns
 
@@ -85,7 +86,9 @@ def align_to_table(table: pa.Table, plan: WritePlan) -> pa.Table:
     (``mergeSchema``, nullable columns) as nulls, generated columns it lacks computed from the
     others. NOT NULL and type problems raise before anything is written."""
     target = to_arrow_schema(plan.schema)
-    generated = generation_expressions(plan.schema)
+    defaults = column_defaults(plan.schema)
+    generated = {**{t: defaults[t] for d, t in plan.column_pairs if d is None and t in defaults},
+                 **generation_expressions(plan.schema)}  # computed from the other columns: defaults, generated
     later = {t for d, t in plan.column_pairs if d is None and t in generated}
     identity = identity_columns(plan.schema)
     columns: dict[str, pa.ChunkedArray] = {}
@@ -134,13 +137,13 @@ def _conform(column: pa.ChunkedArray, f: pa.Field, table_name: str) -> pa.Chunke
 
 
 def _generated_values(rows: pa.Table, plan: WritePlan, name: str, text: str) -> pa.ChunkedArray:
-    """Values of generated column ``name`` for ``rows`` (the other columns, under table names, typed)."""
+    """Values of generated (or defaulted) column ``name`` for ``rows`` (the other columns, under table names)."""
     value = parse_value_expression(text, plan.schema)
     try:
         expression = to_pyarrow_value(value, plan.schema.get(name).type)
     except InvalidPredicateError as exc:
         raise NotLocallyEvaluableError(
-            f"generated column {name!r} ({text}) cannot be computed without Spark ({exc}); pass spark= to write() "
+            f"column {name!r} ({text}) cannot be computed without Spark ({exc}); pass spark= to write() "
             "or provide the column's values"
         ) from exc
     project = acero.Declaration.from_sequence([
@@ -150,7 +153,7 @@ def _generated_values(rows: pa.Table, plan: WritePlan, name: str, text: str) -> 
     try:
         return project.to_table(use_threads=True).column(0)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ArithmeticError) as exc:
-        raise EvaluationError(f"generated column {name!r} ({text}) failed while evaluating rows: {exc}") from exc
+        raise EvaluationError(f"column {name!r} ({text}) failed while evaluating rows: {exc}") from exc
 
 
 def check_replace_where(data: pa.Table, predicate: BoundPredicate) -> None:

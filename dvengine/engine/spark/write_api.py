@@ -42,6 +42,7 @@ from dvengine.protocol.actions import AddFile
 from dvengine.protocol.schema import DataType, DecimalType, PrimitiveType, StructField, StructType, from_arrow_schema
 from dvengine.storage.logstore import normalize_table_path
 from dvengine.writing.constraints import table_constraints
+from dvengine.writing.defaults import CURRENT_DEFAULT
 from dvengine.writing.generated import GENERATION_EXPRESSION
 from dvengine.writing.identity import IdentitySpec, identity_columns, mark_from_stats
 from dvengine.writing.schema_checks import (
@@ -202,8 +203,9 @@ def _aligned_column(data_name: str | None, data_field: StructField | None, field
     expression (generated columns, evaluated by Spark over the data's columns), else NULL of the
     table's type (``mergeSchema``, nullable columns)."""
     if data_name is None or data_field is None:
-        if GENERATION_EXPRESSION in field.metadata:
-            return F.expr(str(field.metadata[GENERATION_EXPRESSION])).cast(logical_spark_type(field)).alias(field.name)
+        for key in (GENERATION_EXPRESSION, CURRENT_DEFAULT):  # a generated column; a column with a DEFAULT
+            if key in field.metadata:
+                return F.expr(str(field.metadata[key])).cast(logical_spark_type(field)).alias(field.name)
         return F.lit(None).cast(logical_spark_type(field)).alias(field.name)
     return _conform(F.col(quote(data_name)), data_field.type, field).alias(field.name)
 
