@@ -199,3 +199,65 @@ def test_unimplemented_writer_features_are_refused_before_any_write(tmp_path: Pa
         with pytest.raises(UnsupportedFeatureError, match=feature):
             attempt()
     assert sorted(str(f) for f in Path(root).rglob("*")) == files
+
+
+# --- partition pruning through a generated date partition column --------------------------------------
+
+
+def _delta_spark_partitioned_by_day(root: Path) -> tuple[str, list[tuple[int, dt.datetime]]]:
+    """A table partitioned by `day DATE GENERATED ALWAYS AS (CAST(ts AS DATE))`, files laid out as Delta Spark
+    writes them (one folder per day, `day` only in the path and partitionValues, UTC session)."""
+    import pyarrow.parquet as pq
+
+    schema = {"type": "struct", "fields": [
+        {"name": "id", "type": "long", "nullable": True, "metadata": {}},
+        {"name": "ts", "type": "timestamp", "nullable": True, "metadata": {}},
+        {"name": "day", "type": "date", "nullable": True, "metadata": {"delta.generationExpression": "CAST(ts AS DATE)"}},
+    ]}
+    os.makedirs(root / "_delta_log")
+    rows = [(i, dt.datetime(2024, 3, 1 + i // 4, (i % 4) * 6, tzinfo=dt.UTC)) for i in range(20)]  # 5 days x 4
+    adds = []
+    for day in sorted({ts.date() for _, ts in rows}):
+        part = [(i, ts) for i, ts in rows if ts.date() == day]
+        folder = root / f"day={day.isoformat()}"
+        folder.mkdir()
+        name = f"part-00000-{uuid.uuid4()}.c000.snappy.parquet"
+        pq.write_table(pa.table({"id": pa.array([i for i, _ in part], pa.int64()),
+                                 "ts": pa.array([ts for _, ts in part], pa.timestamp("us", tz="UTC"))}), folder / name)
+        stats = {"numRecords": len(part), "minValues": {"id": part[0][0]}, "maxValues": {"id": part[-1][0]},
+                 "nullCount": {"id": 0, "ts": 0}}
+        adds.append({"add": {"path": f"day={day.isoformat()}/{name}", "partitionValues": {"day": day.isoformat()},
+                             "size": (folder / name).stat().st_size, "modificationTime": 0, "dataChange": True,
+                             "stats": json.dumps(stats)}})
+    actions = [
+        {"commitInfo": {"timestamp": int(time.time() * 1000), "operation": "WRITE", "operationParameters": {}}},
+        {"protocol": {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": ["deletionVectors"],
+                      "writerFeatures": ["deletionVectors", "generatedColumns"]}},
+        {"metaData": {"id": str(uuid.uuid4()), "format": {"provider": "parquet", "options": {}},
+                      "schemaString": json.dumps(schema), "partitionColumns": ["day"],
+                      "configuration": {"delta.enableDeletionVectors": "true"}, "createdTime": 0}},
+        *adds,
+    ]
+    (root / "_delta_log" / f"{0:020d}.json").write_text("\n".join(json.dumps(a) for a in actions) + "\n")
+    return str(root), rows
+
+
+@pytest.mark.parametrize(
+    ("condition", "keep", "max_candidate_files"),
+    [
+        ("ts >= '2024-03-04 00:00:00'", lambda ts: ts < dt.datetime(2024, 3, 4, tzinfo=dt.UTC), 3),
+        ("ts < '2024-03-02 12:00:00' AND id >= 0", lambda ts: ts >= dt.datetime(2024, 3, 2, 12, tzinfo=dt.UTC), 3),
+        ("ts = '2024-03-03 06:00:00'", lambda ts: ts != dt.datetime(2024, 3, 3, 6, tzinfo=dt.UTC), 3),
+        ("'2024-03-05T01:00:00+09:00' > ts", lambda ts: ts >= dt.datetime(2024, 3, 4, 16, tzinfo=dt.UTC), 5),
+    ],
+)
+def test_conditions_on_the_source_column_prune_generated_partitions(
+    tmp_path: Path, condition: str, keep: Any, max_candidate_files: int
+) -> None:
+    root, rows = _delta_spark_partitioned_by_day(tmp_path / "t")
+    metrics = DeltaTable.forPath(None, root).deleteMetrics(condition, engine="local")
+    assert metrics["numCandidateFiles"] <= max_candidate_files
+    assert metrics["numCandidateFiles"] + metrics["numFilesPrunedByPartition"] + metrics["numFilesSkippedByStats"] == 5
+    want = sorted(i for i, ts in rows if keep(ts))
+    assert sorted(r[0] for r in rows_delta_rs(root, ["id"])) == want
+    assert sorted(r[0] for r in rows_duckdb(root, ["id"])) == want

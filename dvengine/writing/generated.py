@@ -22,9 +22,9 @@ from dvengine.errors import InvalidArgumentError, InvalidPredicateError
 from dvengine.expressions import parse_value_expression
 from dvengine.expressions.identifiers import quote_identifier
 from dvengine.expressions.substitute import substitute_columns
+from dvengine.planning.generated_partitions import GENERATION_EXPRESSION as GENERATION_EXPRESSION  # one spelling
 from dvengine.protocol.schema import StructType
 
-GENERATION_EXPRESSION = "delta.generationExpression"
 GENERATED_COLUMNS = "generatedColumns"
 
 
