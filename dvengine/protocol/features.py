@@ -26,7 +26,8 @@ SUPPORTED_READER_FEATURES = frozenset({DELETION_VECTORS, COLUMN_MAPPING, TIMESTA
 # dvengine.writing.constraints / .generated), changeDataFeed (DML writes _change_data files,
 # dvengine.commands.change_data), identityColumns (values assigned on write with the high-water
 # mark, dvengine.writing.identity), allowColumnDefaults (inserts write CURRENT_DEFAULT,
-# dvengine.writing.defaults). rowTracking, inCommitTimestamp ... are not implemented.
+# dvengine.writing.defaults), inCommitTimestamp (commit.in_commit_timestamps). rowTracking,
+# domainMetadata, typeWidening, clustering ... are not implemented.
 SUPPORTED_WRITER_FEATURES = frozenset(
     {
         DELETION_VECTORS,
@@ -38,6 +39,7 @@ SUPPORTED_WRITER_FEATURES = frozenset(
         "generatedColumns",
         "identityColumns",
         "allowColumnDefaults",
+        "inCommitTimestamp",
         "vacuumProtocolCheck",
         CHANGE_DATA_FEED,
     }

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from dvengine.commit import in_commit_timestamps
 from dvengine.errors import InvalidArgumentError, SchemaMismatchError, SchemaViolationError, UnsupportedFeatureError
 from dvengine.protocol.actions import Protocol
 from dvengine.protocol.features import DELETION_VECTORS, ENABLE_CHANGE_DATA_FEED, TIMESTAMP_NTZ, with_change_data_feed
@@ -179,7 +180,7 @@ def new_table_protocol(schema: StructType, configuration: Mapping[str, str]) -> 
         protocol = Protocol(3, 7, features, writers)
     if configuration.get(ENABLE_CHANGE_DATA_FEED, "false").lower() == "true":
         protocol = with_change_data_feed(protocol)
-    return protocol
+    return in_commit_timestamps.protocol_for(protocol, configuration)
 
 
 def check_new_table_configuration(configuration: Mapping[str, str]) -> None:
