@@ -7,27 +7,66 @@ instead of parsing messages. All share :class:`DvengineError` as a base.
 
 from __future__ import annotations
 
+try:  # pyspark.errors is pure Python (no JVM, no py4j gateway); see AnalysisError for why it is here
+    from pyspark.errors import AnalysisException as _SparkAnalysisException
+
+    _HAVE_PYSPARK = True
+except ImportError:  # pragma: no cover - dvengine without pyspark installed
+    _HAVE_PYSPARK = False
+
+    class _SparkAnalysisException(Exception):  # type: ignore[no-redef]
+        """Stand-in base when pyspark is not installed: AnalysisError is then a plain DvengineError."""
+
 
 class DvengineError(Exception):
     """Base class of every error dvengine raises on purpose."""
 
 
+class AnalysisError(DvengineError, _SparkAnalysisException):
+    """An error delta-spark reports as pyspark's ``AnalysisException`` (no table at a path, table exists,
+    schema mismatch, version not found), so ``except AnalysisException`` in a delta-spark script still
+    catches dvengine's typed error, which keeps its own class and message.
+
+    When pyspark is importable this class subclasses ``pyspark.errors.AnalysisException`` (the class
+    ``pyspark.sql.utils.AnalysisException`` also names). This is the one pyspark import outside
+    ``dvengine/engine/spark``: an exception's bases are fixed when its class is made, so the base
+    must be known here, at the bottom floor (spec_notes/writer-features.md says why no other
+    design keeps both ``except`` forms working).
+    """
+
+    delta_error_class: str | None = None  # Delta's error class, what getCondition() returns
+
+    def __init__(self, *args: object) -> None:
+        Exception.__init__(self, *args)  # args kept: pickling (Spark workers) rebuilds cls(*args)
+        if _HAVE_PYSPARK:  # PySparkException keeps its own message field, which getMessage() reads
+            _SparkAnalysisException.__init__(
+                self, message=str(args[0]) if args else "", errorClass=self.delta_error_class
+            )
+
+    def __str__(self) -> str:
+        return Exception.__str__(self)
+
+
 # --- table and log ---------------------------------------------------------------------------
 
 
-class TableNotFoundError(DvengineError):
+class TableNotFoundError(AnalysisError):
     """The path holds no Delta table (no ``_delta_log`` with commits)."""
 
+    delta_error_class = "DELTA_MISSING_DELTA_TABLE"
 
-class TableAlreadyExistsError(DvengineError):
+
+class TableAlreadyExistsError(AnalysisError):
     """A create in ``error`` mode found a table already at the path."""
+
+    delta_error_class = "DELTA_TABLE_ALREADY_EXISTS"
 
 
 class CatalogError(DvengineError):
     """The name -> location catalog (``dvengine.storage.catalog``) is unreadable or locked."""
 
 
-class VersionNotFoundError(DvengineError):
+class VersionNotFoundError(AnalysisError):
     """A requested version or timestamp is outside what the log can reconstruct."""
 
 
@@ -91,16 +130,42 @@ class SchemaError(DvengineError):
     """A schema cannot be parsed or converted."""
 
 
-class SchemaMismatchError(SchemaError):
+class SchemaMismatchError(SchemaError, AnalysisError):
     """Data written to a table does not match its schema."""
+
+    delta_error_class = "DELTA_METADATA_MISMATCH"
 
 
 class SchemaViolationError(SchemaError):
     """A write would store a value the schema forbids (null in NOT NULL, uncastable type)."""
 
 
+class ConstraintViolationError(SchemaViolationError):
+    """A row written by a write, UPDATE or MERGE breaks a CHECK constraint of the table (NULL counts as broken).
+
+    Delta's DELTA_VIOLATE_CONSTRAINT_WITH_VALUES (an InvariantViolationException, not an AnalysisException):
+    the message names the constraint, its expression and the values of the row's columns it reads.
+    Nothing is committed.
+    """
+
+
+class ConstraintError(AnalysisError):
+    """ALTER TABLE ADD/DROP CONSTRAINT cannot be done: the name exists or is missing, or existing rows break
+    the new constraint (Delta's DELTA_CONSTRAINT_ALREADY_EXISTS, DELTA_CONSTRAINT_DOES_NOT_EXIST,
+    DELTA_NEW_CHECK_CONSTRAINT_VIOLATION, all AnalysisExceptions)."""
+
+
 class InvalidPredicateError(DvengineError):
     """A condition or expression cannot be parsed, bound to the schema, or is not deterministic."""
+
+
+class UnresolvedColumnError(InvalidPredicateError, AnalysisError):
+    """An expression names a column the table (or MERGE source) does not have, or names it ambiguously.
+
+    Spark reports this as an ``AnalysisException`` (UNRESOLVED_COLUMN / AMBIGUOUS_REFERENCE), so it is one here too.
+    """
+
+    delta_error_class = "UNRESOLVED_COLUMN"
 
 
 class EvaluationError(InvalidPredicateError):

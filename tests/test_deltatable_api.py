@@ -4,7 +4,7 @@ The test bodies follow delta-spark's (same calls, same expected answers, same ex
 exception types and message fragments); only the import (``from dvengine import DeltaTable``)
 and table creation (dvengine.write / the builder, as delta-spark's JVM writer is not available)
 differ. Parts outside this module's scope (optimize, convertToDelta, clone, generate, protocol
-upgrades, feature support, CDF, clustering, identity/generated columns) are left out or turned
+upgrades, feature support, CDF, clustering, identity columns) are left out or turned
 into "refused with a typed error" checks. Resulting tables are also read with delta-rs and
 DuckDB, so RESTORE and the builders are checked against independent readers, not only our own.
 """
@@ -31,7 +31,6 @@ from dvengine.errors import (
     SchemaError,
     TableAlreadyExistsError,
     TableNotFoundError,
-    UnsupportedFeatureError,
 )
 from dvengine.log import latest_version
 from dvengine.storage.catalog import WAREHOUSE_OVERRIDE_CONF, lookup_table
@@ -391,10 +390,10 @@ def _verify_table_schema(tc: Case, table: DeltaTable, cols: list[str], types: li
 
 
 def _build(builder: Any) -> DeltaTable:
-    """delta-spark's __build_delta_table without its generated column (refused, see below)."""
+    """delta-spark's __build_delta_table, generated column included."""
     result: DeltaTable = (
         builder.addColumn("col1", "int", comment="foo", nullable=False)
-        .addColumn("col2", "int")
+        .addColumn("col2", "int", generatedAlwaysAs="col1 + 10")
         .property("foo", "bar")
         .comment("comment")
         .partitionedBy("col1")
@@ -498,16 +497,25 @@ def test_replace_table_behavior(tc: Case) -> None:
                          {"foo": "bar"}, ["col1"], "comment")
 
 
-def test_generated_identity_and_cluster_by_are_refused(tc: Case) -> None:
+def test_create_table_with_generated_columns(tc: Case) -> None:
+    """delta-spark's generated-column builder case: col2 = col1 + 10 is stored, computed and read back."""
     from pyspark.sql.types import IntegerType
 
-    builder = DeltaTable.create(tc.spark).location(tc.tempFile).addColumn("col1", "int")
-    with pytest.raises(UnsupportedFeatureError, match="col2"):
-        builder.addColumn("col2", IntegerType(), generatedAlwaysAs="col1 + 10")
-    with pytest.raises(UnsupportedFeatureError, match="id1"):
-        builder.addColumn("id1", "bigint", generatedAlwaysAs=IdentityGenerator())
-    builder.clusterBy("col1")  # liquid clustering is implemented: tests/test_clustering.py
-    assert not os.path.exists(tc.tempFile)
+    t = (DeltaTable.create(tc.spark).location(tc.tempFile).addColumn("col1", "int")
+         .addColumn("col2", IntegerType(), generatedAlwaysAs="col1 + 10").execute())
+    dvengine.write(pa.table({"col1": pa.array([1, 2], pa.int32())}), tc.tempFile, mode="append")
+    tc.check(t.toDF(), [(1, 11), (2, 12)])
+    _readers_agree(tc.tempFile, ["col1", "col2"], [(1, 11), (2, 12)])
+
+
+def test_create_table_with_identity_column(tc: Case) -> None:
+    """delta-spark's identity builder case: GENERATED ALWAYS AS IDENTITY (start 1, step 1) assigns 1, 2, ..."""
+    t = (DeltaTable.create(tc.spark).location(tc.tempFile)
+         .addColumn("id1", "bigint", generatedAlwaysAs=IdentityGenerator(start=1, step=1))
+         .addColumn("value", "string").execute())
+    dvengine.write(pa.table({"value": ["a", "b"]}), tc.tempFile, mode="append")
+    tc.check(t.toDF(), [(1, "a"), (2, "b")])
+    _readers_agree(tc.tempFile, ["id1", "value"], [(1, "a"), (2, "b")])
 
 
 def test_delta_table_builder_with_bad_args(tc: Case) -> None:

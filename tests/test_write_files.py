@@ -9,16 +9,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dvengine.errors import InvalidArgumentError, SchemaMismatchError, UnsupportedFeatureError
-from dvengine.protocol.actions import Metadata, Protocol
+from dvengine.errors import InvalidArgumentError, InvalidPredicateError, SchemaMismatchError, UnsupportedFeatureError
+from dvengine.protocol.actions import Protocol
 from dvengine.protocol.schema import DecimalType, PrimitiveType, StructType, parse_schema
+from dvengine.writing.constraints import check_no_invariants, table_constraints
 from dvengine.writing.files import (
     encode_relative_path,
     escape_partition_value,
     parse_partition_folders,
 )
 from dvengine.writing.schema_checks import (
-    check_no_constraints,
     match_columns,
     new_table_protocol,
     not_null_paths,
@@ -101,8 +101,14 @@ def test_new_table_protocol() -> None:
     assert new_table_protocol(ntz, on) == Protocol(3, 7, both, both)
 
 
-def test_constraints_refused() -> None:
+def test_constraints_bound_and_invariants_refused() -> None:
     s = _schema(("a", "long", True))
-    with pytest.raises(UnsupportedFeatureError, match="CHECK"):
-        check_no_constraints(Metadata("i", "{}", configuration={"delta.constraints.pos": "a > 0"}), s)
-    check_no_constraints(Metadata("i", "{}"), s)
+    (bound,) = table_constraints({"delta.constraints.pos": "a > 0", "other": "x"}, s)
+    assert (bound.name, bound.sql, bound.predicate.columns) == ("pos", "a > 0", frozenset({"a"}))
+    with pytest.raises(InvalidPredicateError, match=r"CHECK constraint bad \(b > 0\)"):
+        table_constraints({"delta.constraints.bad": "b > 0"}, s)
+    check_no_invariants(s)
+    with_invariant = parse_schema(json.dumps({"type": "struct", "fields": [
+        {"name": "a", "type": "long", "nullable": True, "metadata": {"delta.invariants": '{"expression": "a > 0"}'}}]}))
+    with pytest.raises(UnsupportedFeatureError, match="invariant"):
+        check_no_invariants(with_invariant)

@@ -22,6 +22,8 @@ from dvengine.engine.local.auto_compaction import after_commit
 from dvengine.expressions import BoundPredicate, parse_predicate
 from dvengine.log import load_snapshot
 from dvengine.protocol.schema import StructType
+from dvengine.writing.generated import with_generated_assignments
+from dvengine.writing.identity import check_identity_update
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -131,7 +133,8 @@ def update(
         if not isinstance(name, str):
             raise TypeError(f"set keys must be column names (str), got {type(name).__name__}: {name!r}")
     texts = {name: session.value_sql(value, schema, name) for name, value in assignments.items()}
-    bound = bind_assignments(schema, texts)
+    check_identity_update(schema, [k for k in texts if isinstance(k, str)], "UPDATE")
+    bound = bind_assignments(schema, with_generated_assignments(schema, texts))  # generated columns follow their inputs
     ctx = open_dml(snapshot, "UPDATE", options, predicate)
     if ctx.repeat:
         return ctx.skip_repeat(update_metrics(ctx, "none"))

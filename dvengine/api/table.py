@@ -18,7 +18,7 @@ from dvengine.api.merge_builder import DeltaMergeBuilder
 from dvengine.api.table_builder import CREATE, CREATE_IF_NOT_EXISTS, CREATE_OR_REPLACE, REPLACE, new_builder
 from dvengine.commands.arguments import check_column_mapping, check_condition, check_int, check_str
 from dvengine.errors import TableNotFoundError
-from dvengine.log import Snapshot, load_snapshot, table_exists
+from dvengine.log import Snapshot, find_table_root, load_snapshot, table_exists
 from dvengine.read import scan_snapshot_arrow
 from dvengine.storage import normalize_table_path
 
@@ -122,7 +122,15 @@ class DeltaTable:
 
     @classmethod
     def isDeltaTable(cls, spark: SparkSession | None, path: str | os.PathLike[str]) -> bool:
-        return table_exists(normalize_table_path(path))
+        """delta-spark's semantics (``isDeltaTable.strictCheck``, on by default): True when ``path`` is a
+        table root or lies inside one (a partition folder, a data file) and that table has commits;
+        False for a missing path, plain Parquet, a ``_delta_log`` without commits, or a path inside
+        ``_delta_log``."""
+        text = os.fspath(path)
+        if isinstance(text, str) and os.path.isfile(text):  # a data file: its table is above it
+            text = os.path.dirname(os.path.abspath(text))
+        root = find_table_root(normalize_table_path(text))
+        return root is not None and table_exists(root)
 
     def alias(self, name: str) -> DeltaTable:
         return DeltaTable(self._spark, self._path, name, name=self._name, delta_spark_results=self._delta_spark_results)

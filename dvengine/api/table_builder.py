@@ -6,11 +6,10 @@ delta-spark. Types are parsed at ``addColumn`` time (Spark's parser would fail a
 either way nothing is written. The commit itself is :mod:`dvengine.commands.create_table`;
 names resolve through :mod:`dvengine.storage.catalog`.
 
-Not implemented, refused with :class:`~dvengine.errors.UnsupportedFeatureError` naming the
-column: generated columns (``generatedAlwaysAs``) and identity columns (``IdentityGenerator``) -
-dvengine's writers do not compute generated values, so a table that declares them would be
-written wrongly by dvengine. ``clusterBy`` makes a liquid-clustered table
-(:mod:`dvengine.maintenance.clustering`).
+Generated columns (``generatedAlwaysAs="expr"``) and identity columns (``IdentityGenerator``) are
+stored as Delta stores them (field metadata, the ``generatedColumns`` / ``identityColumns``
+features); see :mod:`dvengine.writing.generated` and :mod:`dvengine.writing.identity`. ``clusterBy``
+makes a liquid-clustered table (:mod:`dvengine.maintenance.clustering`).
 """
 
 from __future__ import annotations
@@ -30,10 +29,12 @@ from dvengine.commands.create_table import (
     TableDefinition,
     create_table,
 )
-from dvengine.errors import InvalidArgumentError, UnsupportedFeatureError
+from dvengine.errors import InvalidArgumentError
 from dvengine.protocol.ddl import from_spark_field, from_spark_type, parse_ddl_type
 from dvengine.protocol.schema import DataType, StructField, StructType
 from dvengine.storage import catalog, normalize_table_path
+from dvengine.writing.generated import GENERATION_EXPRESSION
+from dvengine.writing.identity import identity_field_metadata
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -47,7 +48,8 @@ TableOpener = Callable[["SparkSession | None", str, "str | None"], "DeltaTable"]
 
 @dataclass
 class IdentityGenerator:
-    """delta-spark's identity column spec (accepted for argument compatibility; not implemented)."""
+    """delta-spark's identity column spec: ``generatedAlwaysAs=IdentityGenerator(start, step)`` (GENERATED
+    ALWAYS AS IDENTITY) or ``generatedByDefaultAs=...`` (BY DEFAULT: given values are accepted)."""
 
     start: int = 1
     step: int = 1
@@ -140,13 +142,12 @@ class DeltaTableBuilder:
         if comment is not None and type(comment) is not str:
             self._raise_type_error("Column comment must be str.", [comment])
         data_type: DataType = parse_ddl_type(dataType) if isinstance(dataType, str) else from_spark_type(dataType)
-        if generatedAlwaysAs is not None or generatedByDefaultAs is not None:
-            kind = "a generated column" if isinstance(generatedAlwaysAs, str) else "an identity column"
-            raise UnsupportedFeatureError(
-                f"column {colName!r} is declared as {kind}; dvengine does not implement generated or identity "
-                "columns, so it cannot create such a table"
-            )
-        metadata = {} if comment is None else {"comment": comment}
+        metadata: dict[str, Any] = {} if comment is None else {"comment": comment}
+        identity = generatedAlwaysAs if isinstance(generatedAlwaysAs, IdentityGenerator) else generatedByDefaultAs
+        if identity is not None:  # PROTOCOL.md "Identity Columns": start, step, allowExplicitInsert in the field
+            metadata.update(identity_field_metadata(identity.start, identity.step, generatedByDefaultAs is not None))
+        if isinstance(generatedAlwaysAs, str):  # PROTOCOL.md "Generated Columns": the expression in the field
+            metadata[GENERATION_EXPRESSION] = generatedAlwaysAs
         self._fields.append(StructField(colName, data_type, nullable, metadata))
         return self
 

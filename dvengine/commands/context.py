@@ -1,7 +1,7 @@
 """The DML prologue every command shares: snapshot, gates, bound condition, candidates, transaction.
 
 Everything here runs before a byte is written, so a refused command leaves no trace: the
-table's own rules (writer features, constraints, ``delta.appendOnly``), the DV mode, the
+table's own rules (writer features, CHECK constraints the Arrow evaluator can check, ``delta.appendOnly``), the DV mode, the
 condition bound to the schema, then partition pruning and stats skipping, and the transaction's
 read set (candidate files and the predicate they were chosen by, for conflict detection).
 """
@@ -26,13 +26,13 @@ from dvengine.log import Snapshot
 from dvengine.planning.candidates import CandidatePlan, might_match_function, plan_candidates
 from dvengine.planning.decisions import MODE_DV, DmlOptions
 from dvengine.protocol.features import check_writable, supports_deletion_vectors
-from dvengine.writing.schema_checks import check_no_constraints
+from dvengine.writing.constraints import check_dml_constraints
 
 
 def check_dml_allowed(snapshot: Snapshot, operation: str) -> None:
     """Refuse row-level changes the table forbids or that dvengine cannot enforce correctly."""
     check_writable(snapshot.protocol, snapshot.metadata)
-    check_no_constraints(snapshot.metadata, snapshot.schema)
+    check_dml_constraints(snapshot.configuration, snapshot.schema, writes_new_rows=operation in ("UPDATE", "MERGE"))
     if snapshot.configuration.get("delta.appendOnly", "false").lower() == "true":
         raise OperationNotAllowedError(
             f"{operation} is not allowed: table {snapshot.table_root} is append-only (delta.appendOnly=true)"

@@ -38,6 +38,8 @@ from dvengine.protocol.actions import DomainMetadata, Metadata, Protocol
 from dvengine.protocol.features import check_writable, reader_features, writer_features
 from dvengine.protocol.schema import StructType
 from dvengine.storage import is_object_uri, storage_for
+from dvengine.writing.generated import check_generation_expressions
+from dvengine.writing.identity import check_identity_definitions
 from dvengine.writing.schema_checks import (
     DEFAULT_NEW_TABLE_CONFIGURATION,
     check_distinct_column_names,
@@ -106,6 +108,8 @@ def _check_definition(definition: TableDefinition) -> tuple[tuple[str, ...], dic
     if not definition.schema.fields:
         raise InvalidArgumentError(f"table {definition.label} needs at least one column (addColumn / addColumns)")
     check_distinct_column_names(definition.schema)
+    check_generation_expressions(definition.schema)
+    check_identity_definitions(definition.schema)
     partitions = resolve_partition_columns(definition.schema, definition.partition_columns)
     configuration = {**DEFAULT_NEW_TABLE_CONFIGURATION, **dict(definition.properties)}
     check_new_table_configuration(configuration)

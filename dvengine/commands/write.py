@@ -27,11 +27,12 @@ from dvengine.log import Snapshot, load_snapshot, table_exists
 from dvengine.protocol.actions import AddFile, Metadata
 from dvengine.protocol.features import check_writable
 from dvengine.protocol.schema import StructType
+from dvengine.writing.constraints import check_no_invariants, table_constraints
+from dvengine.writing.identity import check_explicit_values, with_high_water_marks
 from dvengine.writing.properties import validate_table_properties
 from dvengine.writing.schema_checks import (
     DEFAULT_NEW_TABLE_CONFIGURATION,
     check_new_table_configuration,
-    check_no_constraints,
     match_columns,
     new_table_protocol,
     resolve_partition_columns,
@@ -132,7 +133,9 @@ def plan_write(
             txn.set_app_transaction(app.app_id, app.version)
         return WritePlan(table_root, txn, data_schema, partition_columns, config, [(n, n) for n in data_schema.field_names])
     check_writable(snapshot.protocol, snapshot.metadata)
-    check_no_constraints(snapshot.metadata, snapshot.schema)
+    check_explicit_values(snapshot.schema, data_schema.field_names, "the write")
+    check_no_invariants(snapshot.schema)
+    table_constraints(snapshot.configuration, snapshot.schema)  # a constraint that does not bind fails here
     if mode == "overwrite" and snapshot.configuration.get("delta.appendOnly", "false").lower() == "true":
         raise InvalidArgumentError(f"table {snapshot.table_root} is append-only (delta.appendOnly=true); overwrite is refused")
     replace_where = opts.replace_where if mode == "overwrite" else None
@@ -162,6 +165,19 @@ def plan_write(
         table_root, txn, evolved.schema, evolved.metadata.partition_columns, dict(evolved.metadata.configuration),
         evolved.column_pairs, replace,
     )
+
+
+def record_identity_marks(plan: WritePlan, marks: Mapping[str, int | None]) -> None:
+    """Put the identity columns' new high-water marks into the commit (a ``metaData`` action), so a
+    concurrent writer that assigned values from the same marks fails with MetadataChangedError."""
+    txn = plan.transaction
+    base = txn.new_metadata
+    if base is None:
+        assert txn.read_snapshot is not None  # identity columns exist only in existing tables here
+        base = txn.read_snapshot.metadata
+    updated = with_high_water_marks(base, marks)
+    if updated is not base:
+        txn.update_metadata(updated)
 
 
 def finish_write(plan: WritePlan, adds: Sequence[AddFile], executor: Executor | None = None) -> int:

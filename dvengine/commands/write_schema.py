@@ -1,7 +1,8 @@
 """The schema and partitioning a write to an existing table commits, as Delta's
 ``ImplicitMetadataOperation.updateMetadata`` decides them.
 
-- Same schema (names case-insensitive, types exact): nothing changes.
+- Same schema (names case-insensitive, types exact): nothing changes; nullable table columns the
+  data lacks are written as NULL (Delta refuses extra columns, not missing ones).
 - ``overwriteSchema`` (an overwrite without ``replaceWhere``): the data's schema and the given
   ``partitionBy`` (none when omitted) replace the table's; the table id and properties stay.
 - ``mergeSchema`` (or the auto-merge conf): :func:`merge_struct`; new columns are appended,
@@ -26,6 +27,7 @@ from dvengine.protocol.schema import StructType, parse_schema
 from dvengine.writing.schema_checks import (
     check_distinct_column_names,
     match_columns,
+    match_columns_filling_nulls,
     resolve_partition_columns,
     type_signature,
 )
@@ -91,7 +93,7 @@ def evolve_table_schema(
             + ("" if merge_schema else "; use overwriteSchema=True with mode='overwrite' to change it")
         )
     try:
-        pairs = list(match_columns(table, data_schema))
+        pairs = match_columns_filling_nulls(table, data_schema)
         return EvolvedSchema(snapshot, snapshot.metadata, False, pairs)
     except SchemaMismatchError as exc:
         if not merge_schema:

@@ -20,6 +20,7 @@ import uuid
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from dvengine.commit import in_commit_timestamps
 from dvengine.commit.commit_info import build_commit_info
 from dvengine.commit.conflicts import (
     FilePredicate,
@@ -200,7 +201,7 @@ class Transaction:
         while True:
             attempt += 1
             self.attempts = attempt
-            data = self._serialize(is_blind_append, operation_metrics)
+            data = self._serialize(is_blind_append, operation_metrics, version)
             target = commit_file_path(self.table_root, version)
             try:
                 if self._row_level is not None and self.store.exists(target):
@@ -244,9 +245,10 @@ class Transaction:
             return False
         return all(a.data_change for a in adds)
 
-    def _serialize(self, is_blind_append: bool, operation_metrics: Mapping[str, Any] | None) -> bytes:
+    def _serialize(self, is_blind_append: bool, operation_metrics: Mapping[str, Any] | None, version: int) -> bytes:
+        timestamp, new_metadata = self._in_commit_timestamp(version)
         info = build_commit_info(
-            timestamp_ms=_now_ms(),
+            timestamp_ms=timestamp if timestamp is not None else _now_ms(),
             operation=self.operation,
             operation_parameters=self.operation_parameters,
             read_version=self.read_version,
@@ -255,13 +257,26 @@ class Transaction:
             operation_metrics=operation_metrics,
             txn_id=self.txn_id,
         )
+        if timestamp is not None:
+            info = CommitInfo({"inCommitTimestamp": timestamp, **info.values})
         ordered: list[Action] = [info]
         if self._new_protocol is not None:
             ordered.append(self._new_protocol)
-        if self._new_metadata is not None:
-            ordered.append(self._new_metadata)
+        if new_metadata is not None:
+            ordered.append(new_metadata)
         ordered.extend(self._actions)
         return ("\n".join(action_to_line(a) for a in ordered) + "\n").encode("utf-8")
+
+    def _in_commit_timestamp(self, version: int) -> tuple[int | None, Metadata | None]:
+        """(inCommitTimestamp or None, the metadata action to write) for a commit landing at ``version``."""
+        _, metadata = self._effective_protocol_and_metadata()
+        if not in_commit_timestamps.enabled(metadata.configuration):
+            return None, self._new_metadata
+        timestamp = in_commit_timestamps.next_timestamp(self.store, self.table_root, version, _now_ms())
+        if self._new_metadata is None:
+            return timestamp, None
+        was = self.read_snapshot is not None and in_commit_timestamps.enabled(self.read_snapshot.metadata.configuration)
+        return timestamp, in_commit_timestamps.with_enablement(self._new_metadata, was, version, timestamp)
 
     def _check_winners_from(self, version: int) -> int:
         """Check every commit from ``version`` on against this transaction; return the next free version."""

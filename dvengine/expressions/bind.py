@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from sqlglot import exp
 
-from dvengine.errors import InvalidPredicateError
+from dvengine.errors import InvalidPredicateError, UnresolvedColumnError
 from dvengine.expressions.parse import parse_sql, too_deep
 from dvengine.expressions.refs import REF_KEY, ColumnRef, bound_refs, column_node, reference_nodes
 from dvengine.expressions.typecheck import TypeChecker
@@ -144,6 +144,9 @@ class _Resolver:
     def _error(self, reason: str) -> InvalidPredicateError:
         return InvalidPredicateError(f"invalid expression {self._text!r}: {reason}")
 
+    def _unresolved(self, reason: str) -> UnresolvedColumnError:
+        return UnresolvedColumnError(f"invalid expression {self._text!r}: {reason}")
+
     def _available(self) -> str:
         names = [f.name if q is None else f"{q}.{f.name}" for q, s in self._scopes.items() for f in s.fields]
         return ", ".join(names) if names else "(none)"
@@ -154,17 +157,17 @@ class _Resolver:
                 if qualifier is not None and qualifier.lower() == parts[0].lower():
                     top = scope.find(parts[1])
                     if top is None:
-                        raise self._error(
+                        raise self._unresolved(
                             f"column {parts[1]!r} does not exist in {qualifier!r}; "
                             f"its columns are: {', '.join(scope.field_names)}"
                         )
                     return self._nested(qualifier, top, parts[2:])
         matches = [(q, f) for q, s in self._scopes.items() if (f := s.find(parts[0])) is not None]
         if not matches:
-            raise self._error(f"column {'.'.join(parts)!r} does not exist; available columns: {self._available()}")
+            raise self._unresolved(f"column {'.'.join(parts)!r} does not exist; available columns: {self._available()}")
         if len(matches) > 1:
             options = " or ".join(f"{q}.{f.name}" for q, f in matches)
-            raise self._error(f"column {parts[0]!r} is ambiguous; qualify it as {options}")
+            raise self._unresolved(f"column {parts[0]!r} is ambiguous; qualify it as {options}")
         qualifier, top = matches[0]
         return self._nested(qualifier, top, parts[1:])
 
@@ -173,13 +176,13 @@ class _Resolver:
         for part in rest:
             current = fields[-1]
             if not isinstance(current.type, StructType):
-                raise self._error(
+                raise self._unresolved(
                     f"{'.'.join(f.name for f in fields)!r} is {current.type.simple_string()}, "
                     f"not a struct, so it has no field {part!r}"
                 )
             child = current.type.find(part)
             if child is None:
-                raise self._error(
+                raise self._unresolved(
                     f"struct column {'.'.join(f.name for f in fields)!r} has no field {part!r}; "
                     f"its fields are: {', '.join(current.type.field_names)}"
                 )

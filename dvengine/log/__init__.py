@@ -14,6 +14,7 @@ from dvengine.log.column_mapping import column_mapping_mode, logical_to_physical
 from dvengine.log.loader import (
     commit_infos,
     commit_timestamp,
+    find_table_root,
     latest_version,
     load_snapshot,
     read_commit_actions,
@@ -29,6 +30,7 @@ __all__ = [
     "column_mapping_mode",
     "commit_infos",
     "commit_timestamp",
+    "find_table_root",
     "latest_version",
     "load_snapshot",
     "logical_to_physical",

@@ -318,6 +318,26 @@ def table_exists(table_root: str) -> bool:
     return True
 
 
+def find_table_root(path: str) -> str | None:
+    """The table root at or above ``path``, as delta-spark's ``DeltaTableUtils.findDeltaTableRoot``.
+
+    Walks up from ``path`` (an absolute local path; it need not exist) to the first folder holding
+    a ``_delta_log``, stopping at a folder named ``_delta_log`` or ``_samples``; None when there is none.
+    """
+    store = storage_for(path)
+    current = path.rstrip("/") or "/"
+    while True:
+        name = current.rsplit("/", 1)[-1]
+        if name in ("_delta_log", "_samples"):
+            return None
+        if store.exists(log_dir(current)):
+            return current
+        parent = current.rsplit("/", 1)[0] or "/"
+        if parent == current:
+            return None
+        current = parent
+
+
 def read_commit_actions(table_root: str, version: int, store: LogStore | None = None) -> list[Action]:
     """The actions of one commit file, in file order."""
     root = normalize_table_path(table_root)

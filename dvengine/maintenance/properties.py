@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 
+from dvengine.commit import in_commit_timestamps
 from dvengine.commit.transaction import Transaction
 from dvengine.errors import InvalidArgumentError, UnsupportedFeatureError
 from dvengine.log import Snapshot, load_snapshot
@@ -47,6 +48,7 @@ def set_table_properties(table_root: str, properties: Mapping[str, str]) -> int:
         protocol = with_change_data_feed(protocol)
     if configuration.get(ENABLE_DELETION_VECTORS, "false").lower() == "true":
         protocol = with_deletion_vectors(protocol)
+    protocol = in_commit_timestamps.protocol_for(protocol, configuration)  # the commit records its enablement
     return _commit(snapshot, configuration, protocol, "SET TBLPROPERTIES", {"properties": dict(properties)})
 
 

@@ -37,6 +37,7 @@ from dvengine.log.timestamps import to_epoch_ms
 from dvengine.protocol.actions import AddFile
 from dvengine.protocol.features import check_writable
 from dvengine.storage import is_object_uri, resolve_data_path, storage_for
+from dvengine.writing.identity import keep_high_water_marks
 
 RESTORE_METRIC_COLUMNS = (
     "table_size_after_restore",
@@ -127,8 +128,9 @@ def restore(table_root: str, version: int | None = None, timestamp: Any = None) 
     txn.record_read(latest.files, None)
     if protocol != latest.protocol:
         txn.update_protocol(protocol)
-    if target.metadata != latest.metadata:
-        txn.update_metadata(target.metadata)
+    metadata = keep_high_water_marks(target.metadata, latest.metadata)
+    if metadata != latest.metadata:
+        txn.update_metadata(metadata)
     txn.add_actions(to_add)
     txn.add_actions(f.to_remove(now) for f in to_remove)
     metrics = {

@@ -3,7 +3,8 @@
 Only files that survive both steps are scanned. Both steps are conservative (a file is dropped
 only when it provably holds no matching row), so the later verification scan is exact. When the
 predicate references partition columns only, surviving files match *entirely* and the command
-can drop them without reading any data.
+can drop them without reading any data. A condition on the source of a generated date partition
+column (``day = CAST(ts AS DATE)``) also prunes by ``day`` (``generated_partitions``).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 
 from dvengine.expressions import BoundPredicate, is_partition_only, partition_might_match, stats_might_match
 from dvengine.log import Snapshot
+from dvengine.planning.generated_partitions import generated_partition_filter
 from dvengine.protocol.actions import AddFile
 from dvengine.protocol.stats import FileStats
 
@@ -54,10 +56,11 @@ def plan_candidates(snapshot: Snapshot, predicate: BoundPredicate | None) -> Can
     if predicate is None:
         return CandidatePlan(files, len(files), 0, 0, partition_only=True)
     schema = snapshot.schema
+    derived = generated_partition_filter(schema, snapshot.partition_columns, predicate)  # pruning only
     after_partitions: list[tuple[AddFile, dict[str, object]]] = []
     for add in files:
         values = snapshot.partition_values_logical(add)
-        if partition_might_match(predicate, values):
+        if partition_might_match(predicate, values) and (derived is None or partition_might_match(derived, values)):
             after_partitions.append((add, values))
     partition_only = is_partition_only(predicate, snapshot.partition_columns)
     if partition_only:

@@ -21,12 +21,15 @@ CHANGE_DATA_DIR = "_change_data"  # PROTOCOL.md "Change Data Files": the folder 
 SUPPORTED_READER_FEATURES = frozenset({DELETION_VECTORS, COLUMN_MAPPING, TIMESTAMP_NTZ, V2_CHECKPOINT, "vacuumProtocolCheck"})
 
 # Writer features dvengine honours when it commits: appendOnly (DML and overwrite are refused),
-# invariants and checkConstraints (writes are refused while the schema or configuration uses
-# them, since dvengine does not evaluate them), changeDataFeed (DML writes _change_data files,
-# dvengine.commands.change_data), clustering and domainMetadata (the ``delta.clustering`` domain is
-# written at CREATE and kept by replay and checkpoints; OPTIMIZE clusters only unclustered or
-# ``liquid`` files: dvengine.maintenance.clustering). generatedColumns, identityColumns, rowTracking
-# ... are not implemented.
+# invariants (writes are refused while the schema uses them: dvengine does not evaluate them),
+# checkConstraints and generatedColumns (every new row is checked, generated values computed:
+# dvengine.writing.constraints / .generated), changeDataFeed (DML writes _change_data files,
+# dvengine.commands.change_data), identityColumns (values assigned on write with the high-water
+# mark, dvengine.writing.identity), allowColumnDefaults (inserts write CURRENT_DEFAULT,
+# dvengine.writing.defaults), inCommitTimestamp (commit.in_commit_timestamps), clustering and
+# domainMetadata (the ``delta.clustering`` domain is written at CREATE and kept by replay and
+# checkpoints; OPTIMIZE clusters only unclustered or ``liquid`` files: dvengine.maintenance.clustering).
+# rowTracking, typeWidening ... are not implemented.
 SUPPORTED_WRITER_FEATURES = frozenset(
     {
         DELETION_VECTORS,
@@ -35,6 +38,10 @@ SUPPORTED_WRITER_FEATURES = frozenset(
         "appendOnly",
         "invariants",
         "checkConstraints",
+        "generatedColumns",
+        "identityColumns",
+        "allowColumnDefaults",
+        "inCommitTimestamp",
         "vacuumProtocolCheck",
         CHANGE_DATA_FEED,
         "clustering",

@@ -1,4 +1,5 @@
-"""``ALTER TABLE t SET TBLPROPERTIES (...)`` / ``UNSET TBLPROPERTIES [IF EXISTS] (...)``, token by token.
+"""``ALTER TABLE t SET TBLPROPERTIES (...)`` / ``UNSET TBLPROPERTIES [IF EXISTS] (...)`` and
+``ADD CONSTRAINT name CHECK (expr)`` / ``DROP CONSTRAINT [IF EXISTS] name``, token by token.
 
 sqlglot parses ``ALTER TABLE ... SET TBLPROPERTIES`` only loosely (keys and values as opaque
 properties), and Delta scripts need it to turn on features such as the change data feed, so the
@@ -12,7 +13,7 @@ from __future__ import annotations
 from sqlglot.tokenizer_core import TokenType
 
 from dvengine.errors import SqlParseError
-from dvengine.sqlcmd.statements import AlterPropertiesStatement
+from dvengine.sqlcmd.statements import AlterConstraintStatement, AlterPropertiesStatement
 from dvengine.sqlcmd.tokens import TokenCursor, tokenize
 
 PART = "ALTER TABLE ... TBLPROPERTIES"
@@ -21,6 +22,50 @@ PART = "ALTER TABLE ... TBLPROPERTIES"
 def is_alter_properties(text: str) -> bool:
     words = [t.text.upper() for t in tokenize(text)[:12] if t.token_type != TokenType.STRING]
     return len(words) >= 2 and words[:2] == ["ALTER", "TABLE"] and "TBLPROPERTIES" in words
+
+
+def is_alter_constraint(text: str) -> bool:
+    words = [t.text.upper() for t in tokenize(text)[:12] if t.token_type != TokenType.STRING]
+    return len(words) >= 2 and words[:2] == ["ALTER", "TABLE"] and "CONSTRAINT" in words
+
+
+def parse_alter_constraint(text: str) -> AlterConstraintStatement:
+    """The CHECK expression is kept as written (the text between CHECK's parentheses): Delta stores it so."""
+    part = "ALTER TABLE ... CONSTRAINT"
+    cur = TokenCursor(text, tokenize(text), text)
+    cur.expect("ALTER", "TABLE", part=part)
+    table = cur.table(part)
+    if cur.accept("DROP", "CONSTRAINT"):
+        if_exists = cur.accept("IF", "EXISTS")
+        name = cur.peek()
+        if name is None or name.token_type == TokenType.STRING:
+            raise SqlParseError(f"{part}: expected a constraint name after DROP CONSTRAINT in {text!r}")
+        cur.pos += 1
+        cur.end(part)
+        return AlterConstraintStatement(table, name.text, None, if_exists)
+    cur.expect("ADD", "CONSTRAINT", part=part)
+    name = cur.peek()
+    if name is None or name.token_type == TokenType.STRING:
+        raise SqlParseError(f"{part}: expected a constraint name after ADD CONSTRAINT in {text!r}")
+    cur.pos += 1
+    cur.expect("CHECK", part=part)
+    opening = cur.peek()
+    if opening is None or opening.token_type != TokenType.L_PAREN:
+        raise SqlParseError(f"{part}: expected '(' after CHECK in {text!r}")
+    depth = 0
+    for index in range(cur.pos, len(cur.tokens)):
+        token = cur.tokens[index]
+        depth += {TokenType.L_PAREN: 1, TokenType.R_PAREN: -1}.get(token.token_type, 0)
+        if depth == 0:
+            expression = text[opening.end + 1 : token.start].strip()
+            cur.pos = index + 1
+            break
+    else:
+        raise SqlParseError(f"{part}: unbalanced parentheses after CHECK in {text!r}")
+    cur.end(part)
+    if not expression:
+        raise SqlParseError(f"{part}: CHECK () has no expression in {text!r}")
+    return AlterConstraintStatement(table, name.text, expression)
 
 
 def _key(cur: TokenCursor) -> str:

@@ -16,7 +16,12 @@ from sqlglot.errors import ParseError
 from sqlglot.tokenizer_core import TokenType
 
 from dvengine.errors import SqlParseError
-from dvengine.sqlcmd.alter_parse import is_alter_properties, parse_alter_properties
+from dvengine.sqlcmd.alter_parse import (
+    is_alter_constraint,
+    is_alter_properties,
+    parse_alter_constraint,
+    parse_alter_properties,
+)
 from dvengine.sqlcmd.create_parse import is_delta_create, parse_create
 from dvengine.sqlcmd.dml_parse import DIALECT, parse_delete, parse_merge, parse_update
 from dvengine.sqlcmd.statements import PassThrough, Statement
@@ -90,6 +95,8 @@ def parse_statement(text: str) -> Statement:
         return parse_merge(node)
     if first == "ALTER" and is_alter_properties(text):
         return parse_alter_properties(text)
+    if first == "ALTER" and is_alter_constraint(text):
+        return parse_alter_constraint(text)
     if first == "CREATE" and _uses_delta(text):
         node = _parse_one(text, "CREATE TABLE ... USING delta")
         if isinstance(node, exp.Create) and is_delta_create(node):

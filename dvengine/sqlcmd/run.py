@@ -20,6 +20,7 @@ from dvengine.sqlcmd import table_statements
 from dvengine.sqlcmd.parse import parse_sql
 from dvengine.sqlcmd.path_tables import PathTable, find_path_tables, substitute
 from dvengine.sqlcmd.statements import (
+    AlterConstraintStatement,
     AlterPropertiesStatement,
     CreateTableStatement,
     DeleteStatement,
@@ -145,6 +146,9 @@ def run_statement(spark: SparkSession, stmt: Statement) -> DataFrame:
         return table_statements.restore(resolve_table(spark, stmt.table), stmt.version, stmt.timestamp)
     if isinstance(stmt, OptimizeStatement):
         return table_statements.optimize(resolve_table(spark, stmt.table), stmt.condition, stmt.zorder_by)
+    if isinstance(stmt, AlterConstraintStatement):
+        table_statements.alter_constraint(spark, resolve_table(spark, stmt.table), stmt)
+        return results.empty_result(spark)
     if isinstance(stmt, AlterPropertiesStatement):
         table_statements.alter_properties(resolve_table(spark, stmt.table), stmt)
         return results.empty_result(spark)

@@ -125,6 +125,16 @@ class AlterPropertiesStatement:
 
 
 @dataclass(frozen=True)
+class AlterConstraintStatement:
+    """``ALTER TABLE t ADD CONSTRAINT name CHECK (expr)`` or ``DROP CONSTRAINT [IF EXISTS] name``."""
+
+    table: TableRef
+    name: str
+    expression: str | None  # None: a DROP
+    if_exists: bool = False
+
+
+@dataclass(frozen=True)
 class PassThrough:
     """Anything else: handed to ``spark.sql`` unchanged."""
 
@@ -142,5 +152,6 @@ Statement = (
     | OptimizeStatement
     | CreateTableStatement
     | AlterPropertiesStatement
+    | AlterConstraintStatement
     | PassThrough
 )

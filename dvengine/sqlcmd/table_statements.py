@@ -1,5 +1,5 @@
 """SQL statements that map one to one onto DeltaTable calls: catalog names, DESCRIBE DETAIL,
-RESTORE, OPTIMIZE, CREATE TABLE, and ALTER TABLE ... SET/UNSET TBLPROPERTIES.
+RESTORE, OPTIMIZE, CREATE TABLE, ALTER TABLE ... SET/UNSET TBLPROPERTIES and ADD/DROP CONSTRAINT.
 
 Each goes through the same DeltaTable method a DataFrame-API user would call (``forName``,
 ``detail``, ``restoreToVersion``/``restoreToTimestamp``, ``optimize().where().executeCompaction()``,
@@ -11,8 +11,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, cast
 
 from dvengine.api.table import DeltaTable
+from dvengine.maintenance.constraints import add_constraint, drop_constraint
 from dvengine.maintenance.properties import set_table_properties, unset_table_properties
-from dvengine.sqlcmd.statements import AlterPropertiesStatement, CreateTableStatement
+from dvengine.sqlcmd.statements import AlterConstraintStatement, AlterPropertiesStatement, CreateTableStatement
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -55,6 +56,19 @@ def alter_properties(table: DeltaTable, stmt: AlterPropertiesStatement) -> None:
         set_table_properties(table.path, stmt.set_properties)
     else:
         unset_table_properties(table.path, stmt.unset_keys, stmt.if_exists)
+
+
+def alter_constraint(spark: SparkSession | None, table: DeltaTable, stmt: AlterConstraintStatement) -> None:
+    """ADD checks existing rows in-process when Arrow can evaluate the expression, else with Spark."""
+    if stmt.expression is None:
+        drop_constraint(table.path, stmt.name, stmt.if_exists)
+        return
+    counter = None
+    if spark is not None:
+        from dvengine.engine.spark.constraints import violation_counter
+
+        counter = violation_counter(spark)
+    add_constraint(table.path, stmt.name, stmt.expression, counter)
 
 
 def create_table(spark: SparkSession, stmt: CreateTableStatement) -> DeltaTable:

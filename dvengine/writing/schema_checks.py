@@ -10,10 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from dvengine.errors import InvalidArgumentError, SchemaMismatchError, UnsupportedFeatureError
-from dvengine.protocol.actions import Metadata, Protocol
+from dvengine.commit import in_commit_timestamps
+from dvengine.errors import InvalidArgumentError, SchemaMismatchError, SchemaViolationError, UnsupportedFeatureError
+from dvengine.protocol.actions import Protocol
 from dvengine.protocol.features import DELETION_VECTORS, ENABLE_CHANGE_DATA_FEED, TIMESTAMP_NTZ, with_change_data_feed
 from dvengine.protocol.schema import ArrayType, DataType, DecimalType, MapType, PrimitiveType, StructType
+from dvengine.writing.defaults import has_default
+from dvengine.writing.generated import GENERATED_COLUMNS, GENERATION_EXPRESSION
+from dvengine.writing.identity import IDENTITY_COLUMNS, is_identity
 from dvengine.writing.properties import validate_table_properties
 
 ENABLE_DVS = "delta.enableDeletionVectors"
@@ -80,6 +84,37 @@ def match_columns(table: StructType, data: StructType) -> list[tuple[str, str]]:
     return pairs
 
 
+def match_columns_filling_nulls(table: StructType, data: StructType) -> list[tuple[str | None, str]]:
+    """(data column or None, table column) pairs in table order: :func:`match_columns`, except that
+    nullable table columns the data lacks pair with None and are written as NULL (generated
+    columns: computed by the write paths, NOT NULL or not; so are identity columns and columns with
+    a DEFAULT).
+
+    Delta's schema enforcement refuses data with columns the table lacks, not data lacking table
+    columns: an append of ``(id)`` to a table ``(id, note)`` writes ``note = NULL``. A NOT NULL
+    column cannot be filled so: SchemaViolationError naming it (Delta: DELTA_NOT_NULL_CONSTRAINT_VIOLATED).
+    """
+    check_distinct_column_names(data)
+    present = {n.lower() for n in data.field_names}
+    missing = [f for f in table.fields if f.name.lower() not in present]
+    not_null = [
+        f.name for f in missing
+        if not f.nullable and GENERATION_EXPRESSION not in f.metadata and not is_identity(f) and not has_default(f)
+    ]
+    if not_null:
+        raise SchemaViolationError(
+            f"NOT NULL constraint violated: the data lacks the NOT NULL column(s) {not_null}, which would be "
+            "written as NULL; nothing was written"
+        )
+    if not missing:
+        return list(match_columns(table, data))
+    kept = StructType(tuple(f for f in table.fields if f.name.lower() in present))
+    matched = dict((t, d) for d, t in match_columns(kept, data)) if kept.fields else {}
+    if not kept.fields and data.fields:
+        match_columns(kept, data)  # the data's columns are all unknown: the same error as a mismatch
+    return [(matched.get(f.name), f.name) for f in table.fields]
+
+
 def not_null_paths(schema: StructType, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
     """Logical paths of NOT NULL fields reachable through structs (arrays/maps are not inspected)."""
     out: list[tuple[str, ...]] = []
@@ -128,18 +163,24 @@ def new_table_protocol(schema: StructType, configuration: Mapping[str, str]) -> 
     DVs on (the default): reader 3 / writer 7 with ``deletionVectors``. DVs explicitly off:
     legacy (1, 2), which every Delta reader accepts, unless a TIMESTAMP_NTZ column forces table
     features. TIMESTAMP_NTZ always adds the ``timestampNtz`` feature, as Delta requires.
-    ``delta.enableChangeDataFeed=true`` adds ``changeDataFeed`` (legacy: writer 4).
+    ``delta.enableChangeDataFeed=true`` adds ``changeDataFeed`` (legacy: writer 4). Generated
+    columns add ``generatedColumns`` (legacy: writer 4), identity columns ``identityColumns``
+    (legacy: writer 6), as Delta.
     """
     dvs = configuration.get(ENABLE_DVS, "false").lower() == "true"
     ntz = uses_timestamp_ntz(schema)
+    generated = any(GENERATION_EXPRESSION in f.metadata for f in schema.fields)
+    identity = any(is_identity(f) for f in schema.fields)
     if not dvs and not ntz:
-        protocol = Protocol(1, 2)
+        protocol = Protocol(1, 6) if identity else Protocol(1, 4) if generated else Protocol(1, 2)
     else:
         features = tuple(sorted(({DELETION_VECTORS} if dvs else set()) | ({TIMESTAMP_NTZ} if ntz else set())))
-        protocol = Protocol(3, 7, features, features)
+        extra = ((GENERATED_COLUMNS,) if generated else ()) + ((IDENTITY_COLUMNS,) if identity else ())
+        writers = tuple(sorted({*features, *extra}))
+        protocol = Protocol(3, 7, features, writers)
     if configuration.get(ENABLE_CHANGE_DATA_FEED, "false").lower() == "true":
         protocol = with_change_data_feed(protocol)
-    return protocol
+    return in_commit_timestamps.protocol_for(protocol, configuration)
 
 
 def check_new_table_configuration(configuration: Mapping[str, str]) -> None:
@@ -151,19 +192,3 @@ def check_new_table_configuration(configuration: Mapping[str, str]) -> None:
             f"creating a table with delta.columnMapping.mode={mode!r} is not implemented; dvengine writes to "
             "column-mapped tables created by other engines"
         )
-
-
-def check_no_constraints(metadata: Metadata, schema: StructType) -> None:
-    """dvengine does not evaluate CHECK constraints or column invariants, so it must not write such tables."""
-    constraints = sorted(k for k in metadata.configuration if k.startswith("delta.constraints."))
-    if constraints:
-        raise UnsupportedFeatureError(f"the table has CHECK constraints {constraints}, which dvengine cannot enforce")
-
-    def walk(s: StructType) -> None:
-        for f in s.fields:
-            if "delta.invariants" in f.metadata:
-                raise UnsupportedFeatureError(f"column {f.name!r} has an invariant, which dvengine cannot enforce")
-            if isinstance(f.type, StructType):
-                walk(f.type)
-
-    walk(schema)

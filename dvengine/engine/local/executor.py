@@ -34,8 +34,10 @@ from dvengine.commands.written import WrittenRows
 from dvengine.dv import absolute_dv_path, bitmap_from_row_indexes, encode_deletion_vectors, load_deletion_vector
 from dvengine.engine.local.change_data import tag, write_change_rows
 from dvengine.engine.local.column_cache import cached_columns
+from dvengine.engine.local.constraints import check_constraints
+from dvengine.engine.local.failures import evaluation_error
 from dvengine.engine.local.writer import write_data_files
-from dvengine.errors import EvaluationError, InvalidPredicateError, SchemaViolationError
+from dvengine.errors import InvalidPredicateError, SchemaViolationError
 from dvengine.expressions import BoundExpression, BoundPredicate, to_pyarrow_expression, to_pyarrow_value
 from dvengine.faults import DML_DV_FILES_WRITTEN, fault_point
 from dvengine.log import Snapshot
@@ -43,6 +45,7 @@ from dvengine.planning.decisions import FileAction, decide_file_action
 from dvengine.protocol.actions import AddFile
 from dvengine.protocol.schema import DataType, StructField, StructType, to_arrow_field
 from dvengine.read import open_data_file, read_physical_rows
+from dvengine.writing.constraints import table_constraints
 from dvengine.writing.stats import num_indexed_cols
 
 ROW_INDEX = "__dvengine_row_index"
@@ -75,10 +78,6 @@ def _parallel(function: Callable[[T], R], items: Sequence[T]) -> list[R]:
         return list(pool.map(function, items))
 
 
-def _evaluation_error(what: str, exc: Exception) -> EvaluationError:
-    return EvaluationError(f"{what} failed while evaluating rows: {exc}")
-
-
 def project(table: pa.Table, expressions: Sequence[Any], names: Sequence[str]) -> pa.Table:
     """Evaluate Arrow expressions over ``table`` (Acero's project node, multi-threaded)."""
     plan = acero.Declaration.from_sequence(
@@ -90,13 +89,13 @@ def project(table: pa.Table, expressions: Sequence[Any], names: Sequence[str]) -
     return plan.to_table(use_threads=True)
 
 
-def matching_positions(table: pa.Table, predicate_expr: Any, what: str) -> np.ndarray:
+def matching_positions(table: pa.Table, predicate: BoundPredicate) -> np.ndarray:
     """Positions of the rows of ``table`` where the predicate is TRUE (NULL and FALSE drop out)."""
     indexed = table.append_column(ROW_INDEX, pa.array(np.arange(table.num_rows, dtype=np.int64)))
     try:
-        hits = indexed.filter(predicate_expr).column(ROW_INDEX)
+        hits = indexed.filter(to_pyarrow_expression(predicate)).column(ROW_INDEX)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ArithmeticError) as exc:
-        raise _evaluation_error(what, exc) from exc
+        raise evaluation_error(table, predicate, exc) from exc
     return np.asarray(hits.to_numpy(), dtype=np.int64)
 
 
@@ -118,7 +117,7 @@ def match_file(snapshot: Snapshot, add: AddFile, predicate: BoundPredicate | Non
     if predicate is None:
         positions = np.arange(physical, dtype=np.int64)
     else:
-        positions = matching_positions(table, to_pyarrow_expression(predicate), f"the condition {predicate.sql!r}")
+        positions = matching_positions(table, predicate)
     if len(previously) and len(positions):
         dead = np.asarray(previously.to_array(), dtype=np.int64)
         positions = positions[~np.isin(positions, dead, assume_unique=True)]
@@ -237,8 +236,12 @@ class LocalExecutor:
         """Live rows of ``add`` not retired by this command (its merged bitmap)."""
         return surviving_rows(ctx.snapshot, add, ctx.engine_state.get(_STATE_BITMAPS, {}).get(add.path))
 
-    def write_tables(self, ctx: DmlContext, tables: list[pa.Table]) -> WrittenRows:
-        """Write the rows of ``tables`` (logical columns) as new data files, recorded for clean-up."""
+    def write_tables(self, ctx: DmlContext, tables: list[pa.Table], check: bool = True) -> WrittenRows:
+        """Write the rows of ``tables`` (logical columns) as new data files, recorded for clean-up.
+
+        ``check``: the rows are new (UPDATE, MERGE), so the table's CHECK constraints are checked
+        first; rows copied unchanged from a rewritten file (``write_survivors``) already satisfy them.
+        """
         started = time.monotonic()
         tables = [t for t in tables if t.num_rows]
         if not tables:
@@ -246,12 +249,14 @@ class LocalExecutor:
         snapshot = ctx.snapshot
         common = pa.schema([to_arrow_field(f).with_nullable(True) for f in snapshot.schema.fields])
         rows = pa.concat_tables([t.select(common.names).cast(common) for t in tables])
+        if check:
+            check_constraints(rows, table_constraints(snapshot.configuration, snapshot.schema))
         files = write_data_files(rows, snapshot.table_root, snapshot.schema, snapshot.partition_columns, num_indexed_cols(snapshot.configuration))
         ctx.written.add_data_files(files)
         return WrittenRows.of(files, started)
 
     def write_survivors(self, ctx: DmlContext, files: Sequence[AddFile], predicate: BoundPredicate) -> WrittenRows:
-        return self.write_tables(ctx, _parallel(lambda add: self.surviving_rows(ctx, add), list(files)))
+        return self.write_tables(ctx, _parallel(lambda add: self.surviving_rows(ctx, add), list(files)), check=False)
 
     # --- UPDATE ----------------------------------------------------------------------------------
 

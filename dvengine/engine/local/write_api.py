@@ -6,14 +6,26 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
+from pyarrow import acero
 
-from dvengine.commands.write import WritePlan, finish_write, plan_write, replace_where_mismatch
+from dvengine.commands.write import WritePlan, finish_write, plan_write, record_identity_marks, replace_where_mismatch
 from dvengine.commands.write_options import SchemaWriteOptions
+from dvengine.engine.local.constraints import check_constraints
 from dvengine.engine.local.executor import LocalExecutor
 from dvengine.engine.local.writer import write_data_files
-from dvengine.errors import InvalidPredicateError, NotLocallyEvaluableError, SchemaMismatchError, SchemaViolationError
-from dvengine.expressions import BoundPredicate, to_pyarrow_expression
+from dvengine.errors import (
+    EvaluationError,
+    InvalidPredicateError,
+    NotLocallyEvaluableError,
+    SchemaMismatchError,
+    SchemaViolationError,
+)
+from dvengine.expressions import BoundPredicate, parse_value_expression, to_pyarrow_expression, to_pyarrow_value
 from dvengine.protocol.schema import from_arrow_schema, to_arrow_schema
+from dvengine.writing.constraints import table_constraints
+from dvengine.writing.defaults import column_defaults
+from dvengine.writing.generated import generation_expressions
+from dvengine.writing.identity import identity_columns
 
 
 def as_arrow_table(data: Any) -> pa.Table | None:
@@ -61,9 +73,11 @@ def write_arrow(
     if plan.repeat:  # this (txnAppId, txnVersion) is already in the table: nothing to write
         return finish_write(plan, [])
     aligned = align_to_table(table, plan)
+    aligned = _with_identity_values(aligned, plan)
     if plan.replace is not None:
         assert plan.replace.predicate is not None
         check_replace_where(aligned, plan.replace.predicate)
+    check_constraints(aligned, table_constraints(plan.configuration, plan.schema))
     adds = write_data_files(aligned, plan.table_root, plan.schema, plan.partition_columns, plan.num_indexed_cols)
     executor = LocalExecutor() if plan.replace is not None else None
     return finish_write(plan, adds, executor)  # deletes the files again if the commit does not happen
@@ -71,21 +85,77 @@ def write_arrow(
 
 def align_to_table(table: pa.Table, plan: WritePlan) -> pa.Table:
     """The data's columns in table order under table names and types; columns the data lacks
-    (``mergeSchema``) as nulls. NOT NULL and type problems raise before anything is written."""
+    (``mergeSchema``, nullable columns) as nulls, generated columns it lacks computed from the
+    others. NOT NULL and type problems raise before anything is written."""
     target = to_arrow_schema(plan.schema)
-    columns = []
+    defaults = column_defaults(plan.schema)
+    generated = {**{t: defaults[t] for d, t in plan.column_pairs if d is None and t in defaults},
+                 **generation_expressions(plan.schema)}  # computed from the other columns: defaults, generated
+    later = {t for d, t in plan.column_pairs if d is None and t in generated}
+    identity = identity_columns(plan.schema)
+    columns: dict[str, pa.ChunkedArray] = {}
     for (data_name, table_name), f in zip(plan.column_pairs, target):
+        if table_name in later:
+            continue
+        if data_name is None and table_name in identity:  # filled by _with_identity_values
+            columns[table_name] = pa.chunked_array([pa.array([0] * table.num_rows, pa.int64())])
+            continue
         column = pa.chunked_array([pa.nulls(table.num_rows, f.type)]) if data_name is None else table.column(data_name)
-        if column.null_count and not f.nullable:
-            raise SchemaViolationError(f"NOT NULL column {table_name!r} would receive null values; nothing was written")
-        try:
-            columns.append(column.cast(f.type))
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-            raise SchemaMismatchError(
-                f"column {table_name!r}: the data's {column.type} cannot be written as the table's {f.type} ({exc}); "
-                "nothing was written"
-            ) from exc
-    return pa.Table.from_arrays(columns, names=[name for _, name in plan.column_pairs])
+        columns[table_name] = _conform(column, f, table_name)
+    if later:
+        known = pa.Table.from_pydict(columns) if columns else pa.table({"__rows": pa.nulls(table.num_rows)})
+        for name in sorted(later):
+            field = target.field(name)
+            columns[name] = _conform(_generated_values(known, plan, name, generated[name]), field, name)
+    return pa.Table.from_arrays([columns[name] for _, name in plan.column_pairs], names=[n for _, n in plan.column_pairs])
+
+
+def _with_identity_values(aligned: pa.Table, plan: WritePlan) -> pa.Table:
+    """Identity columns the data lacks get dense new values beyond the high-water mark; the new
+    marks go into the commit (``record_identity_marks``)."""
+    specs = identity_columns(plan.schema)
+    missing = [t for d, t in plan.column_pairs if d is None and t in specs]
+    if not missing or plan.transaction.read_snapshot is None:
+        return aligned
+    marks: dict[str, int | None] = {}
+    for name in missing:
+        values = specs[name].values(aligned.num_rows)
+        aligned = aligned.set_column(aligned.schema.get_field_index(name), name, pa.array(values, pa.int64()))
+        marks[name] = specs[name].mark_after(values)
+    record_identity_marks(plan, marks)
+    return aligned
+
+
+def _conform(column: pa.ChunkedArray, f: pa.Field, table_name: str) -> pa.ChunkedArray:
+    if column.null_count and not f.nullable:
+        raise SchemaViolationError(f"NOT NULL column {table_name!r} would receive null values; nothing was written")
+    try:
+        return column.cast(f.type)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        raise SchemaMismatchError(
+            f"column {table_name!r}: the data's {column.type} cannot be written as the table's {f.type} ({exc}); "
+            "nothing was written"
+        ) from exc
+
+
+def _generated_values(rows: pa.Table, plan: WritePlan, name: str, text: str) -> pa.ChunkedArray:
+    """Values of generated (or defaulted) column ``name`` for ``rows`` (the other columns, under table names)."""
+    value = parse_value_expression(text, plan.schema)
+    try:
+        expression = to_pyarrow_value(value, plan.schema.get(name).type)
+    except InvalidPredicateError as exc:
+        raise NotLocallyEvaluableError(
+            f"column {name!r} ({text}) cannot be computed without Spark ({exc}); pass spark= to write() "
+            "or provide the column's values"
+        ) from exc
+    project = acero.Declaration.from_sequence([
+        acero.Declaration("table_source", acero.TableSourceNodeOptions(rows)),
+        acero.Declaration("project", acero.ProjectNodeOptions([expression], [name])),
+    ])
+    try:
+        return project.to_table(use_threads=True).column(0)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ArithmeticError) as exc:
+        raise EvaluationError(f"column {name!r} ({text}) failed while evaluating rows: {exc}") from exc
 
 
 def check_replace_where(data: pa.Table, predicate: BoundPredicate) -> None:

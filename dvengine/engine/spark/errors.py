@@ -30,6 +30,9 @@ _FILE_ERROR_CLASSES = ("FAILED_READ_FILE", "PATH_NOT_FOUND", "FILE_NOT_EXIST")
 _PYTHON_ERROR = re.compile(r"dvengine\.errors\.(\w+): (.*)")
 
 
+# Spark's query context under an evaluation error: the expression text, then carets under the part that failed.
+_QUERY_CONTEXT = re.compile(r"== SQL(?: of [^\n]*)? \(line \d+, position \d+\) ==\n([^\n]*)\n( *)(\^+)")
+_QUOTED_NAME = re.compile(r"`((?:[^`]|``)+)`")
 _ERROR_CLASS_IN_TEXT = re.compile(r"\[([A-Z][A-Z_]+(?:\.[A-Z_]+)?)\]")
 _FILE_IN_TEXT = re.compile(r"while reading file (\S+?)\.?\s")
 
@@ -58,6 +61,26 @@ def first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
+def failing_part(exc: BaseException) -> str:
+    """Where an evaluation failed, from Spark's query context: `` in `expr`: part `p` (column(s) 'c')``.
+
+    Spark marks the failing part of the expression it was given with carets; the back-quoted names
+    in that part are the columns whose values failed. Empty when the text carries no context.
+    """
+    match = _QUERY_CONTEXT.search(str(exc)[:8000])
+    if match is None:
+        return ""
+    line, start, width = match.group(1), len(match.group(2)), len(match.group(3))
+    part = line[start : start + width].strip() or line.strip()
+    columns = list(dict.fromkeys(n.replace("``", "`") for n in _QUOTED_NAME.findall(part)))
+    where = f" in {line.strip()!r}"
+    if part != line.strip():
+        where += f": part {part!r}"
+    if columns:
+        where += f" (column{'s' if len(columns) > 1 else ''} {', '.join(repr(c) for c in columns)})"
+    return where
+
+
 def typed_from_python_worker(exc: BaseException) -> errors.DvengineError | None:
     """The dvengine error a Python worker raised (its traceback text travels inside the exception)."""
     match = _PYTHON_ERROR.search(str(exc))
@@ -81,9 +104,10 @@ def translate(exc: BaseException, what: str, value_error: bool = False) -> BaseE
     error_class = spark_error_class(exc) or ""
     text = first_line(exc)
     if error_class.startswith(EVALUATION_ERROR_CLASSES) or "ArithmeticException" in text:
+        where = failing_part(exc)
         if value_error:
-            return errors.SchemaViolationError(f"{what}: a value does not fit its column ({error_class}): {text}")
-        return errors.EvaluationError(f"{what} failed while evaluating rows ({error_class}): {text}")
+            return errors.SchemaViolationError(f"{what}: a value does not fit its column{where} ({error_class}): {text}")
+        return errors.EvaluationError(f"{what} failed while evaluating rows{where} ({error_class}): {text}")
     if error_class.startswith(_FILE_ERROR_CLASSES) or "FileNotFoundException" in str(exc)[:2000]:
         found = _FILE_IN_TEXT.search(str(exc)[:4000])
         where = f" {found.group(1)}" if found else ""

@@ -75,6 +75,7 @@ from dvengine.planning.decisions import FileAction
 from dvengine.protocol.actions import AddFile, DeletionVectorDescriptor
 from dvengine.protocol.schema import DataType, StructField, StructType
 from dvengine.storage import resolve_data_path
+from dvengine.writing.constraints import constraint_texts
 from dvengine.writing.files import SPARK_STAGING_PREFIX
 from dvengine.writing.stats import num_indexed_cols
 
@@ -366,6 +367,7 @@ class SparkExecutor:
             staging_root=staging,
             operation=ctx.operation,
             layout=layout,
+            constraints=constraint_texts(snapshot.configuration, snapshot.schema),
         )
 
     def _collect_job(self, ctx: DmlContext, job: RowsJobContext, results: DataFrame, started: float) -> RetiredAndWritten:

@@ -7,7 +7,8 @@ here, so the job count, not the data, set the latency. This module does all of i
 that already holds a file's matched rows after the repartition by file:
 
 - the new values arrive already evaluated by Spark (ANSI casts in the projection fail the job,
-  with Spark's own error), and the task checks NULLs headed for NOT NULL columns;
+  with Spark's own error), and the task checks NULLs headed for NOT NULL columns and the
+  table's CHECK constraints (on Arrow, as the local executor does);
 - MERGE's cardinality check: every (file, row index) of one file meets in this task, so a target
   row matched twice is seen here (Delta's rule, same message as the other executors);
 - bitmaps per file, unioned with the file's old DV, the DV/rewrite/remove decision, packed DV
@@ -29,10 +30,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from dvengine.engine.local.constraints import check_constraints
 from dvengine.engine.local.writer import write_data_files
 from dvengine.engine.spark.dv_job import DvJobContext, FileOutcome, encode_outcomes, finish_file
 from dvengine.errors import MergeCardinalityError, SchemaViolationError
 from dvengine.protocol.schema import StructType, to_arrow_type
+from dvengine.writing.constraints import bind_constraint
 from dvengine.writing.schema_checks import not_null_paths
 
 KIND_FILE = "file"
@@ -91,6 +94,7 @@ class RowsJobContext:
     staging_root: str  # new files go under it; the returned adds are relative to it
     operation: str
     layout: RowsLayout
+    constraints: tuple[tuple[str, str], ...] = ()  # the table's CHECK constraints (name, expression)
 
     @property
     def not_null(self) -> list[tuple[str, ...]]:
@@ -110,6 +114,7 @@ class NewRows:
         self.pending_rows = 0
         self.adds: list[str] = []
         self.target = [(f, to_arrow_type(f.type)) for f in ctx.schema.fields]
+        self.constraints = tuple(bind_constraint(name, sql, ctx.schema) for name, sql in ctx.constraints)
 
     def add(self, rows: pa.Table) -> None:
         if rows.num_rows == 0:
@@ -120,6 +125,7 @@ class NewRows:
             columns.append(column if column.type == arrow_type else column.cast(arrow_type))
         table = pa.Table.from_arrays(columns, names=[f.name for f, _ in self.target])
         _check_not_null(table, self.ctx)
+        check_constraints(table, self.constraints)
         self.pending.append(table)
         self.pending_rows += rows.num_rows
         if self.pending_rows >= FLUSH_ROWS:

@@ -17,8 +17,17 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from dvengine.commands.write import finish_write, normalize_write_mode, plan_write, replace_where_mismatch
+from dvengine.commands.write import (
+    WritePlan,
+    finish_write,
+    normalize_write_mode,
+    plan_write,
+    record_identity_marks,
+    replace_where_mismatch,
+)
 from dvengine.commands.write_options import resolve_write_options
+from dvengine.commands.written import WrittenFiles
+from dvengine.engine.spark.constraints import check_frame_constraints
 from dvengine.engine.spark.executor import SparkExecutor
 from dvengine.engine.spark.identifiers import quote, quote_path
 from dvengine.engine.spark.paths import refuse_object_store
@@ -30,8 +39,13 @@ from dvengine.errors import (
     SchemaViolationError,
     UnsupportedFeatureError,
 )
+from dvengine.protocol.actions import AddFile
 from dvengine.protocol.schema import DataType, DecimalType, PrimitiveType, StructField, StructType, from_arrow_schema
 from dvengine.storage.logstore import normalize_table_path
+from dvengine.writing.constraints import table_constraints
+from dvengine.writing.defaults import CURRENT_DEFAULT
+from dvengine.writing.generated import GENERATION_EXPRESSION
+from dvengine.writing.identity import IdentitySpec, identity_columns, mark_from_stats
 from dvengine.writing.schema_checks import (
     check_distinct_column_names,
     not_null_paths,
@@ -145,12 +159,17 @@ def write(
     plan = plan_write(root, mode, data_schema, partitionBy, configuration, options)
     if plan.repeat:  # this (txnAppId, txnVersion) is already in the table: nothing to write
         return finish_write(plan, [])
+    identities = {
+        t: spec for d, t in plan.column_pairs if d is None and (spec := identity_columns(plan.schema).get(t)) is not None
+    }
     if plan.transaction.read_snapshot is not None:  # an existing table: align columns, check NOT NULL
         df = df.select(*[
+            _identity_column(identities[table_name]) if table_name in identities else
             _aligned_column(data_name, None if data_name is None else data_schema.get(data_name), plan.schema.get(table_name))
             for data_name, table_name in plan.column_pairs
         ])
         check_not_null(df, plan.schema)
+        check_frame_constraints(df, table_constraints(plan.configuration, plan.schema), "the write")
     if plan.replace is not None:
         assert plan.replace.predicate is not None
         check_replace_where(df, plan.replace.predicate.sql)
@@ -158,13 +177,44 @@ def write(
     if plan.replace is not None:
         executor = SparkExecutor(session)  # before any file is written: it checks the Python workers
     adds = write_parquet_files(df, plan.table_root, plan.schema, plan.partition_columns, plan.num_indexed_cols)
+    if identities:
+        _record_identity_marks(plan, identities, adds)
     return finish_write(plan, adds, executor)
 
 
+def _identity_column(spec: IdentitySpec) -> Column:
+    """New identity values: ``first + step * monotonically_increasing_id()``, unique across tasks (not dense,
+    as Delta's own are not); the high-water mark comes from the written files' statistics."""
+    mid = F.monotonically_increasing_id()
+    return (F.lit(spec.first_new_value()) + F.lit(spec.step) * mid).cast("bigint").alias(spec.name)
+
+
+def _record_identity_marks(plan: WritePlan, identities: Mapping[str, IdentitySpec], adds: Sequence[AddFile]) -> None:
+    marks: dict[str, int | None] = {}
+    for name, spec in identities.items():
+        field = plan.schema.get(name)
+        key = str(field.metadata.get("delta.columnMapping.physicalName", name))
+        mark = mark_from_stats(spec, key, [a.stats for a in adds])
+        if mark is None:
+            written = WrittenFiles(plan.table_root)
+            written.add_data_files(adds)
+            written.remove_all()
+            raise UnsupportedFeatureError(
+                f"IDENTITY column {name!r} has no statistics in the written files (it is beyond "
+                "delta.dataSkippingNumIndexedCols), so its high-water mark is unknown; nothing was committed"
+            )
+        marks[name] = mark
+    record_identity_marks(plan, marks)
+
+
 def _aligned_column(data_name: str | None, data_field: StructField | None, field: StructField) -> Column:
-    """A data column under its table name and type, or NULL of the table's type for a column the
-    data lacks (``mergeSchema``)."""
+    """A data column under its table name and type, or for a column the data lacks: its generation
+    expression (generated columns, evaluated by Spark over the data's columns), else NULL of the
+    table's type (``mergeSchema``, nullable columns)."""
     if data_name is None or data_field is None:
+        for key in (GENERATION_EXPRESSION, CURRENT_DEFAULT):  # a generated column; a column with a DEFAULT
+            if key in field.metadata:
+                return F.expr(str(field.metadata[key])).cast(logical_spark_type(field)).alias(field.name)
         return F.lit(None).cast(logical_spark_type(field)).alias(field.name)
     return _conform(F.col(quote(data_name)), data_field.type, field).alias(field.name)
 

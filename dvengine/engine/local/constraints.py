@@ -1,0 +1,46 @@
+"""CHECK constraints evaluated on Arrow rows before they are written (local executor, Spark file tasks
+and the Spark row plan's writer tasks, which all hand their new rows to Arrow).
+
+A row violates a constraint when the expression is FALSE or NULL (Delta's rule), so the mask of
+good rows is the expression with NULL filled as FALSE. The first bad row is reported with the
+values of the columns the constraint reads, as Delta's DELTA_VIOLATE_CONSTRAINT_WITH_VALUES does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyarrow import acero
+
+from dvengine.errors import ConstraintViolationError, EvaluationError, InvalidPredicateError, NotLocallyEvaluableError
+from dvengine.expressions import to_pyarrow_expression
+from dvengine.writing.constraints import CheckConstraint
+
+
+def _holds(rows: pa.Table, constraint: CheckConstraint) -> pa.ChunkedArray:
+    plan = acero.Declaration.from_sequence([
+        acero.Declaration("table_source", acero.TableSourceNodeOptions(rows)),
+        acero.Declaration("project", acero.ProjectNodeOptions([to_pyarrow_expression(constraint.predicate)], ["ok"])),
+    ])
+    return pc.fill_null(plan.to_table(use_threads=True).column(0), False)
+
+
+def check_constraints(rows: pa.Table, constraints: Sequence[CheckConstraint]) -> None:
+    """ConstraintViolationError for the first row of ``rows`` (logical columns) that breaks a constraint."""
+    if rows.num_rows == 0:
+        return
+    for c in constraints:
+        try:
+            ok = _holds(rows, c)
+        except InvalidPredicateError as exc:
+            raise NotLocallyEvaluableError(f"CHECK constraint {c.name} ({c.sql}) cannot be evaluated in Arrow: {exc}") from exc
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ArithmeticError) as exc:
+            raise EvaluationError(f"CHECK constraint {c.name} ({c.sql}) failed while evaluating rows: {exc}") from exc
+        if pc.all(ok).as_py():
+            continue
+        first = pc.index(ok, False).as_py()
+        names = sorted(c.predicate.columns)
+        row = rows.select(names).slice(first, 1).to_pylist()[0]
+        raise ConstraintViolationError(c.violation(row))
