@@ -482,3 +482,26 @@ def test_not_yet_served_on_stores_refused(s3_server: S3Server, bucket: str) -> N
     with pytest.raises(UnsupportedStorageError, match=f"s3://{bucket}/parquet"):
         DeltaTable.convertToDelta(None, f"parquet.`s3://{bucket}/parquet`")
     assert s3_server.keys(bucket) == keys
+
+
+def test_endpoint_that_never_answers_times_out() -> None:
+    """A loopback server that accepts connections and stays silent: the request timeout fires, typed."""
+    import socket
+    import time
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    port = listener.getsockname()[1]
+    opts = {
+        "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}", "AWS_ACCESS_KEY_ID": "k", "AWS_SECRET_ACCESS_KEY": "s",
+        "AWS_REGION": "us-east-1", "AWS_ALLOW_HTTP": "true", "AWS_TIMEOUT": "1s", "max_retries": "0",
+    }
+    uri = f"s3://silent-{port}/t"
+    try:
+        started = time.monotonic()
+        with pytest.raises(StorageUnreachableError, match=uri):
+            DeltaTable.forPath(None, uri, storage_options=opts)
+        assert time.monotonic() - started < 10
+    finally:
+        listener.close()

@@ -63,7 +63,12 @@ def _existence_check(table_root: str) -> Callable[[str], bool]:
     if not is_object_uri(table_root):
         return os.path.exists
     present = {info.path for info in storage_for(table_root).list_files(table_root)}
-    return present.__contains__
+    prefix = table_root.rstrip("/") + "/"
+
+    def exists(path: str) -> bool:  # files outside the table (shallow clones) are asked one by one
+        return path in present if path.startswith(prefix) else storage_for(path).exists(path)
+
+    return exists
 
 
 def _check_available(table_root: str, files: list[AddFile], version: int) -> None:

@@ -1,18 +1,21 @@
 """``storage_for(path)``: the one entry point every read and write of table bytes goes through.
 
-Local paths share one stateless backend. Object-store URIs get one client per (bucket, options),
+Local paths share one stateless backend (and never import obstore). Object-store URIs get one client per (bucket, options),
 cached, so connection pools are reused across commands of a process.
 """
 
 from __future__ import annotations
 
 import threading
+from typing import TYPE_CHECKING
 
 from dvengine.storage.base import Storage
 from dvengine.storage.local import LocalStorage
-from dvengine.storage.objects import ObjectStorage
 from dvengine.storage.settings import options_for
 from dvengine.storage.uris import is_object_uri, split_object_uri
+
+if TYPE_CHECKING:
+    from dvengine.storage.objects import ObjectStorage
 
 _LOCAL = LocalStorage()
 _lock = threading.Lock()
@@ -29,6 +32,8 @@ def storage_for(path: str) -> Storage:
     with _lock:
         store = _stores.get(key)
         if store is None:
+            from dvengine.storage.objects import ObjectStorage  # obstore loads only when a store is used (~20 ms)
+
             store = _stores[key] = ObjectStorage(base, options)
         return store
 
