@@ -475,11 +475,15 @@ def _plots(report: dict[str, Any], out: Path) -> None:
     plt.close(fig)
 
 
-def run_from_args(rounds: int, shape: str, rows: int, out: str, profile: bool) -> int:
+def run_from_args(
+    rounds: int, shape: str, rows: int, out: str, profile: bool, contenders: list[str] | None = None
+) -> int:
     shapes = ["uniform", "growing"] if shape == "both" else [shape]
+    chosen = tuple(c for c in CONTENDERS if contenders is None or c in contenders)
     failed = False
     for s in shapes:
-        report = run_soak(rounds, s, rows, Path(out) / f"{s}-{rounds}", read_every=max(1, rounds // 20), profile=profile)
+        report = run_soak(rounds, s, rows, Path(out) / f"{s}-{rounds}", read_every=max(1, rounds // 20),
+                          contenders=chosen, profile=profile)
         failed |= not all(r["correct"] for r in report["results"].values())
     return 1 if failed else 0
 
