@@ -25,6 +25,7 @@ delta-rs (dvengine tables) or dvengine (the delta-rs table) as well.
 from __future__ import annotations
 
 import cProfile
+import gc
 import io
 import json
 import os
@@ -310,6 +311,10 @@ def run_soak(rounds: int, shape: str, rows: int, out: Path, read_every: int, see
     started_all = time.perf_counter()
     try:
         base = model.base()
+        # The model holds ~3M Python objects that are bookkeeping of this bench, not of any
+        # contender; without this every full GC pass in a dvengine round walked them (a checkpoint
+        # round's rows cost 3x, measured in a standalone check), inflating its tail latency.
+        gc.freeze()
         runners: list[Contender] = []
         for name in contenders:
             root = os.path.join(work, name)
