@@ -237,3 +237,20 @@ def test_concurrent_writer_process(tmp_path: Path) -> None:
         _assert_same(snap, root, snap.version)
     expected = sorted(set(range(41)) - {i - 1 for i in range(1, 41) if i % 4 == 0})
     assert [r[0] for r in _read(root)] == expected
+
+
+def test_table_exists_answers_from_the_cache_and_notices_deletion(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from dvengine.log import table_exists
+
+    root = str(tmp_path / "t")
+    assert not table_exists(root)
+    dvengine.write(_rows([1], "a"), root)
+    load_snapshot(root)
+    calls: list[str] = []
+    real = loader.list_log
+    monkeypatch.setattr(loader, "list_log", lambda store, r: calls.append(r) or real(store, r))
+    assert table_exists(root) and calls == []  # one read of the cached commit, no listing
+    shutil.rmtree(root)
+    assert not table_exists(root)  # the cached commit is gone: the listing decides
+    dvengine.write(_rows([2], "b"), root)
+    assert table_exists(root)

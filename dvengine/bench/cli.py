@@ -103,6 +103,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--soak-shape", choices=["uniform", "growing", "both"], default="both",
                         help="key shape of the soak job (default both)")
     parser.add_argument("--profile", action="store_true", help="soak: cProfile each dvengine contender's last round")
+    parser.add_argument("--soak-contenders", nargs="+", choices=["dvengine", "dvengine-nocompact", "delta-rs"],
+                        default=None, help="soak: which contenders run (default all three)")
 
 
 def config_from_args(args: argparse.Namespace) -> BenchConfig:
@@ -149,7 +151,9 @@ def run_bench(args: argparse.Namespace, spark: Any = None) -> int:
         if args.soak < 1:
             print("dvengine bench: error: --soak needs at least 1 round", file=sys.stderr)
             return 2
-        return run_from_args(args.soak, args.soak_shape, args.rows or 1_000_000, args.out, args.profile)
+        return run_from_args(
+            args.soak, args.soak_shape, args.rows or 1_000_000, args.out, args.profile, args.soak_contenders
+        )
     if getattr(args, "table_uri", None) or getattr(args, "local_s3", False):
         from dvengine.bench.object_store import run_cli
 

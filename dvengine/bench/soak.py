@@ -25,6 +25,7 @@ delta-rs (dvengine tables) or dvengine (the delta-rs table) as well.
 from __future__ import annotations
 
 import cProfile
+import gc
 import io
 import json
 import os
@@ -41,6 +42,8 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+
+from dvengine.bench.soak_report import plot_soak, render_markdown
 
 UPSERT_KEYS = 100
 DELETE_EVERY = 10
@@ -308,6 +311,10 @@ def run_soak(rounds: int, shape: str, rows: int, out: Path, read_every: int, see
     started_all = time.perf_counter()
     try:
         base = model.base()
+        # The model holds ~3M Python objects that are bookkeeping of this bench, not of any
+        # contender; without this every full GC pass in a dvengine round walked them (a checkpoint
+        # round's rows cost 3x, measured in a standalone check), inflating its tail latency.
+        gc.freeze()
         runners: list[Contender] = []
         for name in contenders:
             root = os.path.join(work, name)
@@ -390,96 +397,20 @@ def run_soak(rounds: int, shape: str, rows: int, out: Path, read_every: int, see
     for name, text in profiles.items():
         (out / f"profile-{name}.txt").write_text(text)
     (out / "soak.md").write_text(render_markdown(report))
-    _plots(report, out)
+    plot_soak(report, out)
     print(render_markdown(report))
     return report
 
 
-def render_markdown(report: dict[str, Any]) -> str:
-    res = report["results"]
-    lines = [
-        f"# Soak: {report['rounds']} rounds, {report['shape']} keys, {report['rows']:,} rows",
-        "",
-        f"{report['upsert_keys']}-key MERGE per round (half updates, half new keys), {report['delete_keys']}-key DELETE "
-        f"every {report['delete_every']}th round; each round opens the table by path, no SparkSession. "
-        f"Load average before {report['load_avg_before'][0]:.2f}, after {report['load_avg_after'][0]:.2f} "
-        f"({report['cpus']} cores, shared); wall time {report['wall_s']:.0f} s.",
-        "",
-        "| contender | total s | p50 first decile ms | p50 last decile ms | last/first | p50 ms | p99 ms | p99/p50 "
-        "| files end (fresh) | DV files end | read end s | read fresh s | read ratio | MB written | correct |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    for name, r in res.items():
-        d = r["p50_per_decile_ms"]
-        lines.append(
-            f"| {name} | {r['total_s']:.1f} | {d[0]:.0f} | {d[-1]:.0f} | {d[-1] / d[0]:.2f} | {r['p50_ms']:.0f} | "
-            f"{r['p99_ms']:.0f} | {r['p99_ms'] / r['p50_ms']:.2f} | {r['files_end']} ({r['fresh_files']}) | "
-            f"{r['dv_files_end']} | {r['read_end_s']:.3f} | {r['read_fresh_s']:.3f} | "
-            f"{r['read_end_s'] / r['read_fresh_s']:.2f} | {r['bytes_written'] / 1e6:.0f} | "
-            f"{'yes' if r['correct'] else 'NO: ' + '; '.join(r['problems'])} |"
-        )
-    lines += ["", "p50 per decile (ms):", "", "| contender | " + " | ".join(f"d{i + 1}" for i in range(10)) + " |",
-              "|---|" + "---|" * 10]
-    for name, r in res.items():
-        lines.append(f"| {name} | " + " | ".join(f"{x:.0f}" for x in r["p50_per_decile_ms"]) + " |")
-    if "delta-rs" in res:
-        base = res["delta-rs"]
-        lines += ["", "Ratios against delta-rs (same run):", ""]
-        for name, r in res.items():
-            if name == "delta-rs":
-                continue
-            lines.append(f"- {name}: total time {r['total_s'] / base['total_s']:.2f}x, bytes written "
-                         f"{r['bytes_written'] / max(1, base['bytes_written']):.3f}x, last-decile p50 "
-                         f"{r['p50_per_decile_ms'][-1] / base['p50_per_decile_ms'][-1]:.2f}x")
-    return "\n".join(lines) + "\n"
-
-
-def _plots(report: dict[str, Any], out: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    res = report["results"]
-    title = f"{report['rounds']} rounds, {report['shape']} keys, {report['rows']:,} rows"
-    fig, ax = plt.subplots(figsize=(8, 4.5))
-    for name, r in res.items():
-        ls = np.array(r["latencies_ms"])
-        w = max(1, len(ls) // 50)
-        rolling = [float(np.median(ls[max(0, i - w):i + 1])) for i in range(len(ls))]
-        ax.plot(range(1, len(ls) + 1), rolling, label=name)
-    ax.set_xlabel("round")
-    ax.set_ylabel("round latency, rolling median (ms)")
-    ax.set_title(f"Soak latency: {title}")
-    ax.grid(True, alpha=0.3)
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(out / "latency.png", dpi=110)
-    plt.close(fig)
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
-    for name, r in res.items():
-        ax1.plot([p[0] for p in r["reads"]], [p[1] for p in r["reads"]], marker=".", label=name)
-        ax2.plot([p[0] for p in r["layout"]], [p[1] for p in r["layout"]], label=f"{name} files")
-        ax2.plot([p[0] for p in r["layout"]], [p[2] for p in r["layout"]], linestyle="--", label=f"{name} DV files")
-    ax1.set_xlabel("round")
-    ax1.set_ylabel("full read (s)")
-    ax1.set_title("Full-table read over rounds")
-    ax2.set_xlabel("round")
-    ax2.set_ylabel("files")
-    ax2.set_title("Live files and files with DVs")
-    for a in (ax1, ax2):
-        a.grid(True, alpha=0.3)
-        a.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(out / "read_files.png", dpi=110)
-    plt.close(fig)
-
-
-def run_from_args(rounds: int, shape: str, rows: int, out: str, profile: bool) -> int:
+def run_from_args(
+    rounds: int, shape: str, rows: int, out: str, profile: bool, contenders: list[str] | None = None
+) -> int:
     shapes = ["uniform", "growing"] if shape == "both" else [shape]
+    chosen = tuple(c for c in CONTENDERS if contenders is None or c in contenders)
     failed = False
     for s in shapes:
-        report = run_soak(rounds, s, rows, Path(out) / f"{s}-{rounds}", read_every=max(1, rounds // 20), profile=profile)
+        report = run_soak(rounds, s, rows, Path(out) / f"{s}-{rounds}", read_every=max(1, rounds // 20),
+                          contenders=chosen, profile=profile)
         failed |= not all(r["correct"] for r in report["results"].values())
     return 1 if failed else 0
 

@@ -56,11 +56,17 @@ def digest(data: bytes) -> bytes:
 
 @dataclass(frozen=True)
 class CachedTable:
-    """The snapshot of one version, the state it was built from, and its commit file's digest."""
+    """The snapshot of one version, the state it was built from, and its commit file's digest.
+
+    ``with_tombstones``: ``state.tombstones`` holds every remove a full replay of this version
+    holds (set once a checkpoint writer or VACUUM asked for them), so the next versions get
+    theirs by applying the tail too, instead of re-reading the newest checkpoint's removes.
+    """
 
     snapshot: Snapshot
     state: ReplayState
     commit_digest: bytes
+    with_tombstones: bool = False
 
     @property
     def version(self) -> int:
@@ -104,9 +110,9 @@ def clear_snapshot_cache() -> None:
         _ENTRIES.clear()
 
 
-def cacheable_state(state: ReplayState) -> ReplayState:
-    """A private copy of ``state`` without tombstones (snapshots load those lazily, and keeping
-    every remove of a long stream would grow without bound)."""
+def cacheable_state(state: ReplayState, with_tombstones: bool = False) -> ReplayState:
+    """A private copy of ``state``; its tombstones only when ``with_tombstones`` (they are complete
+    only after a replay that read the checkpoint's removes)."""
     copy = ReplayState()
     copy.protocol = state.protocol
     copy.metadata = state.metadata
@@ -114,13 +120,22 @@ def cacheable_state(state: ReplayState) -> ReplayState:
     copy.txns = dict(state.txns)
     copy.domains = dict(state.domains)
     copy.last_commit_info = state.last_commit_info
+    if with_tombstones:
+        copy.tombstones = dict(state.tombstones)
     return copy
 
 
 def advanced_state(entry: CachedTable, tail: Sequence[Sequence[Action]]) -> ReplayState:
-    """The cached state with the commits of ``tail`` applied in order (the entry is not touched)."""
-    state = cacheable_state(entry.state)
+    """The cached state with the commits of ``tail`` applied in order (the entry is not touched).
+
+    With complete tombstones they are carried forward by the same rules (a remove adds one, an
+    add of the same key clears it). The result can hold removes a replay from a *newer*
+    checkpoint would not, those the checkpoint writer dropped as expired; both readers of
+    tombstones (the checkpoint writer, VACUUM) filter by the retention window themselves.
+    """
+    state = cacheable_state(entry.state, entry.with_tombstones)
     for actions in tail:
         state.apply_commit(actions)
-    state.tombstones.clear()
+    if not entry.with_tombstones:
+        state.tombstones.clear()
     return state
