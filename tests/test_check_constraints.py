@@ -218,3 +218,18 @@ def test_alter_table_constraint_sql(spark: Any, tmp_path: Path) -> None:
     assert not [k for k in load_snapshot(root).configuration if k.startswith("delta.constraints.")]
     assert [h["operation"] for h in DeltaTable.forPath(None, root).historyRecords(2)] == [
         "DROP CONSTRAINT", "ADD CONSTRAINT"]
+
+
+def test_alter_table_constraint_statements_parse() -> None:
+    from dvengine.errors import SqlParseError
+    from dvengine.sqlcmd.parse import parse_sql
+    from dvengine.sqlcmd.statements import AlterConstraintStatement, TableRef
+
+    text = "ALTER TABLE delta.`/x/y` ADD CONSTRAINT c1 CHECK (name IN ('a', 'b)') AND (qty > 0))"
+    assert parse_sql(text) == [AlterConstraintStatement(TableRef(path="/x/y"), "c1", "name IN ('a', 'b)') AND (qty > 0)")]
+    assert parse_sql("alter table db.t drop constraint if exists C1") == [
+        AlterConstraintStatement(TableRef(name="db.t"), "C1", None, True)]
+    for bad in ("ALTER TABLE t ADD CONSTRAINT c CHECK x > 1", "ALTER TABLE t ADD CONSTRAINT c CHECK (x > 1",
+                "ALTER TABLE t ADD CONSTRAINT c CHECK ()", "ALTER TABLE t DROP CONSTRAINT"):
+        with pytest.raises(SqlParseError, match="CONSTRAINT"):
+            parse_sql(bad)
