@@ -63,3 +63,33 @@ def test_without_any_jar_reads_use_the_python_plan_and_warn_once(tmp_path: Path)
     assert facts["other_thread"] == {"rows_ok": True, "jvm_reader": False}
     assert len(facts["warnings"]) == 1, facts["warnings"]
     assert "spark.jars=" in facts["warnings"][0] and "--jars" in facts["warnings"][0]
+
+
+def test_configure_appends_the_jar_and_keeps_the_users_settings(jar: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pyspark.sql import SparkSession
+
+    import dvengine
+    from dvengine.engine.spark.delta_format import CONF_ENABLED
+
+    monkeypatch.setenv(JAR_ENV, jar)
+    builder = SparkSession.builder.config("spark.jars", "/opt/other.jar").config(
+        "spark.sql.execution.arrow.pyspark.enabled", "false"
+    )
+    options = dvengine.configure_spark_with_dvengine(builder)._options
+    assert options["spark.jars"] == f"/opt/other.jar,{jar}"
+    assert options["spark.sql.execution.arrow.pyspark.enabled"] == "false"  # the user's value wins
+    assert options[CONF_ENABLED] == "true"
+    again = dvengine.configure_spark_with_dvengine(builder)._options  # idempotent
+    assert again["spark.jars"] == f"/opt/other.jar,{jar}"
+
+
+def test_jar_path_prefers_the_env_then_the_checkout_then_the_package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from dvengine.engine.spark import jar as jar_module
+
+    monkeypatch.setenv(JAR_ENV, str(tmp_path / "missing.jar"))
+    assert jar_path() is None  # an explicit setting is never silently replaced
+    monkeypatch.delenv(JAR_ENV)
+    checkout, package = jar_module.jar_candidates()
+    assert checkout.parts[-3:] == ("jvm", "build", "dvengine-spark.jar")
+    assert package.parts[-3:] == ("dvengine", "jars", "dvengine-spark.jar")
+    assert jar_path() == next((str(p) for p in (checkout, package) if p.is_file()), None)

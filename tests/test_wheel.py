@@ -31,6 +31,7 @@ SOURCES = ["pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "dvengine",
 
 def _copy_sources(dest: Path) -> Path:
     src = dest / "src"
+    src.mkdir()
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "jars", "build", "*.egg-info")
     for name in SOURCES:
         origin = ROOT / name

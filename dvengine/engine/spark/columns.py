@@ -12,7 +12,17 @@ from typing import Any
 
 from pyspark.sql import Column, DataFrame
 
-from dvengine.errors import InvalidPredicateError
+from dvengine.errors import InvalidPredicateError, UnsupportedFeatureError
+
+
+def _require_jvm_plan(frame: DataFrame) -> None:
+    """Connect frames have no JVM plan to resolve a Column against: a typed refusal, checked before
+    the callers' ``try`` so it is not reported as a bad expression."""
+    if getattr(frame, "_jdf", None) is None:
+        raise UnsupportedFeatureError(
+            "conditions and values given as pyspark Columns cannot be resolved on a Spark Connect session (no JVM "
+            "plan on the client): pass them as SQL text, e.g. delete(\"id = 5\") or update(..., {\"v\": \"v + 1\"})"
+        )
 
 
 def _analyzed(frame: DataFrame) -> Any:
@@ -22,6 +32,7 @@ def _analyzed(frame: DataFrame) -> Any:
 
 def predicate_column_to_sql(column: Column, frame: DataFrame) -> str:
     """SQL of a boolean Column resolved against ``frame`` (usually empty, with the table schema)."""
+    _require_jvm_plan(frame)
     try:
         return str(_analyzed(frame.filter(column)).condition().sql())
     except Exception as exc:
@@ -30,6 +41,7 @@ def predicate_column_to_sql(column: Column, frame: DataFrame) -> str:
 
 def value_column_to_sql(column: Column, frame: DataFrame) -> str:
     """SQL of a value Column (UPDATE SET / MERGE values) resolved against ``frame``."""
+    _require_jvm_plan(frame)
     try:
         project = _analyzed(frame.select(column.alias("__dvengine_value")))
         return str(project.projectList().apply(0).child().sql())

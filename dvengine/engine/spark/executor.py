@@ -65,7 +65,7 @@ from dvengine.engine.spark.rows_job import (
     retire_and_write,
 )
 from dvengine.engine.spark.rows_job import RESULT_DDL as RESULT_DDL_ROWS
-from dvengine.engine.spark.workers import check_python_workers
+from dvengine.engine.spark.workers import check_python_workers, default_parallelism
 from dvengine.engine.spark.writer import write_parquet_files
 from dvengine.errors import InvalidArgumentError, NotLocallyEvaluableError, SchemaViolationError
 from dvengine.expressions import BoundExpression, BoundPredicate
@@ -289,7 +289,7 @@ class SparkExecutor:
         """What the tasks need to build DVs for ``files``, and how many tasks: one DV file identity
         per task, assigned here and recorded, so the command can remove any a failed job wrote."""
         snapshot = ctx.snapshot
-        partitions = max(1, min(max(1, len(files)), self.spark.sparkContext.defaultParallelism))
+        partitions = max(1, min(max(1, len(files)), default_parallelism(self.spark)))
         job = DvJobContext(
             table_root=snapshot.table_root,
             targets={spark_file_uri(resolve_data_path(snapshot.table_root, add.path)): add for add in files},

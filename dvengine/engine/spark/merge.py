@@ -25,11 +25,16 @@ from dvengine.errors import InvalidArgumentError, NotLocallyEvaluableError
 def dataframe_alias(df: DataFrame) -> str | None:
     """The alias given with ``df.alias(name)`` (a SubqueryAlias at the top of the plan), if any.
 
-    PySpark has no public accessor; the analyzed plan of a classic DataFrame carries it. Spark
-    Connect frames (no JVM plan) answer None and need an explicit alias.
+    PySpark has no public accessor; the analyzed plan of a classic DataFrame carries it. A Spark
+    Connect frame has no JVM plan, but its client-side plan is a ``SubqueryAlias`` node holding
+    the name (``pyspark.sql.connect.plan``), read without a server round trip.
     """
     jdf = getattr(df, "_jdf", None)
     if jdf is None:
+        connect_plan = getattr(df, "_plan", None)
+        if type(connect_plan).__name__ == "SubqueryAlias":
+            alias = getattr(connect_plan, "_alias", None)
+            return alias if isinstance(alias, str) else None
         return None
     try:
         plan = jdf.queryExecution().analyzed()

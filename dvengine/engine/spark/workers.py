@@ -67,4 +67,17 @@ def check_python_workers(spark: SparkSession) -> None:
     _CHECKED_APPLICATIONS.add(app_id)
 
 
-__all__ = ["check_python_workers"]
+# Task count for a job over a few files on a Spark Connect session, whose client cannot ask the
+# server's SparkContext for defaultParallelism: spark.default.parallelism if the server sets it, else this.
+CONNECT_DEFAULT_PARALLELISM = 8
+
+
+def default_parallelism(spark: SparkSession) -> int:
+    """``SparkContext.defaultParallelism``; on Spark Connect the conf or CONNECT_DEFAULT_PARALLELISM."""
+    if getattr(spark, "_jsc", None) is not None:
+        return int(spark.sparkContext.defaultParallelism)
+    configured = spark.conf.get("spark.default.parallelism", None)
+    return int(configured) if configured else CONNECT_DEFAULT_PARALLELISM
+
+
+__all__ = ["check_python_workers", "default_parallelism"]

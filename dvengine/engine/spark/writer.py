@@ -139,7 +139,7 @@ def write_parquet_files(
     staging = os.path.join(table_root, f"{STAGING_PREFIX}{uuid.uuid4().hex}")
     adds: list[AddFile] = []
     try:
-        writer = df.select(*physical_columns(schema)).write.mode("errorifexists").option("compression", "snappy")
+        writer = df.select(*physical_columns(schema)).write.mode("error").option("compression", "snappy")
         if physical_parts:
             writer = writer.partitionBy(*physical_parts)
         with session_conf(spark, _WRITE_CONF):
