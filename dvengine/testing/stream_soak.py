@@ -146,9 +146,17 @@ def _committed_batches(target: str) -> int:
     return len(_txn_commits(target))
 
 
-def _start(target: str, source: str, checkpoint: str) -> subprocess.Popen[bytes]:
+def _start(target: str, source: str, checkpoint: str, log: str) -> subprocess.Popen[bytes]:
     cmd = [sys.executable, "-m", "dvengine.testing.stream_soak", "--child", target, source, checkpoint]
-    return subprocess.Popen(cmd, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    with open(log, "ab") as sink:  # the child's own output, for the report when a run fails
+        return subprocess.Popen(cmd, start_new_session=True, stdout=sink, stderr=subprocess.STDOUT)
+
+
+def _failure(log: str, code: int | None, what: str) -> str:
+    """``what`` plus the last Python/Java error lines of the child's log."""
+    lines = Path(log).read_text(errors="replace").splitlines() if os.path.exists(log) else []
+    errors = [line for line in lines if "Error" in line or "Exception" in line][-4:]
+    return f"{what} (exit code {code}): " + (" | ".join(errors) if errors else "; ".join(lines[-3:]))
 
 
 def _kill(proc: subprocess.Popen[bytes]) -> None:
@@ -167,24 +175,26 @@ def soak(work: str, kills: int, batches: int, seed: int, timeout_s: float = 3600
         before = _committed_batches(target)
         if before >= batches:
             break  # the stream finished before enough kills: more batches needed
-        proc = _start(target, source, checkpoint)
+        log = os.path.join(work, f"run-{result.runs}.log")
+        proc = _start(target, source, checkpoint, log)
         result.runs += 1
         # Wait for progress (a new commit), so kills land while batches run, not during JVM start.
         while _committed_batches(target) <= before and proc.poll() is None:
             time.sleep(0.05)
         if proc.poll() is not None:
-            result.errors.append(f"the job exited with {proc.returncode} before committing a batch")
+            result.errors.append(_failure(log, proc.returncode, "the job exited before committing a batch"))
             break
         time.sleep(rng.uniform(0.0, 1.5))
         if proc.poll() is None:
             result.kills_during_batches += int(_committed_batches(target) < batches)
             _kill(proc)
             result.kills += 1
-    proc = _start(target, source, checkpoint)  # the last run finishes the stream
+    log = os.path.join(work, f"run-{result.runs}.log")
+    proc = _start(target, source, checkpoint, log)  # the last run finishes the stream
     result.runs += 1
     code = proc.wait(timeout=max(60.0, timeout_s - (time.monotonic() - started)))
     if code != 0:
-        result.errors.append(f"the final run exited with {code}")
+        result.errors.append(_failure(log, code, "the final run failed"))
     result.elapsed_s = time.monotonic() - started
     verify(target, seed, batches, result)
     return result
