@@ -12,8 +12,9 @@ the model is the initial rows plus the sum of every batch's deltas, whatever the
 The parent runs the job in a child process (its own process group: Python driver and JVM),
 waits until the job has committed at least one more batch than before, then SIGKILLs the group
 after a random delay, and restarts it, until ``--kills`` kills happened; the last run finishes
-the stream. Checks: the table equals the model through dvengine, delta-rs and DuckDB (when
-installed); every batch id appears in exactly one commit's ``txn`` action (none applied twice,
+the stream. A run that exits by itself (not killed) is reported in ``failed_restarts`` with the
+error lines of its log and restarted; three in a row end the soak as a failure. Checks: the
+table equals the model through dvengine, delta-rs and DuckDB (when installed); every batch id appears in exactly one commit's ``txn`` action (none applied twice,
 none lost), and the txn versions increase with the table version.
 """
 
@@ -44,6 +45,7 @@ from dvengine.api.table import DeltaTable
 INITIAL_ROWS = 200
 KEYS = 300  # batch keys fall in [0, KEYS): some update, some insert
 ROWS_PER_BATCH = 20
+MAX_FAILED_RESTARTS = 3
 CONF_APP_ID = "spark.databricks.delta.write.txnAppId"
 CONF_VERSION = "spark.databricks.delta.write.txnVersion"
 
@@ -61,6 +63,7 @@ class SoakResult:
     each_batch_once: bool = False
     txn_versions_increase: bool = False
     errors: list[str] = field(default_factory=list)
+    failed_restarts: list[str] = field(default_factory=list)  # runs that exited on their own, with why
 
     @property
     def ok(self) -> bool:
@@ -171,6 +174,7 @@ def soak(work: str, kills: int, batches: int, seed: int, timeout_s: float = 3600
     target, source, checkpoint = prepare(work, seed, batches)
     result = SoakResult(batches)
     started = time.monotonic()
+    consecutive = 0
     while result.kills < kills and time.monotonic() - started < timeout_s:
         before = _committed_batches(target)
         if before >= batches:
@@ -181,9 +185,18 @@ def soak(work: str, kills: int, batches: int, seed: int, timeout_s: float = 3600
         # Wait for progress (a new commit), so kills land while batches run, not during JVM start.
         while _committed_batches(target) <= before and proc.poll() is None:
             time.sleep(0.05)
+        if proc.poll() == 0:
+            break  # the stream finished (every batch done) before this kill
         if proc.poll() is not None:
-            result.errors.append(_failure(log, proc.returncode, "the job exited before committing a batch"))
-            break
+            # A restart that fails by itself is restarted again, as a supervisor would, and
+            # reported; the same failure MAX_FAILED_RESTARTS times in a row ends the soak.
+            result.failed_restarts.append(_failure(log, proc.returncode, f"run {result.runs} exited before committing a batch"))
+            consecutive += 1
+            if consecutive >= MAX_FAILED_RESTARTS:
+                result.errors.append(f"{consecutive} restarts in a row failed; last: {result.failed_restarts[-1]}")
+                break
+            continue
+        consecutive = 0
         time.sleep(rng.uniform(0.0, 1.5))
         if proc.poll() is None:
             result.kills_during_batches += int(_committed_batches(target) < batches)
