@@ -61,7 +61,7 @@ class RunResult:
     rows_match_model: bool = False
     delta_rs_matches: bool | None = None
     errors: list[str] = field(default_factory=list)
-    conflict_messages: list[str] = field(default_factory=list)  # first few per operation
+    conflict_messages: list[str] = field(default_factory=list)  # the first 5 that surfaced
 
     @property
     def verified(self) -> bool:
@@ -195,7 +195,8 @@ def run_contention(root: str, rows: int, writers: int, ops: int, row_level: bool
                 continue
             for rec in json.loads(Path(out).read_text()):
                 result.surfaced_conflicts += rec["surfaced"]
-                result.conflict_messages.extend(rec.get("conflicts", [])[:3])
+                if len(result.conflict_messages) < 5:  # a sample: typed messages, not a full log
+                    result.conflict_messages.extend(rec.get("conflicts", [])[: 5 - len(result.conflict_messages)])
                 if rec["version"] is None:
                     result.gave_up += 1
                     result.errors.append(rec.get("error", "gave up"))
