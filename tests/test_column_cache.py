@@ -42,7 +42,8 @@ def test_hits_share_the_read_and_keys_separate_what_differs(tmp_path: Path, monk
         return 10, pa.table({"id": pa.array(range(10), pa.int64())})
 
     first = column_cache.cached_columns(snap, add, ["id"], read)
-    assert column_cache.cached_columns(snap, add, ["id"], read) is first
+    again = column_cache.cached_columns(snap, add, ["id"], read)
+    assert again[0] == first[0] and again[1] is first[1]
     column_cache.cached_columns(snap, add, ["id", "v"], read)  # other columns: a miss
     column_cache.cached_columns(snap, add, None, read)
     assert len(reads) == 3
@@ -57,6 +58,38 @@ def test_hits_share_the_read_and_keys_separate_what_differs(tmp_path: Path, monk
     monkeypatch.setenv(column_cache.ENV_BYTES, "lots")
     with pytest.raises(Exception, match="DVENGINE_EXECUTION_COLUMNCACHEBYTES must be a number"):
         column_cache.cached_columns(snap, add, ["id"], read)
+
+
+def test_a_changed_or_vanished_local_file_is_read_again(tmp_path: Path) -> None:
+    """Immutability is the protocol's promise, not a fact of the disk: a hit whose file changed size or
+    modification time, or is gone, is dropped so the command reads (and fails on) the real file."""
+    import os
+
+    root = str(tmp_path / "t")
+    dvengine.write(_table(list(range(10)), "a"), root)
+    snap = load_snapshot(root)
+    (add,) = snap.files
+    reads: list[int] = []
+
+    def read() -> tuple[int, pa.Table]:
+        reads.append(1)
+        return 10, pa.table({"id": pa.array(range(10), pa.int64())})
+
+    column_cache.cached_columns(snap, add, ["id"], read)
+    column_cache.cached_columns(snap, add, ["id"], read)
+    assert len(reads) == 1
+    data_file = os.path.join(root, add.path)
+    with open(data_file, "ab") as f:
+        f.write(b"garbage")
+    column_cache.cached_columns(snap, add, ["id"], read)
+    assert len(reads) == 2
+    os.remove(data_file)
+
+    def missing() -> tuple[int, pa.Table]:
+        raise FileNotFoundError(data_file)
+
+    with pytest.raises(FileNotFoundError):
+        column_cache.cached_columns(snap, add, ["id"], missing)
 
 
 def test_match_file_reads_each_file_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

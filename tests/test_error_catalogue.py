@@ -666,7 +666,7 @@ CLI_FAILURES: dict[str, tuple[Callable[[Path, Path], list[str]], str, str]] = {
         "InvalidArgumentError",
         "rows.csv",
     ),
-    "delete-unknown-column": (lambda t, d: ["delete", str(t), "--where", "nope > 1"], "InvalidPredicateError", "'nope'"),
+    "delete-unknown-column": (lambda t, d: ["delete", str(t), "--where", "nope > 1"], "UnresolvedColumnError", "'nope'"),
     "delete-syntax-error": (lambda t, d: ["delete", str(t), "--where", "id >"], "InvalidPredicateError", "syntax error"),
     "delete-deep-nesting": (
         lambda t, d: ["delete", str(t), "--where", "(" * 3000 + "id > 1" + ")" * 3000],
@@ -676,12 +676,12 @@ CLI_FAILURES: dict[str, tuple[Callable[[Path, Path], list[str]], str, str]] = {
     "delete-wrong-type": (lambda t, d: ["delete", str(t), "--where", "id = 'abc'"], "InvalidPredicateError", "'abc'"),
     "update-unknown-column-in-set": (
         lambda t, d: ["update", str(t), "--set", "name = nope || 'x'", "--where", "id = 1"],
-        "InvalidPredicateError",
+        "UnresolvedColumnError",  # an InvalidPredicateError and, as in Spark, an AnalysisException
         "'nope'",
     ),
     "update-unknown-column-in-where": (
         lambda t, d: ["update", str(t), "--set", "name = 'x'", "--where", "idd = 1"],
-        "InvalidPredicateError",
+        "UnresolvedColumnError",
         "'idd'",
     ),
 }

@@ -10,11 +10,13 @@ only when nothing else can reconstruct the version is its error raised.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import logging
 
 from dvengine.errors import InvalidArgumentError, LogCorruptedError, ProtocolError, VersionNotFoundError
 from dvengine.log import snapshot_cache
+from dvengine.log.app_transactions import RETENTION_PROPERTY as TXN_RETENTION_PROPERTY
 from dvengine.log.app_transactions import live_app_transactions
 from dvengine.log.checkpoint_reader import read_checkpoint
 from dvengine.log.column_mapping import column_mapping_mode
@@ -253,6 +255,17 @@ def _read_if_exists(store: LogStore, path: str) -> bytes | None:
         return None
 
 
+def _with_live_transactions(snapshot: Snapshot, state: ReplayState) -> Snapshot:
+    """``snapshot`` as of now: txn watermarks expire with time (delta.setTransactionRetentionDuration),
+    so a cached snapshot handed out again must not keep one that has expired since it was built."""
+    if not state.txns or snapshot.metadata.configuration.get(TXN_RETENTION_PROPERTY) is None:
+        return snapshot
+    live = live_app_transactions(state.txns, snapshot.metadata.configuration)
+    if live.keys() == snapshot.app_transactions.keys():
+        return snapshot
+    return dataclasses.replace(snapshot, app_transactions=live)
+
+
 def _from_cache(store: LogStore, table_root: str, version: int | None) -> Snapshot | None:
     """The snapshot at ``version`` (latest when None) from the cached state plus the log tail,
     or None when only the listing-based load can answer exactly (see snapshot_cache)."""
@@ -281,7 +294,7 @@ def _from_cache(store: LogStore, table_root: str, version: int | None) -> Snapsh
     if version is not None and reached != version:
         return None  # the version does not exist (yet): the listing-based load says why
     if tail_data is None:
-        return entry.snapshot
+        return _with_live_transactions(entry.snapshot, entry.state)
     state = snapshot_cache.advanced_state(entry, tail)
     info = state.last_commit_info
     timestamp = None if info is None else commit_info_timestamp(info, -1)

@@ -11,7 +11,12 @@ Entries are keyed by everything that decides the bytes returned: the file's abso
 and modification time as the log records them, the columns asked for, the table schema (column
 mapping and schema evolution change what a name reads) and the partition columns. Values are the
 physical row count and the Arrow table ``read_physical_rows`` returned; Arrow tables are
-immutable, so callers share them. The total is bounded by ``DVENGINE_EXECUTION_COLUMNCACHEBYTES``
+immutable, so callers share them. A local file is also stat'ed on every hit (a few microseconds)
+and the entry dropped when its size or modification time on disk changed or it is gone: the
+protocol promises immutability, but a damaged, truncated or deleted file must fail the command
+with a DataFileError as an uncached read would, never be DV'd from a stale copy. Object stores
+are not checked (a HEAD per file per round would cost what the cache saves; their objects are
+written once under unique names). The total is bounded by ``DVENGINE_EXECUTION_COLUMNCACHEBYTES``
 (default 256 MiB; 0 turns the cache off), least recently used first out.
 """
 
@@ -27,6 +32,7 @@ import pyarrow as pa
 from dvengine.log import Snapshot
 from dvengine.protocol.actions import AddFile
 from dvengine.storage.logstore import resolve_data_path
+from dvengine.storage.uris import is_object_uri
 
 ENV_BYTES = "DVENGINE_EXECUTION_COLUMNCACHEBYTES"
 DEFAULT_BYTES = 256 * 1024 * 1024
@@ -34,7 +40,9 @@ DEFAULT_BYTES = 256 * 1024 * 1024
 Key = tuple[str, int, int, tuple[str, ...] | None, str, tuple[str, ...]]
 
 _LOCK = threading.Lock()
-_ENTRIES: OrderedDict[Key, tuple[int, pa.Table]] = OrderedDict()
+# (physical rows, columns, (size, mtime_ns) of a local file when read, None on object stores)
+Fingerprint = tuple[int, int] | None
+_ENTRIES: OrderedDict[Key, tuple[int, pa.Table, Fingerprint]] = OrderedDict()
 _SIZE = [0]
 
 
@@ -60,8 +68,9 @@ def cached_columns(
     budget = _budget()
     if budget == 0:
         return read()
+    path = resolve_data_path(snapshot.table_root, add.path)
     key: Key = (
-        resolve_data_path(snapshot.table_root, add.path),
+        path,
         add.size,
         add.modification_time,
         None if columns is None else tuple(columns),
@@ -72,19 +81,40 @@ def cached_columns(
         hit = _ENTRIES.get(key)
         if hit is not None:
             _ENTRIES.move_to_end(key)
-            return hit
+    if hit is not None:
+        rows, table, fingerprint = hit
+        if fingerprint is None or _fingerprint(path) == fingerprint:
+            return rows, table
+        _drop(key)
+    fingerprint = None if is_object_uri(path) else _fingerprint(path)
     value = read()
     size = value[1].nbytes
-    if size > budget // 4:
-        return value  # one huge file would flush everything else
+    if size > budget // 4 or (fingerprint is None and not is_object_uri(path)):
+        return value  # one huge file would flush everything else; a vanished file is not cached
     with _LOCK:
         if key not in _ENTRIES:
-            _ENTRIES[key] = value
+            _ENTRIES[key] = (value[0], value[1], fingerprint)
             _SIZE[0] += size
         while _SIZE[0] > budget and _ENTRIES:
-            _old_key, (_rows, old) = _ENTRIES.popitem(last=False)
+            _old_key, (_rows, old, _print) = _ENTRIES.popitem(last=False)
             _SIZE[0] -= old.nbytes
     return value
+
+
+def _fingerprint(path: str) -> tuple[int, int] | None:
+    """(size, mtime_ns) of a local file; None when it is gone."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_size, st.st_mtime_ns
+
+
+def _drop(key: Key) -> None:
+    with _LOCK:
+        entry = _ENTRIES.pop(key, None)
+        if entry is not None:
+            _SIZE[0] -= entry[1].nbytes
 
 
 def clear_column_cache() -> None:
