@@ -29,8 +29,11 @@ COLS = ["x", "y", "s"]
 
 
 def _clustered(path: Path, *cols: str) -> DeltaTable:
-    return (DeltaTable.create(None).location(str(path)).addColumn("x", "BIGINT").addColumn("y", "BIGINT")
-            .addColumn("s", "STRING").clusterBy(*cols).execute())
+    """A clustered table, opened session-less: ``create(None)`` takes the active SparkSession when another
+    test left one (as delta-spark does), and the table it returns would then answer with DataFrames."""
+    (DeltaTable.create(None).location(str(path)).addColumn("x", "BIGINT").addColumn("y", "BIGINT")
+     .addColumn("s", "STRING").clusterBy(*cols).execute())
+    return DeltaTable.forPath(None, str(path))
 
 
 def _append(path: Path, batches: int, rows: int, seed: int) -> list[tuple[Any, ...]]:

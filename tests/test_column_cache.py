@@ -30,16 +30,21 @@ def _table(ids: list[int], tag: str) -> pa.Table:
     return pa.table({"id": pa.array(ids, pa.int64()), "v": pa.array([tag] * len(ids))})
 
 
+def _counting_reader(reads: list[int]) -> Any:
+    def read() -> tuple[int, pa.Table]:
+        reads.append(1)
+        return 10, pa.table({"id": pa.array(range(10), pa.int64())})
+
+    return read
+
+
 def test_hits_share_the_read_and_keys_separate_what_differs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     root = str(tmp_path / "t")
     dvengine.write(_table(list(range(10)), "a"), root)
     snap = load_snapshot(root)
     (add,) = snap.files
     reads: list[int] = []
-
-    def read() -> tuple[int, pa.Table]:
-        reads.append(1)
-        return 10, pa.table({"id": pa.array(range(10), pa.int64())})
+    read = _counting_reader(reads)
 
     first = column_cache.cached_columns(snap, add, ["id"], read)
     again = column_cache.cached_columns(snap, add, ["id"], read)
@@ -70,10 +75,7 @@ def test_a_changed_or_vanished_local_file_is_read_again(tmp_path: Path) -> None:
     snap = load_snapshot(root)
     (add,) = snap.files
     reads: list[int] = []
-
-    def read() -> tuple[int, pa.Table]:
-        reads.append(1)
-        return 10, pa.table({"id": pa.array(range(10), pa.int64())})
+    read = _counting_reader(reads)
 
     column_cache.cached_columns(snap, add, ["id"], read)
     column_cache.cached_columns(snap, add, ["id"], read)

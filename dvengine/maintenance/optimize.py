@@ -141,7 +141,11 @@ def pack_bins(files: Sequence[AddFile], max_bin_size: int) -> list[list[AddFile]
     return [b for b in bins if len(b) > 1]
 
 
-def plan_optimize(snapshot: Snapshot, condition: str | None, settings: OptimizeSettings) -> OptimizePlan:
+def files_by_partition(
+    snapshot: Snapshot, condition: str | None, keep: Callable[[AddFile], bool] = lambda _add: True
+) -> tuple[BoundPredicate | None, list[AddFile], list[list[AddFile]]]:
+    """The partition-only ``condition`` bound, the live files it selects, and those of them ``keep``
+    accepts grouped by partition: what OPTIMIZE, ZORDER BY and clustering plan from (checked writable)."""
     check_writable(snapshot.protocol, snapshot.metadata)
     predicate = partition_predicate(snapshot, condition)
     candidates = [
@@ -151,12 +155,17 @@ def plan_optimize(snapshot: Snapshot, condition: str | None, settings: OptimizeS
     ]
     by_partition: dict[tuple[tuple[str, object], ...], list[AddFile]] = {}
     for add in candidates:
-        if should_compact(add, settings):
+        if keep(add):
             # typed values, so "1" and "01" of an int partition are one partition (as in Delta)
             key = tuple(sorted((k, repr(v)) for k, v in snapshot.partition_values_logical(add).items()))
             by_partition.setdefault(key, []).append(add)
+    return predicate, candidates, list(by_partition.values())
+
+
+def plan_optimize(snapshot: Snapshot, condition: str | None, settings: OptimizeSettings) -> OptimizePlan:
+    predicate, candidates, groups = files_by_partition(snapshot, condition, lambda add: should_compact(add, settings))
     plan = OptimizePlan(snapshot, predicate, candidates)
-    for files in by_partition.values():
+    for files in groups:
         for packed in pack_bins(files, settings.max_file_size):
             plan.bins.append(Bin(dict(packed[0].partition_values), tuple(packed)))
     return plan

@@ -27,19 +27,18 @@ from typing import Any
 
 from dvengine.commands.options import conf_number
 from dvengine.errors import InvalidArgumentError, OperationNotAllowedError, UnsupportedFeatureError
-from dvengine.expressions import partition_might_match
 from dvengine.log import Snapshot
 from dvengine.maintenance.optimize import (
     Bin,
     BinRewriter,
     OptimizePlan,
     OptimizeSettings,
+    files_by_partition,
     operation_parameters,
-    partition_predicate,
     run_optimize,
 )
 from dvengine.protocol.actions import AddFile
-from dvengine.protocol.features import check_writable, writer_features
+from dvengine.protocol.features import writer_features
 from dvengine.writing.stats import indexed_leaves, num_indexed_cols
 
 CONF_CHECK_STATS = "spark.databricks.delta.optimize.zorder.checkStatsCollection.enabled"
@@ -123,19 +122,9 @@ def resolve_zorder_columns(snapshot: Snapshot, columns: Sequence[str], check_sta
 
 def plan_zorder(snapshot: Snapshot, condition: str | None) -> OptimizePlan:
     """Every live file of each partition the partition-only ``condition`` selects, one bin per partition."""
-    check_writable(snapshot.protocol, snapshot.metadata)
-    predicate = partition_predicate(snapshot, condition)
-    candidates = [
-        add
-        for add in snapshot.files
-        if predicate is None or partition_might_match(predicate, snapshot.partition_values_logical(add))
-    ]
-    by_partition: dict[tuple[tuple[str, object], ...], list[AddFile]] = {}
-    for add in candidates:
-        key = tuple(sorted((k, repr(v)) for k, v in snapshot.partition_values_logical(add).items()))
-        by_partition.setdefault(key, []).append(add)
+    predicate, candidates, groups = files_by_partition(snapshot, condition)
     plan = OptimizePlan(snapshot, predicate, candidates)
-    plan.bins = [Bin(dict(files[0].partition_values), tuple(sorted(files, key=lambda a: a.size))) for files in by_partition.values()]
+    plan.bins = [Bin(dict(files[0].partition_values), tuple(sorted(files, key=lambda a: a.size))) for files in groups]
     return plan
 
 
