@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import socket
 import subprocess
-import sys
-import time
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -75,25 +73,11 @@ class S3Server:
 def s3_server() -> Iterator[S3Server]:
     """moto's server in its own process (delta-rs blocks holding the GIL while it reads, which would
     starve a server thread in this process), listening on 127.0.0.1 only."""
+    from dvengine.bench.object_store import moto_process
+
     port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=1):
-                    break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("moto server did not start") from None
-                time.sleep(0.1)
+    with moto_process(port, subprocess.DEVNULL):
         yield S3Server(port)
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
 
 
 def set_moto_auth(server: S3Server, enforce: bool) -> None:

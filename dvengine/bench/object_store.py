@@ -23,7 +23,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 import pyarrow as pa
@@ -43,15 +43,23 @@ def local_s3_server() -> Iterator[tuple[str, dict[str, str], str]]:
         s.bind(("127.0.0.1", 0))
         port = int(s.getsockname()[1])
     log_path = os.path.join(tempfile.mkdtemp(prefix="dvengine-moto-"), "requests.log")
-    with open(log_path, "w") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)], stdout=log, stderr=log
-        )
     endpoint = f"http://127.0.0.1:{port}"
     options = {
         "AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench",
         "AWS_REGION": "us-east-1", "AWS_ALLOW_HTTP": "true",
     }
+    with open(log_path, "w") as log, moto_process(port, log, f" (see {log_path})"):
+        yield endpoint, options, log_path
+
+
+@contextmanager
+def moto_process(port: int, output: IO[str] | int, hint: str = "") -> Iterator[subprocess.Popen[bytes]]:
+    """moto's S3 server in a child process on 127.0.0.1:``port``, once it accepts connections; stopped
+    on exit. (A child, not a thread: delta-rs holds the GIL while it reads and would starve it.)
+    Shared by the bench and the test suite's fixture."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)], stdout=output, stderr=output
+    )
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -60,9 +68,9 @@ def local_s3_server() -> Iterator[tuple[str, dict[str, str], str]]:
                     break
             except OSError:
                 if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"moto server did not start (see {log_path})") from None
+                    raise RuntimeError(f"moto server did not start{hint}") from None
                 time.sleep(0.1)
-        yield endpoint, options, log_path
+        yield proc
     finally:
         proc.terminate()
         proc.wait(timeout=30)

@@ -37,14 +37,16 @@ from dvengine.commands.options import ConfLookup, conf_number
 from dvengine.errors import CommitConflictError, InvalidArgumentError
 from dvengine.log import Snapshot, load_snapshot
 from dvengine.maintenance.optimize import (
-    CONF_MAX_DELETED_ROWS_RATIO,
     DEFAULT_MAX_DELETED_ROWS_RATIO,
     OPERATION,
     Bin,
     BinRewriter,
     OptimizePlan,
+    files_by_partition,
+    max_deleted_rows_ratio,
     pack_bins,
     run_optimize,
+    too_many_deleted_rows,
 )
 from dvengine.protocol.actions import AddFile
 
@@ -95,9 +97,7 @@ class AutoCompactSettings:
             min_num_files=int(conf_number(conf, CONF_MIN_NUM_FILES, DEFAULT_MIN_NUM_FILES, int)),
             max_file_size=max_size,
             min_file_size=int(conf_number(conf, CONF_MIN_FILE_SIZE, max_size // 2, int)),
-            max_deleted_rows_ratio=float(
-                conf_number(conf, CONF_MAX_DELETED_ROWS_RATIO, DEFAULT_MAX_DELETED_ROWS_RATIO, float)
-            ),
+            max_deleted_rows_ratio=max_deleted_rows_ratio(conf),
         )
         if settings.min_num_files < 1:
             raise InvalidArgumentError(f"{CONF_MIN_NUM_FILES} must be at least 1, got {settings.min_num_files}")
@@ -105,18 +105,7 @@ class AutoCompactSettings:
             raise InvalidArgumentError(f"{CONF_MAX_FILE_SIZE} must be positive, got {settings.max_file_size}")
         if settings.min_file_size < 0:
             raise InvalidArgumentError(f"{CONF_MIN_FILE_SIZE} must not be negative, got {settings.min_file_size}")
-        if not 0.0 <= settings.max_deleted_rows_ratio <= 1.0:
-            raise InvalidArgumentError(
-                f"{CONF_MAX_DELETED_ROWS_RATIO} must be in range [0.0, 1.0], got {settings.max_deleted_rows_ratio}"
-            )
         return settings
-
-
-def _dv_heavy(add: AddFile, ratio: float) -> bool:
-    if add.deletion_vector is None:
-        return False
-    physical = add.num_records
-    return physical is None or (physical > 0 and add.deleted_row_count / physical > ratio)
 
 
 def _partition_sql(snapshot: Snapshot, add: AddFile) -> str:
@@ -131,14 +120,11 @@ def _partition_sql(snapshot: Snapshot, add: AddFile) -> str:
 
 def plan_auto_compaction(snapshot: Snapshot, settings: AutoCompactSettings) -> OptimizePlan | None:
     """The bins to compact, or None when no partition reaches a trigger."""
-    by_partition: dict[tuple[tuple[str, str], ...], list[AddFile]] = {}
-    for add in snapshot.files:
-        key = tuple(sorted((k, repr(v)) for k, v in snapshot.partition_values_logical(add).items()))
-        by_partition.setdefault(key, []).append(add)
-    plan = OptimizePlan(snapshot, None, list(snapshot.files))
-    for files in by_partition.values():
+    _predicate, candidates, groups = files_by_partition(snapshot, None)
+    plan = OptimizePlan(snapshot, None, candidates)
+    for files in groups:
         small = [f for f in files if f.size < settings.min_file_size]
-        heavy = [f for f in files if _dv_heavy(f, settings.max_deleted_rows_ratio)]
+        heavy = [f for f in files if too_many_deleted_rows(f, settings.max_deleted_rows_ratio)]
         if len(small) < settings.min_num_files and not heavy:
             continue
         chosen = {f.key: f for f in [*small, *heavy]}

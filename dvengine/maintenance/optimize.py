@@ -61,16 +61,12 @@ class OptimizeSettings:
         settings = cls(
             int(conf_number(conf, CONF_MIN_FILE_SIZE, DEFAULT_MIN_FILE_SIZE, int)),
             int(conf_number(conf, CONF_MAX_FILE_SIZE, DEFAULT_MAX_FILE_SIZE, int)),
-            float(conf_number(conf, CONF_MAX_DELETED_ROWS_RATIO, DEFAULT_MAX_DELETED_ROWS_RATIO, float)),
+            max_deleted_rows_ratio(conf),
         )
         if settings.min_file_size < 0:
             raise InvalidArgumentError(f"{CONF_MIN_FILE_SIZE} has to be positive, got {settings.min_file_size}")
         if settings.max_file_size < 0:
             raise InvalidArgumentError(f"{CONF_MAX_FILE_SIZE} has to be positive, got {settings.max_file_size}")
-        if not 0.0 <= settings.max_deleted_rows_ratio <= 1.0:
-            raise InvalidArgumentError(
-                f"{CONF_MAX_DELETED_ROWS_RATIO} must be in range [0.0, 1.0], got {settings.max_deleted_rows_ratio}"
-            )
         return settings
 
 
@@ -110,6 +106,14 @@ def partition_predicate(snapshot: Snapshot, condition: str | None) -> BoundPredi
     return predicate
 
 
+def max_deleted_rows_ratio(conf: Callable[[str], str | None]) -> float:
+    """OPTIMIZE's ``maxDeletedRowsRatio`` (also auto compaction's), checked to be a share."""
+    ratio = float(conf_number(conf, CONF_MAX_DELETED_ROWS_RATIO, DEFAULT_MAX_DELETED_ROWS_RATIO, float))
+    if not 0.0 <= ratio <= 1.0:
+        raise InvalidArgumentError(f"{CONF_MAX_DELETED_ROWS_RATIO} must be in range [0.0, 1.0], got {ratio}")
+    return ratio
+
+
 def _deleted_ratio(add: AddFile) -> float:
     physical = add.num_records
     return 0.0 if not physical else add.deleted_row_count / physical
@@ -117,11 +121,14 @@ def _deleted_ratio(add: AddFile) -> float:
 
 def should_compact(add: AddFile, settings: OptimizeSettings) -> bool:
     """Delta's filterCandidateFileList: small, or too many of its rows deleted."""
-    if add.size < settings.min_file_size:
-        return True
+    return add.size < settings.min_file_size or too_many_deleted_rows(add, settings.max_deleted_rows_ratio)
+
+
+def too_many_deleted_rows(add: AddFile, ratio: float) -> bool:
+    """A file with a DV but no row count, or whose DV hides more than ``ratio`` of its rows."""
     if add.deletion_vector is not None and add.num_records is None:
         return True
-    return _deleted_ratio(add) > settings.max_deleted_rows_ratio
+    return _deleted_ratio(add) > ratio
 
 
 def pack_bins(files: Sequence[AddFile], max_bin_size: int) -> list[list[AddFile]]:

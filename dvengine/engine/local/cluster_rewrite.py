@@ -16,11 +16,10 @@ from collections.abc import Callable, Sequence
 import pyarrow as pa
 
 from dvengine.engine.local.curves import curve_layout
+from dvengine.engine.local.optimize import live_rows
 from dvengine.engine.local.writer import remove_data_files, write_data_files
 from dvengine.log import Snapshot
 from dvengine.protocol.actions import AddFile
-from dvengine.protocol.schema import to_arrow_schema
-from dvengine.read.arrow_reader import read_file_arrow
 from dvengine.writing.stats import num_indexed_cols
 
 # the files of a bin -> how many files to write for it
@@ -40,9 +39,7 @@ def curve_rewriter(
     """A ``BinRewriter`` that writes a bin's rows in ``curve`` order over ``columns``."""
 
     def rewrite(snapshot: Snapshot, files: Sequence[AddFile]) -> list[AddFile]:
-        names = to_arrow_schema(snapshot.schema).names
-        tables = [read_file_arrow(snapshot, add).select(names) for add in files]
-        rows = pa.concat_tables(tables) if tables else to_arrow_schema(snapshot.schema).empty_table()
+        rows = live_rows(snapshot, files)
         if rows.num_rows == 0:
             return []
         count = max(1, min(file_count(files), rows.num_rows))

@@ -20,11 +20,16 @@ from dvengine.read.arrow_reader import read_file_arrow
 from dvengine.writing.stats import num_indexed_cols
 
 
-def rewrite_files(snapshot: Snapshot, files: Sequence[AddFile]) -> list[AddFile]:
-    """Live rows of ``files`` (one partition) written as new data files; nothing is committed."""
+def live_rows(snapshot: Snapshot, files: Sequence[AddFile]) -> pa.Table:
+    """The rows of ``files`` their DVs leave, in the table's column order (what a rewrite keeps)."""
     names = to_arrow_schema(snapshot.schema).names
     tables = [read_file_arrow(snapshot, add).select(names) for add in files]
-    rows = pa.concat_tables(tables) if tables else to_arrow_schema(snapshot.schema).empty_table()
+    return pa.concat_tables(tables) if tables else to_arrow_schema(snapshot.schema).empty_table()
+
+
+def rewrite_files(snapshot: Snapshot, files: Sequence[AddFile]) -> list[AddFile]:
+    """Live rows of ``files`` (one partition) written as new data files; nothing is committed."""
+    rows = live_rows(snapshot, files)
     if rows.num_rows == 0:
         return []
     return write_data_files(

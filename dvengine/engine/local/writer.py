@@ -36,6 +36,15 @@ from dvengine.writing.files import HIVE_DEFAULT_PARTITION, build_add_file, escap
 from dvengine.writing.stats import stats_from_parquet_metadata
 
 ROWS_PER_FILE = 4_000_000
+# How every data file is encoded, on a folder or an object store: microsecond timestamps (no INT96),
+# no Arrow schema blob (the log holds the schema), snappy as Delta writers default to.
+PARQUET_WRITE_OPTIONS: dict[str, object] = {
+    "compression": "snappy",
+    "coerce_timestamps": "us",
+    "allow_truncated_timestamps": False,
+    "use_deprecated_int96_timestamps": False,
+    "store_schema": False,
+}
 
 
 def _physical_field(f: StructField) -> pa.Field:
@@ -140,16 +149,7 @@ def _write_one(
     hidden = os.path.join(os.path.dirname(target), f".{name}.tmp")
     collected: list[pq.FileMetaData] = []
     try:
-        pq.write_table(
-            chunk,
-            hidden,
-            compression="snappy",
-            coerce_timestamps="us",
-            allow_truncated_timestamps=False,
-            use_deprecated_int96_timestamps=False,
-            store_schema=False,
-            metadata_collector=collected,
-        )
+        pq.write_table(chunk, hidden, metadata_collector=collected, **PARQUET_WRITE_OPTIONS)
         os.rename(hidden, target)
     except BaseException:
         for path in (hidden, target):
@@ -169,16 +169,7 @@ def _write_one_to_store(
     """Object stores: encode in memory, then one PUT under the final unique name (no rename on a store)."""
     sink = pa.BufferOutputStream()
     collected: list[pq.FileMetaData] = []
-    pq.write_table(
-        chunk,
-        sink,
-        compression="snappy",
-        coerce_timestamps="us",
-        allow_truncated_timestamps=False,
-        use_deprecated_int96_timestamps=False,
-        store_schema=False,
-        metadata_collector=collected,
-    )
+    pq.write_table(chunk, sink, metadata_collector=collected, **PARQUET_WRITE_OPTIONS)
     data = sink.getvalue().to_pybytes()
     storage_for(table_root).put_new(join(table_root, relative), data)
     stats = stats_from_parquet_metadata(collected[0], schema, num_indexed_cols=num_indexed_cols)

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from dvengine.commands.source_options import parse_read_options, parse_write_options
-from dvengine.engine.spark.delta_format import FORMAT_NAME, is_registered, read_delta, save_delta
+from dvengine.engine.spark.delta_format import FORMAT_NAME, is_registered, read_delta, save_delta, wrap_load_and_save
 from dvengine.errors import InvalidArgumentError, UnsupportedFeatureError
 
 _ORIGINALS: dict[str, Callable[..., Any]] = {}
@@ -74,12 +74,7 @@ def install_connect_hooks() -> None:
     """Wrap Connect's reader/writer once per process (idempotent)."""
     from pyspark.sql.connect.readwriter import DataFrameReader, DataFrameWriter
 
-    if "load" not in _ORIGINALS:
-        _ORIGINALS["load"] = DataFrameReader.load
-        DataFrameReader.load = _load  # type: ignore[method-assign]
-    if "save" not in _ORIGINALS:
-        _ORIGINALS["save"] = DataFrameWriter.save
-        DataFrameWriter.save = _save  # type: ignore[method-assign]
+    wrap_load_and_save(_ORIGINALS, DataFrameReader, DataFrameWriter, _load, _save)
 
 
 __all__ = ["install_connect_hooks"]

@@ -181,12 +181,21 @@ def _save(
 
 def install_hooks() -> None:
     """Wrap PySpark's load/save once per process (idempotent); unregistered sessions are untouched."""
-    if "load" not in _ORIGINALS:
-        _ORIGINALS["load"] = DataFrameReader.load
-        DataFrameReader.load = _load  # type: ignore[method-assign]
-    if "save" not in _ORIGINALS:
-        _ORIGINALS["save"] = DataFrameWriter.save
-        DataFrameWriter.save = _save  # type: ignore[method-assign]
+    wrap_load_and_save(_ORIGINALS, DataFrameReader, DataFrameWriter, _load, _save)
+
+
+def wrap_load_and_save(
+    originals: dict[str, Callable[..., Any]], reader: type, writer: type,
+    load: Callable[..., Any], save: Callable[..., Any],
+) -> None:
+    """Replace ``reader.load`` / ``writer.save`` once, keeping the originals for what is not Delta
+    (classic PySpark's and Spark Connect's reader/writer classes both go through here)."""
+    if "load" not in originals:
+        originals["load"] = reader.load  # type: ignore[attr-defined]
+        reader.load = load  # type: ignore[attr-defined]
+    if "save" not in originals:
+        originals["save"] = writer.save  # type: ignore[attr-defined]
+        writer.save = save  # type: ignore[attr-defined]
 
 
 def register(spark: SparkSession) -> None:
