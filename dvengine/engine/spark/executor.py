@@ -253,11 +253,9 @@ class SparkExecutor:
         """Why this command runs on the row plan rather than as file tasks (None: file tasks);
         ``dvengine.spark.dmlStrategy`` = files makes any reason an error instead."""
         strategy = dml_strategy(self.spark)
-        if strategy == "rows":
-            return f"{STRATEGY_CONF}=rows"
         schema = ctx.snapshot.schema
         values = [(name, schema.get(name).type, value) for name, value in (assignments or {}).items()]
-        reason = LocalExecutor().unsupported_reason(schema, predicate, values)
+        reason = f"{STRATEGY_CONF}=rows" if strategy == "rows" else LocalExecutor().unsupported_reason(schema, predicate, values)
         if reason is None and writes_change_data(ctx.snapshot):
             reason = "the table writes change data, which the row plan produces"
         if reason is not None and strategy == "files":
