@@ -12,6 +12,7 @@ copied row keeps its id, and a deleted row's id never comes back. delta-rs and D
 
 from __future__ import annotations
 
+import itertools
 import json
 import threading
 import time
@@ -140,7 +141,7 @@ def check_invariants(root: Path, retired_ids: set[int], first: int = 0) -> None:
             n = json.loads(add["stats"])["numRecords"]
             ranges.append((add["baseRowId"], add["baseRowId"] + n - 1))
         ranges.sort()
-        for (_, end), (start, _) in zip(ranges, ranges[1:]):
+        for (_, end), (start, _) in itertools.pairwise(ranges):
             assert end < start, f"v{version}: fresh row id ranges overlap: {ranges}"
         assert not ranges or mark >= ranges[-1][1], f"v{version}: mark {mark} below fresh ids {ranges[-1]}"
         rows = read_row_tracking(load_snapshot(str(root), version=version))
