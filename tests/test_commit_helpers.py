@@ -13,7 +13,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dvengine.commit.transaction import Transaction
-from dvengine.protocol.actions import AddFile, DeletionVectorDescriptor, Metadata, Protocol, RemoveFile, Txn
+from dvengine.protocol.actions import (
+    AddFile,
+    DeletionVectorDescriptor,
+    DomainMetadata,
+    Metadata,
+    Protocol,
+    RemoveFile,
+    Txn,
+)
 from dvengine.protocol.features import DEFAULT_NEW_TABLE_PROTOCOL
 
 SCHEMA = json.dumps(
@@ -29,6 +37,7 @@ class FakeSnapshot:
     protocol: Protocol = DEFAULT_NEW_TABLE_PROTOCOL
     metadata: Metadata = METADATA
     app_transactions: Mapping[str, Txn] = field(default_factory=dict)
+    domain_metadata: Mapping[str, DomainMetadata] = field(default_factory=dict)
 
 
 def stats(n: int = 10, tight: bool = True) -> str:

@@ -120,10 +120,10 @@ def test_dv_add_needs_the_feature(tmp_path: Path) -> None:
 def test_unsupported_writer_feature_is_refused(tmp_path: Path) -> None:
     root = str(tmp_path / "t")
     create_table(root)
-    proto = Protocol(3, 7, ("deletionVectors",), ("deletionVectors", "rowTracking"))
+    proto = Protocol(3, 7, ("deletionVectors",), ("deletionVectors", "icebergCompatV1"))
     txn = Transaction(root, FakeSnapshot(root, 0, protocol=proto), "WRITE", {})
     txn.add_actions([add("x.parquet")])
-    with pytest.raises(UnsupportedFeatureError, match="rowTracking"):
+    with pytest.raises(UnsupportedFeatureError, match="icebergCompatV1"):
         txn.commit()
     _assert_unchanged(root, [0])
 

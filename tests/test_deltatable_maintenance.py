@@ -591,8 +591,8 @@ def test_failed_clone_and_bad_protocol_requests_leave_everything_unchanged(
         dt.upgradeTableProtocol(4, 7)
     with pytest.raises(InvalidArgumentError, match="requires writerVersion 7"):
         dt.upgradeTableProtocol(3, 5)
-    with pytest.raises(UnsupportedFeatureError, match="rowTracking"):
-        dt.addFeatureSupport("rowTracking")  # a Delta feature dvengine could not honour when writing
+    with pytest.raises(UnsupportedFeatureError, match="icebergCompatV1"):
+        dt.addFeatureSupport("icebergCompatV1")  # a Delta feature dvengine could not honour when writing
     assert dt.version() == version
     assert _folder_state(src) == source_before
 

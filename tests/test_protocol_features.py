@@ -23,8 +23,8 @@ def test_legacy_writer_version_blocks_only_features_in_use() -> None:
     # generatedColumns and identityColumns are implemented (values computed / assigned and checked)
     check_writable(legacy, _metadata({"delta.generationExpression": "y + 1"}))
     check_writable(legacy, _metadata({"delta.identity.start": 1, "delta.identity.step": 1}))
-    with pytest.raises(UnsupportedFeatureError, match="rowTracking"):
-        check_writable(Protocol(3, 7, ("deletionVectors",), ("deletionVectors", "rowTracking")), _metadata())
+    with pytest.raises(UnsupportedFeatureError, match="icebergCompatV1"):
+        check_writable(Protocol(3, 7, ("deletionVectors",), ("deletionVectors", "icebergCompatV1")), _metadata())
     # changeDataFeed is implemented (DML writes _change_data files): a CDF table is writable
     check_writable(legacy, _metadata(configuration={"delta.enableChangeDataFeed": "true"}))
 
@@ -35,8 +35,8 @@ def test_lower_legacy_versions_do_not_imply_later_features() -> None:
 
 
 def test_explicit_writer_features_count_even_when_unused() -> None:
-    protocol = Protocol(3, 7, ("deletionVectors",), ("deletionVectors", "rowTracking"))
-    with pytest.raises(UnsupportedFeatureError, match="rowTracking"):
+    protocol = Protocol(3, 7, ("deletionVectors",), ("deletionVectors", "icebergCompatV1"))
+    with pytest.raises(UnsupportedFeatureError, match="icebergCompatV1"):
         check_writable(protocol, _metadata())
 
 

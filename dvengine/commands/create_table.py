@@ -44,6 +44,7 @@ from dvengine.writing.schema_checks import (
     DEFAULT_NEW_TABLE_CONFIGURATION,
     check_distinct_column_names,
     check_new_table_configuration,
+    new_table_configuration,
     new_table_protocol,
     resolve_partition_columns,
 )
@@ -113,6 +114,7 @@ def _check_definition(definition: TableDefinition) -> tuple[tuple[str, ...], dic
     partitions = resolve_partition_columns(definition.schema, definition.partition_columns)
     configuration = {**DEFAULT_NEW_TABLE_CONFIGURATION, **dict(definition.properties)}
     check_new_table_configuration(configuration)
+    configuration = new_table_configuration(definition.schema, configuration)
     return partitions, configuration
 
 

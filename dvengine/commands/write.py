@@ -34,6 +34,7 @@ from dvengine.writing.schema_checks import (
     DEFAULT_NEW_TABLE_CONFIGURATION,
     check_new_table_configuration,
     match_columns,
+    new_table_configuration,
     new_table_protocol,
     resolve_partition_columns,
 )
@@ -114,6 +115,7 @@ def plan_write(
     if snapshot is None:
         config = {**DEFAULT_NEW_TABLE_CONFIGURATION, **dict(configuration or {})}
         check_new_table_configuration(config)
+        config = new_table_configuration(data_schema, config)
         match_columns(data_schema, data_schema)  # duplicate names (case-insensitive) are refused here
         partition_columns = resolve_partition_columns(data_schema, partition_by or ())
         metadata = Metadata(

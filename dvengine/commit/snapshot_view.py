@@ -1,7 +1,7 @@
 """The slice of a table snapshot a transaction needs, as a structural type.
 
 The commit layer depends on *what* a snapshot offers (version, protocol, metadata, application
-transaction watermarks), not on the log package's concrete class, so the two layers can evolve
+transaction watermarks, metadata domains), not on the log package's concrete class, so the two layers can evolve
 independently and tests can hand a transaction a tiny fake snapshot. ``dvengine.log``'s
 ``Snapshot`` satisfies this protocol as is.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Protocol as TypingProtocol
 
-from dvengine.protocol.actions import Metadata, Protocol, Txn
+from dvengine.protocol.actions import DomainMetadata, Metadata, Protocol, Txn
 
 
 class SnapshotView(TypingProtocol):
@@ -29,3 +29,6 @@ class SnapshotView(TypingProtocol):
 
     @property
     def app_transactions(self) -> Mapping[str, Txn]: ...
+
+    @property
+    def domain_metadata(self) -> Mapping[str, DomainMetadata]: ...

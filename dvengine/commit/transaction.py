@@ -42,18 +42,20 @@ from dvengine.errors import (
 from dvengine.log.checkpoint_writer import maybe_checkpoint
 from dvengine.log.filenames import commit_file_name
 from dvengine.log.loader import read_commit_actions
+from dvengine.protocol import row_tracking
 from dvengine.protocol.actions import (
     Action,
     AddCDCFile,
     AddFile,
     CommitInfo,
+    DomainMetadata,
     Metadata,
     Protocol,
     RemoveFile,
     Txn,
     action_to_line,
 )
-from dvengine.protocol.features import check_writable
+from dvengine.protocol.features import check_writable, writer_features
 from dvengine.storage.logstore import FileAlreadyExists, LogStore, log_dir, normalize_table_path
 from dvengine.storage.registry import storage_for
 from dvengine.storage.uris import join
@@ -113,6 +115,11 @@ class Transaction:
         self.rebased_files = 0  # files whose DV was rebased onto a winner's (row-level resolution)
         self.attempts = 0  # put-if-absent attempts of commit(); > 1 means lost races retried inside
         self._file_rows: dict[str, FileRows] = {}  # row-level state per path, built at the first rebase
+        # The row id high-water mark new row ids start above: the read snapshot's, then each winner's.
+        domains = {} if read_snapshot is None else read_snapshot.domain_metadata
+        self._row_id_mark = row_tracking.high_water_mark(domains)
+        self._table_row_id_mark = self._row_id_mark  # the mark in the log (winners included)
+        self.row_id_high_water_mark: int | None = None  # the mark the committed version ended with
 
     # --- building ---------------------------------------------------------------------------
 
@@ -264,8 +271,30 @@ class Transaction:
             ordered.append(self._new_protocol)
         if new_metadata is not None:
             ordered.append(new_metadata)
-        ordered.extend(self._actions)
+        ordered.extend(self._with_row_ids(version))
         return ("\n".join(action_to_line(a) for a in ordered) + "\n").encode("utf-8")
+
+    def _with_row_ids(self, version: int) -> list[Action]:
+        """Our actions with fresh row ids above the newest mark, when the table tracks rows.
+
+        Recomputed for every attempt from the actions as the command built them (new files
+        without ``baseRowId``), so a lost race re-assigns against the winner's mark, as Delta's
+        conflict checker does; re-added files keep what their last ``add`` had.
+        """
+        protocol, metadata = self._effective_protocol_and_metadata()
+        if not row_tracking.supported(writer_features(protocol), metadata.configuration):
+            self.row_id_high_water_mark = None
+            return list(self._actions)
+        actions, self.row_id_high_water_mark = row_tracking.assign_fresh(
+            self._actions, self._row_id_mark, version, self._table_row_id_mark
+        )
+        return actions
+
+    def reserve_row_ids(self, mark: int) -> None:
+        """Start fresh row ids above ``mark`` and record it (a CLONE carries its source's files
+        with their ``baseRowId``: the clone's own new ids must not repeat them)."""
+        self._check_open()
+        self._row_id_mark = max(self._row_id_mark, mark)
 
     def _in_commit_timestamp(self, version: int) -> tuple[int | None, Metadata | None]:
         """(inCommitTimestamp or None, the metadata action to write) for a commit landing at ``version``."""
@@ -281,7 +310,9 @@ class Transaction:
     def _check_winners_from(self, version: int) -> int:
         """Check every commit from ``version`` on against this transaction; return the next free version."""
         while self.store.exists(commit_file_path(self.table_root, version)):
-            winner = WinningCommit.from_actions(version, read_commit(self.store, self.table_root, version))
+            actions = read_commit(self.store, self.table_root, version)
+            winner = WinningCommit.from_actions(version, actions)
+            self._advance_row_id_mark(actions)
             if self.read_version is None:
                 if winner.metadata is not None and version == 0:
                     raise TableAlreadyExistsError(
@@ -295,6 +326,13 @@ class Transaction:
                 self._resolve_row_level(winner, path)
             version += 1
         return version
+
+    def _advance_row_id_mark(self, winner_actions: Iterable[Action]) -> None:
+        """Start our fresh row ids above the mark a winner committed (its ids are taken)."""
+        for action in winner_actions:
+            if isinstance(action, DomainMetadata) and action.domain == row_tracking.DOMAIN and not action.removed:
+                self._table_row_id_mark = max(self._table_row_id_mark, row_tracking.mark_of(action))
+                self._row_id_mark = max(self._row_id_mark, self._table_row_id_mark)
 
     def _resolve_row_level(self, winner: WinningCommit, path: str) -> None:
         """Move our view of ``path`` onto the winner's DV update, or raise the row conflict; the

@@ -30,6 +30,7 @@ from dvengine.dv.descriptor import absolute_dv_path
 from dvengine.dv.z85 import z85_encode
 from dvengine.errors import InvalidArgumentError, TableAlreadyExistsError
 from dvengine.log import Snapshot, load_snapshot, table_exists
+from dvengine.protocol import row_tracking
 from dvengine.protocol.actions import STORAGE_PATH, STORAGE_UUID, Action, AddFile, DeletionVectorDescriptor, Metadata
 from dvengine.protocol.feature_catalog import normalized
 from dvengine.protocol.features import check_writable, writer_features
@@ -157,6 +158,7 @@ def clone(
         written.remove_all()
         raise
     txn.add_actions(actions)
+    txn.reserve_row_ids(row_tracking.high_water_mark(source.domain_metadata))  # the cloned files keep their ids
     size = sum(f.size for f in source.files)
     metrics = {
         "sourceTableSize": size,

@@ -18,7 +18,8 @@ from dvengine.commit import in_commit_timestamps
 from dvengine.commit.transaction import Transaction
 from dvengine.errors import InvalidArgumentError, UnsupportedFeatureError
 from dvengine.log import Snapshot, load_snapshot
-from dvengine.protocol.actions import Metadata, Protocol
+from dvengine.protocol import row_tracking
+from dvengine.protocol.actions import AddFile, Metadata, Protocol
 from dvengine.protocol.features import (
     ENABLE_CHANGE_DATA_FEED,
     check_writable,
@@ -49,7 +50,29 @@ def set_table_properties(table_root: str, properties: Mapping[str, str]) -> int:
     if configuration.get(ENABLE_DELETION_VECTORS, "false").lower() == "true":
         protocol = with_deletion_vectors(protocol)
     protocol = in_commit_timestamps.protocol_for(protocol, configuration)  # the commit records its enablement
-    return _commit(snapshot, configuration, protocol, "SET TBLPROPERTIES", {"properties": dict(properties)})
+    backfill: list[AddFile] = []
+    if row_tracking.enabled(configuration) and not row_tracking.enabled(snapshot.metadata.configuration):
+        protocol, configuration, backfill = _enable_row_tracking(snapshot, protocol, configuration)
+    return _commit(snapshot, configuration, protocol, "SET TBLPROPERTIES", {"properties": dict(properties)}, backfill)
+
+
+def _enable_row_tracking(
+    snapshot: Snapshot, protocol: Protocol, configuration: dict[str, str]
+) -> tuple[Protocol, dict[str, str], list[AddFile]]:
+    """What turning row tracking on needs besides the property (PROTOCOL.md "Row Tracking"): the
+    ``rowTracking`` and ``domainMetadata`` features, the materialized column names, and every live
+    file without ``baseRowId`` / ``defaultRowCommitVersion`` re-added (``dataChange=false``) so
+    the commit assigns them: Delta's backfill, done here in the enabling commit itself, which the
+    protocol allows.
+    """
+    names = [f.physical_name for f in snapshot.schema.fields]
+    configuration = row_tracking.enable_configuration(configuration, names)
+    backfill = [
+        dataclasses.replace(f, data_change=False)
+        for f in snapshot.files
+        if f.base_row_id is None or f.default_row_commit_version is None
+    ]
+    return row_tracking.with_row_tracking(protocol), configuration, backfill
 
 
 def unset_table_properties(table_root: str, keys: Sequence[str], if_exists: bool = False) -> int | None:
@@ -75,12 +98,13 @@ def unset_table_properties(table_root: str, keys: Sequence[str], if_exists: bool
 
 
 def _commit(snapshot: Snapshot, configuration: dict[str, str], protocol: Protocol, operation: str,
-            params: dict[str, object]) -> int:
+            params: dict[str, object], backfill: Sequence[AddFile] = ()) -> int:
     """One metadata (and, if it changed, protocol) action, conflict-checked against the snapshot read."""
     metadata: Metadata = dataclasses.replace(snapshot.metadata, configuration=configuration)
     txn = Transaction(snapshot.table_root, snapshot, operation, params)
-    txn.record_read([], None)
+    txn.record_read(backfill, None)
     txn.update_metadata(metadata)
     if protocol != snapshot.protocol:
         txn.update_protocol(protocol)
+    txn.add_actions(backfill)
     return txn.commit()

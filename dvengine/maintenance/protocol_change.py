@@ -24,6 +24,7 @@ from dvengine.log import Snapshot, load_snapshot
 from dvengine.log.commit_file import parse_actions
 from dvengine.log.listing import list_log
 from dvengine.maintenance.optimize import BinRewriter, purge_plan, run_optimize
+from dvengine.protocol import row_tracking
 from dvengine.protocol.actions import AddFile, Metadata, Protocol, RemoveFile
 from dvengine.protocol.feature_catalog import feature_info, upgraded, with_feature, without_feature
 from dvengine.protocol.features import (
@@ -71,7 +72,8 @@ def add_feature(table_root: str, name: str) -> int | None:
             "adding table feature 'clustering' alone is refused: create the table with clusterBy(...) / CLUSTER BY; "
             "ALTER TABLE ... CLUSTER BY is not implemented by dvengine"
         )
-    new = with_feature(snapshot.protocol, name)
+    # rowTracking requires domainMetadata (PROTOCOL.md "Row Tracking"), as Delta adds it too
+    new = row_tracking.with_row_tracking(snapshot.protocol) if name == row_tracking.FEATURE else with_feature(snapshot.protocol, name)
     return _commit_protocol(snapshot, new, "UPGRADE PROTOCOL", {"newProtocol": new.to_json()})
 
 def _history_uses_dvs(table_root: str) -> list[int]:

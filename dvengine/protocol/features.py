@@ -29,7 +29,8 @@ SUPPORTED_READER_FEATURES = frozenset({DELETION_VECTORS, COLUMN_MAPPING, TIMESTA
 # dvengine.writing.defaults), inCommitTimestamp (commit.in_commit_timestamps), clustering and
 # domainMetadata (the ``delta.clustering`` domain is written at CREATE and kept by replay and
 # checkpoints; OPTIMIZE clusters only unclustered or ``liquid`` files: dvengine.maintenance.clustering).
-# rowTracking, typeWidening ... are not implemented.
+# rowTracking (fresh row ids at commit, materialized stable ids on copies: protocol.row_tracking).
+# typeWidening ... are not implemented.
 SUPPORTED_WRITER_FEATURES = frozenset(
     {
         DELETION_VECTORS,
@@ -46,6 +47,7 @@ SUPPORTED_WRITER_FEATURES = frozenset(
         CHANGE_DATA_FEED,
         "clustering",
         "domainMetadata",
+        "rowTracking",
     }
 )
 

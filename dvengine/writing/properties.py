@@ -45,6 +45,8 @@ _VALIDATORS: dict[str, Callable[[str, str], None]] = {
     "delta.autoOptimize.autoCompact": _boolean,  # auto compaction (maintenance/auto_compact.py)
     "delta.autoOptimize": _boolean,  # its deprecated predecessor, still honoured
     "delta.enableRowLevelConcurrency": _boolean,
+    "delta.enableRowTracking": _boolean,  # row tracking (protocol/row_tracking.py)
+    "delta.rowTrackingSuspended": _boolean,
     "delta.logRetentionDuration": _interval,
     "delta.deletedFileRetentionDuration": _interval,
     "delta.setTransactionRetentionDuration": _interval,

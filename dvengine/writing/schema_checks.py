@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 
 from dvengine.commit import in_commit_timestamps
 from dvengine.errors import InvalidArgumentError, SchemaMismatchError, SchemaViolationError, UnsupportedFeatureError
+from dvengine.protocol import row_tracking
 from dvengine.protocol.actions import Protocol
 from dvengine.protocol.features import DELETION_VECTORS, ENABLE_CHANGE_DATA_FEED, TIMESTAMP_NTZ, with_change_data_feed
 from dvengine.protocol.schema import ArrayType, DataType, DecimalType, MapType, PrimitiveType, StructType
@@ -165,7 +166,8 @@ def new_table_protocol(schema: StructType, configuration: Mapping[str, str]) -> 
     features. TIMESTAMP_NTZ always adds the ``timestampNtz`` feature, as Delta requires.
     ``delta.enableChangeDataFeed=true`` adds ``changeDataFeed`` (legacy: writer 4). Generated
     columns add ``generatedColumns`` (legacy: writer 4), identity columns ``identityColumns``
-    (legacy: writer 6), as Delta.
+    (legacy: writer 6), as Delta. ``delta.enableRowTracking=true`` adds ``rowTracking`` and
+    ``domainMetadata`` (writer 7).
     """
     dvs = configuration.get(ENABLE_DVS, "false").lower() == "true"
     ntz = uses_timestamp_ntz(schema)
@@ -180,7 +182,17 @@ def new_table_protocol(schema: StructType, configuration: Mapping[str, str]) -> 
         protocol = Protocol(3, 7, features, writers)
     if configuration.get(ENABLE_CHANGE_DATA_FEED, "false").lower() == "true":
         protocol = with_change_data_feed(protocol)
+    if row_tracking.enabled(configuration):
+        protocol = row_tracking.with_row_tracking(protocol)
     return in_commit_timestamps.protocol_for(protocol, configuration)
+
+
+def new_table_configuration(schema: StructType, configuration: Mapping[str, str]) -> dict[str, str]:
+    """A new table's configuration: with ``delta.enableRowTracking=true``, plus the materialized
+    row id / row commit version column names Delta generates for it (PROTOCOL.md "Row Tracking")."""
+    if not row_tracking.enabled(configuration):
+        return dict(configuration)
+    return row_tracking.enable_configuration(configuration, [f.physical_name for f in schema.fields])
 
 
 def check_new_table_configuration(configuration: Mapping[str, str]) -> None:

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 import pyarrow as pa
 
 from dvengine.engine.local.curves import curve_layout
-from dvengine.engine.local.optimize import live_rows
+from dvengine.engine.local.optimize import live_rows, materialized_names
 from dvengine.engine.local.writer import remove_data_files, write_data_files
 from dvengine.log import Snapshot
 from dvengine.protocol.actions import AddFile
@@ -57,6 +57,7 @@ def curve_rewriter(
                         snapshot.partition_columns,
                         num_indexed_cols(snapshot.configuration),
                         fault_point_after=i == count - 1,
+                        materialized=materialized_names(snapshot),
                     )
                 )
         except BaseException:

@@ -43,8 +43,15 @@ from dvengine.faults import DML_DV_FILES_WRITTEN, fault_point
 from dvengine.log import Snapshot
 from dvengine.planning.decisions import FileAction, decide_file_action
 from dvengine.protocol.actions import AddFile
+from dvengine.protocol.row_tracking import (
+    INTERNAL_COLUMNS,
+    ROW_COMMIT_VERSION_COLUMN,
+    ROW_ID_COLUMN,
+    MaterializedColumns,
+)
 from dvengine.protocol.schema import DataType, StructField, StructType, to_arrow_field
 from dvengine.read import open_data_file, read_physical_rows
+from dvengine.read.row_ids import tracked_columns, with_stable_ids
 from dvengine.writing.constraints import table_constraints
 from dvengine.writing.stats import num_indexed_cols
 
@@ -111,6 +118,8 @@ def match_file(snapshot: Snapshot, add: AddFile, predicate: BoundPredicate | Non
         return parquet.metadata.num_rows, read_physical_rows(snapshot, add, wanted, parquet)
 
     physical, table = cached_columns(snapshot, add, wanted, read)
+    if all_columns:
+        table = with_stable_ids(snapshot, add, table)  # rows copied or updated keep their stable ids
     previously = BitMap64()
     if add.deletion_vector is not None:
         previously = load_deletion_vector(snapshot.table_root, add.deletion_vector, num_records=physical)
@@ -128,7 +137,7 @@ def match_file(snapshot: Snapshot, add: AddFile, predicate: BoundPredicate | Non
 def surviving_rows(snapshot: Snapshot, add: AddFile, dead: BitMap64 | None) -> pa.Table:
     """Rows of ``add`` outside ``dead`` (its old DV merged with the rows this command retires)."""
     parquet = open_data_file(snapshot, add)
-    table = read_physical_rows(snapshot, add, None, parquet)
+    table = with_stable_ids(snapshot, add, read_physical_rows(snapshot, add, None, parquet), parquet)
     if dead is None or not len(dead):
         return table
     keep = np.ones(table.num_rows, dtype=bool)
@@ -150,7 +159,36 @@ def new_values(schema: StructType, rows: pa.Table, assignments: Mapping[str, Bou
     for f in schema.fields:
         if not f.nullable and updated.column(f.name).null_count:
             raise SchemaViolationError(f"UPDATE would write NULL into NOT NULL column {f.name!r}; nothing was written")
-    return updated
+    return keep_row_ids(rows, updated)
+
+
+def keep_row_ids(old: pa.Table, updated: pa.Table) -> pa.Table:
+    """Updated rows keep the stable row id of the row they replace (when ``old`` carries them) and
+    get a NULL materialized commit version: an updated row's commit version is the new commit's,
+    which is its new file's ``defaultRowCommitVersion`` (PROTOCOL.md "Row Commit Versions")."""
+    if ROW_ID_COLUMN not in old.column_names:
+        return updated
+    return updated.append_column(ROW_ID_COLUMN, old.column(ROW_ID_COLUMN)).append_column(
+        ROW_COMMIT_VERSION_COLUMN, pa.nulls(old.num_rows, pa.int64())
+    )
+
+
+def writable_rows(snapshot: Snapshot, tables: Sequence[pa.Table]) -> tuple[pa.Table, MaterializedColumns | None]:
+    """``tables`` as one table of the schema's columns (nullable), plus the internal stable id
+    columns when the table keeps them (rows without ids, e.g. inserts, get NULL: a fresh id)."""
+    names = tracked_columns(snapshot)
+    fields = [to_arrow_field(f).with_nullable(True) for f in snapshot.schema.fields]
+    if names is not None:
+        fields += [pa.field(c, pa.int64()) for c in INTERNAL_COLUMNS]
+    common = pa.schema(fields)
+
+    def conform(t: pa.Table) -> pa.Table:
+        for c in INTERNAL_COLUMNS:
+            if names is not None and c not in t.column_names:
+                t = t.append_column(c, pa.nulls(t.num_rows, pa.int64()))
+        return t.select(common.names).cast(common)
+
+    return (pa.concat_tables([conform(t) for t in tables]) if tables else common.empty_table()), names
 
 
 class LocalExecutor:
@@ -247,11 +285,13 @@ class LocalExecutor:
         if not tables:
             return WrittenRows([], 0, 0, 0)
         snapshot = ctx.snapshot
-        common = pa.schema([to_arrow_field(f).with_nullable(True) for f in snapshot.schema.fields])
-        rows = pa.concat_tables([t.select(common.names).cast(common) for t in tables])
+        rows, materialized = writable_rows(snapshot, tables)
         if check:
             check_constraints(rows, table_constraints(snapshot.configuration, snapshot.schema))
-        files = write_data_files(rows, snapshot.table_root, snapshot.schema, snapshot.partition_columns, num_indexed_cols(snapshot.configuration))
+        files = write_data_files(
+            rows, snapshot.table_root, snapshot.schema, snapshot.partition_columns, num_indexed_cols(snapshot.configuration),
+            materialized=materialized,
+        )
         ctx.written.add_data_files(files)
         return WrittenRows.of(files, started)
 

@@ -41,7 +41,7 @@ from dvengine.commands.merge_evolution import evolve_for_merge
 from dvengine.commands.merge_metrics import merge_metrics
 from dvengine.commands.retirement import RowRetirement
 from dvengine.engine.local.change_data import MergeChanges, write_change_rows
-from dvengine.engine.local.executor import FileMatch, LocalExecutor, project
+from dvengine.engine.local.executor import FileMatch, LocalExecutor, keep_row_ids, project
 from dvengine.errors import (
     EvaluationError,
     InvalidArgumentError,
@@ -64,6 +64,7 @@ from dvengine.expressions.trees import conjuncts
 from dvengine.log import load_snapshot
 from dvengine.planning.decisions import DmlOptions
 from dvengine.protocol.actions import AddFile
+from dvengine.protocol.row_tracking import INTERNAL_COLUMNS
 from dvengine.protocol.schema import StructField, StructType, from_arrow_schema, to_arrow_type
 
 DEFAULT_TARGET_ALIAS = "__target"
@@ -253,7 +254,9 @@ def _new_rows(
         bad = [f.name for f in target.fields if not f.nullable and values.column(f.name).null_count]
         if bad:
             raise SchemaViolationError(f"MERGE would write NULL into NOT NULL column(s) {bad}; nothing was written")
-        out[clause.clause_id] = values.cast(pa.schema([pa.field(f.name, to_arrow_type(f.type)) for f in target.fields]))
+        typed = values.cast(pa.schema([pa.field(f.name, to_arrow_type(f.type)) for f in target.fields]))
+        # An updated target row keeps its stable row id (inserts carry none: they get fresh ids).
+        out[clause.clause_id] = keep_row_ids(rows, typed) if clause.action is ClauseAction.UPDATE else typed
     return out, counts
 
 
@@ -370,7 +373,7 @@ def _target_rows(schema: StructType, matches: Sequence[FileMatch], job: TargetJo
     for file_id, match in enumerate(matches):
         rows = match.rows
         assert rows is not None
-        renamed = rows.rename_columns([job.plan.target[name] for name in rows.column_names])
+        renamed = rows.rename_columns([name if name in INTERNAL_COLUMNS else job.plan.target[name] for name in rows.column_names])
         renamed = renamed.append_column(FILE_ID, pa.array(np.full(len(match.matched), file_id, dtype=np.int32)))
         tables.append(renamed.append_column(ROW_ID, pa.array(match.matched)))
     if tables:

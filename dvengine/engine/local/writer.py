@@ -22,6 +22,7 @@ import pyarrow.parquet as pq
 
 from dvengine.faults import DML_DATA_FILES_WRITTEN, fault_point
 from dvengine.protocol.actions import AddFile
+from dvengine.protocol.row_tracking import ROW_COMMIT_VERSION_COLUMN, ROW_ID_COLUMN, MaterializedColumns
 from dvengine.protocol.schema import (
     PARQUET_FIELD_ID_KEY,
     DataType,
@@ -64,7 +65,12 @@ def physical_arrow_schema(schema: StructType, partition_columns: Sequence[str]) 
     return pa.schema([_physical_field(f) for f in schema.fields if f.name.lower() not in parts])
 
 
-def _to_physical(rows: pa.Table, schema: StructType, partition_columns: Sequence[str]) -> pa.Table:
+def _to_physical(
+    rows: pa.Table, schema: StructType, partition_columns: Sequence[str], materialized: MaterializedColumns | None = None
+) -> pa.Table:
+    """Data columns under physical names; with ``materialized``, the internal stable row id and
+    commit version columns ``rows`` carries go under the table's materialized column names
+    (hidden columns outside the schema, PROTOCOL.md "Row Tracking"), and other extra columns drop."""
     target = physical_arrow_schema(schema, partition_columns)
     parts = {c.lower() for c in partition_columns}
     data_fields = [f for f in schema.fields if f.name.lower() not in parts]
@@ -72,6 +78,11 @@ def _to_physical(rows: pa.Table, schema: StructType, partition_columns: Sequence
     for f, arrow_field in zip(data_fields, target):
         column = rows.column(f.name)
         columns.append(relabel_by_position(column, arrow_field.type))
+    if materialized is not None:
+        for internal, name in ((ROW_ID_COLUMN, materialized.row_id), (ROW_COMMIT_VERSION_COLUMN, materialized.row_commit_version)):
+            if internal in rows.column_names:
+                columns.append(rows.column(internal).cast(pa.int64()))
+                target = target.append(pa.field(name, pa.int64()))
     return pa.Table.from_arrays(columns, schema=target)
 
 
@@ -112,12 +123,15 @@ def write_data_files(
     num_indexed_cols: int = 32,
     *,
     fault_point_after: bool = True,
+    materialized: MaterializedColumns | None = None,
 ) -> list[AddFile]:
     """Write ``rows`` (logical column names of ``schema``) as new data files; return their adds.
 
     Nothing is committed here; the caller records the files so a failed command removes them.
     ``fault_point_after``: announce ``DML_DATA_FILES_WRITTEN`` (crash tests kill the process
     there); off in Spark tasks, where the driver announces it once the job's files are in place.
+    ``materialized``: the row tracking column names to store carried stable ids under (see
+    :func:`_to_physical`); None drops them (appends, change data files).
     """
     adds: list[AddFile] = []
     try:
@@ -125,7 +139,7 @@ def write_data_files(
             if part.num_rows == 0:
                 continue
             folder, log_values = _partition_folder(schema, partition_columns, values)
-            physical = _to_physical(part, schema, partition_columns)
+            physical = _to_physical(part, schema, partition_columns, materialized)
             for start in range(0, physical.num_rows, ROWS_PER_FILE):
                 chunk = physical.slice(start, ROWS_PER_FILE)
                 adds.append(_write_one(chunk, table_root, folder, log_values, schema, num_indexed_cols))

@@ -67,13 +67,19 @@ from dvengine.engine.spark.rows_job import (
 from dvengine.engine.spark.rows_job import RESULT_DDL as RESULT_DDL_ROWS
 from dvengine.engine.spark.workers import check_python_workers, default_parallelism
 from dvengine.engine.spark.writer import write_parquet_files
-from dvengine.errors import InvalidArgumentError, NotLocallyEvaluableError, SchemaViolationError
+from dvengine.errors import (
+    InvalidArgumentError,
+    NotLocallyEvaluableError,
+    SchemaViolationError,
+    UnsupportedFeatureError,
+)
 from dvengine.expressions import BoundExpression, BoundPredicate
 from dvengine.faults import DML_DATA_FILES_WRITTEN, DML_DV_FILES_WRITTEN, fault_point
 from dvengine.log import Snapshot
 from dvengine.planning.decisions import FileAction
 from dvengine.protocol.actions import AddFile, DeletionVectorDescriptor
 from dvengine.protocol.schema import DataType, StructField, StructType
+from dvengine.read.row_ids import tracked_columns
 from dvengine.storage import resolve_data_path
 from dvengine.writing.constraints import constraint_texts
 from dvengine.writing.files import SPARK_STAGING_PREFIX
@@ -247,15 +253,19 @@ class SparkExecutor:
         """Why this command runs on the row plan rather than as file tasks (None: file tasks);
         ``dvengine.spark.dmlStrategy`` = files makes any reason an error instead."""
         strategy = dml_strategy(self.spark)
-        if strategy == "rows":
-            return f"{STRATEGY_CONF}=rows"
         schema = ctx.snapshot.schema
         values = [(name, schema.get(name).type, value) for name, value in (assignments or {}).items()]
-        reason = LocalExecutor().unsupported_reason(schema, predicate, values)
+        reason = f"{STRATEGY_CONF}=rows" if strategy == "rows" else LocalExecutor().unsupported_reason(schema, predicate, values)
         if reason is None and writes_change_data(ctx.snapshot):
             reason = "the table writes change data, which the row plan produces"
         if reason is not None and strategy == "files":
             raise InvalidArgumentError(f"{STRATEGY_CONF}=files, but {ctx.operation} cannot run as file tasks: {reason}")
+        if reason is not None and tracked_columns(ctx.snapshot) is not None:
+            raise UnsupportedFeatureError(
+                f"{ctx.operation} on {ctx.snapshot.table_root}: the table has row tracking enabled and the Spark row plan "
+                f"cannot carry stable row ids (only file tasks and the local executor do), but file tasks cannot run it: "
+                f"{reason}; nothing was written"
+            )
         return reason
 
     def retire_rows(self, ctx: DmlContext, files: Sequence[AddFile], predicate: BoundPredicate | None) -> RowRetirement:
@@ -368,6 +378,7 @@ class SparkExecutor:
             operation=ctx.operation,
             layout=layout,
             constraints=constraint_texts(snapshot.configuration, snapshot.schema),
+            materialized=tracked_columns(snapshot),
         )
 
     def _collect_job(self, ctx: DmlContext, job: RowsJobContext, results: DataFrame, started: float) -> RetiredAndWritten:

@@ -59,11 +59,13 @@ from dvengine.errors import (
     InvalidPredicateError,
     SchemaMismatchError,
     SchemaViolationError,
+    UnsupportedFeatureError,
 )
 from dvengine.expressions import BoundExpression, BoundPredicate, to_spark_sql
 from dvengine.log import Snapshot, load_snapshot
 from dvengine.protocol.actions import AddFile
 from dvengine.protocol.schema import StructType
+from dvengine.read.row_ids import tracked_columns
 from dvengine.writing.stats import num_indexed_cols
 
 T_PRESENT = "__merge_tp"
@@ -212,6 +214,12 @@ def execute_merge(spark: SparkSession, req: MergeRequest) -> dict[str, Any]:
     not_matched = [c for c in clauses if c.kind is ClauseKind.NOT_MATCHED]
     by_source = [c for c in clauses if c.kind is ClauseKind.NOT_MATCHED_BY_SOURCE]
     insert_only = not matched and not by_source
+    if not insert_only and tracked_columns(snapshot) is not None:
+        raise UnsupportedFeatureError(
+            f"MERGE into {snapshot.table_root}: the table has row tracking enabled and the Spark row plan cannot carry "
+            "stable row ids of the rows it updates or copies; use a source small enough for file tasks "
+            "(dvengine.execution.localMaxSourceRows) or the local executor; nothing was written"
+        )
 
     source = req.source.select(
         *[F.col(quote(name)).alias(internal) for name, internal in names.source.items()], F.lit(True).alias(S_PRESENT)

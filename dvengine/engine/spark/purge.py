@@ -23,11 +23,12 @@ from pyspark.sql import SparkSession
 from dvengine.commit.transaction import Transaction
 from dvengine.engine.spark.reader import scan_logical
 from dvengine.engine.spark.writer import delete_written_files, write_parquet_files
-from dvengine.errors import CommitError, InvalidArgumentError, InvalidPredicateError
+from dvengine.errors import CommitError, InvalidArgumentError, InvalidPredicateError, UnsupportedFeatureError
 from dvengine.expressions import BoundPredicate, is_partition_only, parse_predicate, partition_might_match
 from dvengine.log import Snapshot, load_snapshot
 from dvengine.protocol.actions import Action, AddFile
 from dvengine.protocol.features import check_writable
+from dvengine.read.row_ids import tracked_columns
 from dvengine.storage.logstore import normalize_table_path
 
 OPERATION = "REORG"
@@ -140,6 +141,11 @@ def purge(
     to_rewrite = [a for a in files if _physical_rows(a) != a.deleted_row_count]
 
     new_files: list[AddFile] = []
+    if to_rewrite and tracked_columns(snapshot) is not None:
+        raise UnsupportedFeatureError(
+            f"PURGE of {root}: the table has row tracking enabled and the Spark rewrite cannot carry stable row ids; "
+            "use OPTIMIZE (in-process, keeps them) instead; nothing was written"
+        )
     if to_rewrite:
         survivors = scan_logical(spark, snapshot, to_rewrite)
         new_files = [

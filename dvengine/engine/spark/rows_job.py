@@ -34,6 +34,7 @@ from dvengine.engine.local.constraints import check_constraints
 from dvengine.engine.local.writer import write_data_files
 from dvengine.engine.spark.dv_job import DvJobContext, FileOutcome, encode_outcomes, finish_file
 from dvengine.errors import MergeCardinalityError, SchemaViolationError
+from dvengine.protocol.row_tracking import INTERNAL_COLUMNS, MaterializedColumns
 from dvengine.protocol.schema import StructType, to_arrow_type
 from dvengine.writing.constraints import bind_constraint
 from dvengine.writing.schema_checks import not_null_paths
@@ -95,6 +96,9 @@ class RowsJobContext:
     operation: str
     layout: RowsLayout
     constraints: tuple[tuple[str, str], ...] = ()  # the table's CHECK constraints (name, expression)
+    # Row tracking enabled: where carried stable row ids / commit versions are stored (file tasks
+    # carry them from the rows they copy or update; rows without them get NULL, i.e. fresh ids).
+    materialized: MaterializedColumns | None = None
 
     @property
     def not_null(self) -> list[tuple[str, ...]]:
@@ -124,6 +128,10 @@ class NewRows:
             column = rows.column(name)
             columns.append(column if column.type == arrow_type else column.cast(arrow_type))
         table = pa.Table.from_arrays(columns, names=[f.name for f, _ in self.target])
+        if self.ctx.materialized is not None:
+            for internal in INTERNAL_COLUMNS:
+                carried = rows.column(internal) if internal in rows.column_names else pa.nulls(rows.num_rows, pa.int64())
+                table = table.append_column(internal, carried.cast(pa.int64()))
         _check_not_null(table, self.ctx)
         check_constraints(table, self.constraints)
         self.pending.append(table)
@@ -138,7 +146,7 @@ class NewRows:
         self.pending, self.pending_rows = [], 0
         written = write_data_files(
             rows, self.ctx.staging_root, self.ctx.schema, self.ctx.partition_columns, self.ctx.num_indexed_cols,
-            fault_point_after=False,
+            fault_point_after=False, materialized=self.ctx.materialized,
         )
         self.adds.extend(json.dumps(add.to_json()) for add in written)
 

@@ -1,0 +1,362 @@
+"""Row tracking (``rowTracking`` + ``domainMetadata``) against PROTOCOL.md "Row Tracking".
+
+The table under test is built exactly as Delta Spark leaves it after ``CREATE TABLE ... TBLPROPERTIES
+(delta.enableRowTracking = true)``, an INSERT of two files and a copy-on-write UPDATE (one file
+rewritten with materialized row id / row commit version columns), then changed by dvengine. The
+truth is an in-memory model: every row's value, stable row id and stable row commit version. The
+protocol's invariants are checked from the raw commit JSON (parsed here, not by dvengine) at every
+version: each live add carries ``baseRowId`` / ``defaultRowCommitVersion``, fresh id ranges are
+disjoint, the high-water mark covers every fresh and stable id, stable ids are unique, an updated or
+copied row keeps its id, and a deleted row's id never comes back. delta-rs and DuckDB read the rows.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import dvengine
+from dvengine import DeltaTable
+from dvengine.errors import UnsupportedFeatureError
+from dvengine.log import load_snapshot
+from dvengine.maintenance.properties import set_table_properties
+from dvengine.read.row_ids import read_row_tracking
+from tests.interop import rows_delta_rs, rows_duckdb, sort_rows
+
+ROW_ID_COL = "_row-id-col-" + str(uuid.uuid4())
+VERSION_COL = "_row-commit-version-col-" + str(uuid.uuid4())
+SCHEMA = {"type": "struct", "fields": [
+    {"name": "id", "type": "long", "nullable": True, "metadata": {}},
+    {"name": "v", "type": "long", "nullable": True, "metadata": {}},
+]}
+Model = dict[int, list[int | None]]  # id -> [v, stable row id, stable row commit version]
+
+
+# --- the table as Delta Spark writes it -------------------------------------------------------------
+
+
+def _commit(root: Path, version: int, actions: list[dict[str, Any]]) -> None:
+    log = root / "_delta_log"
+    log.mkdir(parents=True, exist_ok=True)
+    (log / f"{version:020d}.json").write_text("\n".join(json.dumps(a) for a in actions) + "\n")
+
+
+def _info(operation: str, read_version: int | None) -> dict[str, Any]:
+    info: dict[str, Any] = {"timestamp": int(time.time() * 1000), "operation": operation, "operationParameters": {},
+                            "isolationLevel": "Serializable", "isBlindAppend": operation == "WRITE",
+                            "engineInfo": "Apache-Spark/4.0.0 Delta-Lake/4.0.0", "txnId": str(uuid.uuid4())}
+    if read_version is not None:
+        info["readVersion"] = read_version
+    return {"commitInfo": info}
+
+
+def _data_file(root: Path, ids: list[int], values: list[int], extra: dict[str, list[int | None]] | None = None) -> dict[str, Any]:
+    name = f"part-00000-{uuid.uuid4()}-c000.snappy.parquet"
+    columns: dict[str, pa.Array] = {"id": pa.array(ids, pa.int64()), "v": pa.array(values, pa.int64())}
+    for key, column in (extra or {}).items():
+        columns[key] = pa.array(column, pa.int64())
+    pq.write_table(pa.table(columns), root / name)
+    stats = {"numRecords": len(ids), "minValues": {"id": min(ids), "v": min(values)},
+             "maxValues": {"id": max(ids), "v": max(values)}, "nullCount": {"id": 0, "v": 0}}
+    return {"path": name, "partitionValues": {}, "size": (root / name).stat().st_size,
+            "modificationTime": int(time.time() * 1000), "dataChange": True, "stats": json.dumps(stats)}
+
+
+def _mark(n: int) -> dict[str, Any]:
+    return {"domainMetadata": {"domain": "delta.rowTracking", "configuration": json.dumps({"rowIdHighWaterMark": n}),
+                               "removed": False}}
+
+
+def delta_spark_table(root: Path) -> Model:
+    """Versions 0-2 as Delta Spark 4 writes them; returns the model of version 2."""
+    configuration = {"delta.enableDeletionVectors": "true", "delta.enableRowTracking": "true",
+                     "delta.rowTracking.materializedRowIdColumnName": ROW_ID_COL,
+                     "delta.rowTracking.materializedRowCommitVersionColumnName": VERSION_COL}
+    _commit(root, 0, [
+        _info("CREATE TABLE", None),
+        {"protocol": {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": ["deletionVectors"],
+                      "writerFeatures": ["deletionVectors", "domainMetadata", "rowTracking"]}},
+        {"metaData": {"id": str(uuid.uuid4()), "format": {"provider": "parquet", "options": {}},
+                      "schemaString": json.dumps(SCHEMA), "partitionColumns": [], "configuration": configuration,
+                      "createdTime": int(time.time() * 1000)}},
+    ])
+    a = {**_data_file(root, list(range(10)), [i * 10 for i in range(10)]), "baseRowId": 0, "defaultRowCommitVersion": 1}
+    b = {**_data_file(root, list(range(10, 20)), [i * 10 for i in range(10, 20)]), "baseRowId": 10, "defaultRowCommitVersion": 1}
+    _commit(root, 1, [_info("WRITE", 0), {"add": a}, {"add": b}, _mark(19)])
+    # UPDATE t SET v = -1 WHERE id = 12, copy-on-write: every row of b keeps its stable id
+    # (materialized); copied rows keep commit version 1, the updated row's is NULL (= version 2).
+    ids = list(range(10, 20))
+    c = {**_data_file(root, ids, [-1 if i == 12 else i * 10 for i in ids],
+                      {ROW_ID_COL: ids, VERSION_COL: [None if i == 12 else 1 for i in ids]}),
+         "baseRowId": 20, "defaultRowCommitVersion": 2}
+    remove = {"path": b["path"], "deletionTimestamp": int(time.time() * 1000), "dataChange": True,
+              "extendedFileMetadata": True, "partitionValues": {}, "size": b["size"], "stats": b["stats"],
+              "baseRowId": 10, "defaultRowCommitVersion": 1}
+    _commit(root, 2, [_info("UPDATE", 1), {"remove": remove}, {"add": c}, _mark(29)])
+    model: Model = {i: [i * 10, i, 1] for i in range(20)}
+    model[12] = [-1, 12, 2]
+    return model
+
+
+# --- the protocol's invariants, from the raw log ---------------------------------------------------
+
+
+def _replay(root: Path, version: int) -> tuple[dict[str, dict[str, Any]], int]:
+    """Live adds by path and the row id high-water mark at ``version`` (naive replay of the JSON)."""
+    live: dict[str, dict[str, Any]] = {}
+    mark = -1
+    for v in range(version + 1):
+        for line in (root / "_delta_log" / f"{v:020d}.json").read_text().splitlines():
+            action = json.loads(line)
+            if "add" in action:
+                live[action["add"]["path"]] = action["add"]
+            elif "remove" in action:
+                live.pop(action["remove"]["path"], None)
+            elif "domainMetadata" in action and action["domainMetadata"]["domain"] == "delta.rowTracking":
+                mark = json.loads(action["domainMetadata"]["configuration"])["rowIdHighWaterMark"]
+    return live, mark
+
+
+def check_invariants(root: Path, retired_ids: set[int], first: int = 0) -> None:
+    """PROTOCOL.md's writer requirements at every version of the table from ``first`` (row tracking enabled)."""
+    latest = load_snapshot(str(root)).version
+    previous_mark = -1
+    for version in range(first, latest + 1):
+        live, mark = _replay(root, version)
+        assert mark >= previous_mark, f"v{version}: the high-water mark went down"
+        previous_mark = mark
+        ranges = []
+        for add in live.values():
+            assert "baseRowId" in add and "defaultRowCommitVersion" in add, f"v{version}: {add['path']}"
+            assert add["defaultRowCommitVersion"] <= version
+            n = json.loads(add["stats"])["numRecords"]
+            ranges.append((add["baseRowId"], add["baseRowId"] + n - 1))
+        ranges.sort()
+        for (_, end), (start, _) in itertools.pairwise(ranges):
+            assert end < start, f"v{version}: fresh row id ranges overlap: {ranges}"
+        assert not ranges or mark >= ranges[-1][1], f"v{version}: mark {mark} below fresh ids {ranges[-1]}"
+        rows = read_row_tracking(load_snapshot(str(root), version=version))
+        row_ids = rows.column("row_id").to_pylist()
+        assert len(set(row_ids)) == len(row_ids), f"v{version}: duplicate stable row ids"
+        assert all(r is not None and r <= mark for r in row_ids)
+        if version == latest:
+            assert not retired_ids & set(row_ids), f"deleted rows' ids came back: {retired_ids & set(row_ids)}"
+
+
+def check_model(root: Path, model: Model) -> None:
+    """dvengine's row ids and commit versions, and the rows delta-rs and DuckDB read, equal the model."""
+    got = read_row_tracking(load_snapshot(str(root)))
+    rows = {r["id"]: [r["v"], r["row_id"], r["row_commit_version"]] for r in got.to_pylist()}
+    assert rows == model
+    want = sort_rows([(i, vals[0]) for i, vals in model.items()])
+    assert rows_delta_rs(root, ["id", "v"]) == want
+    assert rows_duckdb(root, ["id", "v"]) == want
+
+
+def _mark_now(root: Path) -> int:
+    return _replay(root, load_snapshot(str(root)).version)[1]
+
+
+def run_dml_steps(root: Path, model: Model, spark: Any, engine: str) -> None:
+    """DELETE, UPDATE, MERGE, OPTIMIZE and an append on ``engine``, the model following each."""
+    table = DeltaTable.forPath(spark, str(root))
+    retired: set[int] = set()
+
+    retired.add(model[3][1])  # type: ignore[arg-type]
+    table.deleteMetrics("id = 3", engine=engine)
+    del model[3]
+    check_invariants(root, retired)
+    check_model(root, model)
+
+    version = table.updateMetrics("id IN (5, 15)", {"v": "v + 1"}, engine=engine)["version"]
+    for i in (5, 15):
+        model[i] = [model[i][0] + 1, model[i][1], version]  # type: ignore[operator]
+    check_model(root, model)
+
+    # copy-on-write: the copied rows keep id and commit version, the updated one only its id
+    version = table.updateMetrics("id = 16", {"v": "0"}, mode="rewrite", engine=engine)["version"]
+    model[16] = [0, model[16][1], version]
+    check_model(root, model)
+
+    mark = _mark_now(root)
+    source = pa.table({"id": pa.array([7, 100, 101], pa.int64()), "v": pa.array([700, 1000, 1010], pa.int64())})
+    metrics = (table.alias("t").merge(source, "t.id = s.id", source_alias="s").whenMatchedUpdateAll()
+               .whenNotMatchedInsertAll().withEngine(engine).executeMetrics())
+    version = metrics["version"]
+    model[7] = [700, model[7][1], version]
+    new_ids = {r["id"]: r["row_id"] for r in read_row_tracking(load_snapshot(str(root))).to_pylist() if r["id"] >= 100}
+    assert all(r > mark for r in new_ids.values()), "inserted rows must get fresh ids above the old mark"
+    model[100], model[101] = [1000, new_ids[100], version], [1010, new_ids[101], version]
+    check_invariants(root, retired)
+    check_model(root, model)
+
+    table.optimize().executeCompaction()  # copies every row: ids and commit versions kept
+    assert len(load_snapshot(str(root)).files) == 1
+    check_model(root, model)
+
+    table.deleteMetrics("id = 100", engine=engine)
+    retired.add(model.pop(100)[1])  # type: ignore[arg-type]
+    check_invariants(root, retired)
+    check_model(root, model)
+
+
+def test_delta_spark_table_changed_locally_keeps_row_ids(tmp_path: Path) -> None:
+    root = tmp_path / "t"
+    model = delta_spark_table(root)
+    check_invariants(root, set())
+    check_model(root, model)  # dvengine reads Delta's materialized ids and NULL commit versions
+    run_dml_steps(root, model, None, "local")
+    mark = _mark_now(root)
+    dvengine.write(pa.table({"id": pa.array([300, 301], pa.int64()), "v": pa.array([1, 2], pa.int64())}),
+                   str(root), mode="append")
+    appended = {r["id"]: r for r in read_row_tracking(load_snapshot(str(root))).to_pylist() if r["id"] >= 300}
+    assert sorted(r["row_id"] for r in appended.values()) == [mark + 1, mark + 2]
+    assert {r["row_commit_version"] for r in appended.values()} == {load_snapshot(str(root)).version}
+    check_invariants(root, set())
+
+
+def test_delta_spark_table_changed_on_spark_keeps_row_ids(spark: Any, tmp_path: Path) -> None:
+    root = tmp_path / "t"
+    model = delta_spark_table(root)
+    run_dml_steps(root, model, spark, "spark")
+    mark = _mark_now(root)
+    dvengine.write(spark.createDataFrame([(400, 4), (401, 5)], "id long, v long"), str(root), mode="append")
+    appended = [r["row_id"] for r in read_row_tracking(load_snapshot(str(root))).to_pylist() if r["id"] >= 400]
+    assert sorted(appended) == [mark + 1, mark + 2]
+    check_invariants(root, set())
+    # The row plans cannot carry stable ids: refused before anything is written.
+    before = sorted(p.name for p in root.rglob("*"))
+    table = DeltaTable.forPath(spark, str(root))
+    source = spark.createDataFrame([(1, 1), (500, 5)], "id long, v long")
+    for key, value, attempt in (
+        ("dvengine.spark.dmlStrategy", "rows", lambda: table.deleteMetrics("id = 1", engine="spark")),
+        ("dvengine.execution.localMaxSourceRows", "1", lambda: table.alias("t").merge(source.alias("s"), "t.id = s.id")
+         .whenMatchedUpdateAll().withEngine("spark").executeMetrics()),
+    ):
+        spark.conf.set(key, value)
+        try:
+            with pytest.raises(UnsupportedFeatureError, match="row tracking"):
+                attempt()
+        finally:
+            spark.conf.unset(key)
+    assert sorted(p.name for p in root.rglob("*")) == before
+
+
+def test_created_table_and_enabling_on_an_existing_table(tmp_path: Path) -> None:
+    """Create with the property (features, generated column names) and enable later (backfill)."""
+    created = tmp_path / "created"
+    dvengine.write(pa.table({"id": pa.array([1, 2, 3], pa.int64())}), str(created), mode="append",
+                   configuration={"delta.enableRowTracking": "true"})
+    snap = load_snapshot(str(created))
+    assert {"rowTracking", "domainMetadata"} <= set(snap.protocol.writer_features or ())
+    assert snap.configuration["delta.rowTracking.materializedRowIdColumnName"].startswith("_row-id-col-")
+    assert snap.configuration["delta.rowTracking.materializedRowCommitVersionColumnName"].startswith("_row-commit-version-col-")
+    from deltalake import DeltaTable as RsTable
+
+    assert "rowTracking" in (RsTable(str(created)).protocol().writer_features or [])
+
+    later = tmp_path / "later"
+    for start in (0, 10):
+        dvengine.write(pa.table({"id": pa.array(range(start, start + 5), pa.int64())}), str(later), mode="append")
+    assert all(f.base_row_id is None for f in load_snapshot(str(later)).files)
+    set_table_properties(str(later), {"delta.enableRowTracking": "true"})
+    snap = load_snapshot(str(later))
+    assert all(f.base_row_id is not None and f.default_row_commit_version == snap.version for f in snap.files)
+    check_invariants(later, set(), first=snap.version)
+    DeltaTable.forPath(None, str(later)).update("id = 11", {"id": "111"})
+    ids = {r["id"]: r["row_id"] for r in read_row_tracking(load_snapshot(str(later))).to_pylist()}
+    before = {r["id"]: r["row_id"] for r in read_row_tracking(load_snapshot(str(later), version=snap.version)).to_pylist()}
+    assert ids[111] == before[11]
+    assert rows_duckdb(later, ["id"]) == sort_rows([(i,) for i in [0, 1, 2, 3, 4, 10, 111, 12, 13, 14]])
+
+
+def test_concurrent_appends_get_disjoint_row_ids(tmp_path: Path) -> None:
+    root = tmp_path / "t"
+    dvengine.write(pa.table({"id": pa.array([0], pa.int64())}), str(root), mode="append",
+                   configuration={"delta.enableRowTracking": "true"})
+    errors: list[BaseException] = []
+
+    def writer(k: int) -> None:
+        try:
+            for j in range(3):
+                rows = pa.table({"id": pa.array(range(1000 * k + 10 * j, 1000 * k + 10 * j + 7), pa.int64())})
+                dvengine.write(rows, str(root), mode="append")
+        except BaseException as exc:  # re-raised below, in the test's thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(k,)) for k in range(1, 5)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    snap = load_snapshot(str(root))
+    assert len(snap.files) == 13
+    check_invariants(root, set())
+    assert _mark_now(root) == 13 * 7 - 6 - 1  # 1 + 12 * 7 rows, ids 0..84, no gap: every loser re-assigned
+
+
+def test_losing_a_race_reassigns_row_ids_above_the_winner(tmp_path: Path) -> None:
+    """Two writers from one snapshot: the loser's file gets ids above the winner's mark."""
+    from dvengine.commit.transaction import Transaction
+    from dvengine.engine.local.writer import write_data_files
+
+    root = tmp_path / "t"
+    dvengine.write(pa.table({"id": pa.array([0, 1], pa.int64())}), str(root), mode="append",
+                   configuration={"delta.enableRowTracking": "true"})
+
+    snap = load_snapshot(str(root))
+    txns = []
+    for n in (3, 4):
+        adds = write_data_files(pa.table({"id": pa.array(range(n), pa.int64())}), str(root), snap.schema, ())
+        txn = Transaction(str(root), snap, "WRITE", {"mode": "Append"})
+        txn.add_actions(adds)
+        txns.append(txn)
+    assert txns[0].commit() == 1
+    assert txns[1].commit() == 2  # lost the race to version 1, retried at 2
+    assert (txns[0].row_id_high_water_mark, txns[1].row_id_high_water_mark) == (4, 8)
+    live, mark = _replay(root, 2)
+    assert sorted(a["baseRowId"] for a in live.values()) == [0, 2, 5] and mark == 8
+    assert sorted(a["defaultRowCommitVersion"] for a in live.values()) == [0, 1, 2]
+
+
+def test_restore_and_clone_keep_ids_unique(tmp_path: Path) -> None:
+    root = tmp_path / "t"
+    dvengine.write(pa.table({"id": pa.array(range(5), pa.int64())}), str(root), mode="append",
+                   configuration={"delta.enableRowTracking": "true"})
+    table = DeltaTable.forPath(None, str(root))
+    table.update("id = 2", {"id": "20"}, mode="rewrite")
+    table.restoreToVersion(0)
+    dvengine.write(pa.table({"id": pa.array([7], pa.int64())}), str(root), mode="append")
+    check_invariants(root, set())
+    rows = {r["id"]: r["row_id"] for r in read_row_tracking(load_snapshot(str(root))).to_pylist()}
+    assert [rows[i] for i in range(5)] == [0, 1, 2, 3, 4] and rows[7] > 9  # restored ids; above the kept mark
+
+    clone = tmp_path / "clone"
+    table.clone(str(clone), isShallow=True)
+    dvengine.write(pa.table({"id": pa.array([8], pa.int64())}), str(clone), mode="append")
+    cloned = {r["id"]: r["row_id"] for r in read_row_tracking(load_snapshot(str(clone))).to_pylist()}
+    assert len(set(cloned.values())) == len(cloned) and cloned[8] > max(rows.values())
+
+
+def test_suspended_row_tracking_assigns_nothing(tmp_path: Path) -> None:
+    root = tmp_path / "t"
+    dvengine.write(pa.table({"id": pa.array([1], pa.int64())}), str(root), mode="append")
+    DeltaTable.forPath(None, str(root)).addFeatureSupport("rowTracking")
+    assert {"rowTracking", "domainMetadata"} <= set(load_snapshot(str(root)).protocol.writer_features or ())
+    dvengine.write(pa.table({"id": pa.array([2], pa.int64())}), str(root), mode="append")
+    set_table_properties(str(root), {"delta.rowTrackingSuspended": "true"})
+    dvengine.write(pa.table({"id": pa.array([3], pa.int64())}), str(root), mode="append")
+    bases = sorted(f.base_row_id is not None for f in load_snapshot(str(root)).files)
+    assert bases == [False, False, True]  # before support, while suspended: none; while supported: one
+    with pytest.raises(UnsupportedFeatureError, match="row tracking enabled"):
+        read_row_tracking(load_snapshot(str(root)))
