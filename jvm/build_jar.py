@@ -29,7 +29,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 JAR_NAME = "dvengine-spark.jar"
+TEST_JAR_NAME = "dvengine-spark-tests.jar"
 SOURCE_DIR = Path(__file__).resolve().parent / "src" / "main" / "java"
+# Test-only classes (a recording Hadoop FileSystem): never packaged, built by the tests that use them.
+TEST_SOURCE_DIR = Path(__file__).resolve().parent / "src" / "test" / "java"
 FALLBACK_NOTE = "dvengine's Spark reads of tables with deletion vectors will use the Python plan"
 # Spark 4 runs on Java 17+; classes for 17 load on every JVM Spark supports.
 JAVA_RELEASE = "17"
@@ -60,9 +63,12 @@ def spark_jars_dir() -> Path | None:
     return folder if folder.is_dir() else None
 
 
-def build_jar(out: Path, log: Callable[[str], None] = print, javac: str | None = None) -> Path | None:
+def build_jar(
+    out: Path, log: Callable[[str], None] = print, javac: str | None = None, source_dir: Path = SOURCE_DIR
+) -> Path | None:
     """Compile the reader into ``out``; the jar's path, or None (with a message) when this machine
-    lacks a JDK or Spark's jars. Raises ``RuntimeError`` when javac runs and fails."""
+    lacks a JDK or Spark's jars. Raises ``RuntimeError`` when javac runs and fails.
+    ``source_dir``: TEST_SOURCE_DIR builds the test-only jar instead."""
     javac = javac if javac is not None else find_javac()
     if not javac:
         log(f"dvengine: no JDK found (javac on PATH or in JAVA_HOME): building without the JVM reader; {FALLBACK_NOTE}")
@@ -74,9 +80,9 @@ def build_jar(out: Path, log: Callable[[str], None] = print, javac: str | None =
             "isolation use `pip install --no-build-isolation .`): building without the JVM reader; " + FALLBACK_NOTE
         )
         return None
-    sources = sorted(str(p) for p in SOURCE_DIR.rglob("*.java"))
+    sources = sorted(str(p) for p in source_dir.rglob("*.java"))
     if not sources:
-        raise RuntimeError(f"no Java sources under {SOURCE_DIR}")
+        raise RuntimeError(f"no Java sources under {source_dir}")
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="dvengine-jar-") as tmp:
         classes = Path(tmp)
@@ -98,8 +104,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "build" / JAR_NAME)
     parser.add_argument("--require", action="store_true", help="exit 1 when no jar could be built (make jar)")
+    parser.add_argument("--tests", action="store_true", help=f"build the test-only jar ({TEST_JAR_NAME}) instead")
     args = parser.parse_args(argv)
-    built = build_jar(args.out, log=lambda m: print(m, file=sys.stderr))
+    source = TEST_SOURCE_DIR if args.tests else SOURCE_DIR
+    built = build_jar(args.out, log=lambda m: print(m, file=sys.stderr), source_dir=source)
     return 1 if built is None and args.require else 0
 
 

@@ -45,6 +45,13 @@ class WrittenFiles:
     table_root: str
     paths: list[str] = field(default_factory=list)
     folders: list[str] = field(default_factory=list)  # private staging folders, removed whole
+    markers: list[str] = field(default_factory=list)  # write ids in the names of files Spark tasks wrote
+
+    def add_marker(self, marker: str) -> None:
+        """Files anywhere in the table whose names carry ``marker`` are this command's: Spark tasks
+        on tables reached through Hadoop write final names directly, and the driver learns only
+        the names of successful task attempts, so a failure removes them all by their marker."""
+        self.markers.append(marker)
 
     def add_data_files(self, adds: Iterable[AddFile]) -> None:
         self.paths.extend(resolve_data_path(self.table_root, a.path) for a in adds)
@@ -65,6 +72,11 @@ class WrittenFiles:
 
     def remove_all(self) -> None:
         """Delete every recorded file that exists, and folders this left empty (never the root)."""
+        if self.markers:
+            storage = storage_for(self.table_root)
+            for info in storage.list_files(self.table_root):
+                if any(m in info.path.rsplit("/", 1)[-1] for m in self.markers):
+                    self.paths.append(info.path)
         if is_object_uri(self.table_root):  # a store has no folders to tidy; staging is local-only
             storage = storage_for(self.table_root)
             for path in self.paths:

@@ -11,7 +11,7 @@ safe behaviour.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from pyroaring import BitMap64
 
@@ -104,6 +104,7 @@ def _write_serialized(
     cardinalities: Sequence[int],
     random_prefix_len: int,
     file_id: tuple[str, str] | None = None,
+    sink: Callable[[str, bytes], None] = _write_atomically,
 ) -> list[DeletionVectorDescriptor]:
     path_or_inline_dv, relative = file_id if file_id is not None else new_dv_file_id(random_prefix_len)
     writer = DVFileWriter()
@@ -119,7 +120,7 @@ def _write_serialized(
                 offset=offset,
             )
         )
-    _write_atomically(join(table_root, relative), writer.to_bytes())
+    sink(join(table_root, relative), writer.to_bytes())
     return descriptors
 
 
@@ -143,13 +144,16 @@ def encode_deletion_vectors(
     inline_max_bytes: int,
     random_prefix_len: int = 0,
     file_id: tuple[str, str] | None = None,
+    sink: Callable[[str, bytes], None] = _write_atomically,
 ) -> list[DeletionVectorDescriptor]:
     """A descriptor per bitmap: inline when its serialized size is <= ``inline_max_bytes``,
     otherwise stored in one DV file shared by all non-inline bitmaps of this call.
 
     No file is written when every bitmap is inline. Use ``inline_max_bytes < 0`` to never inline.
     ``file_id`` (from :func:`new_dv_file_id`) names the DV file in advance, so a caller that may
-    have to clean up after a failed job knows every path a task could have written.
+    have to clean up after a failed job knows every path a task could have written. ``sink``
+    receives (path, bytes) of the DV file instead of the storage layer: Spark tasks on tables
+    reached through Hadoop hand the bytes to the JVM to write (``engine.spark.jvm_files``).
     """
     serialized = _serialize_non_empty(bitmaps)
     out: list[DeletionVectorDescriptor | None] = [None] * len(bitmaps)
@@ -161,7 +165,7 @@ def encode_deletion_vectors(
             to_file.append(i)
     if to_file:
         written = _write_serialized(
-            table_root, [serialized[i] for i in to_file], [len(bitmaps[i]) for i in to_file], random_prefix_len, file_id
+            table_root, [serialized[i] for i in to_file], [len(bitmaps[i]) for i in to_file], random_prefix_len, file_id, sink
         )
         for i, descriptor in zip(to_file, written, strict=True):
             out[i] = descriptor

@@ -14,7 +14,7 @@ import contextlib
 import os
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -32,7 +32,7 @@ from dvengine.protocol.schema import (
     to_arrow_type,
 )
 from dvengine.read import relabel_by_position
-from dvengine.storage import is_object_uri, join, storage_for
+from dvengine.storage import is_object_uri, join, resolve_data_path, storage_for
 from dvengine.writing.files import HIVE_DEFAULT_PARTITION, build_add_file, escape_partition_value
 from dvengine.writing.stats import stats_from_parquet_metadata
 
@@ -124,6 +124,8 @@ def write_data_files(
     *,
     fault_point_after: bool = True,
     materialized: MaterializedColumns | None = None,
+    sink: Callable[[str, bytes], None] | None = None,
+    name_tag: str = "",
 ) -> list[AddFile]:
     """Write ``rows`` (logical column names of ``schema``) as new data files; return their adds.
 
@@ -132,6 +134,9 @@ def write_data_files(
     there); off in Spark tasks, where the driver announces it once the job's files are in place.
     ``materialized``: the row tracking column names to store carried stable ids under (see
     :func:`_to_physical`); None drops them (appends, change data files).
+    ``sink``: encode each file in memory and hand (absolute path, bytes) to it instead of writing
+    (Spark tasks on tables reached through Hadoop: the JVM writes them). ``name_tag`` goes into
+    every file name, so a command can find what failed task attempts wrote.
     """
     adds: list[AddFile] = []
     try:
@@ -142,7 +147,7 @@ def write_data_files(
             physical = _to_physical(part, schema, partition_columns, materialized)
             for start in range(0, physical.num_rows, ROWS_PER_FILE):
                 chunk = physical.slice(start, ROWS_PER_FILE)
-                adds.append(_write_one(chunk, table_root, folder, log_values, schema, num_indexed_cols))
+                adds.append(_write_one(chunk, table_root, folder, log_values, schema, num_indexed_cols, sink, name_tag))
     except BaseException:
         remove_data_files(table_root, adds)
         raise
@@ -152,12 +157,13 @@ def write_data_files(
 
 
 def _write_one(
-    chunk: pa.Table, table_root: str, folder: str, log_values: dict[str, str | None], schema: StructType, num_indexed_cols: int
+    chunk: pa.Table, table_root: str, folder: str, log_values: dict[str, str | None], schema: StructType, num_indexed_cols: int,
+    sink: Callable[[str, bytes], None] | None = None, name_tag: str = "",
 ) -> AddFile:
-    name = f"part-00000-{uuid.uuid4()}.c000.snappy.parquet"
+    name = f"part-00000-{name_tag + '-' if name_tag else ''}{uuid.uuid4()}.c000.snappy.parquet"
     relative = f"{folder}/{name}" if folder else name
-    if is_object_uri(table_root):
-        return _write_one_to_store(chunk, table_root, relative, log_values, schema, num_indexed_cols)
+    if sink is not None or is_object_uri(table_root):
+        return _write_one_to_store(chunk, table_root, relative, log_values, schema, num_indexed_cols, sink)
     target = os.path.join(table_root, *relative.split("/"))
     os.makedirs(os.path.dirname(target), exist_ok=True)
     hidden = os.path.join(os.path.dirname(target), f".{name}.tmp")
@@ -178,22 +184,24 @@ def _write_one(
 
 def _write_one_to_store(
     chunk: pa.Table, table_root: str, relative: str, log_values: dict[str, str | None], schema: StructType,
-    num_indexed_cols: int,
+    num_indexed_cols: int, sink: Callable[[str, bytes], None] | None = None,
 ) -> AddFile:
-    """Object stores: encode in memory, then one PUT under the final unique name (no rename on a store)."""
-    sink = pa.BufferOutputStream()
+    """Object stores: encode in memory, then one PUT under the final unique name (no rename on a
+    store); with ``sink``, hand the bytes to it instead."""
+    buffer = pa.BufferOutputStream()
     collected: list[pq.FileMetaData] = []
-    pq.write_table(chunk, sink, metadata_collector=collected, **PARQUET_WRITE_OPTIONS)
-    data = sink.getvalue().to_pybytes()
-    storage_for(table_root).put_new(join(table_root, relative), data)
+    pq.write_table(chunk, buffer, metadata_collector=collected, **PARQUET_WRITE_OPTIONS)
+    data = buffer.getvalue().to_pybytes()
+    if sink is not None:
+        sink(resolve_data_path(table_root, relative), data)
+    else:
+        storage_for(table_root).put_new(join(table_root, relative), data)
     stats = stats_from_parquet_metadata(collected[0], schema, num_indexed_cols=num_indexed_cols)
     return build_add_file(relative, log_values, len(data), int(time.time() * 1000), stats)
 
 
 def remove_data_files(table_root: str, adds: Sequence[AddFile]) -> None:
     """Delete files written by a call that failed part-way (its own files only)."""
-    from dvengine.storage import resolve_data_path
-
     storage = storage_for(table_root)
     for add in adds:
         path = resolve_data_path(table_root, add.path)

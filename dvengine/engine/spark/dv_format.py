@@ -12,7 +12,6 @@ Without the jar, reads fall back to the pure-Python plan in :mod:`dvengine.engin
 from __future__ import annotations
 
 import base64
-import os
 from collections.abc import Sequence
 
 from pyspark.sql import SparkSession
@@ -39,11 +38,11 @@ from dvengine.dv.dvfile import check_descriptor_range
 from dvengine.dv.z85 import z85_decode
 from dvengine.engine.spark.jar import JAR_NAME, jar_path
 from dvengine.engine.spark.jvm_reader import _LOADABLE, JVM_FORMAT, jvm_reader_loadable
-from dvengine.engine.spark.paths import spark_file_uri
+from dvengine.engine.spark.paths import LOCAL, HadoopNames
 from dvengine.errors import DeletionVectorError, InvalidArgumentError, SparkEnvironmentError
 from dvengine.log import Snapshot
 from dvengine.protocol.actions import AddFile
-from dvengine.storage import resolve_data_path
+from dvengine.storage import resolve_data_path, storage_for
 
 IS_DELETED_COL = "__dvengine_is_row_deleted"
 DVS_OPTION = "dvengine.dvs"
@@ -120,12 +119,12 @@ def use_jvm_reader(spark: SparkSession) -> bool:
     return loadable
 
 
-def _dv_line(snapshot: Snapshot, add: AddFile) -> str:
+def _dv_line(snapshot: Snapshot, add: AddFile, names: HadoopNames) -> str:
     """One ``dvengine.dvs`` entry (format documented in DeletionVectorRef.java). Checks that need
     no DV bytes (descriptor range, DV file present and long enough) run here, so the common
     damage raises DeletionVectorError before Spark starts; executors verify the bytes."""
     dv = add.deletion_vector
-    file_uri = spark_file_uri(resolve_data_path(snapshot.table_root, add.path))
+    file_uri = names.uri(resolve_data_path(snapshot.table_root, add.path))
     num_records = -1 if add.num_records is None else add.num_records
     if dv is None:  # read in the same scan as the DV'd files, nothing to remove
         return f"{file_uri}\t{num_records}\t0\tn"
@@ -140,7 +139,7 @@ def _dv_line(snapshot: Snapshot, add: AddFile) -> str:
     offset = 1 if dv.offset is None else dv.offset
     check_descriptor_range(offset, dv.size_in_bytes, path)
     try:
-        length = os.path.getsize(path)
+        length = storage_for(path).head(path).size
     except FileNotFoundError:
         raise DeletionVectorError(
             f"deletion vector file {path} (descriptor {dv.unique_id}, data file {add.path}) does not exist"
@@ -150,12 +149,12 @@ def _dv_line(snapshot: Snapshot, add: AddFile) -> str:
             f"deletion vector file {path} is {length} bytes, too short for the {dv.size_in_bytes}-byte DV "
             f"at offset {offset} (data file {add.path}; truncated?)"
         )
-    return f"{head}\tf\t{spark_file_uri(path)}\t{offset}\t{dv.size_in_bytes}"
+    return f"{head}\tf\t{names.uri(path)}\t{offset}\t{dv.size_in_bytes}"
 
 
-def dvs_option(snapshot: Snapshot, files: Sequence[AddFile]) -> str:
+def dvs_option(snapshot: Snapshot, files: Sequence[AddFile], names: HadoopNames = LOCAL) -> str:
     """The ``dvengine.dvs`` option for a scan of ``files``: each file's DV, or that it has none."""
-    return "\n".join(_dv_line(snapshot, add) for add in files)
+    return "\n".join(_dv_line(snapshot, add, names) for add in files)
 
 
 __all__ = [

@@ -30,12 +30,13 @@ from dvengine.commands.change_data import DELETE, UPDATE_POSTIMAGE, UPDATE_PREIM
 from dvengine.commands.context import DmlContext
 from dvengine.commands.retirement import FileRetirement, RowRetirement, build_retirement
 from dvengine.commands.written import WrittenRows
-from dvengine.dv import new_dv_file_id
+from dvengine.dv import load_deletion_vector, new_dv_file_id
 from dvengine.engine.local import LocalExecutor
 from dvengine.engine.local.change_data import MergeChanges
 from dvengine.engine.local.merge import TargetJob, TargetResult, TargetRunner
 from dvengine.engine.spark import errors as spark_errors
 from dvengine.engine.spark.change_data import table_columns, tagged, write_change_frames
+from dvengine.engine.spark.dv_job import KIND_FILE as DV_KIND_FILE
 from dvengine.engine.spark.dv_job import RESULT_DDL, DvJobContext, build_deletion_vectors
 from dvengine.engine.spark.empty_frames import empty_frame
 from dvengine.engine.spark.file_tasks import (
@@ -46,7 +47,8 @@ from dvengine.engine.spark.file_tasks import (
     run_merge_tasks,
 )
 from dvengine.engine.spark.identifiers import quote
-from dvengine.engine.spark.paths import spark_file_uri
+from dvengine.engine.spark.jvm_files import new_write_id, require_jvm_files, write_blobs
+from dvengine.engine.spark.paths import hadoop_names
 from dvengine.engine.spark.reader import (
     FILE_PATH_COL,
     ROW_INDEX_COL,
@@ -80,7 +82,7 @@ from dvengine.planning.decisions import FileAction
 from dvengine.protocol.actions import AddFile, DeletionVectorDescriptor
 from dvengine.protocol.schema import DataType, StructField, StructType
 from dvengine.read.row_ids import tracked_columns
-from dvengine.storage import resolve_data_path
+from dvengine.storage import join, resolve_data_path
 from dvengine.writing.constraints import constraint_texts
 from dvengine.writing.files import SPARK_STAGING_PREFIX
 from dvengine.writing.stats import num_indexed_cols
@@ -155,7 +157,7 @@ def _cast_sql(value_sql: str, field: StructField) -> str:
 
 
 def _dv_paths(job: DvJobContext) -> list[str]:
-    return [os.path.join(job.table_root, relative) for _, relative in job.dv_file_ids]
+    return [join(job.table_root, relative) for _, relative in job.dv_file_ids]
 
 
 def _file_retirement(job: DvJobContext, row: Row) -> FileRetirement:
@@ -168,15 +170,30 @@ def _publish(ctx: DmlContext, staging: str, adds: Sequence[AddFile]) -> None:
     """Move the files a job wrote into the staging folder to their place in the table.
 
     Only the files of successful task attempts (those whose adds came back) move; the folder,
-    with anything a failed or speculative attempt left, is removed afterwards.
+    with anything a failed or speculative attempt left, is removed afterwards. Tables reached
+    through Hadoop have no staging folder (``staging`` is the root): the files are in place.
     """
     root = ctx.snapshot.table_root
+    if staging == root:
+        ctx.written.add_data_files(adds)
+        return
     for add in adds:
         target = resolve_data_path(root, add.path)
         os.makedirs(os.path.dirname(target), exist_ok=True)
         os.rename(resolve_data_path(staging, add.path), target)
         ctx.written.add_paths([target])
     ctx.written.remove_staging(staging)
+
+
+def _old_dvs(table_root: str, targets: Mapping[str, AddFile]) -> dict[str, bytes]:
+    """The candidate files' current DVs (file uri -> portable roaring bytes), read on the driver
+    through the storage layer for tasks that cannot read the table themselves."""
+    out: dict[str, bytes] = {}
+    for uri, add in targets.items():
+        if add.deletion_vector is not None:
+            bitmap = load_deletion_vector(table_root, add.deletion_vector, num_records=add.num_records)
+            out[uri] = bitmap.serialize()
+    return out
 
 
 def dml_strategy(spark: SparkSession) -> str:
@@ -258,6 +275,8 @@ class SparkExecutor:
         reason = f"{STRATEGY_CONF}=rows" if strategy == "rows" else LocalExecutor().unsupported_reason(schema, predicate, values)
         if reason is None and writes_change_data(ctx.snapshot):
             reason = "the table writes change data, which the row plan produces"
+        if reason is None and hadoop_names(self.spark).jvm_io(ctx.snapshot.table_root):
+            reason = "the table is reached through Hadoop's FileSystem, which Python file tasks cannot read"
         if reason is not None and strategy == "files":
             raise InvalidArgumentError(f"{STRATEGY_CONF}=files, but {ctx.operation} cannot run as file tasks: {reason}")
         if reason is not None and tracked_columns(ctx.snapshot) is not None:
@@ -285,14 +304,12 @@ class SparkExecutor:
             )
         row_ids = matched.select(FILE_PATH_COL, ROW_INDEX_COL)
         job, partitions = self._dv_job(ctx, files)
-        results = spark_job(
-            f"{ctx.operation} on {ctx.snapshot.table_root}",
-            lambda: row_ids.repartition(partitions, FILE_PATH_COL)
-            .mapInArrow(build_deletion_vectors(job), RESULT_DDL)
-            .collect(),
-        )
+        frame = row_ids.repartition(partitions, FILE_PATH_COL).mapInArrow(build_deletion_vectors(job), RESULT_DDL)
+        if job.jvm_names is not None:
+            frame = write_blobs(self.spark, frame, frame.columns)
+        results = spark_job(f"{ctx.operation} on {ctx.snapshot.table_root}", frame.collect)
         fault_point(DML_DV_FILES_WRITTEN)
-        outcomes = [_file_retirement(job, row) for row in results]
+        outcomes = [_file_retirement(job, row) for row in results if row["kind"] == DV_KIND_FILE]
         return build_retirement(outcomes, ctx.now_ms, _dv_paths(job), int((time.monotonic() - started) * 1000))
 
     def _dv_job(self, ctx: DmlContext, files: Sequence[AddFile]) -> tuple[DvJobContext, int]:
@@ -300,9 +317,16 @@ class SparkExecutor:
         per task, assigned here and recorded, so the command can remove any a failed job wrote."""
         snapshot = ctx.snapshot
         partitions = max(1, min(max(1, len(files)), default_parallelism(self.spark)))
+        names = hadoop_names(self.spark)
+        jvm = names.jvm_io(snapshot.table_root)
+        if jvm:
+            require_jvm_files(self.spark, snapshot.table_root)
+        targets = {names.uri(resolve_data_path(snapshot.table_root, add.path)): add for add in files}
         job = DvJobContext(
             table_root=snapshot.table_root,
-            targets={spark_file_uri(resolve_data_path(snapshot.table_root, add.path)): add for add in files},
+            targets=targets,
+            jvm_names=names if jvm else None,
+            old_dvs=_old_dvs(snapshot.table_root, targets) if jvm else None,
             options=ctx.options,
             dv_supported=ctx.dv_supported,
             file_path_col=FILE_PATH_COL,
@@ -367,9 +391,15 @@ class SparkExecutor:
     def _rows_context(self, ctx: DmlContext, dv_job: DvJobContext, layout: RowsLayout) -> RowsJobContext:
         """The tasks' context with a fresh staging folder, recorded for removal if the command fails."""
         snapshot = ctx.snapshot
-        staging = os.path.join(snapshot.table_root, f"{SPARK_STAGING_PREFIX}{uuid.uuid4().hex}")
-        ctx.written.add_folder(staging)
+        write_id = ""
+        if dv_job.jvm_names is not None:  # through Hadoop: final names in place, found again by the write id
+            staging, write_id = snapshot.table_root, new_write_id()
+            ctx.written.add_marker(write_id)
+        else:
+            staging = os.path.join(snapshot.table_root, f"{SPARK_STAGING_PREFIX}{uuid.uuid4().hex}")
+            ctx.written.add_folder(staging)
         return RowsJobContext(
+            write_id=write_id,
             dv=dv_job,
             schema=snapshot.schema,
             partition_columns=tuple(snapshot.partition_columns),
@@ -383,6 +413,8 @@ class SparkExecutor:
 
     def _collect_job(self, ctx: DmlContext, job: RowsJobContext, results: DataFrame, started: float) -> RetiredAndWritten:
         """Run a retire-and-write job and hand out what it did; its new files move into place."""
+        if job.dv.jvm_names is not None:
+            results = write_blobs(self.spark, results, results.columns)
         rows = spark_job(ctx.operation, results.collect, value_error=True)
         outcomes: list[FileRetirement] = []
         adds: list[AddFile] = []
@@ -414,6 +446,8 @@ class SparkExecutor:
         def run(ctx: DmlContext, src: pa.Table, job: TargetJob, changes: MergeChanges | None) -> TargetResult:
             if writes_change_data(ctx.snapshot):
                 raise NotLocallyEvaluableError("the table writes change data, which the row plan produces")
+            if hadoop_names(self.spark).jvm_io(ctx.snapshot.table_root):
+                raise NotLocallyEvaluableError("the table is reached through Hadoop's FileSystem: the row plan reads it")
             files = ctx.plan.candidates
             if not files:
                 return TargetResult({}, np.empty(0, np.int64), RowRetirement(), [], [])

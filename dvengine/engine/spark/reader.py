@@ -9,7 +9,6 @@ small. Partition values are joined from the log, never parsed from folder names.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Collection, Sequence
 from functools import reduce
 from urllib.parse import unquote
@@ -27,14 +26,14 @@ from dvengine.dv import load_deletion_vector
 from dvengine.engine.spark import dv_format
 from dvengine.engine.spark.identifiers import quote
 from dvengine.engine.spark.jvm_paths import load_paths
-from dvengine.engine.spark.paths import spark_file_uri
+from dvengine.engine.spark.paths import hadoop_names
 from dvengine.errors import LogCorruptedError, ProtocolError
 from dvengine.expressions import BoundPredicate
 from dvengine.log import Snapshot
 from dvengine.protocol.actions import AddFile
 from dvengine.protocol.schema import StructField, StructType, to_arrow_field, to_arrow_schema
 from dvengine.read import plan_scan
-from dvengine.storage import resolve_data_path
+from dvengine.storage import resolve_data_path, storage_for
 from dvengine.writing.files import parse_partition_folders
 
 FILE_PATH_COL = "__dv_file_path"
@@ -83,7 +82,8 @@ def deleted_rows_frame(
 
 def file_ids_frame(spark: SparkSession, snapshot: Snapshot, files: Sequence[AddFile]) -> DataFrame:
     """One row per file: the URI Spark reports in ``_metadata.file_path`` and the file's id."""
-    uris = [spark_file_uri(resolve_data_path(snapshot.table_root, add.path)) for add in files]
+    names = hadoop_names(spark)
+    uris = [names.uri(resolve_data_path(snapshot.table_root, add.path)) for add in files]
     table = pa.table({FILE_PATH_COL: pa.array(uris, pa.string()), FILE_ID_COL: pa.array(range(len(uris)), pa.int32())})
     return spark.createDataFrame(table)
 
@@ -93,8 +93,9 @@ def partition_values_frame(spark: SparkSession, snapshot: Snapshot, files: Seque
     part_fields = [snapshot.schema.get(c) for c in snapshot.partition_columns]
     arrow_fields = [pa.field(FILE_PATH_COL, pa.string())] + [to_arrow_field(f).with_nullable(True) for f in part_fields]
     columns: dict[str, list[object]] = {f.name: [] for f in arrow_fields}
+    names = hadoop_names(spark)
     for add in files:
-        columns[FILE_PATH_COL].append(spark_file_uri(resolve_data_path(snapshot.table_root, add.path)))
+        columns[FILE_PATH_COL].append(names.uri(resolve_data_path(snapshot.table_root, add.path)))
         values = snapshot.partition_values_logical(add)
         for f in part_fields:
             columns[f.name].append(values.get(f.name))
@@ -139,11 +140,12 @@ def _read_parquet(
 ) -> DataFrame:
     """``reader.parquet`` of the files (``reader.load`` for the JVM DV format); a file the log lists
     but the disk lacks is LogCorruptedError naming it (Spark checks existence when the DataFrame is created)."""
-    paths = [resolve_data_path(snapshot.table_root, add.path) for add in files]
+    local_paths = [resolve_data_path(snapshot.table_root, add.path) for add in files]
+    names = hadoop_names(getattr(reader, "_spark", None))
     try:
-        return load_paths(reader, paths, parquet=not jvm)
+        return load_paths(reader, [names.path(p) for p in local_paths], parquet=not jvm)
     except AnalysisException as exc:
-        missing = [add.path for add, path in zip(files, paths) if not os.path.exists(path)]
+        missing = [add.path for add, path in zip(files, local_paths) if not storage_for(path).exists(path)]
         if not missing:
             raise
         raise LogCorruptedError(
@@ -212,7 +214,7 @@ def _scan_group(
     # Drop mode: the format leaves deleted rows out itself; else it marks them and a filter drops them.
     drop = jvm and dv_format.drops_deleted_rows(schema, files)
     if jvm:
-        reader = spark.read.format(dv_format.JVM_FORMAT).option(dv_format.DVS_OPTION, dv_format.dvs_option(snapshot, files))
+        reader = spark.read.format(dv_format.JVM_FORMAT).option(dv_format.DVS_OPTION, dv_format.dvs_option(snapshot, files, hadoop_names(spark)))
         if drop:
             reader = reader.option(dv_format.DROP_DELETED_OPTION, "true")
         else:
@@ -221,7 +223,7 @@ def _scan_group(
         reader = spark.read
     reader = reader.schema(schema)
     if discover:
-        reader = reader.option("basePath", spark_file_uri(root))
+        reader = reader.option("basePath", hadoop_names(spark).uri(root))
     df = _read_parquet(reader, snapshot, files, jvm)
     if jvm and not drop:
         df = df.where(f"{quote(dv_format.IS_DELETED_COL)} = 0")

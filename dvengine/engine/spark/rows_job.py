@@ -32,7 +32,7 @@ import pyarrow.compute as pc
 
 from dvengine.engine.local.constraints import check_constraints
 from dvengine.engine.local.writer import write_data_files
-from dvengine.engine.spark.dv_job import DvJobContext, FileOutcome, encode_outcomes, finish_file
+from dvengine.engine.spark.dv_job import KIND_BLOB, Blobs, DvJobContext, FileOutcome, encode_outcomes, finish_file
 from dvengine.errors import MergeCardinalityError, SchemaViolationError
 from dvengine.protocol.row_tracking import INTERNAL_COLUMNS, MaterializedColumns
 from dvengine.protocol.schema import StructType, to_arrow_type
@@ -99,6 +99,7 @@ class RowsJobContext:
     # Row tracking enabled: where carried stable row ids / commit versions are stored (file tasks
     # carry them from the rows they copy or update; rows without them get NULL, i.e. fresh ids).
     materialized: MaterializedColumns | None = None
+    write_id: str = ""  # in every data file name (tables reached through Hadoop: no staging folder)
 
     @property
     def not_null(self) -> list[tuple[str, ...]]:
@@ -118,6 +119,7 @@ class NewRows:
         self.pending_rows = 0
         self.adds: list[str] = []
         self.target = [(f, to_arrow_type(f.type)) for f in ctx.schema.fields]
+        self.blobs = Blobs(ctx.dv.jvm_names)  # files for the JVM to write (tables reached through Hadoop)
         self.constraints = tuple(bind_constraint(name, sql, ctx.schema) for name, sql in ctx.constraints)
 
     def add(self, rows: pa.Table) -> None:
@@ -147,6 +149,7 @@ class NewRows:
         written = write_data_files(
             rows, self.ctx.staging_root, self.ctx.schema, self.ctx.partition_columns, self.ctx.num_indexed_cols,
             fault_point_after=False, materialized=self.ctx.materialized,
+            sink=self.blobs.sink, name_tag=self.ctx.write_id,
         )
         self.adds.extend(json.dumps(add.to_json()) for add in written)
 
@@ -238,7 +241,7 @@ def retire_and_write(ctx: RowsJobContext) -> Callable[[Iterator[pa.RecordBatch]]
             _check_cardinality(np.concatenate(matched_uris), np.concatenate(matched_rows))
         new_rows.flush()
         outcomes = {uri: finish_file(dv, uri, chunks) for uri, chunks in per_file.items()}
-        yield from result_batches(dv, outcomes, new_rows.adds, counts)
+        yield from result_batches(dv, outcomes, new_rows.adds, counts, blobs=new_rows.blobs)
 
     return run
 
@@ -249,11 +252,14 @@ def result_batches(
     adds: list[str],
     counts: Mapping[int, int],
     matched_sources: np.ndarray | None = None,
+    blobs: Blobs | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """A task's result rows: writes its DVs (``encode_outcomes``), then one row per file it
     retired rows of, per data file it wrote (``add`` JSON relative to the staging folder) and per
-    clause count."""
-    dv_json = encode_outcomes(dv, outcomes)
+    clause count; and, on tables reached through Hadoop, one ``blob`` row per file the JVM must
+    write (``engine.spark.jvm_files``)."""
+    blobs = blobs if blobs is not None else Blobs(dv.jvm_names)
+    dv_json = encode_outcomes(dv, outcomes, blobs)
     kinds: list[str] = []
     out: dict[str, list[object]] = {name: [] for name in RESULT_SCHEMA.names}
 
@@ -270,6 +276,8 @@ def result_batches(
         row(KIND_COUNT, clause=clause, n=n)
     if matched_sources is not None and len(matched_sources):
         row(KIND_SOURCES, payload=np.asarray(matched_sources, dtype="<i8").tobytes())
+    for path, data in blobs.files:
+        row(KIND_BLOB, file_uri=path, payload=data)
     if kinds:
         out["kind"] = list(kinds)
         yield pa.RecordBatch.from_pydict(out, schema=RESULT_SCHEMA)

@@ -30,7 +30,6 @@ from dvengine.commands.written import WrittenFiles
 from dvengine.engine.spark.constraints import check_frame_constraints
 from dvengine.engine.spark.executor import SparkExecutor
 from dvengine.engine.spark.identifiers import quote, quote_path
-from dvengine.engine.spark.paths import refuse_object_store
 from dvengine.engine.spark.reader import logical_spark_type
 from dvengine.engine.spark.writer import write_parquet_files
 from dvengine.errors import (
@@ -145,7 +144,6 @@ def write(
         partitionBy = [partitionBy]
     data = to_writable(data)
     root = normalize_table_path(path)
-    refuse_object_store(root)
     if isinstance(data, pa.Table):
         check_distinct_column_names(from_arrow_schema(data.schema))
     session = spark if spark is not None else _session_for(data)

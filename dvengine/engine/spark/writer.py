@@ -7,6 +7,11 @@ Hive-style, Spark-escaped folders. The driver then reads each new file's footer 
 stats and renames the file into place. No data crosses into Python, no second pass over the
 data, and partition escaping is Spark's by construction. Files become part of the table only
 when a commit references them; anything left behind by a failure is an orphan for VACUUM.
+
+Tables Spark reaches through another Hadoop FileSystem (object stores, ``dvengine.spark.
+localFileScheme``) get no staging folder and no rename: Spark's writer runs with dvengine's direct
+commit protocol (files under their final names, each carrying the write's id) and the driver reads
+the footers through the storage layer (``engine.spark.jvm_files``).
 """
 
 from __future__ import annotations
@@ -24,10 +29,22 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from dvengine.engine.spark.identifiers import quote
+from dvengine.engine.spark.jvm_files import (
+    COMMIT_PROTOCOL_CLASS,
+    COMMIT_PROTOCOL_CONF,
+    WRITE_ID_OPTION,
+    delete_marked,
+    new_write_id,
+    read_footer,
+    require_jvm_files,
+    take_committed,
+)
+from dvengine.engine.spark.paths import HadoopNames, hadoop_names
 from dvengine.errors import InvalidArgumentError
 from dvengine.faults import DML_DATA_FILES_WRITTEN, fault_point
 from dvengine.protocol.actions import AddFile
 from dvengine.protocol.schema import FIELD_ID_KEY, PHYSICAL_NAME_KEY, StructType
+from dvengine.storage import join, resolve_data_path, storage_for
 from dvengine.writing.files import SPARK_STAGING_PREFIX, build_add_file, parse_partition_folders
 from dvengine.writing.stats import stats_from_parquet_metadata
 
@@ -136,6 +153,9 @@ def write_parquet_files(
     part_types = [(schema.get(c).physical_name, schema.get(c).type) for c in partition_columns]
     time_zone = str(spark.conf.get("spark.sql.session.timeZone", "UTC"))
 
+    names = hadoop_names(spark)
+    if names.jvm_io(table_root):
+        return _write_direct(df, table_root, schema, physical_parts, part_types, time_zone, num_indexed_cols)
     staging = os.path.join(table_root, f"{STAGING_PREFIX}{uuid.uuid4().hex}")
     adds: list[AddFile] = []
     try:
@@ -166,10 +186,62 @@ def write_parquet_files(
     return adds
 
 
+def _write_direct(
+    df: DataFrame,
+    table_root: str,
+    schema: StructType,
+    physical_parts: Sequence[str],
+    part_types: Sequence[tuple[str, Any]],
+    time_zone: str,
+    num_indexed_cols: int,
+) -> list[AddFile]:
+    """Spark's writer straight into the table through Hadoop (no staging, no rename); the adds."""
+    spark = df.sparkSession
+    require_jvm_files(spark, table_root)
+    names = hadoop_names(spark)
+    write_id = new_write_id()
+    root_raw = names.path(table_root)
+    adds: list[AddFile] = []
+    try:
+        writer = df.select(*physical_columns(schema)).write.mode("append").option("compression", "snappy")
+        writer = writer.option(WRITE_ID_OPTION, write_id)
+        if physical_parts:
+            writer = writer.partitionBy(*physical_parts)
+        with session_conf(spark, {**_WRITE_CONF, COMMIT_PROTOCOL_CONF: COMMIT_PROTOCOL_CLASS}):
+            writer.parquet(root_raw)
+        for hadoop_path in sorted(take_committed(spark, write_id)):
+            relative = _relative_to(hadoop_path, names, table_root)
+            path = join(table_root, relative)
+            footer = read_footer(path)
+            if footer.metadata.num_rows == 0:
+                storage_for(path).delete(path)  # an empty input's one empty file: no rows, not added
+                continue
+            rel_dir = relative.rsplit("/", 1)[0] if "/" in relative else ""
+            partition_values = parse_partition_folders(rel_dir, list(part_types), time_zone)
+            stats = stats_from_parquet_metadata(footer.metadata, schema, num_indexed_cols=num_indexed_cols)
+            adds.append(build_add_file(relative, partition_values, footer.info.size, footer.info.modification_time_ms, stats))
+    except BaseException:
+        delete_marked(table_root, write_id)
+        raise
+    fault_point(DML_DATA_FILES_WRITTEN)
+    return adds
+
+
+def _relative_to(hadoop_path: str, names: HadoopNames, table_root: str) -> str:
+    """The path below the table root of a file Hadoop names (``s3a://b/t/x=1/part-...``)."""
+    root_raw = names.path(table_root).rstrip("/") + "/"
+    _, raw_root = root_raw.split(":", 1)
+    _, raw_file = hadoop_path.split(":", 1)
+    raw_root = raw_root.lstrip("/")
+    raw_file = raw_file.lstrip("/")
+    if not raw_file.startswith(raw_root):
+        raise InvalidArgumentError(f"Spark wrote {hadoop_path}, which is not under the table root {table_root}")
+    return raw_file[len(raw_root):]
+
+
 def delete_written_files(table_root: str, adds: Sequence[AddFile]) -> None:
     """Remove data files that were written but will never be committed (best effort cleanup)."""
-    from dvengine.storage.logstore import resolve_data_path
-
+    storage = storage_for(table_root)
     for add in adds:
         with contextlib.suppress(FileNotFoundError):
-            os.unlink(resolve_data_path(table_root, add.path))
+            storage.delete(resolve_data_path(table_root, add.path))
