@@ -207,6 +207,29 @@ def test_compaction_cost_follows_the_small_files_not_the_table(tmp_path: Path) -
     assert _read(root) == rows_delta_rs(root, COLS) == _model_rows(model)
 
 
+def test_dv_heavy_stream_file_waits_for_its_tier_a_large_one_is_purged(tmp_path: Path) -> None:
+    root = str(tmp_path / "t")
+    dvengine.write(_rows(list(range(1000, 21_000)), "base"), root, configuration=ON)
+    base = load_snapshot(root).files[0].path
+    model = {i: "base" for i in range(1000, 21_000)}
+    for k in range(3):  # three 10-row files: with the base 4 small files, one short of the trigger
+        ids = list(range(k * 10, k * 10 + 10))
+        dvengine.write(_rows(ids, "s"), root, mode="append")
+        model.update(dict.fromkeys(ids, "s"))
+    DeltaTable.forPath(None, root).delete("id IN (0, 1)", mode="dv")  # 20 % of a 10-row file
+    del model[0], model[1]
+    assert not _is_auto(_last_op(root)[0])  # it waits: the next compaction of its tier merges it
+    assert sum(f.deletion_vector is not None for f in load_snapshot(root).files) == 1
+    DeltaTable.forPath(None, root).delete("id >= 1000 AND id < 2100", mode="dv")  # 5.5 % of the base
+    for i in range(1000, 2100):
+        del model[i]
+    info, actions = _last_op(root)
+    assert _is_auto(info)
+    removed = [a for a in actions if isinstance(a, RemoveFile)]
+    assert [r.path for r in removed] == [base]  # the base, alone
+    assert _read(root) == rows_delta_rs(root, COLS) == _model_rows(model)
+
+
 def test_conflict_with_a_concurrent_writer_loses_quietly(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -128,6 +128,18 @@ def _partition_sql(snapshot: Snapshot, add: AddFile) -> str:
     return " AND ".join(parts)
 
 
+def _tier_prefix(small: list[AddFile], fraction: float) -> list[AddFile]:
+    """Smallest first, while the files taken add up to ``fraction`` of the next one's size."""
+    picked: list[AddFile] = []
+    total = 0
+    for f in sorted(small, key=lambda f: f.size):
+        if picked and total < fraction * f.size:
+            break
+        picked.append(f)
+        total += f.size
+    return picked
+
+
 def tiered_pick(small: list[AddFile], min_num_files: int, fraction: float = TIER_FRACTION) -> list[AddFile]:
     """The small files of one partition worth merging now, size-tiered as an LSM tree merges.
 
@@ -140,17 +152,10 @@ def tiered_pick(small: list[AddFile], min_num_files: int, fraction: float = TIER
     files of similar size), the smallest are added until about half of ``min_num_files`` remain,
     which keeps the files-per-partition bound and spaces compactions out.
     """
-    ordered = sorted(small, key=lambda f: f.size)
-    picked: list[AddFile] = []
-    total = 0
-    for f in ordered:
-        if picked and total < fraction * f.size:
-            break
-        picked.append(f)
-        total += f.size
-    floor = len(ordered) - min_num_files // 2 + 1
-    if len(ordered) >= min_num_files and len(picked) < floor:
-        picked = ordered[:floor]
+    picked = _tier_prefix(small, fraction)
+    floor = len(small) - min_num_files // 2 + 1
+    if len(small) >= min_num_files and len(picked) < floor:
+        picked = sorted(small, key=lambda f: f.size)[:floor]
     return picked
 
 
@@ -158,19 +163,25 @@ def plan_auto_compaction(snapshot: Snapshot, settings: AutoCompactSettings) -> O
     """The bins to compact, or None when no partition reaches a trigger.
 
     A partition with ``min_num_files`` small files has its size-tiered pick compacted
-    (``tiered_pick``); a file whose DV hides more than ``max_deleted_rows_ratio`` of its rows is
-    rewritten in any case (with the pick when it is part of it, else packed with the other such
-    files or alone: purging it is the point).
+    (``tiered_pick``). A file whose DV hides more than ``max_deleted_rows_ratio`` of its rows is
+    purged as part of that pick, or, when no pick is due, alone (packed with other such files)
+    unless it sits in the smallest tier, which the next count-triggered compaction merges anyway:
+    rewriting a 100-row stream file alone because 5 of its rows were updated bought nothing (it
+    stays a small file) and cost a commit every few rounds of the growing-key soak.
     """
     _predicate, candidates, groups = files_by_partition(snapshot, None)
     plan = OptimizePlan(snapshot, None, candidates)
     for files in groups:
         small = [f for f in files if f.size < settings.min_file_size]
         heavy = [f for f in files if too_many_deleted_rows(f, settings.max_deleted_rows_ratio)]
-        if len(small) < settings.min_num_files and not heavy:
+        due = len(small) >= settings.min_num_files
+        if not due:
+            tier = _tier_prefix(small, settings.tier_fraction)
+            waiting = {f.key for f in tier} if len(tier) > 1 else set()
+            heavy = [f for f in heavy if f.key not in waiting]
+        if not due and not heavy:
             continue
-        picked = tiered_pick(small, settings.min_num_files, settings.tier_fraction) \
-            if len(small) >= settings.min_num_files else []
+        picked = tiered_pick(small, settings.min_num_files, settings.tier_fraction) if due else []
         picked_keys = {f.key for f in picked}
         for packed in pack_bins(picked, settings.max_file_size):
             plan.bins.append(Bin(dict(packed[0].partition_values), tuple(packed)))
