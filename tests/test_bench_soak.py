@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from dvengine.bench.soak import run_soak
+from dvengine.bench.soak import run_from_args, run_soak
 
 
 @pytest.mark.parametrize("shape", ["uniform", "growing"])
@@ -30,8 +30,10 @@ def test_soak_smoke(tmp_path: Path, shape: str) -> None:
 
 
 def test_soak_vacuums_delta_rs_and_still_counts_its_bytes(tmp_path: Path) -> None:
-    report = run_soak(6, "uniform", 2_000, tmp_path, read_every=3, contenders=("dvengine", "delta-rs"),
-                      vacuum_every=2)
+    # through the CLI's entry point, as `dvengine bench --soak 6 --soak-vacuum-every 2` runs it
+    assert run_from_args(6, "uniform", 2_000, str(tmp_path), False, ["dvengine", "delta-rs"], vacuum_every=2) == 0
+    report = json.loads((tmp_path / "uniform-6" / "soak.json").read_text())
+    assert report["vacuum_every"] == 2
     results = report["results"]
     assert set(results) == {"dvengine", "delta-rs"}  # nocompact left out
     rs = results["delta-rs"]
@@ -40,4 +42,4 @@ def test_soak_vacuums_delta_rs_and_still_counts_its_bytes(tmp_path: Path) -> Non
     # the same job without VACUUM writes about the same bytes: vacuumed files were counted, not lost
     plain = run_soak(6, "uniform", 2_000, tmp_path / "plain", read_every=3, contenders=("delta-rs",))
     assert rs["bytes_written"] == pytest.approx(plain["results"]["delta-rs"]["bytes_written"], rel=0.05)
-    assert "VACUUMed (retention 0) every 2 rounds" in (tmp_path / "soak.md").read_text()
+    assert "VACUUMed (retention 0) every 2 rounds" in (tmp_path / "uniform-6" / "soak.md").read_text()

@@ -429,7 +429,7 @@ def run_from_args(
     failed = False
     for s in shapes:
         report = run_soak(rounds, s, rows, Path(out) / f"{s}-{rounds}", read_every=max(1, rounds // 20),
-                          contenders=chosen, profile=profile)
+                          contenders=chosen, profile=profile, vacuum_every=vacuum_every)
         failed |= not all(r["correct"] for r in report["results"].values())
     return 1 if failed else 0
 
