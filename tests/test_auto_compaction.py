@@ -174,6 +174,62 @@ def test_dv_heavy_file_is_purged_alone(tmp_path: Path) -> None:
     assert _read(root) == rows_delta_rs(root, COLS) == _model_rows({i: "a" for i in range(8, 100)})
 
 
+def _sized(sizes: list[int]) -> list[AddFile]:
+    return [AddFile(f"f{i}.parquet", {}, size, 0, True, None) for i, size in enumerate(sizes)]
+
+
+def test_tiered_pick_merges_small_tiers_and_keeps_the_file_bound() -> None:
+    # five new 1-byte files reach half of the 10-byte tier, so it joins; the 100-byte file does not
+    picked = ac.tiered_pick(_sized([100, 1, 1, 1, 1, 1, 10]), min_num_files=5)
+    assert sorted(f.size for f in picked) == [1, 1, 1, 1, 1, 10]
+    # tiers of similar size the new files cannot reach: the smallest are added until about half
+    # of min_num_files remain, so the partition never keeps min_num_files small files
+    picked = ac.tiered_pick(_sized([1000, 40, 40, 40, 1, 1, 1, 1, 1]), min_num_files=5)
+    assert sorted(f.size for f in picked) == [1, 1, 1, 1, 1, 40, 40, 40]
+    assert len(ac.tiered_pick(_sized([7] * 60), min_num_files=50)) == 60  # equal sizes: all join
+    with pytest.raises(InvalidArgumentError, match="tierFraction must be positive"):
+        ac.AutoCompactSettings.from_conf({ac.CONF_TIER_FRACTION: "0"}.get)
+
+
+def test_compaction_cost_follows_the_small_files_not_the_table(tmp_path: Path) -> None:
+    root = str(tmp_path / "t")
+    dvengine.write(_rows(list(range(100, 20_100)), "base"), root, configuration=ON)
+    base = load_snapshot(root).files[0]
+    model = {i: "base" for i in range(100, 20_100)}
+    for i in range(4):  # the base file counts as small (< 64 MiB): the 4th append makes 5 and triggers
+        dvengine.write(_rows([i], "a"), root, mode="append")
+        model[i] = "a"
+    info, actions = _last_op(root)
+    assert _is_auto(info)
+    removed = {a.path for a in actions if isinstance(a, RemoveFile)}
+    assert len(removed) == 4 and base.path not in removed  # the compaction did not rewrite the base
+    assert len(load_snapshot(root).files) == 2
+    assert _read(root) == rows_delta_rs(root, COLS) == _model_rows(model)
+
+
+def test_dv_heavy_stream_file_waits_for_its_tier_a_large_one_is_purged(tmp_path: Path) -> None:
+    root = str(tmp_path / "t")
+    dvengine.write(_rows(list(range(1000, 21_000)), "base"), root, configuration=ON)
+    base = load_snapshot(root).files[0].path
+    model = {i: "base" for i in range(1000, 21_000)}
+    for k in range(3):  # three 10-row files: with the base 4 small files, one short of the trigger
+        ids = list(range(k * 10, k * 10 + 10))
+        dvengine.write(_rows(ids, "s"), root, mode="append")
+        model.update(dict.fromkeys(ids, "s"))
+    DeltaTable.forPath(None, root).delete("id IN (0, 1)", mode="dv")  # 20 % of a 10-row file
+    del model[0], model[1]
+    assert not _is_auto(_last_op(root)[0])  # it waits: the next compaction of its tier merges it
+    assert sum(f.deletion_vector is not None for f in load_snapshot(root).files) == 1
+    DeltaTable.forPath(None, root).delete("id >= 1000 AND id < 2100", mode="dv")  # 5.5 % of the base
+    for i in range(1000, 2100):
+        del model[i]
+    info, actions = _last_op(root)
+    assert _is_auto(info)
+    removed = [a for a in actions if isinstance(a, RemoveFile)]
+    assert [r.path for r in removed] == [base]  # the base, alone
+    assert _read(root) == rows_delta_rs(root, COLS) == _model_rows(model)
+
+
 def test_conflict_with_a_concurrent_writer_loses_quietly(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -227,6 +227,12 @@ class DeltaRsContender(Contender):
     def read(self) -> pa.Table:
         return _deltars_read(self.root)
 
+    def vacuum(self) -> None:
+        """Delete unreferenced files: its copy-on-write leaves a whole table's worth per round."""
+        from deltalake import DeltaTable
+
+        DeltaTable(self.root).vacuum(retention_hours=0, enforce_retention_duration=False, dry_run=False)
+
     def read_other(self) -> pa.Table:
         from dvengine import DeltaTable
 
@@ -300,8 +306,13 @@ def _p(latencies: list[float], q: float) -> float:
 
 
 def run_soak(rounds: int, shape: str, rows: int, out: Path, read_every: int, seed: int = 22,
-             contenders: tuple[str, ...] = CONTENDERS, profile: bool = False) -> dict[str, Any]:
-    """Run the soak job; write soak.json, soak.md and PNGs to ``out``; return the report."""
+             contenders: tuple[str, ...] = CONTENDERS, profile: bool = False, vacuum_every: int = 0) -> dict[str, Any]:
+    """Run the soak job; write soak.json, soak.md and PNGs to ``out``; return the report.
+
+    ``vacuum_every`` > 0 VACUUMs the delta-rs table (retention 0) every that many rounds, after the
+    round's timer stopped; the bytes it deletes are added to its bytes written, so the figure
+    still says what the engine wrote, while the disk holds only the live table.
+    """
     from dvengine.log import clear_snapshot_cache
 
     rng = np.random.default_rng(seed)
@@ -322,6 +333,7 @@ def run_soak(rounds: int, shape: str, rows: int, out: Path, read_every: int, see
             c.create(base)
             runners.append(c)
         base_bytes = {c.name: _folder_bytes(c.root) for c in runners}
+        vacuumed = {c.name: 0 for c in runners}
         lat: dict[str, list[float]] = {c.name: [] for c in runners}
         layout: dict[str, list[tuple[int, int, int]]] = {c.name: [] for c in runners}
         reads: dict[str, list[tuple[int, float]]] = {c.name: [] for c in runners}
@@ -343,6 +355,10 @@ def run_soak(rounds: int, shape: str, rows: int, out: Path, read_every: int, see
                     if doomed:
                         c.delete(doomed)
                 lat[c.name].append(time.perf_counter() - t0)
+                if vacuum_every and isinstance(c, DeltaRsContender) and r % vacuum_every == 0 and r != rounds:
+                    before = _folder_bytes(c.root)
+                    c.vacuum()
+                    vacuumed[c.name] += before - _folder_bytes(c.root)
                 if r % max(1, rounds // 200) == 0 or r == rounds:
                     layout[c.name].append((r, *c.layout()))
                 if r % read_every == 0 or r == rounds:
@@ -377,7 +393,8 @@ def run_soak(rounds: int, shape: str, rows: int, out: Path, read_every: int, see
                 "max_ms": max(ls) * 1000,
                 "files_end": files, "dv_files_end": dvs, "fresh_files": fresh_files,
                 "read_end_s": end_s, "read_fresh_s": fresh_s,
-                "bytes_written": _folder_bytes(c.root) - base_bytes[c.name],
+                "bytes_written": _folder_bytes(c.root) - base_bytes[c.name] + vacuumed[c.name],
+                "bytes_vacuumed": vacuumed[c.name],
                 "layout": layout[c.name], "reads": reads[c.name],
                 "latencies_ms": [x * 1000 for x in ls],
                 "correct": not problems, "problems": problems,
@@ -388,6 +405,7 @@ def run_soak(rounds: int, shape: str, rows: int, out: Path, read_every: int, see
     report = {
         "rounds": rounds, "shape": shape, "rows": rows, "seed": seed, "read_every": read_every,
         "upsert_keys": UPSERT_KEYS, "delete_every": DELETE_EVERY, "delete_keys": DELETE_KEYS,
+        "vacuum_every": vacuum_every,
         "load_avg_before": load_before, "load_avg_after": os.getloadavg(),
         "wall_s": time.perf_counter() - started_all, "cpus": os.cpu_count(),
         "results": results,
@@ -403,14 +421,15 @@ def run_soak(rounds: int, shape: str, rows: int, out: Path, read_every: int, see
 
 
 def run_from_args(
-    rounds: int, shape: str, rows: int, out: str, profile: bool, contenders: list[str] | None = None
+    rounds: int, shape: str, rows: int, out: str, profile: bool, contenders: list[str] | None = None,
+    vacuum_every: int = 0,
 ) -> int:
     shapes = ["uniform", "growing"] if shape == "both" else [shape]
     chosen = tuple(c for c in CONTENDERS if contenders is None or c in contenders)
     failed = False
     for s in shapes:
         report = run_soak(rounds, s, rows, Path(out) / f"{s}-{rounds}", read_every=max(1, rounds // 20),
-                          contenders=chosen, profile=profile)
+                          contenders=chosen, profile=profile, vacuum_every=vacuum_every)
         failed |= not all(r["correct"] for r in report["results"].values())
     return 1 if failed else 0
 

@@ -17,7 +17,9 @@ def render_markdown(report: dict[str, Any]) -> str:
         f"{report['upsert_keys']}-key MERGE per round (half updates, half new keys), {report['delete_keys']}-key DELETE "
         f"every {report['delete_every']}th round; each round opens the table by path, no SparkSession. "
         f"Load average before {report['load_avg_before'][0]:.2f}, after {report['load_avg_after'][0]:.2f} "
-        f"({report['cpus']} cores, shared); wall time {report['wall_s']:.0f} s.",
+        f"({report['cpus']} cores, shared); wall time {report['wall_s']:.0f} s."
+        + (f" The delta-rs table was VACUUMed (retention 0) every {report['vacuum_every']} rounds outside the "
+           "timed rounds; its MB written include the vacuumed files." if report.get("vacuum_every") else ""),
         "",
         "| contender | total s | p50 first decile ms | p50 last decile ms | last/first | p50 ms | p99 ms | p99/p50 "
         "| files end (fresh) | DV files end | read end s | read fresh s | read ratio | MB written | correct |",

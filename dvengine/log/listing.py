@@ -8,12 +8,19 @@ snapshot of the directory keeps the answers consistent with each other.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections import defaultdict
 from dataclasses import dataclass
 
 from dvengine.errors import TableNotFoundError
-from dvengine.log.filenames import LogFileKind, LogFileName, parse_log_file_name
+from dvengine.log.filenames import (
+    LogFileKind,
+    LogFileName,
+    checkpoint_file_name,
+    commit_file_name,
+    parse_log_file_name,
+)
 from dvengine.storage.logstore import FileInfo, LogStore, log_dir
 from dvengine.storage.uris import is_object_uri
 
@@ -95,12 +102,8 @@ def _group_checkpoints(
     return complete, leftovers
 
 
-def list_log(store: LogStore, table_root: str) -> LogListing:
-    """List ``_delta_log`` of ``table_root``; TableNotFoundError if it holds no table."""
-    path = log_dir(table_root)
-    entries = store.list_dir(path)  # object stores have no folders: an empty listing is "no table"
-    if not entries and not is_object_uri(path) and not os.path.isdir(path):
-        raise TableNotFoundError(f"{table_root} is not a Delta table: it has no _delta_log directory")
+def _listing(table_root: str, path: str, entries: list[FileInfo]) -> LogListing | None:
+    """The listing of ``entries``, or None when they hold no commit or checkpoint."""
     commits: dict[int, FileInfo] = {}
     checkpoint_entries: list[tuple[LogFileName, FileInfo]] = []
     other: list[tuple[LogFileName, FileInfo]] = []
@@ -116,7 +119,86 @@ def list_log(store: LogStore, table_root: str) -> LogListing:
             other.append((name, info))
     checkpoints, leftovers = _group_checkpoints(checkpoint_entries)
     if not commits and not checkpoints:
+        return None
+    return LogListing(table_root, path, commits, tuple(checkpoints), tuple(other + leftovers))
+
+
+def list_log(store: LogStore, table_root: str) -> LogListing:
+    """List ``_delta_log`` of ``table_root``; TableNotFoundError if it holds no table."""
+    path = log_dir(table_root)
+    entries = store.list_dir(path)  # object stores have no folders: an empty listing is "no table"
+    if not entries and not is_object_uri(path) and not os.path.isdir(path):
+        raise TableNotFoundError(f"{table_root} is not a Delta table: it has no _delta_log directory")
+    listing = _listing(table_root, path, entries)
+    if listing is None:
         raise TableNotFoundError(
             f"{table_root} is not a Delta table: its _delta_log directory has no commit or checkpoint files"
         )
-    return LogListing(table_root, path, commits, tuple(checkpoints), tuple(other + leftovers))
+    return listing
+
+
+def list_log_from(store: LogStore, table_root: str, version: int) -> LogListing | None:
+    """The log files of versions >= ``version`` (local stores only; None elsewhere or when none).
+
+    A partial listing: it answers the latest version, the complete checkpoints at or after
+    ``version`` and the commits after them exactly as a full listing would, and nothing before.
+    Only names are compared for the older files, none is stat'ed (the cost of a cold load of a
+    long log was the stat and name parse of every file; see spec_notes/log-replay-and-checkpoints.md).
+    """
+    lister = getattr(store, "list_dir_from", None)
+    if lister is None or is_object_uri(table_root):
+        return None
+    path = log_dir(table_root)
+    return _listing(table_root, path, lister(path, f"{version:020d}"))
+
+
+_HOLE_PROBES = (1, *(2**k for k in range(1, 11)))
+
+
+def probe_log_from(store: LogStore, table_root: str, version: int, parts: int | None) -> LogListing | None:
+    """The classic checkpoint of ``version`` and the commits after it, found by stat, not listing.
+
+    Local stores only (None elsewhere, or when the checkpoint named by ``_last_checkpoint``'s
+    ``version`` / ``parts`` is not all there, or when no commit follows it). Reading a directory of
+    ~11,000 log files costs ~5 ms here whatever is filtered; a stat costs microseconds. It stops at
+    the first missing commit, as the snapshot cache's tail does; two cases a listing would see
+    differently are handled by the caller or accepted:
+
+    - nothing after the checkpoint: a stale hint whose next commits were cleaned up would look
+      the same, so None is returned and the caller lists from the checkpoint version instead;
+    - a hole in the log (commit n missing, a later one present): the versions n+1, n+2, n+4 ...
+      n+1024 are probed too, and if one exists the caller lists, which reports the gap as a full
+      load does. A hole none of those probes hits (e.g. n..n+2 missing, n+3 the latest) is
+      loaded as version n-1, as the snapshot cache's tail would; such a log is corrupt
+      whichever way it is read, and cleanup, deleting oldest first, never leaves one.
+    """
+    head = getattr(store, "head", None)
+    if head is None or not getattr(store, "is_local", False) or is_object_uri(table_root):
+        return None
+    path = log_dir(table_root)
+    base = checkpoint_file_name(version)
+    if parts is None or parts == 1:
+        names, kind = [base], LogFileKind.CHECKPOINT_SINGLE
+    else:
+        stem = base[: -len(".parquet")]
+        names, kind = [f"{stem}.{i:010d}.{parts:010d}.parquet" for i in range(1, parts + 1)], LogFileKind.CHECKPOINT_MULTI
+    commits: dict[int, FileInfo] = {}
+    try:
+        files = tuple(head(f"{path}/{name}") for name in names)
+    except FileNotFoundError:
+        return None
+    for v in (version, version + 1):
+        with contextlib.suppress(FileNotFoundError):
+            commits[v] = head(f"{path}/{commit_file_name(v)}")
+    if version + 1 not in commits:
+        return None
+    v = version + 2
+    while True:
+        try:
+            commits[v] = head(f"{path}/{commit_file_name(v)}")
+        except FileNotFoundError:
+            break
+        v += 1
+    if any(store.exists(f"{path}/{commit_file_name(v + step)}") for step in _HOLE_PROBES):
+        return None  # a commit after a missing one: a hole, which the listing reports
+    return LogListing(table_root, path, commits, (CheckpointFiles(version, kind, files),), ())

@@ -23,7 +23,7 @@ from dvengine.log.column_mapping import column_mapping_mode
 from dvengine.log.commit_file import find_commit_info, parse_actions
 from dvengine.log.filenames import commit_file_name
 from dvengine.log.last_checkpoint import read_last_checkpoint
-from dvengine.log.listing import CheckpointFiles, LogListing, list_log
+from dvengine.log.listing import CheckpointFiles, LogListing, list_log, list_log_from, probe_log_from
 from dvengine.log.replay import ReplayState
 from dvengine.log.snapshot import Snapshot
 from dvengine.log.timestamps import commit_info_timestamp, to_epoch_ms
@@ -308,6 +308,34 @@ def _from_cache(store: LogStore, table_root: str, version: int | None) -> Snapsh
     return snapshot
 
 
+def _latest_from_hint(store: LogStore, table_root: str) -> Snapshot | None:
+    """The latest snapshot of a local table read from ``_last_checkpoint`` on, without listing it all.
+
+    A cold load of a long log was dominated by listing it (stat and name parse of ~11,000 files
+    after 10,000 commits: 170 of 210 ms). The hint is checked, not trusted: the checkpoint it
+    names must exist completely, then the commits after it are probed by stat
+    (``probe_log_from``); when that cannot settle it (no commit after the hint, a V2 checkpoint)
+    only the files named from the hint's version on are listed (``list_log_from``), which also
+    sees newer checkpoints and any gap. Whatever this path cannot settle (no or bad hint, an
+    unreadable checkpoint) returns None and the full listing decides, as before.
+    """
+    if not getattr(store, "is_local", True):
+        return None
+    hint = read_last_checkpoint(store, log_dir(table_root))
+    if hint is None or hint.version < 0:
+        return None
+    listing = probe_log_from(store, table_root, hint.version, hint.parts) or list_log_from(
+        store, table_root, hint.version
+    )
+    if listing is None or not any(cp.version == hint.version for cp in listing.checkpoints):
+        return None
+    try:
+        return _snapshot_at(store, listing, listing.latest_version)
+    except (LogCorruptedError, VersionNotFoundError, ProtocolError) as exc:
+        _LOG.info("loading %s from its _last_checkpoint failed (%s); listing the whole log", table_root, exc)
+        return None
+
+
 # --- public API -------------------------------------------------------------------------------
 
 
@@ -326,6 +354,10 @@ def load_snapshot(
         cached = _from_cache(st, root, version)
         if cached is not None:
             return cached
+    if version is None and timestamp is None:
+        hinted = _latest_from_hint(st, root)
+        if hinted is not None:
+            return hinted
     listing = list_log(st, root)
     if timestamp is not None:
         target = _version_at_timestamp(st, listing, to_epoch_ms(timestamp))

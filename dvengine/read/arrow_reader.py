@@ -25,6 +25,8 @@ from dvengine.storage import resolve_data_path, storage_for
 
 # Files read at once by read_files_arrow (the CPU count, at least 2: reading also waits on I/O).
 _READ_THREADS = max(2, os.cpu_count() or 1)
+# Files with fewer rows are decoded on the calling thread (see read_physical_rows).
+_THREADED_READ_ROWS = 65_536
 
 
 def deleted_row_mask(table_root: str, add: AddFile, num_rows: int) -> np.ndarray | None:
@@ -103,7 +105,11 @@ def read_physical_rows(
     present = set(parquet.schema_arrow.names)
     to_read = [name for name in _physical_columns(data_fields) if name in present]
     try:
-        table = parquet.read(columns=to_read, use_threads=True)
+        # pyarrow's column threads pay off on large files only; a stream's 100-row files are read on
+        # the caller's file pool, where handing 4 columns to other threads cost more CPU than
+        # decoding them (0.19 -> 0.16 ms per 100-row file, 41 files of a growing-key stream table).
+        threads = parquet.metadata.num_rows >= _THREADED_READ_ROWS
+        table = parquet.read(columns=to_read, use_threads=threads)
     except (pa.ArrowException, OSError) as exc:
         raise unreadable_data_file(snapshot, add, resolve_data_path(snapshot.table_root, add.path), exc) from exc
     num_rows = parquet.metadata.num_rows
