@@ -39,6 +39,7 @@ from dvengine.api.table import DeltaTable
 from dvengine.errors import CommitConflictError
 
 CONF_ENV = "SPARK_DATABRICKS_DELTA_ROWLEVELCONCURRENCY_ENABLED"
+PROFILE_ENV = "DVENGINE_CONTENTION_PROFILE"  # a folder: each writer dumps its cProfile stats there
 MAX_RETRIES = 200  # re-plans per operation before a writer gives up (reported, never hit when resolved)
 
 
@@ -55,6 +56,7 @@ class RunResult:
     rebased_files: int = 0
     gave_up: int = 0
     elapsed_s: float = 0.0
+    cpu_s: float = 0.0  # CPU time (user + system) of all writers while running their operations
     ops_per_s: float = 0.0
     versions_gap_free: bool = False
     each_op_once: bool = False
@@ -102,6 +104,7 @@ def run_writer(root: str, writer: int, writers: int, ops: int, start_file: str, 
     while not os.path.exists(start_file):
         time.sleep(0.001)
     records: list[dict[str, Any]] = []
+    cpu_start = time.process_time()
     for k, x in enumerate(writer_rows(writer, writers, ops)):
         surfaced = 0
         kinds: list[str] = []
@@ -128,6 +131,7 @@ def run_writer(root: str, writer: int, writers: int, ops: int, start_file: str, 
                 "rebased": metrics.get("numRebasedFiles", 0),
                 "conflicts": kinds,
             })
+    Path(f"{out_file}.cpu").write_text(str(time.process_time() - cpu_start))
     Path(out_file).write_text(json.dumps(records))
 
 
@@ -193,6 +197,7 @@ def run_contention(root: str, rows: int, writers: int, ops: int, row_level: bool
         for out in outs:
             if not os.path.exists(out):
                 continue
+            result.cpu_s += float(Path(f"{out}.cpu").read_text())
             for rec in json.loads(Path(out).read_text()):
                 result.surfaced_conflicts += rec["surfaced"]
                 if len(result.conflict_messages) < 5:  # a sample: typed messages, not a full log
@@ -228,14 +233,14 @@ def _markdown(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
         f"rows {meta['rows']}, {meta['ops']} ops per writer, repeats {meta['repeats']} (median, min-max of ops/s); "
         f"load average before {meta['load_before']}, after {meta['load_after']}",
         "",
-        "| row-level | W | committed | conflicts surfaced | retries inside | files rebased | ops/s median (min-max) | vs W=1 | verified |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| row-level | W | committed | conflicts surfaced | retries inside | files rebased | ops/s median (min-max) | vs W=1 | writer CPU ms/op | verified |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         lines.append(
             f"| {'on' if r['row_level'] else 'off'} | {r['writers']} | {r['committed']} | {r['surfaced_conflicts']} | "
             f"{r['internal_retries']} | {r['rebased_files']} | {r['ops_per_s']:.1f} ({r['ops_min']:.1f}-{r['ops_max']:.1f}) | "
-            f"{r['vs_one']:.2f}x | {r['verified']} |"
+            f"{r['vs_one']:.2f}x | {r['cpu_ms_per_op']:.1f} | {r['verified']} |"
         )
     return "\n".join(lines) + "\n"
 
@@ -244,7 +249,15 @@ def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] == "--worker":
         root, w, writers, ops, start_file, out = args[1:7]
-        run_writer(root, int(w), int(writers), int(ops), start_file, out)
+        profile_dir = os.environ.get(PROFILE_ENV)
+        if not profile_dir:
+            run_writer(root, int(w), int(writers), int(ops), start_file, out)
+            return 0
+        import cProfile
+
+        profiler = cProfile.Profile(time.process_time)  # CPU, not wall: writers share 2 cores
+        profiler.runcall(run_writer, root, int(w), int(writers), int(ops), start_file, out)
+        profiler.dump_stats(os.path.join(profile_dir, f"writer-{w}-of-{writers}.prof"))
         return 0
     parser = argparse.ArgumentParser(prog="python -m dvengine.bench.contention", description=__doc__.split("\n")[0])
     parser.add_argument("--writers", type=int, nargs="+", default=[1, 2, 4, 8])
@@ -281,6 +294,7 @@ def main(argv: list[str] | None = None) -> int:
                     "rebased_files": sum(r.rebased_files for r in runs),
                     "ops_per_s": median, "ops_min": min(rates), "ops_max": max(rates),
                     "vs_one": median / one if one else float("nan"),
+                    "cpu_ms_per_op": statistics.median(1000 * r.cpu_s / r.committed for r in runs if r.committed),
                     "verified": all(r.verified for r in runs),
                     "runs": [asdict(r) for r in runs],
                 }

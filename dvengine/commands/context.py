@@ -136,7 +136,11 @@ def open_dml(
     if row_level and row_level_enabled(snapshot, options.row_level_concurrency, dv_supported):
         txn.record_read(plan.candidates, exact_might_match(snapshot, predicate))
         txn.enable_row_level(
-            RowLevelResolution(options.inline_max_bytes, options.dv_random_prefix_len, lambda p: written.add_paths([p]))
+            RowLevelResolution(
+                max(options.inline_max_bytes, options.rebase_inline_max_bytes),
+                options.dv_random_prefix_len,
+                lambda p: written.add_paths([p]),
+            )
         )
     else:
         txn.record_read(plan.candidates, might_match_function(snapshot, predicate))
