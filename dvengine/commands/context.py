@@ -89,6 +89,8 @@ class DmlContext:
         if self.app_transaction is not None:
             self.transaction.set_app_transaction(self.app_transaction.app_id, self.app_transaction.version)
         metrics["version"] = commit_or_clean_up(self.transaction, metrics, self.written)
+        if self.transaction.committed_metrics is not None:  # a rebase changed the file / DV counts
+            metrics.update(self.transaction.committed_metrics)
         # dvengine's own counts, after the commit (not in commitInfo): lost races retried inside
         # the command, and files whose DV was rebased onto a concurrent writer's (row-level).
         metrics["numCommitAttempts"] = self.transaction.attempts

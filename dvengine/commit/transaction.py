@@ -26,6 +26,8 @@ import uuid
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from pyroaring import BitMap64
+
 from dvengine.commit import in_commit_timestamps
 from dvengine.commit.commit_info import build_commit_info
 from dvengine.commit.commit_lock import commit_turn
@@ -36,7 +38,14 @@ from dvengine.commit.conflicts import (
     check_conflicts,
     check_isolation_level,
 )
-from dvengine.commit.rebase import FileRows, RowLevelResolution, apply_dv_update, file_rows, write_rebased
+from dvengine.commit.rebase import (
+    FileRows,
+    RowLevelResolution,
+    apply_dv_update,
+    file_rows,
+    rebased_metrics,
+    write_rebased,
+)
 from dvengine.commit.snapshot_view import SnapshotView
 from dvengine.commit.validation import validate_commit
 from dvengine.errors import (
@@ -132,6 +141,8 @@ class Transaction:
         self.rebased_files = 0  # files whose DV was rebased onto a winner's (row-level resolution)
         self.attempts = 0  # put-if-absent attempts of commit(); > 1 means lost races retried inside
         self._file_rows: dict[str, FileRows] = {}  # row-level state per path, built at the first rebase
+        self._kept_rows: dict[str, BitMap64] = {}  # rows kept but depended on (record_kept_rows)
+        self.committed_metrics: dict[str, Any] | None = None  # the operationMetrics the commit carries
 
     # --- building ---------------------------------------------------------------------------
 
@@ -174,6 +185,14 @@ class Transaction:
         self._check_open()
         self._row_level = resolution
         self._footprint.row_level = True
+
+    def record_kept_rows(self, path: str, rows: Iterable[int]) -> None:
+        """Rows of ``path`` (physical indexes) this command leaves unchanged but whose presence its
+        outcome depends on: a MERGE's target rows that matched a source row without taking a
+        retiring clause (they keep that source row from being inserted). A winner that deletes
+        or updates one of them conflicts (rebase.py); only meaningful with row-level resolution."""
+        self._check_open()
+        self._kept_rows.setdefault(path, BitMap64()).update(rows)
 
     def update_metadata(self, metadata: Metadata) -> None:
         self._check_open()
@@ -285,6 +304,9 @@ class Transaction:
 
     def _serialize(self, is_blind_append: bool, operation_metrics: Mapping[str, Any] | None, version: int) -> bytes:
         timestamp, new_metadata = self._in_commit_timestamp(version)
+        if operation_metrics is not None and self.rebased_files:
+            operation_metrics = rebased_metrics(operation_metrics, self._file_rows.values())
+        self.committed_metrics = None if operation_metrics is None else dict(operation_metrics)
         info = build_commit_info(
             timestamp_ms=timestamp if timestamp is not None else _now_ms(),
             operation=self.operation,
@@ -339,7 +361,12 @@ class Transaction:
         rebased actions are written by :meth:`_write_rebased` once every winner was checked."""
         state = self._file_rows.get(path)
         if state is None:
-            state = file_rows(self.table_root, self._footprint.read_files.get(path), self._footprint.dv_changes.get(path))
+            state = file_rows(
+                self.table_root,
+                self._footprint.read_files.get(path),
+                self._footprint.dv_changes.get(path),
+                self._kept_rows.get(path),
+            )
             self._file_rows[path] = state
         apply_dv_update(self.table_root, path, state, winner.dv_updates[path], winner.describe())
         self._footprint.read_files[path] = winner.dv_updates[path]
