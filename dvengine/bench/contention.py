@@ -9,7 +9,7 @@ rebased, ops/s over the wall time from a common start signal to the last writer'
 
 Every run is verified: versions 1..W*N gap-free, each operation's predicate in exactly one
 commit, and the rows equal the model (all writers' changes; disjoint rows, so order-free) through
-dvengine's Arrow reader and, when installed, delta-rs.
+dvengine's Arrow reader and, when installed, delta-rs and DuckDB's delta extension.
 
     python -m dvengine.bench.contention [--writers 1 2 4 8] [--ops 50] [--rows 100000] [--out DIR]
 
@@ -36,6 +36,7 @@ import pyarrow as pa
 
 import dvengine
 from dvengine.api.table import DeltaTable
+from dvengine.bench.verify import duckdb_delta_extension
 from dvengine.errors import CommitConflictError
 
 CONF_ENV = "SPARK_DATABRICKS_DELTA_ROWLEVELCONCURRENCY_ENABLED"
@@ -62,12 +63,14 @@ class RunResult:
     each_op_once: bool = False
     rows_match_model: bool = False
     delta_rs_matches: bool | None = None
+    duckdb_matches: bool | None = None
     errors: list[str] = field(default_factory=list)
     conflict_messages: list[str] = field(default_factory=list)  # the first 5 that surfaced
 
     @property
     def verified(self) -> bool:
-        return self.versions_gap_free and self.each_op_once and self.rows_match_model and self.delta_rs_matches is not False
+        return (self.versions_gap_free and self.each_op_once and self.rows_match_model
+                and self.delta_rs_matches is not False and self.duckdb_matches is not False)
 
 
 def create_hot_table(root: str, rows: int) -> None:
@@ -159,6 +162,7 @@ def verify(root: str, rows: int, writers: int, ops: int, result: RunResult) -> N
     model = model_rows(rows, writers, ops)
     got = DeltaTable.forPath(None, root).toArrow().sort_by("id")
     result.rows_match_model = list(zip(got.column("id").to_pylist(), got.column("v").to_pylist(), strict=True)) == model
+    result.duckdb_matches = _duckdb_matches(root, model)
     try:
         from deltalake import DeltaTable as RsTable
         from deltalake import QueryBuilder
@@ -167,6 +171,22 @@ def verify(root: str, rows: int, writers: int, ops: int, result: RunResult) -> N
     reader = QueryBuilder().register("t", RsTable(root)).execute("select id, v from t order by id")
     rs = pa.table(reader.read_all())
     result.delta_rs_matches = list(zip(rs.column("id").to_pylist(), rs.column("v").to_pylist(), strict=True)) == model
+
+
+def _duckdb_matches(root: str, model: list[tuple[int, int]]) -> bool | None:
+    """The rows as DuckDB's delta_scan reads them equal the model (None: extension not installed)."""
+    extension = duckdb_delta_extension()
+    if extension is None:
+        return None
+    import duckdb
+
+    con = duckdb.connect(config={"allow_unsigned_extensions": True})
+    try:
+        con.execute(f"LOAD '{extension}'")
+        rows = con.execute(f"select id, v from delta_scan('{root}') order by id").fetchall()
+    finally:
+        con.close()
+    return [tuple(r) for r in rows] == model
 
 
 def run_contention(root: str, rows: int, writers: int, ops: int, row_level: bool) -> RunResult:
