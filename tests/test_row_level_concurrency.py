@@ -194,21 +194,6 @@ def test_winner_that_rewrote_the_file_fails_typed(tmp_path: Path, monkeypatch: p
     _assert_rows(path, [r for r in rows if r[0] != 3])
 
 
-def test_merge_with_a_conditional_matched_clause_keeps_file_level_conflicts(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Its outcome depends on matched rows it may leave alone, so disjoint DVs still conflict."""
-    path = tmp_path / "t"
-    rows = _table(path)
-    _stale(monkeypatch, path)
-    DeltaTable.forPath(None, path).delete("id = 3", mode="dv")
-    source = pa.table({"id": pa.array([7], pa.int64()), "v": pa.array([1], pa.int64())})
-    with pytest.raises(ConcurrentDeleteReadError):
-        (DeltaTable.forPath(None, path).alias("t").merge(source, "t.id = s.id", source_alias="s")
-         .whenMatchedUpdate("s.v > 0", {"v": "s.v"}).whenNotMatchedInsertAll().executeMetrics())
-    _assert_rows(path, [r for r in rows if r[0] != 3])
-
-
 # --- opting out ------------------------------------------------------------------------------------
 
 

@@ -9,7 +9,7 @@ rebased, ops/s over the wall time from a common start signal to the last writer'
 
 Every run is verified: versions 1..W*N gap-free, each operation's predicate in exactly one
 commit, and the rows equal the model (all writers' changes; disjoint rows, so order-free) through
-dvengine's Arrow reader and, when installed, delta-rs.
+dvengine's Arrow reader and, when installed, delta-rs and DuckDB's delta extension.
 
     python -m dvengine.bench.contention [--writers 1 2 4 8] [--ops 50] [--rows 100000] [--out DIR]
 
@@ -36,9 +36,11 @@ import pyarrow as pa
 
 import dvengine
 from dvengine.api.table import DeltaTable
+from dvengine.bench.verify import duckdb_delta_extension
 from dvengine.errors import CommitConflictError
 
 CONF_ENV = "SPARK_DATABRICKS_DELTA_ROWLEVELCONCURRENCY_ENABLED"
+PROFILE_ENV = "DVENGINE_CONTENTION_PROFILE"  # a folder: each writer dumps its cProfile stats there
 MAX_RETRIES = 200  # re-plans per operation before a writer gives up (reported, never hit when resolved)
 
 
@@ -55,17 +57,20 @@ class RunResult:
     rebased_files: int = 0
     gave_up: int = 0
     elapsed_s: float = 0.0
+    cpu_s: float = 0.0  # CPU time (user + system) of all writers while running their operations
     ops_per_s: float = 0.0
     versions_gap_free: bool = False
     each_op_once: bool = False
     rows_match_model: bool = False
     delta_rs_matches: bool | None = None
+    duckdb_matches: bool | None = None
     errors: list[str] = field(default_factory=list)
     conflict_messages: list[str] = field(default_factory=list)  # the first 5 that surfaced
 
     @property
     def verified(self) -> bool:
-        return self.versions_gap_free and self.each_op_once and self.rows_match_model and self.delta_rs_matches is not False
+        return (self.versions_gap_free and self.each_op_once and self.rows_match_model
+                and self.delta_rs_matches is not False and self.duckdb_matches is not False)
 
 
 def create_hot_table(root: str, rows: int) -> None:
@@ -102,6 +107,7 @@ def run_writer(root: str, writer: int, writers: int, ops: int, start_file: str, 
     while not os.path.exists(start_file):
         time.sleep(0.001)
     records: list[dict[str, Any]] = []
+    cpu_start = time.process_time()
     for k, x in enumerate(writer_rows(writer, writers, ops)):
         surfaced = 0
         kinds: list[str] = []
@@ -128,6 +134,7 @@ def run_writer(root: str, writer: int, writers: int, ops: int, start_file: str, 
                 "rebased": metrics.get("numRebasedFiles", 0),
                 "conflicts": kinds,
             })
+    Path(f"{out_file}.cpu").write_text(str(time.process_time() - cpu_start))
     Path(out_file).write_text(json.dumps(records))
 
 
@@ -155,6 +162,7 @@ def verify(root: str, rows: int, writers: int, ops: int, result: RunResult) -> N
     model = model_rows(rows, writers, ops)
     got = DeltaTable.forPath(None, root).toArrow().sort_by("id")
     result.rows_match_model = list(zip(got.column("id").to_pylist(), got.column("v").to_pylist(), strict=True)) == model
+    result.duckdb_matches = _duckdb_matches(root, model)
     try:
         from deltalake import DeltaTable as RsTable
         from deltalake import QueryBuilder
@@ -163,6 +171,22 @@ def verify(root: str, rows: int, writers: int, ops: int, result: RunResult) -> N
     reader = QueryBuilder().register("t", RsTable(root)).execute("select id, v from t order by id")
     rs = pa.table(reader.read_all())
     result.delta_rs_matches = list(zip(rs.column("id").to_pylist(), rs.column("v").to_pylist(), strict=True)) == model
+
+
+def _duckdb_matches(root: str, model: list[tuple[int, int]]) -> bool | None:
+    """The rows as DuckDB's delta_scan reads them equal the model (None: extension not installed)."""
+    extension = duckdb_delta_extension()
+    if extension is None:
+        return None
+    import duckdb
+
+    con = duckdb.connect(config={"allow_unsigned_extensions": True})
+    try:
+        con.execute(f"LOAD '{extension}'")
+        rows = con.execute(f"select id, v from delta_scan('{root}') order by id").fetchall()
+    finally:
+        con.close()
+    return [tuple(r) for r in rows] == model
 
 
 def run_contention(root: str, rows: int, writers: int, ops: int, row_level: bool) -> RunResult:
@@ -193,6 +217,7 @@ def run_contention(root: str, rows: int, writers: int, ops: int, row_level: bool
         for out in outs:
             if not os.path.exists(out):
                 continue
+            result.cpu_s += float(Path(f"{out}.cpu").read_text())
             for rec in json.loads(Path(out).read_text()):
                 result.surfaced_conflicts += rec["surfaced"]
                 if len(result.conflict_messages) < 5:  # a sample: typed messages, not a full log
@@ -225,17 +250,17 @@ def _markdown(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
     lines = [
         "# Contention: W writer processes x N single-row DML on one file",
         "",
-        f"rows {meta['rows']}, {meta['ops']} ops per writer, repeats {meta['repeats']} (median, min-max of ops/s); "
+        f"rows {meta['rows']}, {meta['ops']} ops per writer, {meta['repeats']} rounds of every W (median, min-max of ops/s); "
         f"load average before {meta['load_before']}, after {meta['load_after']}",
         "",
-        "| row-level | W | committed | conflicts surfaced | retries inside | files rebased | ops/s median (min-max) | vs W=1 | verified |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| row-level | W | committed | conflicts surfaced | retries inside | files rebased | ops/s median (min-max) | vs W=1, same round: median (min-max) | writer CPU ms/op | verified |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         lines.append(
             f"| {'on' if r['row_level'] else 'off'} | {r['writers']} | {r['committed']} | {r['surfaced_conflicts']} | "
             f"{r['internal_retries']} | {r['rebased_files']} | {r['ops_per_s']:.1f} ({r['ops_min']:.1f}-{r['ops_max']:.1f}) | "
-            f"{r['vs_one']:.2f}x | {r['verified']} |"
+            f"{r['vs_one']:.2f}x ({r['vs_one_min']:.2f}-{r['vs_one_max']:.2f}) | {r['cpu_ms_per_op']:.1f} | {r['verified']} |"
         )
     return "\n".join(lines) + "\n"
 
@@ -244,7 +269,15 @@ def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] == "--worker":
         root, w, writers, ops, start_file, out = args[1:7]
-        run_writer(root, int(w), int(writers), int(ops), start_file, out)
+        profile_dir = os.environ.get(PROFILE_ENV)
+        if not profile_dir:
+            run_writer(root, int(w), int(writers), int(ops), start_file, out)
+            return 0
+        import cProfile
+
+        profiler = cProfile.Profile(time.process_time)  # CPU, not wall: writers share 2 cores
+        profiler.runcall(run_writer, root, int(w), int(writers), int(ops), start_file, out)
+        profiler.dump_stats(os.path.join(profile_dir, f"writer-{w}-of-{writers}.prof"))
         return 0
     parser = argparse.ArgumentParser(prog="python -m dvengine.bench.contention", description=__doc__.split("\n")[0])
     parser.add_argument("--writers", type=int, nargs="+", default=[1, 2, 4, 8])
@@ -259,20 +292,22 @@ def main(argv: list[str] | None = None) -> int:
     summary: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="dvengine-contention-tables-") as tmp:
         for row_level in settings:
-            one = None
-            for writers in opts.writers:
-                runs = []
-                for rep in range(opts.repeats):
+            # Rounds: every W once per round, so a change of the machine's load (other engineers'
+            # work) hits all W alike; "vs W=1" is the median of each round's own ratio.
+            by_writers: dict[int, list[RunResult]] = {w: [] for w in opts.writers}
+            for rep in range(opts.repeats):
+                for writers in opts.writers:
                     root = os.path.join(tmp, f"t-{row_level}-{writers}-{rep}")
                     run = run_contention(root, opts.rows, writers, opts.ops, row_level)
                     shutil.rmtree(root, ignore_errors=True)
                     print(f"row-level={row_level} W={writers} rep={rep}: {run.ops_per_s:.1f} ops/s, "
                           f"surfaced {run.surfaced_conflicts}, verified {run.verified}", flush=True)
-                    runs.append(run)
+                    by_writers[writers].append(run)
+            ones = by_writers.get(1)
+            for runs in by_writers.values():
                 rates = [r.ops_per_s for r in runs]
                 median = statistics.median(rates)
-                if writers == 1:
-                    one = median
+                ratios = [r.ops_per_s / o.ops_per_s for r, o in zip(runs, ones, strict=True) if o.ops_per_s] if ones else []
                 row = {
                     **asdict(runs[0]),
                     "committed": sum(r.committed for r in runs),
@@ -280,7 +315,10 @@ def main(argv: list[str] | None = None) -> int:
                     "internal_retries": sum(r.internal_retries for r in runs),
                     "rebased_files": sum(r.rebased_files for r in runs),
                     "ops_per_s": median, "ops_min": min(rates), "ops_max": max(rates),
-                    "vs_one": median / one if one else float("nan"),
+                    "vs_one": statistics.median(ratios) if ratios else float("nan"),
+                    "vs_one_min": min(ratios) if ratios else float("nan"),
+                    "vs_one_max": max(ratios) if ratios else float("nan"),
+                    "cpu_ms_per_op": statistics.median(1000 * r.cpu_s / r.committed for r in runs if r.committed),
                     "verified": all(r.verified for r in runs),
                     "runs": [asdict(r) for r in runs],
                 }

@@ -89,6 +89,8 @@ class DmlContext:
         if self.app_transaction is not None:
             self.transaction.set_app_transaction(self.app_transaction.app_id, self.app_transaction.version)
         metrics["version"] = commit_or_clean_up(self.transaction, metrics, self.written)
+        if self.transaction.committed_metrics is not None:  # a rebase changed the file / DV counts
+            metrics.update(self.transaction.committed_metrics)
         # dvengine's own counts, after the commit (not in commitInfo): lost races retried inside
         # the command, and files whose DV was rebased onto a concurrent writer's (row-level).
         metrics["numCommitAttempts"] = self.transaction.attempts
@@ -136,7 +138,11 @@ def open_dml(
     if row_level and row_level_enabled(snapshot, options.row_level_concurrency, dv_supported):
         txn.record_read(plan.candidates, exact_might_match(snapshot, predicate))
         txn.enable_row_level(
-            RowLevelResolution(options.inline_max_bytes, options.dv_random_prefix_len, lambda p: written.add_paths([p]))
+            RowLevelResolution(
+                max(options.inline_max_bytes, options.rebase_inline_max_bytes),
+                options.dv_random_prefix_len,
+                lambda p: written.add_paths([p]),
+            )
         )
     else:
         txn.record_read(plan.candidates, might_match_function(snapshot, predicate))

@@ -11,6 +11,7 @@ from dvengine.planning.decisions import (
     DEFAULT_DML_COMMIT_ATTEMPTS,
     DEFAULT_INLINE_MAX_BYTES,
     DEFAULT_MODE,
+    DEFAULT_REBASE_INLINE_MAX_BYTES,
     DEFAULT_REWRITE_THRESHOLD,
     DmlOptions,
 )
@@ -20,6 +21,7 @@ ConfLookup = Callable[[str], "str | None"]
 CONF_MODE = "dvengine.dml.mode"
 CONF_REWRITE_THRESHOLD = "dvengine.dml.rewriteThreshold"
 CONF_INLINE_MAX_BYTES = "dvengine.dv.inlineMaxBytes"
+CONF_REBASE_INLINE_MAX_BYTES = "dvengine.dv.rebaseInlineMaxBytes"
 CONF_RANDOM_PREFIX_LEN = "dvengine.dv.randomPrefixLength"
 CONF_ENGINE = "dvengine.execution.engine"
 CONF_LOCAL_MAX_BYTES = "dvengine.execution.localMaxBytes"
@@ -62,6 +64,9 @@ def resolve_options(conf: ConfLookup, mode: str | None) -> DmlOptions:
         mode=(mode or conf(CONF_MODE) or DEFAULT_MODE).lower(),
         rewrite_threshold=float(conf_number(conf, CONF_REWRITE_THRESHOLD, DEFAULT_REWRITE_THRESHOLD, float)),
         inline_max_bytes=int(conf_number(conf, CONF_INLINE_MAX_BYTES, DEFAULT_INLINE_MAX_BYTES, int)),
+        rebase_inline_max_bytes=int(
+            conf_number(conf, CONF_REBASE_INLINE_MAX_BYTES, DEFAULT_REBASE_INLINE_MAX_BYTES, int)
+        ),
         dv_random_prefix_len=int(conf_number(conf, CONF_RANDOM_PREFIX_LEN, 0, int)),
         row_level_concurrency=conf_bool(conf, CONF_ROW_LEVEL, True),
         max_commit_attempts=int(conf_number(conf, CONF_MAX_COMMIT_ATTEMPTS, DEFAULT_DML_COMMIT_ATTEMPTS, int)),

@@ -9,10 +9,16 @@ a winner's DV update of a file this transaction also DV-changes is rebased inste
 (:mod:`dvengine.commit.rebase`): the retried actions carry the union of both DVs. The table is
 never left half-written: either one complete commit file appears, or nothing does and a typed
 error says why.
+
+A lost race is made cheap (spec_notes/isolation-and-concurrency.md, "Cost of a lost race"):
+dvengine writers on one host take turns at the commit step (:mod:`dvengine.commit.commit_lock`),
+so losers stop paying an fsync for commits that cannot land; a loser backs off briefly with full
+jitter *before* reading the winners, never between its rebase and its next put-if-absent.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import random
 import time
@@ -20,8 +26,11 @@ import uuid
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from pyroaring import BitMap64
+
 from dvengine.commit import in_commit_timestamps
 from dvengine.commit.commit_info import build_commit_info
+from dvengine.commit.commit_lock import commit_turn
 from dvengine.commit.conflicts import (
     FilePredicate,
     TransactionFootprint,
@@ -29,7 +38,14 @@ from dvengine.commit.conflicts import (
     check_conflicts,
     check_isolation_level,
 )
-from dvengine.commit.rebase import FileRows, RowLevelResolution, apply_dv_update, file_rows, write_rebased
+from dvengine.commit.rebase import (
+    FileRows,
+    RowLevelResolution,
+    apply_dv_update,
+    file_rows,
+    rebased_metrics,
+    write_rebased,
+)
 from dvengine.commit.snapshot_view import SnapshotView
 from dvengine.commit.validation import validate_commit
 from dvengine.errors import (
@@ -62,11 +78,23 @@ from dvengine.storage.uris import join
 
 _LOG = logging.getLogger(__name__)
 
-_BACKOFF_BASE_S = 0.002
-_BACKOFF_CAP_S = 0.2
-# The loser has just read every winner up to the newest version, so it retries at once the first
-# times (as Delta does); sleeping only lets more writers get ahead. Backoff starts after that.
-_ATTEMPTS_WITHOUT_BACKOFF = 3
+# Backoff after a lost race: "full jitter" (a uniform draw from [0, bound]) with a bound that
+# doubles from _BACKOFF_BASE_S up to _BACKOFF_CAP_S. A winner's commit takes a few ms to land
+# (one fsync), so the cap is a few commits long, not seconds: a long sleep only idles a CPU while
+# fresher writers take the versions (measured: 200 ms caps made 8 writers spend most of their
+# time asleep). The jitter keeps the losers of one version from racing for the next in lock
+# step. The first retry does not wait: the loser has just read up to the newest version.
+_BACKOFF_BASE_S = 0.001
+_BACKOFF_CAP_S = 0.016
+_ATTEMPTS_WITHOUT_BACKOFF = 1
+
+
+def backoff_seconds(lost_races: int) -> float:
+    """How long to wait before the retry that follows the ``lost_races``-th lost race."""
+    if lost_races <= _ATTEMPTS_WITHOUT_BACKOFF:
+        return 0.0
+    bound = min(_BACKOFF_CAP_S, _BACKOFF_BASE_S * 2 ** (lost_races - _ATTEMPTS_WITHOUT_BACKOFF - 1))
+    return random.uniform(0.0, bound)
 
 
 def commit_file_path(table_root: str, version: int) -> str:
@@ -120,6 +148,8 @@ class Transaction:
         self._row_id_mark = row_tracking.high_water_mark(domains)
         self._table_row_id_mark = self._row_id_mark  # the mark in the log (winners included)
         self.row_id_high_water_mark: int | None = None  # the mark the committed version ended with
+        self._kept_rows: dict[str, BitMap64] = {}  # rows kept but depended on (record_kept_rows)
+        self.committed_metrics: dict[str, Any] | None = None  # the operationMetrics the commit carries
 
     # --- building ---------------------------------------------------------------------------
 
@@ -163,6 +193,14 @@ class Transaction:
         self._row_level = resolution
         self._footprint.row_level = True
 
+    def record_kept_rows(self, path: str, rows: Iterable[int]) -> None:
+        """Rows of ``path`` (physical indexes) this command leaves unchanged but whose presence its
+        outcome depends on: a MERGE's target rows that matched a source row without taking a
+        retiring clause (they keep that source row from being inserted). A winner that deletes
+        or updates one of them conflicts (rebase.py); only meaningful with row-level resolution."""
+        self._check_open()
+        self._kept_rows.setdefault(path, BitMap64()).update(rows)
+
     def update_metadata(self, metadata: Metadata) -> None:
         self._check_open()
         self._new_metadata = metadata
@@ -203,6 +241,24 @@ class Transaction:
         validate_commit(self._actions, protocol, metadata)
 
         version = 0 if self.read_version is None else self.read_version + 1
+        turn = (
+            commit_turn(log_dir(self.table_root))
+            if self.read_version is not None and getattr(self.store, "is_local", False)
+            else contextlib.nullcontext(False)
+        )
+        with turn as exclusive:
+            version = self._put_with_retries(version, operation_metrics, exclusive)
+        self._committed_version = version
+        self._run_post_commit_hooks(version)
+        return version
+
+    def _put_with_retries(self, version: int, operation_metrics: Mapping[str, Any] | None, exclusive: bool) -> int:
+        """Put the commit at ``version`` or, past non-conflicting winners, at the next free one.
+
+        ``exclusive``: this process holds the table's host-local commit turn (commit_lock.py), so
+        only writers outside it (other hosts, other engines) can take a version meanwhile; no
+        backoff then, as sleeping would only keep the other local writers waiting.
+        """
         is_blind_append = self._is_blind_append()
         attempt = 0
         while True:
@@ -223,13 +279,14 @@ class Transaction:
                         f"gave up committing {self.operation} to {self.table_root} after {attempt} attempts: "
                         f"concurrent writers kept taking the next version (last tried {version})"
                     ) from None
+                # Wait first, then read the winners: whatever landed while we slept is read too, and
+                # nothing separates the rebase (and its DV) from the next put-if-absent.
+                pause = 0.0 if exclusive else backoff_seconds(attempt)
+                if pause:
+                    time.sleep(pause)
                 version = self._check_winners_from(version)
                 if self._file_rows:
                     self._write_rebased()
-                if attempt > _ATTEMPTS_WITHOUT_BACKOFF:
-                    time.sleep(min(_BACKOFF_CAP_S, _BACKOFF_BASE_S * 2 ** (attempt - 1)) * random.uniform(0.5, 1.5))
-        self._committed_version = version
-        self._run_post_commit_hooks(version)
         return version
 
     def _effective_protocol_and_metadata(self) -> tuple[Protocol, Metadata]:
@@ -254,6 +311,9 @@ class Transaction:
 
     def _serialize(self, is_blind_append: bool, operation_metrics: Mapping[str, Any] | None, version: int) -> bytes:
         timestamp, new_metadata = self._in_commit_timestamp(version)
+        if operation_metrics is not None and self.rebased_files:
+            operation_metrics = rebased_metrics(operation_metrics, self._file_rows.values())
+        self.committed_metrics = None if operation_metrics is None else dict(operation_metrics)
         info = build_commit_info(
             timestamp_ms=timestamp if timestamp is not None else _now_ms(),
             operation=self.operation,
@@ -339,7 +399,12 @@ class Transaction:
         rebased actions are written by :meth:`_write_rebased` once every winner was checked."""
         state = self._file_rows.get(path)
         if state is None:
-            state = file_rows(self.table_root, self._footprint.read_files.get(path), self._footprint.dv_changes.get(path))
+            state = file_rows(
+                self.table_root,
+                self._footprint.read_files.get(path),
+                self._footprint.dv_changes.get(path),
+                self._kept_rows.get(path),
+            )
             self._file_rows[path] = state
         apply_dv_update(self.table_root, path, state, winner.dv_updates[path], winner.describe())
         self._footprint.read_files[path] = winner.dv_updates[path]

@@ -58,9 +58,19 @@ def plan_candidates(snapshot: Snapshot, predicate: BoundPredicate | None) -> Can
     schema = snapshot.schema
     derived = generated_partition_filter(schema, snapshot.partition_columns, predicate)  # pruning only
     after_partitions: list[tuple[AddFile, dict[str, object]]] = []
+    # The partition verdict depends on the partition values only: judge each distinct tuple once
+    # (an unpartitioned table has one, the empty tuple), not once per file.
+    verdicts: dict[tuple[tuple[str, object], ...], bool] = {}
     for add in files:
         values = snapshot.partition_values_logical(add)
-        if partition_might_match(predicate, values) and (derived is None or partition_might_match(derived, values)):
+        key = tuple(sorted(values.items(), key=lambda kv: kv[0]))
+        verdict = verdicts.get(key)
+        if verdict is None:
+            verdict = partition_might_match(predicate, values) and (
+                derived is None or partition_might_match(derived, values)
+            )
+            verdicts[key] = verdict
+        if verdict:
             after_partitions.append((add, values))
     partition_only = is_partition_only(predicate, snapshot.partition_columns)
     if partition_only:

@@ -23,6 +23,12 @@ DEFAULT_MODE = MODE_AUTO
 # deleted, a rewrite repays its extra write cost by the first full Spark read of the table.
 DEFAULT_REWRITE_THRESHOLD = 0.15
 DEFAULT_INLINE_MAX_BYTES = 128
+# A DV rebased after a lost commit race is written inside the race window (between reading the
+# newest winner and the put-if-absent of our commit): a DV file there costs a create + fsync
+# (~1.5 ms measured on this machine, more under load) that lets the next writer take the version
+# again. Up to this size the rebased DV goes inline into the commit, which is fsynced anyway
+# (spec_notes/isolation-and-concurrency.md, "Cost of a lost race").
+DEFAULT_REBASE_INLINE_MAX_BYTES = 4096
 
 
 class FileAction(Enum):
@@ -43,6 +49,7 @@ class DmlOptions:
     mode: str = DEFAULT_MODE
     rewrite_threshold: float = DEFAULT_REWRITE_THRESHOLD
     inline_max_bytes: int = DEFAULT_INLINE_MAX_BYTES
+    rebase_inline_max_bytes: int = DEFAULT_REBASE_INLINE_MAX_BYTES  # dvengine.dv.rebaseInlineMaxBytes
     dv_random_prefix_len: int = 0
     row_level_concurrency: bool = True  # spark.databricks.delta.rowLevelConcurrency.enabled
     max_commit_attempts: int = DEFAULT_DML_COMMIT_ATTEMPTS  # spark.databricks.delta.maxCommitAttempts
@@ -57,6 +64,8 @@ class DmlOptions:
             raise InvalidArgumentError(f"maxCommitAttempts must be >= 1, got {self.max_commit_attempts}")
         if self.inline_max_bytes < 0:
             raise InvalidArgumentError(f"inlineMaxBytes must be >= 0, got {self.inline_max_bytes}")
+        if self.rebase_inline_max_bytes < 0:
+            raise InvalidArgumentError(f"rebaseInlineMaxBytes must be >= 0, got {self.rebase_inline_max_bytes}")
 
 
 def decide_file_action(

@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
+from types import MappingProxyType
 from typing import Any
 
 from dvengine.errors import ProtocolError
@@ -41,9 +43,17 @@ class FileStats:
 
     @classmethod
     def parse(cls, raw: str | None) -> FileStats | None:
-        """Parse ``add.stats``; None when the writer recorded no stats."""
+        """Parse ``add.stats``; None when the writer recorded no stats.
+
+        Cached per stats string (the result is read-only): planning asks every file of the
+        snapshot for its stats on every command, and a long-running writer keeps its snapshot.
+        """
         if raw is None or raw == "":
             return None
+        return _parse_stats(raw)
+
+    @classmethod
+    def _parse_uncached(cls, raw: str) -> FileStats:
         try:
             obj = json.loads(raw)
         except json.JSONDecodeError as exc:
@@ -54,11 +64,16 @@ class FileStats:
         tight = obj.get("tightBounds")
         return cls(
             num_records=None if num is None else int(num),
-            min_values=dict(obj.get("minValues") or {}),
-            max_values=dict(obj.get("maxValues") or {}),
-            null_count=dict(obj.get("nullCount") or {}),
+            min_values=MappingProxyType(dict(obj.get("minValues") or {})),
+            max_values=MappingProxyType(dict(obj.get("maxValues") or {})),
+            null_count=MappingProxyType(dict(obj.get("nullCount") or {})),
             tight_bounds=None if tight is None else bool(tight),
         )
+
+
+@lru_cache(maxsize=65536)
+def _parse_stats(raw: str) -> FileStats:
+    return FileStats._parse_uncached(raw)
 
 
 def stats_for_dv_file(raw_stats: str | None) -> str | None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -301,9 +301,10 @@ def execute_local_merge(
     _check_local(plan, clauses, residual, snapshot.schema)
 
     derived = None if by_source else _derive_target_predicate(req.source, keys, snapshot.schema)
-    ctx = open_dml(
-        snapshot, "MERGE", req.options, derived, operation_parameters(condition, clauses), row_level_safe(clauses)
-    )
+    # The in-process runner reports every target row that joined (TargetResult.matched_rows), so
+    # any MERGE it runs can be judged row by row; other runners only a MERGE retiring all of them.
+    row_level = target_runner is None or row_level_safe(clauses)
+    ctx = open_dml(snapshot, "MERGE", req.options, derived, operation_parameters(condition, clauses), row_level)
     ctx.started = started  # executionTimeMs covers binding too, as on Spark
     if ctx.repeat:
         return ctx.skip_repeat(merge_metrics(clauses, {}, False, 0, RowRetirement(), [], ctx.plan, 0, 0, "none"))
@@ -335,6 +336,8 @@ class TargetSide:
     counts: dict[int, int]  # clause id -> rows that took it
     retire: dict[int, np.ndarray]  # index into the files' matches -> row indexes to retire (unique)
     matched_sources: np.ndarray  # SOURCE_IDs that matched some target row
+    # index into the files' matches -> row indexes that joined a source row (retired or not)
+    matched_rows: dict[int, np.ndarray] = field(default_factory=dict)
 
 
 @dataclass
@@ -346,6 +349,9 @@ class TargetResult:
     retired: RowRetirement
     written: list[AddFile]  # files the runner already wrote (new rows, rewritten survivors)
     pending: list[pa.Table]  # rows still to write, with the inserts
+    # data file path -> target rows that joined a source row and were not retired; None: the
+    # runner does not report them (then only a MERGE retiring every matched row is row-level)
+    kept_rows: dict[str, np.ndarray] | None = None
 
 
 # How the target side runs: in this process (``run_target_locally``) or, for the Spark executor,
@@ -416,6 +422,10 @@ def merge_target_side(matches: Sequence[FileMatch], src: pa.Table, job: TargetJo
             )
 
     side = TargetSide([], {}, {}, np.unique(pairs.column(SOURCE_ID).to_numpy()) if pairs.num_rows else np.empty(0, np.int64))
+    if pairs.num_rows:
+        pair_files = pairs.column(FILE_ID).to_numpy()
+        pair_rows = pairs.column(ROW_ID).to_numpy()
+        side.matched_rows = {int(f): np.unique(pair_rows[pair_files == f]) for f in np.unique(pair_files)}
     retire: dict[int, list[np.ndarray]] = {}
 
     def retire_rows(table: pa.Table, ids: np.ndarray, retiring: set[int]) -> None:
@@ -446,6 +456,15 @@ def merge_target_side(matches: Sequence[FileMatch], src: pa.Table, job: TargetJo
     return side
 
 
+def _record_kept_rows(ctx: DmlContext, target: TargetResult) -> None:
+    """Tell the transaction which matched target rows the MERGE leaves in place: their presence
+    decided that their source rows are not inserted, so a concurrent delete of one of them is a
+    conflict, not something to rebase over (commit/rebase.py)."""
+    for path, rows in (target.kept_rows or {}).items():
+        if len(rows):
+            ctx.transaction.record_kept_rows(path, rows.tolist())
+
+
 def run_target_locally(executor: LocalExecutor) -> TargetRunner:
     """The embedded executor's target side: every candidate file in this process."""
 
@@ -461,7 +480,11 @@ def run_target_locally(executor: LocalExecutor) -> TargetRunner:
                 to_retire.append(FileMatch(m.add, m.physical_rows, m.previously_deleted, rows))
             retired = executor.retire_matches(ctx, to_retire, started)
         survivors = [executor.surviving_rows(ctx, add) for add in retired.files_to_rewrite]
-        return TargetResult(side.counts, side.matched_sources, retired, [], side.outputs + survivors)
+        kept = {
+            matches[f].add.path: np.setdiff1d(rows, side.retire.get(f, np.empty(0, np.int64)), assume_unique=True)
+            for f, rows in side.matched_rows.items()
+        }
+        return TargetResult(side.counts, side.matched_sources, retired, [], side.outputs + survivors, kept)
 
     return run
 
@@ -490,6 +513,7 @@ def _run(
     job = TargetJob(schema, plan, tuple(keys), residual, matched_clauses, by_source, check_duplicates)
     changes = MergeChanges(plan.target, schema, (FILE_ID, ROW_ID)) if writes_change_data(ctx.snapshot) and not insert_only else None
     target = runner(ctx, src, job, changes)
+    _record_kept_rows(ctx, target)
     counts = dict(target.counts)
     pending = list(target.pending)
     if insert_clauses:

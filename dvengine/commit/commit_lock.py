@@ -1,0 +1,95 @@
+"""A host-local turnstile for the commit attempts of writers on one local table.
+
+Correctness never depends on it: the commit file is still created with put-if-absent
+(``os.link``), so a writer that runs without the lock (another host, Delta Spark, a lock that
+timed out) can only lose races, never corrupt the log. What the lock removes is *wasted work*.
+Without it, every writer that planned against version ``v`` writes, fsyncs and links its own
+``v+1.json``; one link wins and the others have paid an fsync (~2 ms here, 15 ms when the disk
+is busy) for nothing, then race for ``v+2`` the same way. Measured with 8 processes doing
+single-row DML on one file (benchmarks/results/contention): about half of all lost races were
+lost *after* the loser's fsync. With the lock, dvengine writers on one host take turns at the
+commit step only (reading the winners, rebasing, writing the commit); planning and scanning
+stay parallel. Delta's own ``LocalLogStore`` likewise serializes its local commits (with a
+JVM lock, there for atomicity of its rename).
+
+The lock is ``flock`` on a file in the temp folder named after the ``_delta_log`` folder's
+device and inode, so every path spelling (symlinks, bind mounts) of one table shares it and
+nothing is added to the table. Waiting is bounded: after ``timeout_s`` the writer goes ahead
+unlocked (a holder stopped in a debugger must not stall other writers), and a lock that cannot
+be taken at all (no ``flock``, an unwritable temp folder) is simply skipped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import tempfile
+import time
+from collections.abc import Iterator
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: no flock, commits run unlocked
+    fcntl = None  # type: ignore[assignment]
+
+_LOG = logging.getLogger(__name__)
+
+DEFAULT_TIMEOUT_S = 2.0
+_POLL_START_S = 0.0002
+_POLL_CAP_S = 0.002
+
+
+def lock_path(log_folder: str) -> str | None:
+    """The lock file for a table's ``_delta_log`` folder, or None when the folder does not exist
+    yet (a table being created: there is nobody to take turns with)."""
+    try:
+        st = os.stat(log_folder)
+    except OSError:
+        return None
+    return os.path.join(tempfile.gettempdir(), "dvengine-commit-locks", f"{st.st_dev}-{st.st_ino}.lock")
+
+
+@contextlib.contextmanager
+def commit_turn(log_folder: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> Iterator[bool]:
+    """Hold the table's commit turn while the block runs; yields whether the lock is held."""
+    path = None if fcntl is None else lock_path(log_folder)
+    fd = _open(path) if path is not None else None
+    if fd is None:
+        yield False
+        return
+    try:
+        held = _acquire(fd, timeout_s)
+        if not held:
+            _LOG.debug("commit lock %s not acquired within %.1f s; committing without it", path, timeout_s)
+        yield held
+    finally:
+        os.close(fd)  # closing releases the flock
+
+
+def _open(path: str) -> int | None:
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        return os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    except OSError:
+        return None
+
+
+def _acquire(fd: int, timeout_s: float) -> bool:
+    """Poll with a short, growing sleep: a turn lasts about one fsync, so waiters are served
+    within milliseconds, and the deadline keeps a stuck holder from blocking anyone."""
+    assert fcntl is not None
+    deadline = time.monotonic() + timeout_s
+    pause = _POLL_START_S
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            pass
+        except OSError:
+            return False  # the file system refuses locks (some network mounts): go ahead unlocked
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(pause)
+        pause = min(_POLL_CAP_S, pause * 2)
