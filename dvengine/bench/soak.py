@@ -261,8 +261,8 @@ def _profiled_round(c: Contender, source: pa.Table, doomed: list[int]) -> str:
     is still recorded, and is a little higher than a threaded round's."""
     import dvengine.engine.local.executor as local_executor
 
-    threaded = local_executor._parallel
-    local_executor._parallel = lambda function, items: [function(item) for item in items]
+    threaded = local_executor.parallel_map
+    local_executor.parallel_map = lambda function, items: [function(item) for item in items]
     prof = cProfile.Profile()
     try:
         prof.enable()
@@ -271,7 +271,7 @@ def _profiled_round(c: Contender, source: pa.Table, doomed: list[int]) -> str:
             c.delete(doomed)
         prof.disable()
     finally:
-        local_executor._parallel = threaded
+        local_executor.parallel_map = threaded
     buf = io.StringIO()
     stats = pstats.Stats(prof, stream=buf)
     stats.sort_stats("cumulative").print_stats(45)

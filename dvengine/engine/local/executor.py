@@ -78,7 +78,8 @@ def _num_threads() -> int:
     return max(1, min(8, os.cpu_count() or 1))
 
 
-def _parallel(function: Callable[[T], R], items: Sequence[T]) -> list[R]:
+def parallel_map(function: Callable[[T], R], items: Sequence[T]) -> list[R]:
+    """``function`` over ``items`` on the executor's thread pool (pyarrow releases the GIL)."""
     if len(items) <= 1:
         return [function(item) for item in items]
     with ThreadPoolExecutor(max_workers=min(len(items), _num_threads())) as pool:
@@ -106,6 +107,28 @@ def matching_positions(table: pa.Table, predicate: BoundPredicate) -> np.ndarray
     return np.asarray(hits.to_numpy(), dtype=np.int64)
 
 
+def physical_file(snapshot: Snapshot, add: AddFile) -> FileMatch:
+    """Every physical row of one file, deleted ones included: ``matched`` is every position and
+    ``rows`` the (cached) columns themselves, not a copy; ``previously_deleted`` says which rows
+    are dead. For a caller that drops dead rows itself after narrowing the rows down (MERGE
+    joins first and then drops pairs on dead rows): copying the live 99 % of every candidate
+    file to leave the dead 1 % out cost MERGE ~60 ms a round on 5M rows / 10 files."""
+    physical, table = cached_columns(snapshot, add, None, lambda: _read(snapshot, add, None))
+    table = with_stable_ids(snapshot, add, table)  # rows a MERGE copies or updates keep their stable ids
+    return FileMatch(add, physical, _deletion_vector(snapshot, add, physical), np.arange(physical, dtype=np.int64), table)
+
+
+def _read(snapshot: Snapshot, add: AddFile, columns: list[str] | None) -> tuple[int, pa.Table]:
+    parquet = open_data_file(snapshot, add)
+    return parquet.metadata.num_rows, read_physical_rows(snapshot, add, columns, parquet)
+
+
+def _deletion_vector(snapshot: Snapshot, add: AddFile, physical: int) -> BitMap64:
+    if add.deletion_vector is None:
+        return BitMap64()
+    return load_deletion_vector(snapshot.table_root, add.deletion_vector, num_records=physical)
+
+
 def match_file(snapshot: Snapshot, add: AddFile, predicate: BoundPredicate | None, all_columns: bool) -> FileMatch:
     """The live rows of one file where ``predicate`` is TRUE (all live rows when None); with
     ``all_columns`` the matched rows themselves too. Needs only the snapshot's table root, schema
@@ -113,16 +136,10 @@ def match_file(snapshot: Snapshot, add: AddFile, predicate: BoundPredicate | Non
     columns: Iterable[str] | None = None if all_columns else (predicate.columns if predicate is not None else ())
     wanted = None if columns is None else sorted(columns)
 
-    def read() -> tuple[int, pa.Table]:
-        parquet = open_data_file(snapshot, add)
-        return parquet.metadata.num_rows, read_physical_rows(snapshot, add, wanted, parquet)
-
-    physical, table = cached_columns(snapshot, add, wanted, read)
+    physical, table = cached_columns(snapshot, add, wanted, lambda: _read(snapshot, add, wanted))
     if all_columns:
         table = with_stable_ids(snapshot, add, table)  # rows copied or updated keep their stable ids
-    previously = BitMap64()
-    if add.deletion_vector is not None:
-        previously = load_deletion_vector(snapshot.table_root, add.deletion_vector, num_records=physical)
+    previously = _deletion_vector(snapshot, add, physical)
     if predicate is None:
         positions = np.arange(physical, dtype=np.int64)
     else:
@@ -232,9 +249,13 @@ class LocalExecutor:
     def _matches(self, ctx: DmlContext, files: Sequence[AddFile], predicate: BoundPredicate | None, all_columns: bool) -> list[FileMatch]:
         cached: dict[str, FileMatch] = ctx.engine_state.setdefault(_STATE_MATCHES, {})
         missing = [add for add in files if add.path not in cached or (all_columns and cached[add.path].rows is None)]
-        for match in _parallel(lambda add: self._match_file(ctx, add, predicate, all_columns), missing):
+        for match in parallel_map(lambda add: self._match_file(ctx, add, predicate, all_columns), missing):
             cached[match.add.path] = match
         return [cached[add.path] for add in files]
+
+    def physical_files(self, ctx: DmlContext, files: Sequence[AddFile]) -> list[FileMatch]:
+        """``physical_file`` of each file, on the thread pool (nothing cached in the context)."""
+        return parallel_map(lambda add: physical_file(ctx.snapshot, add), files)
 
     # --- retiring rows ---------------------------------------------------------------------------
 
@@ -296,7 +317,7 @@ class LocalExecutor:
         return WrittenRows.of(files, started)
 
     def write_survivors(self, ctx: DmlContext, files: Sequence[AddFile], predicate: BoundPredicate) -> WrittenRows:
-        return self.write_tables(ctx, _parallel(lambda add: self.surviving_rows(ctx, add), list(files)), check=False)
+        return self.write_tables(ctx, parallel_map(lambda add: self.surviving_rows(ctx, add), list(files)), check=False)
 
     # --- UPDATE ----------------------------------------------------------------------------------
 
@@ -318,7 +339,7 @@ class LocalExecutor:
     ) -> WrittenRows:
         updated: dict[str, pa.Table] = ctx.engine_state.get(_STATE_UPDATED, {})
         tables = list(updated.values())
-        tables += _parallel(lambda add: self.surviving_rows(ctx, add), list(rewrite_files))
+        tables += parallel_map(lambda add: self.surviving_rows(ctx, add), list(rewrite_files))
         return self.write_tables(ctx, tables)
 
     # --- change data feed ------------------------------------------------------------------------

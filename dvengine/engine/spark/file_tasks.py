@@ -32,7 +32,7 @@ import pyarrow as pa
 from pyroaring import BitMap64
 
 from dvengine.dv import bitmap_from_row_indexes
-from dvengine.engine.local.executor import FileMatch, match_file, new_values, surviving_rows
+from dvengine.engine.local.executor import FileMatch, match_file, new_values, physical_file, surviving_rows
 from dvengine.engine.local.merge import TargetJob, merge_target_side
 from dvengine.engine.spark.dv_job import FileOutcome
 from dvengine.engine.spark.paths import spark_file_uri
@@ -144,7 +144,7 @@ def run_merge_tasks(ctx: MergeTasksContext) -> Callable[[Iterator[pa.RecordBatch
         counts: dict[int, int] = {}
         matched_sources: list[np.ndarray] = []
         for group in _task_groups(batches, ctx.groups):
-            matches = [match_file(ctx.snapshot, add, None, all_columns=True) for add in group]
+            matches = [physical_file(ctx.snapshot, add) for add in group]
             side = merge_target_side(matches, ctx.source, ctx.job, None)
             for clause, n in side.counts.items():
                 counts[clause] = counts.get(clause, 0) + n
