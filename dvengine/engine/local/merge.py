@@ -471,7 +471,7 @@ def _join_pairs(matches: Sequence[FileMatch], src: pa.Table, job: TargetJob) -> 
         target = matches[0].rows.slice(0, 0)
     else:
         target = pa.schema([pa.field(f.name, to_arrow_type(f.type)) for f in job.schema.fields]).empty_table()
-    target = target.rename_columns([job.plan.target[name] for name in target.column_names])
+    target = target.rename_columns([name if name in INTERNAL_COLUMNS else job.plan.target[name] for name in target.column_names])
     target = target.append_column(FILE_ID, pa.array(np.concatenate(file_ids) if file_ids else np.empty(0, np.int32), pa.int32()))
     target = target.append_column(ROW_ID, pa.array(np.concatenate(row_ids) if row_ids else np.empty(0, np.int64), pa.int64()))
     source_side = joined.select([n for n in joined.column_names if n not in left.column_names]).take(pa.array(order[keep]))
