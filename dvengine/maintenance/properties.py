@@ -18,6 +18,7 @@ from dvengine.commit import in_commit_timestamps
 from dvengine.commit.transaction import Transaction
 from dvengine.errors import InvalidArgumentError, UnsupportedFeatureError
 from dvengine.log import Snapshot, load_snapshot
+from dvengine.protocol import type_widening
 from dvengine.protocol.actions import Metadata, Protocol
 from dvengine.protocol.features import (
     ENABLE_CHANGE_DATA_FEED,
@@ -49,6 +50,7 @@ def set_table_properties(table_root: str, properties: Mapping[str, str]) -> int:
     if configuration.get(ENABLE_DELETION_VECTORS, "false").lower() == "true":
         protocol = with_deletion_vectors(protocol)
     protocol = in_commit_timestamps.protocol_for(protocol, configuration)  # the commit records its enablement
+    protocol = type_widening.protocol_for(protocol, configuration)
     return _commit(snapshot, configuration, protocol, "SET TBLPROPERTIES", {"properties": dict(properties)})
 
 

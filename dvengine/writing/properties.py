@@ -42,6 +42,7 @@ _VALIDATORS: dict[str, Callable[[str, str], None]] = {
     "delta.enableDeletionVectors": _boolean,
     "delta.appendOnly": _boolean,
     "delta.enableChangeDataFeed": _boolean,
+    "delta.enableTypeWidening": _boolean,
     "delta.autoOptimize.autoCompact": _boolean,  # auto compaction (maintenance/auto_compact.py)
     "delta.autoOptimize": _boolean,  # its deprecated predecessor, still honoured
     "delta.enableRowLevelConcurrency": _boolean,

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 
 from dvengine.commit import in_commit_timestamps
 from dvengine.errors import InvalidArgumentError, SchemaMismatchError, SchemaViolationError, UnsupportedFeatureError
+from dvengine.protocol import type_widening
 from dvengine.protocol.actions import Protocol
 from dvengine.protocol.features import DELETION_VECTORS, ENABLE_CHANGE_DATA_FEED, TIMESTAMP_NTZ, with_change_data_feed
 from dvengine.protocol.schema import ArrayType, DataType, DecimalType, MapType, PrimitiveType, StructType
@@ -180,7 +181,8 @@ def new_table_protocol(schema: StructType, configuration: Mapping[str, str]) -> 
         protocol = Protocol(3, 7, features, writers)
     if configuration.get(ENABLE_CHANGE_DATA_FEED, "false").lower() == "true":
         protocol = with_change_data_feed(protocol)
-    return in_commit_timestamps.protocol_for(protocol, configuration)
+    protocol = in_commit_timestamps.protocol_for(protocol, configuration)
+    return type_widening.protocol_for(protocol, configuration)  # delta.enableTypeWidening=true adds the feature
 
 
 def check_new_table_configuration(configuration: Mapping[str, str]) -> None:
