@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dvengine.commit import in_commit_timestamps
 from dvengine.commit.transaction import Transaction
 from dvengine.errors import InvalidArgumentError, UnsupportedFeatureError
-from dvengine.log import Snapshot, load_snapshot
+from dvengine.log import Snapshot, checkpoint_v2, load_snapshot
 from dvengine.protocol import type_widening
 from dvengine.protocol.actions import Metadata, Protocol
 from dvengine.protocol.features import (
@@ -51,6 +51,7 @@ def set_table_properties(table_root: str, properties: Mapping[str, str]) -> int:
         protocol = with_deletion_vectors(protocol)
     protocol = in_commit_timestamps.protocol_for(protocol, configuration)  # the commit records its enablement
     protocol = type_widening.protocol_for(protocol, configuration)
+    protocol = checkpoint_v2.protocol_for_policy(protocol, configuration)
     return _commit(snapshot, configuration, protocol, "SET TBLPROPERTIES", {"properties": dict(properties)})
 
 

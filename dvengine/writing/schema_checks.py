@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 
 from dvengine.commit import in_commit_timestamps
 from dvengine.errors import InvalidArgumentError, SchemaMismatchError, SchemaViolationError, UnsupportedFeatureError
+from dvengine.log import checkpoint_v2
 from dvengine.protocol import type_widening
 from dvengine.protocol.actions import Protocol
 from dvengine.protocol.features import DELETION_VECTORS, ENABLE_CHANGE_DATA_FEED, TIMESTAMP_NTZ, with_change_data_feed
@@ -182,6 +183,7 @@ def new_table_protocol(schema: StructType, configuration: Mapping[str, str]) -> 
     if configuration.get(ENABLE_CHANGE_DATA_FEED, "false").lower() == "true":
         protocol = with_change_data_feed(protocol)
     protocol = in_commit_timestamps.protocol_for(protocol, configuration)
+    protocol = checkpoint_v2.protocol_for_policy(protocol, configuration)  # delta.checkpointPolicy=v2
     return type_widening.protocol_for(protocol, configuration)  # delta.enableTypeWidening=true adds the feature
 
 
