@@ -25,11 +25,14 @@ from interop import rows_arrow, rows_duckdb, rows_spark, sort_rows
 
 import dvengine
 from dvengine import DeltaTable
-from dvengine.errors import SchemaMismatchError, UnsupportedFeatureError
+from dvengine.errors import InvalidArgumentError, OperationNotAllowedError, SchemaMismatchError, UnsupportedFeatureError
 from dvengine.log import load_snapshot
+from dvengine.maintenance.column_type import change_column_type
 from dvengine.maintenance.properties import set_table_properties
 from dvengine.protocol.schema import DecimalType, PrimitiveType
 from dvengine.protocol.type_widening import is_supported_for_schema_evolution, is_type_change_supported
+from dvengine.sqlcmd.parse import parse_sql
+from dvengine.sqlcmd.statements import AlterColumnTypeStatement
 
 COLUMNS = ["id", "s", "f", "d", "day"]
 P = PrimitiveType
@@ -247,6 +250,11 @@ def test_spark_reads_and_changes_a_widened_table(spark: Any, tmp_path: Path) -> 
     assert _field_changes(root)["s"][0] == "long"
     _readers(root, model)
     assert rows_spark(spark, root, COLUMNS) == sort_rows(model)
+    dvengine.sql(spark, f"ALTER TABLE delta.`{root}` CHANGE COLUMN d TYPE DECIMAL(14, 4)")
+    assert _field_changes(root)["d"][0] == "decimal(14,4)"
+    model = [(*r[:3], None if r[3] is None else Decimal(r[3]).quantize(Decimal("0.0001")), r[4]) for r in model]
+    assert rows_spark(spark, root, COLUMNS) == sort_rows(model)
+    _readers(root, model)
 
 
 # --- enabling, and the reader check --------------------------------------------------------------------
@@ -277,3 +285,91 @@ def test_a_type_change_outside_the_protocol_is_refused_on_read(tmp_path: Path) -
     _commit(Path(root), 2, [{"commitInfo": {"timestamp": 1}}, metadata])
     with pytest.raises(UnsupportedFeatureError, match="'id'.*integer -> string"):
         load_snapshot(root)
+
+
+# --- ALTER TABLE ... ALTER COLUMN ... TYPE ----------------------------------------------------------
+
+
+def test_alter_column_type_applies_the_changes_schema_evolution_does_not(tmp_path: Path) -> None:
+    root = _delta_spark_table(tmp_path / "t")
+    change_column_type(root, "id", "DOUBLE")  # integer -> double: ALTER only
+    change_column_type(root, "s", "DECIMAL(12, 2)")  # short -> decimal(10 + 2, 2)
+    change_column_type(root, "`day`", "TIMESTAMP_NTZ")
+    changes = _field_changes(root)
+    assert changes["id"] == ("double", [{"fromType": "integer", "toType": "double"}])
+    assert changes["s"] == ("decimal(12,2)", [{"fromType": "short", "toType": "decimal(12,2)"}])
+    assert changes["day"] == ("timestamp_ntz", [{"fromType": "date", "toType": "timestamp_ntz"}])
+    history = DeltaTable.forPath(None, root).history()
+    assert [h["operation"] for h in history[:3]] == ["CHANGE COLUMN"] * 3  # type: ignore[index]
+    model = [(float(r[0]), None if r[1] is None else Decimal(r[1]).quantize(Decimal("0.01")), *r[2:]) for r in MODEL0]
+    _readers(root, model)
+    DeltaTable.forPath(None, root).delete("id = 2.0", mode="dv")
+    _readers(root, [r for r in model if r[0] != 2.0])
+
+
+@pytest.mark.parametrize(
+    ("column", "type_text", "error", "why"),
+    [
+        ("id", "SMALLINT", SchemaMismatchError, "integer -> short is not a widening"),
+        ("d", "DECIMAL(5,3)", SchemaMismatchError, r"decimal\(5,2\) -> decimal\(5,3\)"),
+        ("f", "STRING", SchemaMismatchError, "float -> string"),
+        ("nope", "BIGINT", InvalidArgumentError, "no column 'nope'"),
+    ],
+)
+def test_alter_column_type_refusals(tmp_path: Path, column: str, type_text: str, error: type[Exception], why: str) -> None:
+    root = _delta_spark_table(tmp_path / "t")
+    before = sorted(str(f) for f in Path(root).rglob("*"))
+    with pytest.raises(error, match=why):
+        change_column_type(root, column, type_text)
+    assert sorted(str(f) for f in Path(root).rglob("*")) == before
+
+
+def test_alter_column_type_needs_the_property_and_leaves_dependent_columns(tmp_path: Path) -> None:
+    root = _delta_spark_table(tmp_path / "off", enabled=False)
+    with pytest.raises(OperationNotAllowedError, match="delta.enableTypeWidening=true"):
+        change_column_type(root, "id", "BIGINT")
+    root = _delta_spark_table(tmp_path / "c")
+    set_table_properties(root, {"delta.constraints.positive": "id > 0"})
+    with pytest.raises(OperationNotAllowedError, match="constraint positive"):
+        change_column_type(root, "id", "BIGINT")
+    change_column_type(root, "s", "INT")  # a column no constraint reads
+    part = str(tmp_path / "p")
+    dvengine.write(pa.table({"k": pa.array([1], pa.int32()), "v": pa.array([1], pa.int32())}), part, partitionBy=["k"],
+                   configuration={"delta.enableTypeWidening": "true"})
+    with pytest.raises(UnsupportedFeatureError, match="partition column"):
+        change_column_type(part, "k", "BIGINT")
+
+
+def test_alter_column_type_sql_forms_parse() -> None:
+    for text in ("ALTER TABLE delta.`/t` ALTER COLUMN a.b TYPE DECIMAL(12, 2)",
+                 "ALTER TABLE t CHANGE COLUMN a.b TYPE DECIMAL(12, 2)", "alter table t change a.b type decimal(12, 2)"):
+        [stmt] = parse_sql(text)
+        assert isinstance(stmt, AlterColumnTypeStatement), text
+        assert (stmt.column, stmt.data_type.upper()) == ("a.b", "DECIMAL(12, 2)")
+
+
+# --- nested fields ---------------------------------------------------------------------------------
+
+
+def test_nested_fields_record_their_changes_where_the_protocol_says(tmp_path: Path) -> None:
+    root = str(tmp_path / "n")
+    first = pa.table({"id": pa.array([1], pa.int64()),
+                      "st": pa.array([{"x": 1}], pa.struct([("x", pa.int16())])),
+                      "arr": pa.array([[1, 2]], pa.list_(pa.int32())),
+                      "m": pa.array([[("a", 1.5)]], pa.map_(pa.string(), pa.float32()))})
+    dvengine.write(first, root, configuration={"delta.enableTypeWidening": "true"})
+    wider = pa.table({"id": pa.array([2], pa.int64()),
+                      "st": pa.array([{"x": 70000}], pa.struct([("x", pa.int32())])),
+                      "arr": pa.array([[2**40]], pa.list_(pa.int64())),
+                      "m": pa.array([[("b", 0.1)]], pa.map_(pa.string(), pa.float64()))})
+    dvengine.write(wider, root, mode="append", mergeSchema=True)
+    schema = json.loads(load_snapshot(root).metadata.schema_string)
+    fields = {f["name"]: f for f in schema["fields"]}
+    assert fields["st"]["metadata"] == {}  # the struct's own field x carries its change
+    assert fields["st"]["type"]["fields"][0]["metadata"]["delta.typeChanges"] == [{"fromType": "short", "toType": "integer"}]
+    assert fields["arr"]["metadata"]["delta.typeChanges"] == [{"fromType": "integer", "toType": "long", "fieldPath": "element"}]
+    assert fields["m"]["metadata"]["delta.typeChanges"] == [{"fromType": "float", "toType": "double", "fieldPath": "value"}]
+    got = sorted(DeltaTable.forPath(None, root).toArrow().to_pylist(), key=lambda r: r["id"])
+    assert [(r["st"]["x"], r["arr"], dict(r["m"])) for r in got] == [(1, [1, 2], {"a": 1.5}), (70000, [2**40], {"b": 0.1})]
+    duck = sorted(rows_duckdb(root, ["id", "st", "arr"]))
+    assert duck == [(1, {"x": 1}, [1, 2]), (2, {"x": 70000}, [2**40])]
