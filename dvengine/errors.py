@@ -82,13 +82,6 @@ class UnsupportedFeatureError(DvengineError):
     """The table needs a reader or writer feature dvengine does not implement."""
 
 
-class SparkCatalogRouteError(UnsupportedFeatureError, AnalysisError):
-    """A Delta table reached through Spark's own catalog or SQL (``saveAsTable(..., format="delta")``)
-    that dvengine cannot serve inside Spark without Delta's jar; the message names the dvengine route
-    (``dvengine.sql`` / ``DeltaTable.createIfNotExists``). Also an AnalysisException, like Spark's
-    DATA_SOURCE_NOT_FOUND it replaces."""
-
-
 class UnsupportedStorageError(UnsupportedFeatureError):
     """The table path names a storage system dvengine has no LogStore for (``s3a://``, ``abfss://``, ...).
 

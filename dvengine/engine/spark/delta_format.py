@@ -18,8 +18,9 @@ JVM reader/writer is ``delta`` *and* the session was registered (conf key
 other formats and unregistered sessions behave exactly as before. Everything the user set
 (format, options, mode, partitionBy, bucketing) is read back from the JVM builder, where it
 lives (Spark 4 exposes those fields as accessors), so ``mode(...)`` before ``format(...)`` and
-the keyword forms of ``load``/``save`` all work. Not covered: Scala/Java and SQL callers, Spark
-Connect clients, ``saveAsTable``, streaming (``readStream``/``writeStream``).
+the keyword forms of ``load``/``save`` all work. ``saveAsTable`` and ``spark.table`` are served
+on dvengine's catalog by :mod:`dvengine.engine.spark.catalog_routes`. Not covered: Scala/Java
+and SQL callers, Spark Connect clients, streaming (``readStream``/``writeStream``).
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from dvengine.commands.source_options import ReadRequest, WriteRequest, parse_re
 from dvengine.engine.spark.changes import changes_frame
 from dvengine.engine.spark.reader import read_snapshot_df
 from dvengine.engine.spark.write_api import write as write_table
-from dvengine.errors import InvalidArgumentError, SparkCatalogRouteError, UnsupportedFeatureError
+from dvengine.errors import InvalidArgumentError, UnsupportedFeatureError
 from dvengine.log import load_snapshot, table_exists
 from dvengine.storage import normalize_table_path
 
@@ -176,44 +177,16 @@ def _save(
     _ORIGINALS["save"](self, path)
 
 
-def _save_as_table(
-    self: DataFrameWriter,
-    name: str,
-    format: str | None = None,
-    mode: str | None = None,
-    partitionBy: Any = None,
-    **options: Any,
-) -> None:
-    """``saveAsTable`` with format delta on a registered session: a typed error naming the route.
-
-    Spark resolves ``saveAsTable`` in the JVM (``DataSource.lookupDataSource("delta")``), where no
-    Delta source exists without Delta's jar: users got a raw Py4JJavaError (DATA_SOURCE_NOT_FOUND).
-    Other formats and unregistered sessions go to PySpark unchanged.
-    """
-    if format is not None:
-        self.format(format)
-    if _is_delta(self._jwrite) and is_registered(self._spark):
-        raise SparkCatalogRouteError(
-            f"saveAsTable({name!r}) with format 'delta' runs inside Spark's catalog, which has no Delta source without "
-            "Delta's jar; create and write the table through dvengine instead: "
-            f"DeltaTable.createIfNotExists(spark).tableName({name!r}).addColumns(df.schema).execute() then "
-            f"dvengine.write(df, DeltaTable.forName(spark, {name!r}).detail().first().location, mode=...), or "
-            f"dvengine.sql(spark, 'CREATE TABLE {name} (...) USING delta'); read it with DeltaTable.forName(spark, {name!r}).toDF() "
-            "(spark.table / spark.sql on the name cannot see dvengine's catalog)"
-        )
-    _ORIGINALS["saveAsTable"](self, name, None, mode, partitionBy, **options)
-
-
 # --- registration -----------------------------------------------------------------------------------
 
 
 def install_hooks() -> None:
-    """Wrap PySpark's load/save (and saveAsTable, to refuse Delta there with a typed error) once per
-    process (idempotent); unregistered sessions are untouched."""
+    """Wrap PySpark's load/save once per process (idempotent), and saveAsTable / table
+    (:mod:`dvengine.engine.spark.catalog_routes`); unregistered sessions are untouched."""
+    from dvengine.engine.spark.catalog_routes import install_catalog_hooks  # it builds on this module
+
     wrap_load_and_save(_ORIGINALS, DataFrameReader, DataFrameWriter, _load, _save)
-    if "saveAsTable" not in _ORIGINALS:
-        _ORIGINALS["saveAsTable"] = DataFrameWriter.saveAsTable
-        DataFrameWriter.saveAsTable = _save_as_table  # type: ignore[method-assign]
+    install_catalog_hooks()
 
 
 def wrap_load_and_save(
