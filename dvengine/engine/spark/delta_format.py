@@ -181,12 +181,10 @@ def _save(
 
 
 def install_hooks() -> None:
-    """Wrap PySpark's load/save once per process (idempotent), and saveAsTable / table
-    (:mod:`dvengine.engine.spark.catalog_routes`); unregistered sessions are untouched."""
-    from dvengine.engine.spark.catalog_routes import install_catalog_hooks  # it builds on this module
-
+    """Wrap PySpark's load/save once per process (idempotent); unregistered sessions are untouched.
+    (``session.register`` / ``configure_spark_with_dvengine`` also install
+    :mod:`dvengine.engine.spark.catalog_routes`, which builds on this module.)"""
     wrap_load_and_save(_ORIGINALS, DataFrameReader, DataFrameWriter, _load, _save)
-    install_catalog_hooks()
 
 
 def wrap_load_and_save(
