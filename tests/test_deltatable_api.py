@@ -367,7 +367,8 @@ def test_isDeltaTable(tc: Case) -> None:
 
 def _verify_table_schema(tc: Case, table: DeltaTable, cols: list[str], types: list[Any], nullables: set[str],
                          comments: dict[str, str] | None = None, properties: dict[str, str] | None = None,
-                         partitioning: list[str] | None = None, comment: str | None = None) -> None:
+                         partitioning: list[str] | None = None, comment: str | None = None,
+                         clustering: list[str] | None = None) -> None:
     # toDF() carries no column comments yet (dvengine's reader drops field metadata): names, types and
     # nullability are checked on it, comments on the log through delta-rs below.
     got = [(f.name, f.dataType, f.nullable) for f in table.toDF().schema.fields]
@@ -376,7 +377,7 @@ def _verify_table_schema(tc: Case, table: DeltaTable, cols: list[str], types: li
     assert row.format == "delta"
     assert row.description == comment
     assert sorted(row.partitionColumns) == sorted(partitioning or [])
-    assert sorted(row.clusteringColumns) == []
+    assert sorted(row.clusteringColumns) == sorted(clustering or [])
     for key, value in (properties or {}).items():
         assert row.properties[key] == value
     # an independent reader sees the same definition
@@ -414,6 +415,52 @@ def test_create_table_with_existing_schema(tc: Case) -> None:
         .addColumn("value2", dataType="int").partitionedBy("value2", "value").execute()
     _verify_table_schema(tc, t2, ["key", "value", "value2"], [StringType(), LongType(), IntegerType()],
                          {"key", "value", "value2"}, partitioning=["value", "value2"])
+
+
+def test_create_replace_table_with_cluster_by(tc: Case) -> None:
+    from pyspark.sql.types import IntegerType, LongType, StringType
+
+    df = tc.spark.createDataFrame([("a", 1), ("b", 2), ("c", 3)], ["key", "value"])
+    name = tc.table_name()
+    t = DeltaTable.create(tc.spark).tableName(name).addColumns(df.schema.fields) \
+        .addColumn("value2", dataType="int").clusterBy("value2", "value").execute()
+    _verify_table_schema(tc, t, ["key", "value", "value2"], [StringType(), LongType(), IntegerType()],
+                         {"key", "value", "value2"}, clustering=["value2", "value"], partitioning=[])
+    t = DeltaTable.replace(tc.spark).tableName(name).addColumns(df.schema.fields) \
+        .addColumn("value2", dataType="int").clusterBy("value2", "value").execute()
+    _verify_table_schema(tc, t, ["key", "value", "value2"], [StringType(), LongType(), IntegerType()],
+                         {"key", "value", "value2"}, clustering=["value2", "value"], partitioning=[])
+
+
+def _table_with_cluster_by(tc: Case, name: str, builder: Any, set_cluster_by: Any, expected: list[str]) -> None:
+    """delta-spark's __test_table_with_cluster_by."""
+    from pyspark.sql.types import IntegerType, LongType, StringType
+
+    df = tc.spark.createDataFrame([("a", 1), ("b", 2), ("c", 3)], ["key", "value"])
+    builder = builder.tableName(name).addColumns(df.schema).addColumn("value2", dataType="int")
+    set_cluster_by(builder)
+    t = builder.execute()
+    _verify_table_schema(tc, t, ["key", "value", "value2"], [StringType(), LongType(), IntegerType()],
+                         {"key", "value", "value2"}, clustering=expected)
+
+
+def test_create_table_with_cluster_by(tc: Case) -> None:
+    _table_with_cluster_by(tc, tc.table_name(), DeltaTable.create(tc.spark),
+                           lambda b: b.clusterBy(["value2", "value"]), expected=["value", "value2"])
+
+
+def test_replace_table_with_cluster_by(tc: Case) -> None:
+    name = tc.table_name()
+    dvengine.sql(tc.spark, f"CREATE TABLE {name} (c1 int) USING DELTA")  # spark.sql has no Delta source here
+    _table_with_cluster_by(tc, name, DeltaTable.replace(tc.spark),
+                           lambda b: b.clusterBy("value2", "value"), expected=["value", "value2"])
+
+
+def test_cluster_by_bad_args(tc: Case) -> None:
+    builder = DeltaTable.create(tc.spark).location(tc.tempFile)
+    for call in (lambda: builder.clusterBy(1), lambda: builder.clusterBy(1, "1"), lambda: builder.clusterBy([1])):
+        with pytest.raises(TypeError):
+            call()
 
 
 def test_create_replace_table_with_no_spark_session_passed(tc: Case) -> None:

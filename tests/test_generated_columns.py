@@ -176,7 +176,7 @@ def test_a_generation_expression_only_spark_evaluates(spark: Any, tmp_path: Path
 
 @pytest.mark.parametrize(
     "feature",
-    ["icebergCompatV1", "typeWidening"],  # clustering and domainMetadata: tests/test_clustering.py; rowTracking: tests/test_row_tracking.py
+    ["icebergCompatV1"],  # clustering and domainMetadata: tests/test_clustering.py; rowTracking: tests/test_row_tracking.py; typeWidening: tests/test_type_widening.py
 )
 def test_unimplemented_writer_features_are_refused_before_any_write(tmp_path: Path, feature: str) -> None:
     root = _delta_spark_created(tmp_path / "t")

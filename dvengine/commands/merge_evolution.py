@@ -6,7 +6,9 @@ MATCHED or NOT MATCHED clause is ``updateAll``/``insertAll``, else those named a
 targets (``set={"extra": ...}`` with ``extra`` a source column; NOT MATCHED BY SOURCE clauses
 cannot introduce columns). That schema is merged into the target's with implicit casts allowed
 (an existing column keeps its type; values are cast to it as in any MERGE), so only new columns
-are added, appended and nullable, in the MERGE's own commit. Rows the MERGE does not write read
+are added, appended and nullable, in the MERGE's own commit; on a table with type widening
+enabled a wider source type the protocol lets schema evolution apply widens the target column
+first (recorded in ``delta.typeChanges``, as Delta's ``TypeWideningMode.TypeEvolution``). Rows the MERGE does not write read
 the new columns as NULL, since their files lack them.
 
 The executors read the target through the evolved snapshot (same version and files, new
@@ -25,9 +27,10 @@ from dvengine.commands.write_schema import with_metadata
 from dvengine.commit.transaction import Transaction
 from dvengine.errors import UnsupportedFeatureError
 from dvengine.log import Snapshot
+from dvengine.protocol import type_widening
 from dvengine.protocol.actions import Metadata, Protocol
 from dvengine.protocol.features import check_writable
-from dvengine.protocol.schema import StructType
+from dvengine.protocol.schema import ArrayType, DataType, MapType, StructType
 from dvengine.writing.schema_checks import type_signature
 from dvengine.writing.schema_merge import assign_column_mapping, merge_struct, protocol_for_schema
 
@@ -52,13 +55,29 @@ def _assigned_names(clauses: Sequence[MergeClause], target_alias: str) -> set[st
 
 
 def merge_target_schema(
-    target: StructType, source: StructType, target_alias: str, clauses: Sequence[MergeClause]
+    target: StructType, source: StructType, target_alias: str, clauses: Sequence[MergeClause], widen: bool = False
 ) -> StructType:
-    """The target schema after the MERGE: target columns, then the new source columns it writes."""
+    """The target schema after the MERGE: target columns (widened to the source's type where the
+    table has type widening enabled and the change is allowed), then the new source columns it writes."""
     star = any(_writes_star(c) for c in clauses)
     assigned = _assigned_names(clauses, target_alias)
     written = StructType(tuple(f for f in source.fields if star or f.name.lower() in assigned))
-    return merge_struct(target, written, implicit_casts=True)
+    return merge_struct(target, written, implicit_casts=True, widen=widen)
+
+
+def _struct_paths(data_type: DataType, prefix: str = "") -> set[str]:
+    """Every nested struct field's path (through arrays and maps): what adding a nested field changes."""
+    if isinstance(data_type, StructType):
+        out: set[str] = set()
+        for f in data_type.fields:
+            out.add(prefix + f.name.lower())
+            out |= _struct_paths(f.type, prefix + f.name.lower() + ".")
+        return out
+    if isinstance(data_type, ArrayType):
+        return _struct_paths(data_type.element_type, prefix + "element.")
+    if isinstance(data_type, MapType):
+        return _struct_paths(data_type.key_type, prefix + "key.") | _struct_paths(data_type.value_type, prefix + "value.")
+    return set()
 
 
 @dataclass(frozen=True)
@@ -83,11 +102,12 @@ def evolve_for_merge(
     """The snapshot to run the MERGE on and the schema change to commit with it (see the module docstring)."""
     if not enabled:
         return MergeEvolution(snapshot)
-    merged = merge_target_schema(snapshot.schema, source, target_alias, clauses)
+    widen = type_widening.is_enabled(snapshot.protocol, snapshot.metadata)
+    merged = merge_target_schema(snapshot.schema, source, target_alias, clauses, widen)
     if type_signature(merged) == type_signature(snapshot.schema):
         return MergeEvolution(snapshot)
     for before, after in zip(snapshot.schema.fields, merged.fields):
-        if type_signature(before.type) != type_signature(after.type):
+        if _struct_paths(before.type) != _struct_paths(after.type):
             raise UnsupportedFeatureError(
                 f"MERGE schema evolution would add nested fields to column {before.name!r} "
                 f"({before.type.simple_string()} -> {after.type.simple_string()}); only new top-level columns "

@@ -6,7 +6,8 @@
 - ``overwriteSchema`` (an overwrite without ``replaceWhere``): the data's schema and the given
   ``partitionBy`` (none when omitted) replace the table's; the table id and properties stay.
 - ``mergeSchema`` (or the auto-merge conf): :func:`merge_struct`; new columns are appended,
-  table columns the data lacks are written as nulls, the partitioning cannot change.
+  table columns the data lacks are written as nulls, the partitioning cannot change; on a table
+  with type widening enabled a wider data type widens the column (recorded in ``delta.typeChanges``).
 - Otherwise a different schema or partitioning raises :class:`SchemaMismatchError`.
 
 Under column mapping, added or replaced fields get fresh ids and physical names. The result is
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 
 from dvengine.errors import SchemaMismatchError
 from dvengine.log import Snapshot
+from dvengine.protocol import type_widening
 from dvengine.protocol.actions import Metadata, Protocol
 from dvengine.protocol.schema import StructType, parse_schema
 from dvengine.writing.schema_checks import (
@@ -101,7 +103,7 @@ def evolve_table_schema(
                 f"{exc}; to change the table's schema use mergeSchema=True (adds new columns) or "
                 "overwriteSchema=True with mode='overwrite' (as Delta's DataFrameWriter options)"
             ) from exc
-    merged = merge_struct(table, data_schema)
+    merged = merge_struct(table, data_schema, widen=type_widening.is_enabled(snapshot.protocol, snapshot.metadata))
     data_names = {n.lower(): n for n in data_schema.field_names}
     pairs = [(data_names.get(f.name.lower()), f.name) for f in merged.fields]
     if type_signature(merged) == type_signature(table):  # the data lacks columns or has narrower ints

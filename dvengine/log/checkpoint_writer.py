@@ -1,4 +1,4 @@
-"""Writing classic single-part checkpoints and ``_last_checkpoint``.
+"""Writing checkpoints (classic single-part; V2 through :mod:`dvengine.log.checkpoint_v2`) and ``_last_checkpoint``.
 
 A checkpoint is the Snapshot's reconciled state as Parquet: protocol, metaData, txn,
 domainMetadata, every live add, and the removes still within
@@ -20,6 +20,7 @@ import pyarrow.parquet as pq
 
 from dvengine.errors import InvalidArgumentError
 from dvengine.log.checkpoint_schema import CHECKPOINT_SCHEMA, CLUSTERED_CHECKPOINT_SCHEMA
+from dvengine.log.checkpoint_v2 import uses_v2_checkpoints, write_v2_checkpoint
 from dvengine.log.cleanup import cleanup_expired_logs
 from dvengine.log.filenames import checkpoint_file_name
 from dvengine.log.intervals import parse_interval_ms
@@ -85,6 +86,12 @@ def _remove_row(remove: RemoveFile) -> dict[str, Any]:
 
 
 def _rows(snapshot: Snapshot, now_ms: int) -> tuple[list[dict[str, Any]], int]:
+    table_rows, file_rows = split_rows(snapshot, now_ms)
+    return table_rows + file_rows, len(snapshot.files)
+
+
+def split_rows(snapshot: Snapshot, now_ms: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(protocol, metaData, txn and domainMetadata rows; add and unexpired remove rows) of a checkpoint."""
     p, m = snapshot.protocol, snapshot.metadata
     rows: list[dict[str, Any]] = [
         {
@@ -112,35 +119,57 @@ def _rows(snapshot: Snapshot, now_ms: int) -> tuple[list[dict[str, Any]], int]:
         rows.append({"txn": {"appId": txn.app_id, "version": txn.version, "lastUpdated": txn.last_updated}})
     for dm in sorted(snapshot.domain_metadata.values(), key=lambda d: d.domain):
         rows.append({"domainMetadata": {"domain": dm.domain, "configuration": dm.configuration, "removed": dm.removed}})
-    rows.extend({"add": _add_row(add)} for add in snapshot.files)
+    files: list[dict[str, Any]] = [{"add": _add_row(add)} for add in snapshot.files]
     retention = parse_interval_ms(snapshot.configuration.get("delta.deletedFileRetentionDuration", DEFAULT_DELETED_FILE_RETENTION))
     min_kept = now_ms - retention
-    rows.extend({"remove": _remove_row(r)} for r in snapshot.tombstones if (r.deletion_timestamp or 0) > min_kept)
-    return rows, len(snapshot.files)
+    files.extend({"remove": _remove_row(r)} for r in snapshot.tombstones if (r.deletion_timestamp or 0) > min_kept)
+    return rows, files
+
+
+def checkpoint_schema_for(snapshot: Snapshot) -> pa.Schema:
+    clustered = any(add.clustering_provider is not None for add in snapshot.files)
+    return CLUSTERED_CHECKPOINT_SCHEMA if clustered else CHECKPOINT_SCHEMA
 
 
 def checkpoint_bytes(snapshot: Snapshot, now_ms: int | None = None) -> tuple[bytes, int, int]:
     """(Parquet bytes, number of actions, number of adds) of the checkpoint of ``snapshot``."""
     rows, num_adds = _rows(snapshot, int(time.time() * 1000) if now_ms is None else now_ms)
-    clustered = any(add.clustering_provider is not None for add in snapshot.files)
-    table = pa.Table.from_pylist(rows, schema=CLUSTERED_CHECKPOINT_SCHEMA if clustered else CHECKPOINT_SCHEMA)
+    table = pa.Table.from_pylist(rows, schema=checkpoint_schema_for(snapshot))
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink, compression="snappy")
     return sink.getvalue().to_pybytes(), len(rows), num_adds
 
 
 def write_checkpoint(snapshot: Snapshot, store: LogStore | None = None, now_ms: int | None = None) -> str:
-    """Write ``<version>.checkpoint.parquet`` for ``snapshot`` and update ``_last_checkpoint``; return its path."""
+    """Write the checkpoint of ``snapshot`` and update ``_last_checkpoint``; return its path.
+
+    ``<version>.checkpoint.parquet`` (classic, V1 spec), or, on a table with the ``v2Checkpoint``
+    feature and ``delta.checkpointPolicy=v2``, a UUID-named V2 checkpoint with a sidecar
+    (:mod:`dvengine.log.checkpoint_v2`).
+    """
     st = storage_for(snapshot.table_root) if store is None else store
     log_path = log_dir(snapshot.table_root)
+    if uses_v2_checkpoints(snapshot):
+        now = int(time.time() * 1000) if now_ms is None else now_ms
+        table_rows, file_rows = split_rows(snapshot, now)
+        schema = checkpoint_schema_for(snapshot)
+        path, num_actions, size, num_adds = write_v2_checkpoint(snapshot, st, log_path, table_rows, file_rows, schema, now)
+        _advance_last_checkpoint(st, log_path, LastCheckpoint(snapshot.version, size=num_actions, size_in_bytes=size,
+                                                              num_of_add_files=num_adds))
+        return path
     data, num_actions, num_adds = checkpoint_bytes(snapshot, now_ms)
     path = join(log_path, checkpoint_file_name(snapshot.version))
     st.write(path, data)  # temp file + rename: atomic, and rewriting the same version is harmless
-    current = read_last_checkpoint(st, log_path)
-    if current is None or current.version <= snapshot.version:
-        hint = LastCheckpoint(snapshot.version, size=num_actions, size_in_bytes=len(data), num_of_add_files=num_adds)
-        st.write(last_checkpoint_path(log_path), hint.to_bytes())
+    _advance_last_checkpoint(st, log_path, LastCheckpoint(snapshot.version, size=num_actions, size_in_bytes=len(data),
+                                                          num_of_add_files=num_adds))
     return path
+
+
+def _advance_last_checkpoint(st: LogStore, log_path: str, hint: LastCheckpoint) -> None:
+    """Replace ``_last_checkpoint`` unless it already names a newer version (never moved backwards)."""
+    current = read_last_checkpoint(st, log_path)
+    if current is None or current.version <= hint.version:
+        st.write(last_checkpoint_path(log_path), hint.to_bytes())
 
 
 def checkpoint_interval(configuration: Any) -> int:

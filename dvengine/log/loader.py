@@ -29,6 +29,8 @@ from dvengine.log.snapshot import Snapshot
 from dvengine.log.timestamps import commit_info_timestamp, to_epoch_ms
 from dvengine.protocol.actions import Action, CommitInfo, RemoveFile
 from dvengine.protocol.features import check_readable
+from dvengine.protocol.schema import parse_schema
+from dvengine.protocol.type_widening import TYPE_CHANGES_KEY, check_type_changes_readable
 from dvengine.storage.batch import read_many
 from dvengine.storage.logstore import LogStore, log_dir, normalize_table_path
 from dvengine.storage.registry import storage_for
@@ -210,6 +212,8 @@ def _build_snapshot(
     if state.metadata is None:
         raise ProtocolError(f"the log of {table_root} up to version {target} has no metaData action")
     check_readable(state.protocol)
+    if TYPE_CHANGES_KEY in state.metadata.schema_string:  # a widened table: every recorded change must be readable
+        check_type_changes_readable(parse_schema(state.metadata.schema_string))
     column_mapping_mode(state.metadata)
     return Snapshot(
         table_root=table_root,

@@ -17,8 +17,8 @@ from collections.abc import Mapping, Sequence
 from dvengine.commit import in_commit_timestamps
 from dvengine.commit.transaction import Transaction
 from dvengine.errors import InvalidArgumentError, UnsupportedFeatureError
-from dvengine.log import Snapshot, load_snapshot
-from dvengine.protocol import row_tracking
+from dvengine.log import Snapshot, checkpoint_v2, load_snapshot
+from dvengine.protocol import row_tracking, type_widening
 from dvengine.protocol.actions import AddFile, Metadata, Protocol
 from dvengine.protocol.features import (
     ENABLE_CHANGE_DATA_FEED,
@@ -53,6 +53,8 @@ def set_table_properties(table_root: str, properties: Mapping[str, str]) -> int:
     backfill: list[AddFile] = []
     if row_tracking.enabled(configuration) and not row_tracking.enabled(snapshot.metadata.configuration):
         protocol, configuration, backfill = _enable_row_tracking(snapshot, protocol, configuration)
+    protocol = type_widening.protocol_for(protocol, configuration)
+    protocol = checkpoint_v2.protocol_for_policy(protocol, configuration)
     return _commit(snapshot, configuration, protocol, "SET TBLPROPERTIES", {"properties": dict(properties)}, backfill)
 
 

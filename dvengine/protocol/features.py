@@ -18,7 +18,11 @@ CHANGE_DATA_FEED = "changeDataFeed"
 ENABLE_CHANGE_DATA_FEED = "delta.enableChangeDataFeed"
 CHANGE_DATA_DIR = "_change_data"  # PROTOCOL.md "Change Data Files": the folder at the table root
 
-SUPPORTED_READER_FEATURES = frozenset({DELETION_VECTORS, COLUMN_MAPPING, TIMESTAMP_NTZ, V2_CHECKPOINT, "vacuumProtocolCheck"})
+# typeWidening: files of a narrower type are cast up on read (dvengine.protocol.type_widening).
+TYPE_WIDENING_FEATURES = frozenset({"typeWidening", "typeWidening-preview"})
+SUPPORTED_READER_FEATURES = frozenset(
+    {DELETION_VECTORS, COLUMN_MAPPING, TIMESTAMP_NTZ, V2_CHECKPOINT, "vacuumProtocolCheck", *TYPE_WIDENING_FEATURES}
+)
 
 # Writer features dvengine honours when it commits: appendOnly (DML and overwrite are refused),
 # invariants (writes are refused while the schema uses them: dvengine does not evaluate them),
@@ -30,7 +34,6 @@ SUPPORTED_READER_FEATURES = frozenset({DELETION_VECTORS, COLUMN_MAPPING, TIMESTA
 # domainMetadata (the ``delta.clustering`` domain is written at CREATE and kept by replay and
 # checkpoints; OPTIMIZE clusters only unclustered or ``liquid`` files: dvengine.maintenance.clustering).
 # rowTracking (fresh row ids at commit, materialized stable ids on copies: protocol.row_tracking).
-# typeWidening ... are not implemented.
 SUPPORTED_WRITER_FEATURES = frozenset(
     {
         DELETION_VECTORS,
@@ -48,6 +51,8 @@ SUPPORTED_WRITER_FEATURES = frozenset(
         "clustering",
         "domainMetadata",
         "rowTracking",
+        V2_CHECKPOINT,  # UUID-named V2 checkpoints with sidecars under delta.checkpointPolicy=v2 (log.checkpoint_writer)
+        *TYPE_WIDENING_FEATURES,  # widening by schema evolution / ALTER, recorded in delta.typeChanges
     }
 )
 

@@ -1,5 +1,6 @@
-"""``ALTER TABLE t SET TBLPROPERTIES (...)`` / ``UNSET TBLPROPERTIES [IF EXISTS] (...)`` and
-``ADD CONSTRAINT name CHECK (expr)`` / ``DROP CONSTRAINT [IF EXISTS] name``, token by token.
+"""``ALTER TABLE t SET TBLPROPERTIES (...)`` / ``UNSET TBLPROPERTIES [IF EXISTS] (...)``,
+``ADD CONSTRAINT name CHECK (expr)`` / ``DROP CONSTRAINT [IF EXISTS] name`` and
+``{ALTER|CHANGE} [COLUMN] c TYPE type`` (type widening), token by token.
 
 sqlglot parses ``ALTER TABLE ... SET TBLPROPERTIES`` only loosely (keys and values as opaque
 properties), and Delta scripts need it to turn on features such as the change data feed, so the
@@ -13,7 +14,7 @@ from __future__ import annotations
 from sqlglot.tokenizer_core import TokenType
 
 from dvengine.errors import SqlParseError
-from dvengine.sqlcmd.statements import AlterConstraintStatement, AlterPropertiesStatement
+from dvengine.sqlcmd.statements import AlterColumnTypeStatement, AlterConstraintStatement, AlterPropertiesStatement
 from dvengine.sqlcmd.tokens import TokenCursor, tokenize
 
 PART = "ALTER TABLE ... TBLPROPERTIES"
@@ -27,6 +28,35 @@ def is_alter_properties(text: str) -> bool:
 def is_alter_constraint(text: str) -> bool:
     words = [t.text.upper() for t in tokenize(text)[:12] if t.token_type != TokenType.STRING]
     return len(words) >= 2 and words[:2] == ["ALTER", "TABLE"] and "CONSTRAINT" in words
+
+
+def is_alter_column_type(text: str) -> bool:
+    words = [t.text.upper() for t in tokenize(text) if t.token_type != TokenType.STRING]
+    return len(words) >= 4 and words[:2] == ["ALTER", "TABLE"] and ("ALTER" in words[3:] or "CHANGE" in words[3:]) and (
+        "TYPE" in words
+    )
+
+
+def parse_alter_column_type(text: str) -> AlterColumnTypeStatement:
+    """``ALTER TABLE t ALTER|CHANGE [COLUMN] a.b TYPE <type>``; the type is the rest of the text."""
+    part = "ALTER TABLE ... ALTER COLUMN ... TYPE"
+    cur = TokenCursor(text, tokenize(text), text)
+    cur.expect("ALTER", "TABLE", part=part)
+    table = cur.table(part)
+    if not (cur.accept("ALTER") or cur.accept("CHANGE")):
+        raise SqlParseError(f"{part}: expected ALTER COLUMN or CHANGE COLUMN in {text!r}")
+    cur.accept("COLUMN")
+    names: list[str] = []
+    while (token := cur.peek()) is not None and token.text.upper() != "TYPE":
+        if token.token_type != TokenType.DOT:
+            names.append(token.text)
+        cur.pos += 1
+    if token is None or not names:
+        raise SqlParseError(f"{part}: expected a column name and TYPE <type> in {text!r}")
+    type_text = text[token.end + 1 :].strip()
+    if not type_text:
+        raise SqlParseError(f"{part}: expected a type after TYPE in {text!r}")
+    return AlterColumnTypeStatement(table, ".".join(names), type_text)
 
 
 def parse_alter_constraint(text: str) -> AlterConstraintStatement:

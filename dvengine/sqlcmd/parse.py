@@ -17,8 +17,10 @@ from sqlglot.tokenizer_core import TokenType
 
 from dvengine.errors import SqlParseError
 from dvengine.sqlcmd.alter_parse import (
+    is_alter_column_type,
     is_alter_constraint,
     is_alter_properties,
+    parse_alter_column_type,
     parse_alter_constraint,
     parse_alter_properties,
 )
@@ -97,6 +99,8 @@ def parse_statement(text: str) -> Statement:
         return parse_alter_properties(text)
     if first == "ALTER" and is_alter_constraint(text):
         return parse_alter_constraint(text)
+    if first == "ALTER" and is_alter_column_type(text):
+        return parse_alter_column_type(text)
     if first == "CREATE" and _uses_delta(text):
         node = _parse_one(text, "CREATE TABLE ... USING delta")
         if isinstance(node, exp.Create) and is_delta_create(node):

@@ -14,12 +14,14 @@ from typing import TYPE_CHECKING, Any
 from dvengine.api.table import DeltaTable
 from dvengine.log import load_snapshot
 from dvengine.log.intervals import parse_interval_ms
+from dvengine.maintenance.column_type import change_column_type
 from dvengine.maintenance.history import history
 from dvengine.maintenance.vacuum import DEFAULT_DELETED_FILE_RETENTION, RETENTION_PROPERTY, vacuum
 from dvengine.sqlcmd import table_statements
 from dvengine.sqlcmd.parse import parse_sql
 from dvengine.sqlcmd.path_tables import PathTable, find_path_tables, substitute
 from dvengine.sqlcmd.statements import (
+    AlterColumnTypeStatement,
     AlterConstraintStatement,
     AlterPropertiesStatement,
     CreateTableStatement,
@@ -148,6 +150,9 @@ def run_statement(spark: SparkSession, stmt: Statement) -> DataFrame:
         return table_statements.optimize(resolve_table(spark, stmt.table), stmt.condition, stmt.zorder_by)
     if isinstance(stmt, AlterConstraintStatement):
         table_statements.alter_constraint(spark, resolve_table(spark, stmt.table), stmt)
+        return results.empty_result(spark)
+    if isinstance(stmt, AlterColumnTypeStatement):
+        change_column_type(resolve_table(spark, stmt.table).path, stmt.column, stmt.data_type)
         return results.empty_result(spark)
     if isinstance(stmt, AlterPropertiesStatement):
         table_statements.alter_properties(resolve_table(spark, stmt.table), stmt)

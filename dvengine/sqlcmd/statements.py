@@ -125,6 +125,15 @@ class AlterPropertiesStatement:
 
 
 @dataclass(frozen=True)
+class AlterColumnTypeStatement:
+    """``ALTER TABLE t {ALTER|CHANGE} [COLUMN] c TYPE type`` (type widening)."""
+
+    table: TableRef
+    column: str  # dotted for a nested struct field
+    data_type: str  # Spark SQL type text
+
+
+@dataclass(frozen=True)
 class AlterConstraintStatement:
     """``ALTER TABLE t ADD CONSTRAINT name CHECK (expr)`` or ``DROP CONSTRAINT [IF EXISTS] name``."""
 
@@ -153,5 +162,6 @@ Statement = (
     | CreateTableStatement
     | AlterPropertiesStatement
     | AlterConstraintStatement
+    | AlterColumnTypeStatement
     | PassThrough
 )

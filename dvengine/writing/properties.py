@@ -36,12 +36,19 @@ def _interval(key: str, value: str) -> None:
         raise InvalidArgumentError(f"table property {key}={value!r} is not a valid duration: {exc}") from exc
 
 
+def _checkpoint_policy(key: str, value: str) -> None:
+    if value.strip().lower() not in ("classic", "v2"):
+        raise InvalidArgumentError(f"table property {key}={value!r} must be 'classic' or 'v2'")
+
+
 _VALIDATORS: dict[str, Callable[[str, str], None]] = {
     "delta.checkpointInterval": lambda k, v: _integer(k, v, 1, "a positive number of commits"),
     "delta.dataSkippingNumIndexedCols": lambda k, v: _integer(k, v, -1, "an integer >= -1 (-1 = all columns)"),
     "delta.enableDeletionVectors": _boolean,
     "delta.appendOnly": _boolean,
     "delta.enableChangeDataFeed": _boolean,
+    "delta.enableTypeWidening": _boolean,
+    "delta.checkpointPolicy": _checkpoint_policy,
     "delta.autoOptimize.autoCompact": _boolean,  # auto compaction (maintenance/auto_compact.py)
     "delta.autoOptimize": _boolean,  # its deprecated predecessor, still honoured
     "delta.enableRowLevelConcurrency": _boolean,

@@ -12,7 +12,8 @@ from collections.abc import Mapping, Sequence
 
 from dvengine.commit import in_commit_timestamps
 from dvengine.errors import InvalidArgumentError, SchemaMismatchError, SchemaViolationError, UnsupportedFeatureError
-from dvengine.protocol import row_tracking
+from dvengine.log import checkpoint_v2
+from dvengine.protocol import row_tracking, type_widening
 from dvengine.protocol.actions import Protocol
 from dvengine.protocol.features import DELETION_VECTORS, ENABLE_CHANGE_DATA_FEED, TIMESTAMP_NTZ, with_change_data_feed
 from dvengine.protocol.schema import ArrayType, DataType, DecimalType, MapType, PrimitiveType, StructType
@@ -184,7 +185,9 @@ def new_table_protocol(schema: StructType, configuration: Mapping[str, str]) -> 
         protocol = with_change_data_feed(protocol)
     if row_tracking.enabled(configuration):
         protocol = row_tracking.with_row_tracking(protocol)
-    return in_commit_timestamps.protocol_for(protocol, configuration)
+    protocol = in_commit_timestamps.protocol_for(protocol, configuration)
+    protocol = checkpoint_v2.protocol_for_policy(protocol, configuration)  # delta.checkpointPolicy=v2
+    return type_widening.protocol_for(protocol, configuration)  # delta.enableTypeWidening=true adds the feature
 
 
 def new_table_configuration(schema: StructType, configuration: Mapping[str, str]) -> dict[str, str]:

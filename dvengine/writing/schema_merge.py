@@ -1,11 +1,13 @@
 """Schema evolution: Delta's rules for merging a table's schema with the schema of new data.
 
-This follows delta-spark's ``SchemaMergingUtils.mergeSchemas`` without type widening: table
-fields keep their order, name, nullability and metadata; fields only the data has are appended
-(nullable, since files written before have no values for them), recursively inside structs,
-arrays and maps; names match case-insensitively. Type changes are refused with a
-:class:`SchemaMismatchError` naming the column and both types, because the ``typeWidening``
-table feature is not implemented here. Pure functions: nothing is read or written.
+This follows delta-spark's ``SchemaMergingUtils.mergeSchemas``: table fields keep their order,
+name, nullability and metadata; fields only the data has are appended (nullable, since files
+written before have no values for them), recursively inside structs, arrays and maps; names match
+case-insensitively. A column whose type differs is widened to the data's type only when the
+table has type widening enabled and the change is one schema evolution may apply
+(:mod:`dvengine.protocol.type_widening`; the change is recorded in ``delta.typeChanges``);
+otherwise it is refused with a :class:`SchemaMismatchError` naming the column and both types.
+Pure functions: nothing is read or written.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from dvengine.protocol.schema import (
     StructField,
     StructType,
 )
+from dvengine.protocol.type_widening import widened_type, with_type_change
 from dvengine.writing.schema_checks import type_signature, uses_timestamp_ntz
 
 MAX_COLUMN_ID_KEY = "delta.columnMapping.maxColumnId"
@@ -42,23 +45,30 @@ def _refuse(path: str, table: DataType, data: DataType, why: str) -> SchemaMisma
     )
 
 
-def merge_types(table: DataType, data: DataType, path: str, implicit_casts: bool = False) -> DataType:
+def merge_types(
+    table: DataType, data: DataType, path: str, implicit_casts: bool = False, widen: bool = False
+) -> DataType:
     """The merged type of one column, or SchemaMismatchError naming it and both types.
 
     ``implicit_casts`` (MERGE's mode): an existing column keeps its type whenever the data's
     differs only in a way the statement casts anyway (values are cast to the target type).
+    ``widen`` (the table has type widening enabled): a wider data type the protocol lets schema
+    evolution apply replaces the table's, before implicit casts are considered (as in Delta).
     """
     if isinstance(table, StructType) and isinstance(data, StructType):
-        return merge_struct(table, data, path + ".", implicit_casts)
+        return merge_struct(table, data, path + ".", implicit_casts, widen)
     if isinstance(table, ArrayType) and isinstance(data, ArrayType):
-        element = merge_types(table.element_type, data.element_type, path + ".element", implicit_casts)
+        element = merge_types(table.element_type, data.element_type, path + ".element", implicit_casts, widen)
         return ArrayType(element, table.contains_null)
     if isinstance(table, MapType) and isinstance(data, MapType):
-        key = merge_types(table.key_type, data.key_type, path + ".key", implicit_casts)
-        value = merge_types(table.value_type, data.value_type, path + ".value", implicit_casts)
+        key = merge_types(table.key_type, data.key_type, path + ".key", implicit_casts, widen)
+        value = merge_types(table.value_type, data.value_type, path + ".value", implicit_casts, widen)
         return MapType(key, value, table.value_contains_null)
     if type_signature(table) == type_signature(data):
         return table
+    widened = widened_type(table, data) if widen else None
+    if widened is not None:
+        return widened
     if isinstance(table, DecimalType) and isinstance(data, DecimalType) and not implicit_casts:
         raise _refuse(path, table, data, "Delta's DELTA_MERGE_INCOMPATIBLE_DECIMAL_TYPE: precision and scale must match")
     table_rank, data_rank = _INT32_RANK.get(table.name), _INT32_RANK.get(data.name)
@@ -70,12 +80,17 @@ def merge_types(table: DataType, data: DataType, path: str, implicit_casts: bool
         return table
     raise _refuse(
         path, table, data,
-        "changing a column's type needs the typeWidening table feature, which dvengine does not implement",
+        "not a widening the typeWidening feature applies by schema evolution"
+        if widen
+        else "changing a column's type needs the typeWidening table feature enabled (delta.enableTypeWidening=true)",
     )
 
 
-def merge_struct(table: StructType, data: StructType, prefix: str = "", implicit_casts: bool = False) -> StructType:
-    """Table fields (merged) in table order, then the data's new fields, nullable."""
+def merge_struct(
+    table: StructType, data: StructType, prefix: str = "", implicit_casts: bool = False, widen: bool = False
+) -> StructType:
+    """Table fields (merged) in table order, then the data's new fields, nullable; a widened
+    field records its change in ``delta.typeChanges``."""
     data_by_name = {f.name.lower(): f for f in data.fields}
     merged: list[StructField] = []
     for f in table.fields:
@@ -83,7 +98,7 @@ def merge_struct(table: StructType, data: StructType, prefix: str = "", implicit
         if other is None:
             merged.append(f)
         else:
-            merged.append(StructField(f.name, merge_types(f.type, other.type, prefix + f.name, implicit_casts), f.nullable, f.metadata))
+            merged.append(with_type_change(f, merge_types(f.type, other.type, prefix + f.name, implicit_casts, widen)))
     known = {f.name.lower() for f in table.fields}
     merged.extend(_as_new(f) for f in data.fields if f.name.lower() not in known)
     return StructType(tuple(merged))

@@ -18,8 +18,9 @@ JVM reader/writer is ``delta`` *and* the session was registered (conf key
 other formats and unregistered sessions behave exactly as before. Everything the user set
 (format, options, mode, partitionBy, bucketing) is read back from the JVM builder, where it
 lives (Spark 4 exposes those fields as accessors), so ``mode(...)`` before ``format(...)`` and
-the keyword forms of ``load``/``save`` all work. Not covered: Scala/Java and SQL callers, Spark
-Connect clients, ``saveAsTable``, streaming (``readStream``/``writeStream``).
+the keyword forms of ``load``/``save`` all work. ``saveAsTable`` and ``spark.table`` are served
+on dvengine's catalog by :mod:`dvengine.engine.spark.catalog_routes`. Not covered: Scala/Java
+and SQL callers, Spark Connect clients, streaming (``readStream``/``writeStream``).
 """
 
 from __future__ import annotations
@@ -180,7 +181,9 @@ def _save(
 
 
 def install_hooks() -> None:
-    """Wrap PySpark's load/save once per process (idempotent); unregistered sessions are untouched."""
+    """Wrap PySpark's load/save once per process (idempotent); unregistered sessions are untouched.
+    (``session.register`` / ``configure_spark_with_dvengine`` also install
+    :mod:`dvengine.engine.spark.catalog_routes`, which builds on this module.)"""
     wrap_load_and_save(_ORIGINALS, DataFrameReader, DataFrameWriter, _load, _save)
 
 

@@ -21,6 +21,7 @@ from collections.abc import Iterator
 
 from pyspark.sql import SparkSession
 
+from dvengine.engine.spark.catalog_routes import install_catalog_hooks
 from dvengine.engine.spark.connect_format import install_connect_hooks
 from dvengine.engine.spark.delta_format import CONF_ENABLED, install_hooks
 from dvengine.engine.spark.delta_format import register as register_classic
@@ -58,6 +59,8 @@ def register(spark: SparkSession) -> None:
     """Serve ``format("delta")`` of this session (classic or Spark Connect) with dvengine."""
     if is_connect(spark):
         install_connect_hooks()
+    else:
+        install_catalog_hooks()  # saveAsTable / spark.table on dvengine's catalog (classic sessions)
     register_classic(spark)
 
 
@@ -105,6 +108,7 @@ def configure_spark_with_dvengine(builder: SparkSession.Builder) -> SparkSession
     (``remote("local")``); a running server gets the jar at first read (``addArtifacts``).
     """
     install_hooks()
+    install_catalog_hooks()
     options: dict[str, object] = getattr(builder, "_options", {})
     if options.get("spark.remote") or os.environ.get("SPARK_REMOTE") or os.environ.get("SPARK_CONNECT_MODE_ENABLED"):
         install_connect_hooks()
