@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Protocol as TypingProtocol
+from typing import runtime_checkable
 
 import pyarrow as pa
 
@@ -22,6 +23,9 @@ class FileInfo:
     path: str
     size: int
     modification_time_ms: int
+    # The store's version tag of the object (object stores; None for local files). A new PUT of
+    # different bytes under the same name changes it, so it identifies a commit file's content.
+    e_tag: str | None = None
 
 
 class LogStore(TypingProtocol):
@@ -31,13 +35,25 @@ class LogStore(TypingProtocol):
 
     def read_bytes(self, path: str) -> bytes: ...
 
-    def put_if_absent(self, path: str, data: bytes) -> None: ...
+    def put_if_absent(self, path: str, data: bytes) -> str | None:
+        """Create ``path`` only if absent (FileAlreadyExists otherwise); the new object's e-tag when the store has one."""
+        ...
 
     def write(self, path: str, data: bytes) -> None: ...
 
     def exists(self, path: str) -> bool: ...
 
     def delete(self, path: str) -> None: ...
+
+
+@runtime_checkable
+class TailListing(TypingProtocol):
+    """A store where one listing request is cheaper than asking for files one by one (object stores)."""
+
+    def list_dir_after(self, directory: str, after_name: str) -> list[FileInfo]:
+        """The files of ``directory`` (not recursive, no hidden ones) whose names sort after
+        ``after_name``, sorted: one LIST starting there (S3 ``start-after``)."""
+        ...
 
 
 class Storage(LogStore, TypingProtocol):

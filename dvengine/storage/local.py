@@ -93,6 +93,7 @@ class LocalStorage:
         return FileInfo(path, st.st_size, int(st.st_mtime * 1000))
 
     def put_if_absent(self, path: str, data: bytes) -> None:
+        """Create ``path`` by linking a synced temp file (EEXIST = lost race); local files have no e-tag."""
         tmp = _write_hidden_temp(path, data, durable=True)
         fault_point(COMMIT_BEFORE_LINK)
         try:

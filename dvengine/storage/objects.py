@@ -116,11 +116,27 @@ class ObjectStorage:
             listing = obstore.list_with_delimiter(self._store, prefix)
         except BaseError as exc:
             raise _translate(exc, directory, "list") from exc
-        out = [
-            FileInfo(self._uri(o["path"]), o["size"], int(o["last_modified"].timestamp() * 1000))
-            for o in listing["objects"]
-            if not o["path"].rsplit("/", 1)[-1].startswith(".")
-        ]
+        out = [self._info(o) for o in listing["objects"] if not o["path"].rsplit("/", 1)[-1].startswith(".")]
+        out.sort(key=lambda f: f.path)
+        return out
+
+    def _info(self, meta: Any) -> FileInfo:
+        return FileInfo(self._uri(meta["path"]), meta["size"], int(meta["last_modified"].timestamp() * 1000), meta.get("e_tag"))
+
+    def list_dir_after(self, directory: str, after_name: str) -> list[FileInfo]:
+        """One LIST of the names sorting after ``after_name`` (S3 ``start-after``): a reopened table's
+        log tail costs one request however long the log before it is."""
+        prefix = self._key(directory).rstrip("/") + "/"
+        out = []
+        try:
+            self.requests["LIST"] += 1
+            for batch in obstore.list(self._store, prefix, offset=prefix + after_name, chunk_size=1000):
+                for o in batch:
+                    name = o["path"][len(prefix) :]
+                    if "/" not in name and not name.startswith(".") and name > after_name:
+                        out.append(self._info(o))
+        except BaseError as exc:
+            raise _translate(exc, directory, "list") from exc
         out.sort(key=lambda f: f.path)
         return out
 
@@ -134,7 +150,7 @@ class ObjectStorage:
                     parts = o["path"][len(prefix) :].split("/")
                     if any(p.startswith(".") for p in parts):
                         continue
-                    out.append(FileInfo(self._uri(o["path"]), o["size"], int(o["last_modified"].timestamp() * 1000)))
+                    out.append(self._info(o))
         except BaseError as exc:
             raise _translate(exc, directory, "list") from exc
         out.sort(key=lambda f: f.path)
@@ -202,7 +218,9 @@ class ObjectStorage:
             f"{ALLOW_UNSAFE_COMMITS}=true to allow a single writer at your own risk"
         )
 
-    def put_if_absent(self, path: str, data: bytes) -> None:
+    def put_if_absent(self, path: str, data: bytes) -> str | None:
+        """Create ``path`` with ``If-None-Match: *``; the new object's e-tag (the snapshot cache keeps it
+        to recognise this commit in the next listing without reading it back)."""
         self._check_conditional_put(path)
         fault_point(COMMIT_BEFORE_LINK)
         self.requests["PUT"] += 1
@@ -210,9 +228,9 @@ class ObjectStorage:
             if self._unsafe:
                 if self.exists(path):
                     raise FileAlreadyExists(path)
-                obstore.put(self._store, self._key(path), data)
+                result = obstore.put(self._store, self._key(path), data)
             else:
-                obstore.put(self._store, self._key(path), data, mode="create")
+                result = obstore.put(self._store, self._key(path), data, mode="create")
         except AlreadyExistsError:
             raise FileAlreadyExists(path) from None
         except NotImplementedError as exc:
@@ -220,6 +238,8 @@ class ObjectStorage:
         except (BaseError, FileNotFoundError) as exc:
             raise _translate(exc, path, "commit") from exc
         fault_point(COMMIT_AFTER_LINK)
+        e_tag = result.get("e_tag")
+        return None if e_tag is None else str(e_tag)
 
     def _put(self, path: str, data: bytes) -> None:
         self._check_conditional_put(path)
