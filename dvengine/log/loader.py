@@ -200,6 +200,7 @@ def _tombstones_at(store: LogStore, listing: LogListing, target: int) -> tuple[R
                 entry.commit_digest,
                 True,
                 entry.commit_etag,
+                entry.store,
             ),
         )
     return _sorted_tombstones(state)
@@ -251,7 +252,7 @@ def _snapshot_at(store: LogStore, listing: LogListing, target: int) -> Snapshot:
             cached_state.tombstones.clear()
             snapshot_cache.remember(
                 listing.table_root,
-                snapshot_cache.CachedTable(snapshot, cached_state, commit_digest, commit_etag=info.e_tag),
+                snapshot_cache.CachedTable(snapshot, cached_state, commit_digest, commit_etag=info.e_tag, store=store),
             )
     return snapshot
 
@@ -347,6 +348,8 @@ def _from_cache_listed(
     if version is not None and reached != version:
         return None  # the version does not exist (yet): the listing-based load says why
     if reached == entry.version:
+        if entry.store is not store:  # checked by these credentials now: they may skip the next existence check
+            snapshot_cache.remember(table_root, dataclasses.replace(entry, store=store))
         return _with_live_transactions(entry.snapshot, entry.state)
     infos = [commits[v] for v in range(entry.version + 1, reached + 1)]
     known = {i.path: snapshot_cache.own_commit(table_root, v, i.e_tag) for v, i in zip(range(entry.version + 1, reached + 1), infos)}
@@ -376,7 +379,7 @@ def _advanced(
     snapshot = _build_snapshot(store, table_root, reached, state, timestamp, entry.with_tombstones)
     snapshot_cache.remember(
         table_root,
-        snapshot_cache.CachedTable(snapshot, state, tail_digest, entry.with_tombstones, tail_etag),
+        snapshot_cache.CachedTable(snapshot, state, tail_digest, entry.with_tombstones, tail_etag, store),
     )
     return snapshot
 
@@ -422,18 +425,28 @@ def table_exists(table_root: str, cached: bool = False) -> bool:
     Every ``DeltaTable.forPath`` and append asks this; listing the log to answer made each open
     cost O(commits) (35 ms after 2,000 rounds of a stream, half a round). A cached snapshot whose
     commit file is still there, unchanged, answers it with one small read instead (one LIST on a
-    store). ``cached=True`` lets a cached snapshot answer with no request at all: for an open that
-    loads the snapshot before doing anything (that load finds a table deleted since, and raises
-    TableNotFoundError before anything is written), it saves a sequential round trip on a store.
+    store). ``cached=True``, for an open whose operations load the snapshot before doing anything
+    (``forPath``: that load finds a table deleted since and raises TableNotFoundError before
+    anything is written): on a store, a snapshot cached by the same storage client (same store,
+    same credentials) answers with no request at all, and without one the snapshot is loaded and
+    cached here, so the log is listed in full once and the operation lists only its tail.
     """
     from dvengine.errors import TableNotFoundError
 
     root = normalize_table_path(table_root)
     store = storage_for(root)
     entry = snapshot_cache.get(root) if snapshot_cache.cache_enabled() else None
+    if cached and entry is not None and entry.store is store:
+        return True
+    if cached and isinstance(store, TailListing) and snapshot_cache.cache_enabled():
+        # Load (and cache) the snapshot the operation is about to need, instead of a listing that
+        # only says yes: the operation's own load then lists only the log after this version.
+        try:
+            load_snapshot(root, store=store)
+        except TableNotFoundError:
+            return False
+        return True
     if entry is not None:
-        if cached:
-            return True
         if isinstance(store, TailListing):
             listed = _listed_commits(store, root, entry.version).get(entry.version)
         else:

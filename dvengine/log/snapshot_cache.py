@@ -71,6 +71,10 @@ class CachedTable:
     # version on then both proves the table is the same (same e-tag) and shows the tail, where a
     # content digest would need the file read back (a second round trip).
     commit_etag: str | None = None
+    # The storage client (one per store and credentials) that built or last checked this entry.
+    # Only that client may skip asking the store whether the table exists: other credentials
+    # must still prove they can reach it.
+    store: object | None = None
 
     @property
     def version(self) -> int:

@@ -13,6 +13,11 @@ from typing import runtime_checkable
 
 import pyarrow as pa
 
+# Name prefix of the hidden object an object-store client creates twice to prove the store refuses
+# the second create (objects.ObjectStorage). A process killed between the create and the delete
+# leaves one behind; VACUUM reclaims it once it is old enough not to be a running probe.
+CONDITIONAL_PUT_PROBE_PREFIX = ".dvengine-conditional-put-probe-"
+
 
 class FileAlreadyExists(Exception):
     """Raised by :meth:`Storage.put_if_absent` when the target exists (a lost commit race)."""
@@ -69,8 +74,9 @@ class Storage(LogStore, TypingProtocol):
         """Size and modification time of one file; FileNotFoundError if absent."""
         ...
 
-    def list_files(self, directory: str) -> list[FileInfo]:
-        """Every file under ``directory``, recursively (no hidden files), sorted by path."""
+    def list_files(self, directory: str, include_hidden: bool = False) -> list[FileInfo]:
+        """Every file under ``directory``, recursively, sorted by path; without hidden names (a
+        ``.``-prefixed file or folder) unless ``include_hidden`` (VACUUM looks for leftovers there)."""
         ...
 
     def put_new(self, path: str, data: bytes) -> None:

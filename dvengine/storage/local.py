@@ -63,12 +63,13 @@ class LocalStorage:
         out.sort(key=lambda f: f.path)
         return out
 
-    def list_files(self, directory: str) -> list[FileInfo]:
+    def list_files(self, directory: str, include_hidden: bool = False) -> list[FileInfo]:
         out = []
         for folder, dirs, names in os.walk(directory):
-            dirs[:] = [d for d in dirs if not d.startswith(".")]
+            if not include_hidden:
+                dirs[:] = [d for d in dirs if not d.startswith(".")]
             for name in names:
-                if name.startswith("."):
+                if name.startswith(".") and not include_hidden:
                     continue
                 path = os.path.join(folder, name)
                 try:

@@ -30,7 +30,7 @@ from dvengine.errors import (
     StorageUnreachableError,
 )
 from dvengine.faults import COMMIT_AFTER_LINK, COMMIT_BEFORE_LINK, fault_point
-from dvengine.storage.base import FileAlreadyExists, FileInfo
+from dvengine.storage.base import CONDITIONAL_PUT_PROBE_PREFIX, FileAlreadyExists, FileInfo
 from dvengine.storage.settings import (
     ALLOW_UNSAFE_COMMITS,
     DEFAULT_CLIENT,
@@ -140,7 +140,7 @@ class ObjectStorage:
         out.sort(key=lambda f: f.path)
         return out
 
-    def list_files(self, directory: str) -> list[FileInfo]:
+    def list_files(self, directory: str, include_hidden: bool = False) -> list[FileInfo]:
         prefix = self._key(directory).rstrip("/") + "/"
         out = []
         try:
@@ -148,7 +148,7 @@ class ObjectStorage:
             for batch in obstore.list(self._store, prefix):
                 for o in batch:
                     parts = o["path"][len(prefix) :].split("/")
-                    if any(p.startswith(".") for p in parts):
+                    if not include_hidden and any(p.startswith(".") for p in parts):
                         continue
                     out.append(self._info(o))
         except BaseError as exc:
@@ -190,7 +190,7 @@ class ObjectStorage:
         with self._lock:
             if self._checked or self._unsafe:
                 return
-            probe = f"{path.rsplit('/', 1)[0]}/.dvengine-conditional-put-probe-{uuid.uuid4().hex}"
+            probe = f"{path.rsplit('/', 1)[0]}/{CONDITIONAL_PUT_PROBE_PREFIX}{uuid.uuid4().hex}"
             key = self._key(probe)
             refused = False
             self.requests["PUT"] += 2
