@@ -31,6 +31,7 @@ from dvengine.errors import (
 )
 from dvengine.faults import COMMIT_AFTER_LINK, COMMIT_BEFORE_LINK, fault_point
 from dvengine.storage.base import CONDITIONAL_PUT_PROBE_PREFIX, FileAlreadyExists, FileInfo
+from dvengine.storage.recent_writes import RecentWrites
 from dvengine.storage.settings import (
     ALLOW_UNSAFE_COMMITS,
     DEFAULT_CLIENT,
@@ -99,6 +100,8 @@ class ObjectStorage:
         self._lock = threading.Lock()
         # Requests sent, by kind (the bench reports round trips per command from these).
         self.requests: Counter[str] = Counter()
+        # Data/DV/CDC files this client just wrote: read back without a GET (see recent_writes).
+        self._recent = RecentWrites()
 
     def _key(self, path: str) -> str:
         base, key = split_object_uri(path)
@@ -157,6 +160,9 @@ class ObjectStorage:
         return out
 
     def read_bytes(self, path: str) -> bytes:
+        recent = self._recent.get(path)
+        if recent is not None:
+            return recent
         try:
             self.requests["GET"] += 1
             return bytes(obstore.get(self._store, self._key(path)).bytes())
@@ -164,6 +170,9 @@ class ObjectStorage:
             raise _translate(exc, path, "read") from exc
 
     def read_range(self, path: str, start: int, length: int) -> bytes:
+        recent = self._recent.get(path)
+        if recent is not None:
+            return recent[start : start + length]
         try:
             self.requests["GET"] += 1
             return bytes(obstore.get_range(self._store, self._key(path), start=start, length=length))
@@ -255,8 +264,10 @@ class ObjectStorage:
 
     def put_new(self, path: str, data: bytes) -> None:
         self._put(path, data)
+        self._recent.remember(path, data)
 
     def delete(self, path: str) -> None:
+        self._recent.forget(path)
         self.requests["DELETE"] += 1
         try:
             obstore.delete(self._store, self._key(path))
