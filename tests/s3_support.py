@@ -80,6 +80,20 @@ def s3_server() -> Iterator[S3Server]:
         yield S3Server(port)
 
 
+@pytest.fixture(autouse=True)
+def no_ambient_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A store a test forgot to configure must fail on loopback, never look for credentials
+    elsewhere (the instance metadata service) or reach a real endpoint. Autouse in every module
+    that imports it."""
+    monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{free_port()}")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "unconfigured")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "unconfigured")
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    monkeypatch.setenv("AWS_ALLOW_HTTP", "true")
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    monkeypatch.setenv("AWS_METADATA_ENDPOINT", f"http://127.0.0.1:{free_port()}")
+
+
 def set_moto_auth(server: S3Server, enforce: bool) -> None:
     """Make moto check credentials (it accepts any by default) or stop checking them."""
     import urllib.request

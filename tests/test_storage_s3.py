@@ -21,7 +21,15 @@ from typing import Any
 import pyarrow as pa
 import pytest
 from interop import sort_rows
-from s3_support import S3Server, free_port, rows_delta_rs_s3, rows_duckdb_s3, s3_server, set_moto_auth  # noqa: F401
+from s3_support import (  # noqa: F401
+    S3Server,
+    free_port,
+    no_ambient_credentials,
+    rows_delta_rs_s3,
+    rows_duckdb_s3,
+    s3_server,
+    set_moto_auth,
+)
 
 import dvengine
 from dvengine import DeltaTable
@@ -64,18 +72,6 @@ def _check_all_readers(server: S3Server, uri: str, model: Model) -> None:
     assert _dvengine_rows(uri, server.options) == want, "dvengine"
     assert rows_delta_rs_s3(server, uri, COLUMNS) == want, "delta-rs"
     assert rows_duckdb_s3(server, uri, COLUMNS) == want, "duckdb"
-
-
-@pytest.fixture(autouse=True)
-def _no_ambient_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A store these tests forgot to configure must fail on loopback, never look for credentials
-    elsewhere (the instance metadata service) or reach a real endpoint."""
-    monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{free_port()}")
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "unconfigured")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "unconfigured")
-    monkeypatch.setenv("AWS_REGION", "us-east-1")
-    monkeypatch.setenv("AWS_ALLOW_HTTP", "true")
-    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
 
 
 @pytest.fixture

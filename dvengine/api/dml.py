@@ -109,7 +109,7 @@ def delete(session: EngineSession, table_root: str, condition: object, mode: str
         metrics = run_delete(ctx, executor)
     finally:
         executor.close()
-    after_commit(choice.conf, snapshot.table_root, metrics.get("version"))
+    after_commit(choice.conf, snapshot.table_root, metrics.get("version"), snapshot.configuration)
     return metrics
 
 
@@ -144,5 +144,5 @@ def update(
         metrics = run_update(ctx, executor, bound)
     finally:
         executor.close()
-    after_commit(choice.conf, snapshot.table_root, metrics.get("version"))
+    after_commit(choice.conf, snapshot.table_root, metrics.get("version"), snapshot.configuration)
     return metrics

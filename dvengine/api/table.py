@@ -20,7 +20,7 @@ from dvengine.commands.arguments import check_column_mapping, check_condition, c
 from dvengine.errors import TableNotFoundError
 from dvengine.log import Snapshot, find_table_root, load_snapshot, table_exists
 from dvengine.read import scan_snapshot_arrow
-from dvengine.storage import normalize_table_path
+from dvengine.storage import is_object_uri, normalize_table_path
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -88,7 +88,9 @@ class DeltaTable:
 
         check_hadoop_conf(hadoopConf)
         root = normalize_table_path(path, object_store_options(spark, path, hadoopConf, storage_options))
-        if not table_exists(root):
+        # On a store a snapshot this process has cached answers without a request: every operation
+        # loads the snapshot first, which raises TableNotFoundError if the table went away since.
+        if not table_exists(root, cached=is_object_uri(root)):
             raise TableNotFoundError(f"{root} is not a Delta table: it has no _delta_log with commit files")
         return cls(spark, root)
 

@@ -56,8 +56,10 @@ from dvengine.errors import (
     TableAlreadyExistsError,
 )
 from dvengine.log.checkpoint_writer import maybe_checkpoint
+from dvengine.log.commit_file import parse_actions
 from dvengine.log.filenames import commit_file_name
 from dvengine.log.loader import read_commit_actions
+from dvengine.log.snapshot_cache import note_own_commit
 from dvengine.protocol import row_tracking
 from dvengine.protocol.actions import (
     Action,
@@ -107,6 +109,17 @@ def read_commit(store: LogStore, table_root: str, version: int) -> list[Action]:
     return read_commit_actions(table_root, version, store)
 
 
+def _read_commit_if_exists(store: LogStore, table_root: str, version: int) -> list[Action] | None:
+    """The winner at ``version``, or None when nobody committed it: one GET on a store (a HEAD first
+    would add a sequential round trip to every lost race)."""
+    path = commit_file_path(table_root, version)
+    try:
+        data = store.read_bytes(path)
+    except FileNotFoundError:
+        return None
+    return parse_actions(data, path)
+
+
 def _now_ms() -> int:
     return int(time.time() * 1000)
 
@@ -131,6 +144,7 @@ class Transaction:
         self.operation = operation
         self.operation_parameters = dict(operation_parameters)
         self.store: LogStore = store if store is not None else storage_for(self.table_root)
+        self._is_local: bool = getattr(self.store, "is_local", True)
         self.isolation_level = check_isolation_level(isolation_level)
         self.max_attempts = max_attempts
         self.txn_id = str(uuid.uuid4())
@@ -267,11 +281,13 @@ class Transaction:
             data = self._serialize(is_blind_append, operation_metrics, version)
             target = commit_file_path(self.table_root, version)
             try:
-                if self._row_level is not None and self.store.exists(target):
+                if self._row_level is not None and self._is_local and self.store.exists(target):
                     # Lost already: skip writing and syncing a commit file that cannot land
                     # (row-level writers race on one hot file, where this is the common case).
+                    # On a store the conditional PUT answers the same question in one round trip.
                     raise FileAlreadyExists(target)
-                self.store.put_if_absent(target, data)
+                e_tag = self.store.put_if_absent(target, data)
+                note_own_commit(self.table_root, version, e_tag, data)
                 break
             except FileAlreadyExists:
                 if attempt >= self.max_attempts:
@@ -369,8 +385,7 @@ class Transaction:
 
     def _check_winners_from(self, version: int) -> int:
         """Check every commit from ``version`` on against this transaction; return the next free version."""
-        while self.store.exists(commit_file_path(self.table_root, version)):
-            actions = read_commit(self.store, self.table_root, version)
+        while (actions := _read_commit_if_exists(self.store, self.table_root, version)) is not None:
             winner = WinningCommit.from_actions(version, actions)
             self._advance_row_id_mark(actions)
             if self.read_version is None:

@@ -21,7 +21,7 @@ from dvengine.log.app_transactions import live_app_transactions
 from dvengine.log.checkpoint_reader import read_checkpoint
 from dvengine.log.column_mapping import column_mapping_mode
 from dvengine.log.commit_file import find_commit_info, parse_actions
-from dvengine.log.filenames import commit_file_name
+from dvengine.log.filenames import LogFileKind, commit_file_name, parse_log_file_name
 from dvengine.log.last_checkpoint import read_last_checkpoint
 from dvengine.log.listing import CheckpointFiles, LogListing, list_log, list_log_from, probe_log_from
 from dvengine.log.replay import ReplayState
@@ -31,6 +31,7 @@ from dvengine.protocol.actions import Action, CommitInfo, RemoveFile
 from dvengine.protocol.features import check_readable
 from dvengine.protocol.schema import parse_schema
 from dvengine.protocol.type_widening import TYPE_CHANGES_KEY, check_type_changes_readable
+from dvengine.storage.base import FileInfo, TailListing
 from dvengine.storage.batch import read_many
 from dvengine.storage.logstore import LogStore, log_dir, normalize_table_path
 from dvengine.storage.registry import storage_for
@@ -196,7 +197,12 @@ def _tombstones_at(store: LogStore, listing: LogListing, target: int) -> tuple[R
         snapshot_cache.remember(
             listing.table_root,
             snapshot_cache.CachedTable(
-                entry.snapshot, snapshot_cache.cacheable_state(state, with_tombstones=True), entry.commit_digest, True
+                entry.snapshot,
+                snapshot_cache.cacheable_state(state, with_tombstones=True),
+                entry.commit_digest,
+                True,
+                entry.commit_etag,
+                entry.store,
             ),
         )
     return _sorted_tombstones(state)
@@ -243,11 +249,14 @@ def _snapshot_at(store: LogStore, listing: LogListing, target: int) -> Snapshot:
     if snapshot_cache.cache_enabled() and target in listing.commits:
         entry = snapshot_cache.get(listing.table_root)
         if entry is None or entry.version < target:
-            data = store.read_bytes(listing.commits[target].path)
+            info = listing.commits[target]
+            # an e-tag identifies the commit without reading it back (a round trip on a store)
+            commit_digest = b"" if info.e_tag is not None else snapshot_cache.digest(store.read_bytes(info.path))
             cached_state = snapshot_cache.cacheable_state(state)
             cached_state.tombstones.clear()
             snapshot_cache.remember(
-                listing.table_root, snapshot_cache.CachedTable(snapshot, cached_state, snapshot_cache.digest(data))
+                listing.table_root,
+                snapshot_cache.CachedTable(snapshot, cached_state, commit_digest, commit_etag=info.e_tag, store=store),
             )
     return snapshot
 
@@ -276,6 +285,8 @@ def _from_cache(store: LogStore, table_root: str, version: int | None) -> Snapsh
     entry = snapshot_cache.get(table_root)
     if entry is None or (version is not None and version < entry.version):
         return None
+    if isinstance(store, TailListing):
+        return _from_cache_listed(store, store, table_root, version, entry)
     log_path = log_dir(table_root)
     current = _read_if_exists(store, f"{log_path}/{commit_file_name(entry.version)}")
     if current is None or snapshot_cache.digest(current) != entry.commit_digest:
@@ -299,15 +310,80 @@ def _from_cache(store: LogStore, table_root: str, version: int | None) -> Snapsh
         return None  # the version does not exist (yet): the listing-based load says why
     if tail_data is None:
         return _with_live_transactions(entry.snapshot, entry.state)
+    return _advanced(store, table_root, entry, tail, snapshot_cache.digest(tail_data), None)
+
+
+def _listed_commits(store: TailListing, table_root: str, first: int) -> dict[int, FileInfo]:
+    """Commit files of version ``first`` and later, from one LIST starting at ``first`` (not at 0)."""
+    listed = store.list_dir_after(log_dir(table_root), f"{first:020d}")  # "<first>.json" sorts after its digits
+    commits: dict[int, FileInfo] = {}
+    for info in listed:
+        name = parse_log_file_name(info.path)
+        if name is not None and name.kind is LogFileKind.COMMIT:
+            commits[name.version] = info
+    return commits
+
+
+def _is_cached_commit(store: LogStore, entry: snapshot_cache.CachedTable, listed: FileInfo | None) -> bool:
+    """Is ``listed`` still the commit file the entry was built from (same e-tag, else same bytes)?"""
+    if listed is None:
+        return False
+    if entry.commit_etag is not None and listed.e_tag is not None:
+        return entry.commit_etag == listed.e_tag
+    data = _read_if_exists(store, listed.path)
+    return data is not None and snapshot_cache.digest(data) == entry.commit_digest
+
+
+def _from_cache_listed(
+    store: LogStore, lister: TailListing, table_root: str, version: int | None, entry: snapshot_cache.CachedTable
+) -> Snapshot | None:
+    """``_from_cache`` on an object store: one LIST of the log from the cached version on both checks
+    the cached commit (its e-tag) and finds the tail, whose commits are then read in parallel; the
+    commit this process just wrote is not read back. Nothing new costs one request, not two GETs."""
+    commits = _listed_commits(lister, table_root, entry.version)
+    if not _is_cached_commit(store, entry, commits.get(entry.version)):
+        snapshot_cache.forget(table_root, entry)  # log cleaned up, or a different table at this path
+        return None
+    reached = entry.version
+    while (reached + 1) in commits and (version is None or reached < version):
+        reached += 1  # put-if-absent commits appear in order: the first gap ends the tail
+    if reached - entry.version > snapshot_cache.MAX_TAIL:
+        return None
+    if version is not None and reached != version:
+        return None  # the version does not exist (yet): the listing-based load says why
+    if reached == entry.version:
+        if entry.store is not store:  # checked by these credentials now: they may skip the next existence check
+            snapshot_cache.remember(table_root, dataclasses.replace(entry, store=store))
+        return _with_live_transactions(entry.snapshot, entry.state)
+    infos = [commits[v] for v in range(entry.version + 1, reached + 1)]
+    known = {i.path: snapshot_cache.own_commit(table_root, v, i.e_tag) for v, i in zip(range(entry.version + 1, reached + 1), infos)}
+    missing = [i.path for i in infos if known[i.path] is None]
+    fetched = dict(zip(missing, read_many(store, missing)))  # parallel GETs
+    datas = [known[i.path] or fetched[i.path] for i in infos]
+    tail = [parse_actions(data, info.path) for data, info in zip(datas, infos)]
+    return _advanced(store, table_root, entry, tail, snapshot_cache.digest(datas[-1]), infos[-1].e_tag)
+
+
+def _advanced(
+    store: LogStore,
+    table_root: str,
+    entry: snapshot_cache.CachedTable,
+    tail: list[list[Action]],
+    tail_digest: bytes,
+    tail_etag: str | None,
+) -> Snapshot | None:
+    """The entry moved forward by ``tail`` (non-empty), remembered; None when only the listing
+    knows the new version's timestamp."""
     state = snapshot_cache.advanced_state(entry, tail)
     info = state.last_commit_info
     timestamp = None if info is None else commit_info_timestamp(info, -1)
     if timestamp is None or timestamp < 0:
         return None  # only the file's modification time would do: the listing has it
+    reached = entry.version + len(tail)
     snapshot = _build_snapshot(store, table_root, reached, state, timestamp, entry.with_tombstones)
     snapshot_cache.remember(
         table_root,
-        snapshot_cache.CachedTable(snapshot, state, snapshot_cache.digest(tail_data), entry.with_tombstones),
+        snapshot_cache.CachedTable(snapshot, state, tail_digest, entry.with_tombstones, tail_etag, store),
     )
     return snapshot
 
@@ -379,21 +455,39 @@ def latest_version(table_root: str, store: LogStore | None = None) -> int:
     return list_log(_store(store, root), root).latest_version
 
 
-def table_exists(table_root: str) -> bool:
+def table_exists(table_root: str, cached: bool = False) -> bool:
     """True when ``table_root`` has a ``_delta_log`` with at least one commit or checkpoint.
 
     Every ``DeltaTable.forPath`` and append asks this; listing the log to answer made each open
     cost O(commits) (35 ms after 2,000 rounds of a stream, half a round). A cached snapshot whose
-    commit file is still there, unchanged, answers it with one small read instead.
+    commit file is still there, unchanged, answers it with one small read instead (one LIST on a
+    store). ``cached=True``, for an open whose operations load the snapshot before doing anything
+    (``forPath``: that load finds a table deleted since and raises TableNotFoundError before
+    anything is written): on a store, a snapshot cached by the same storage client (same store,
+    same credentials) answers with no request at all, and without one the snapshot is loaded and
+    cached here, so the log is listed in full once and the operation lists only its tail.
     """
     from dvengine.errors import TableNotFoundError
 
     root = normalize_table_path(table_root)
     store = storage_for(root)
     entry = snapshot_cache.get(root) if snapshot_cache.cache_enabled() else None
+    if cached and entry is not None and entry.store is store:
+        return True
+    if cached and isinstance(store, TailListing) and snapshot_cache.cache_enabled():
+        # Load (and cache) the snapshot the operation is about to need, instead of a listing that
+        # only says yes: the operation's own load then lists only the log after this version.
+        try:
+            load_snapshot(root, store=store)
+        except TableNotFoundError:
+            return False
+        return True
     if entry is not None:
-        data = _read_if_exists(store, f"{log_dir(root)}/{commit_file_name(entry.version)}")
-        if data is not None and snapshot_cache.digest(data) == entry.commit_digest:
+        if isinstance(store, TailListing):
+            listed = _listed_commits(store, root, entry.version).get(entry.version)
+        else:
+            listed = FileInfo(f"{log_dir(root)}/{commit_file_name(entry.version)}", 0, 0)
+        if _is_cached_commit(store, entry, listed):
             return True
     try:
         list_log(store, root)

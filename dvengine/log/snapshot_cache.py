@@ -67,6 +67,14 @@ class CachedTable:
     state: ReplayState
     commit_digest: bytes
     with_tombstones: bool = False
+    # On object stores: the e-tag of the commit file of ``version``. One LIST of the log from this
+    # version on then both proves the table is the same (same e-tag) and shows the tail, where a
+    # content digest would need the file read back (a second round trip).
+    commit_etag: str | None = None
+    # The storage client (one per store and credentials) that built or last checked this entry.
+    # Only that client may skip asking the store whether the table exists: other credentials
+    # must still prove they can reach it.
+    store: object | None = None
 
     @property
     def version(self) -> int:
@@ -108,6 +116,34 @@ def clear_snapshot_cache() -> None:
     """Forget every cached snapshot (tests; a process that rewrites logs behind dvengine's back)."""
     with _LOCK:
         _ENTRIES.clear()
+        _OWN_COMMITS.clear()
+
+
+# The last commit this process wrote to each object-store table: (version, e-tag, bytes). The next
+# load lists the log, sees that version with that e-tag and takes the bytes from here instead of a
+# GET of what it has just PUT. The e-tag is what makes it safe: another object under that name
+# (a table recreated in between) has another e-tag and is read from the store.
+_OWN_COMMITS: OrderedDict[str, tuple[int, str, bytes]] = OrderedDict()
+
+
+def note_own_commit(table_root: str, version: int, e_tag: str | None, data: bytes) -> None:
+    """Remember the commit just written at ``version`` (only when the store gave an e-tag)."""
+    if e_tag is None or not cache_enabled():
+        return
+    with _LOCK:
+        _OWN_COMMITS[table_root] = (version, e_tag, data)
+        _OWN_COMMITS.move_to_end(table_root)
+        while len(_OWN_COMMITS) > MAX_TABLES:
+            _OWN_COMMITS.popitem(last=False)
+
+
+def own_commit(table_root: str, version: int, e_tag: str | None) -> bytes | None:
+    """The bytes of ``version`` if this process wrote it and the listed object is still that one."""
+    with _LOCK:
+        found = _OWN_COMMITS.get(table_root)
+    if found is None or e_tag is None or found[0] != version or found[1] != e_tag:
+        return None
+    return found[2]
 
 
 def cacheable_state(state: ReplayState, with_tombstones: bool = False) -> ReplayState:

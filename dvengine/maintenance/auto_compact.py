@@ -208,12 +208,20 @@ def maybe_auto_compact(
     conf: ConfLookup,
     rewrite_bin: BinRewriter,
     load: Callable[[str], Snapshot] = load_snapshot,
+    configuration: Mapping[str, str] | None = None,
 ) -> dict[str, Any] | None:
     """Run auto compaction after ``committed_version`` when enabled and a partition qualifies.
+
+    ``configuration``: the table properties of the snapshot the committed command read, when that
+    command cannot have changed them (DELETE, UPDATE). When they and the session leave auto
+    compaction off, nothing is loaded: on an object store that load is a sequential round trip
+    after every commit, for the common answer "off".
 
     Returns Delta's OptimizeMetrics plus ``version`` when a compaction committed, None otherwise
     (off, nothing to do, or a concurrent writer won the race: logged).
     """
+    if configuration is not None and not auto_compact_enabled(conf, configuration):
+        return None
     snapshot = load(table_root)
     if not auto_compact_enabled(conf, snapshot.configuration):
         return None

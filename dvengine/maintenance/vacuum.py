@@ -42,6 +42,7 @@ from dvengine.log.timestamps import commit_info_timestamp
 from dvengine.protocol.actions import AddCDCFile, AddFile, RemoveFile
 from dvengine.protocol.features import CHANGE_DATA_DIR
 from dvengine.storage import FileInfo, is_object_uri, resolve_data_path, storage_for
+from dvengine.storage.base import CONDITIONAL_PUT_PROBE_PREFIX
 from dvengine.writing.files import SPARK_STAGING_PREFIX
 
 DEFAULT_RETENTION_HOURS = 168.0
@@ -139,11 +140,10 @@ def _norm(path: str) -> str:
     return path if is_object_uri(path) else os.path.normpath(path)
 
 
-def _object_candidates(table_root: str, partition_columns: Iterable[str]) -> list[FileInfo]:
-    """Object-store twin of :func:`candidate_files`: one recursive listing, Delta's hiding rule per
-    path segment, nested tables (a prefix holding ``_delta_log/``) skipped."""
+def _object_candidates(table_root: str, listed: list[FileInfo], partition_columns: Iterable[str]) -> list[FileInfo]:
+    """Object-store twin of :func:`candidate_files`: from one recursive listing, Delta's hiding rule
+    per path segment, nested tables (a prefix holding ``_delta_log/``) skipped."""
     parts = tuple(partition_columns)
-    listed = storage_for(table_root).list_files(table_root)
     prefix = table_root.rstrip("/") + "/"
     relatives = [(info, info.path[len(prefix) :].split("/")) for info in listed]
     nested = {"/".join(segs[: segs.index("_delta_log")]) for _, segs in relatives if "_delta_log" in segs[1:]}
@@ -233,7 +233,17 @@ def plan_vacuum(
     keep = referenced_files(snapshot, cutoff)
     plan = VacuumPlan(table_root=root, cutoff_ms=cutoff, retention_hours=float(retention_hours))
     if is_object_uri(root):  # stores: no temp files or staging folders (writes are single PUTs)
-        for info in _object_candidates(root, snapshot.partition_columns):
+        listed = storage_for(root).list_files(root, include_hidden=True)
+        # the one hidden leftover a store can hold: a killed client's conditional-put probe. Same
+        # age rule as local temp files: a probe younger than an hour may still be running.
+        probe_cutoff = min(cutoff, now - TEMP_FILE_MIN_AGE_MS)
+        plan.log_temp_files = [
+            info.path
+            for info in listed
+            if info.path.rsplit("/", 1)[-1].startswith(CONDITIONAL_PUT_PROBE_PREFIX)
+            and info.modification_time_ms < probe_cutoff
+        ]
+        for info in _object_candidates(root, listed, snapshot.partition_columns):
             if info.path in keep:
                 plan.num_referenced_files += 1
             elif info.modification_time_ms >= cutoff:
@@ -305,6 +315,8 @@ def vacuum(
             with contextlib.suppress(FileNotFoundError):
                 storage.delete(path)  # S3 DELETE succeeds on a missing key: a concurrent VACUUM is harmless
             deleted.append(path)
+        for path in plan.log_temp_files:
+            storage.delete(path)
     elif not dry_run:
         for path in plan.files:
             try:

@@ -9,8 +9,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Protocol as TypingProtocol
+from typing import runtime_checkable
 
 import pyarrow as pa
+
+# Name prefix of the hidden object an object-store client creates twice to prove the store refuses
+# the second create (objects.ObjectStorage). A process killed between the create and the delete
+# leaves one behind; VACUUM reclaims it once it is old enough not to be a running probe.
+CONDITIONAL_PUT_PROBE_PREFIX = ".dvengine-conditional-put-probe-"
 
 
 class FileAlreadyExists(Exception):
@@ -22,6 +28,9 @@ class FileInfo:
     path: str
     size: int
     modification_time_ms: int
+    # The store's version tag of the object (object stores; None for local files). A new PUT of
+    # different bytes under the same name changes it, so it identifies a commit file's content.
+    e_tag: str | None = None
 
 
 class LogStore(TypingProtocol):
@@ -31,13 +40,25 @@ class LogStore(TypingProtocol):
 
     def read_bytes(self, path: str) -> bytes: ...
 
-    def put_if_absent(self, path: str, data: bytes) -> None: ...
+    def put_if_absent(self, path: str, data: bytes) -> str | None:
+        """Create ``path`` only if absent (FileAlreadyExists otherwise); the new object's e-tag when the store has one."""
+        ...
 
     def write(self, path: str, data: bytes) -> None: ...
 
     def exists(self, path: str) -> bool: ...
 
     def delete(self, path: str) -> None: ...
+
+
+@runtime_checkable
+class TailListing(TypingProtocol):
+    """A store where one listing request is cheaper than asking for files one by one (object stores)."""
+
+    def list_dir_after(self, directory: str, after_name: str) -> list[FileInfo]:
+        """The files of ``directory`` (not recursive, no hidden ones) whose names sort after
+        ``after_name``, sorted: one LIST starting there (S3 ``start-after``)."""
+        ...
 
 
 class Storage(LogStore, TypingProtocol):
@@ -53,8 +74,9 @@ class Storage(LogStore, TypingProtocol):
         """Size and modification time of one file; FileNotFoundError if absent."""
         ...
 
-    def list_files(self, directory: str) -> list[FileInfo]:
-        """Every file under ``directory``, recursively (no hidden files), sorted by path."""
+    def list_files(self, directory: str, include_hidden: bool = False) -> list[FileInfo]:
+        """Every file under ``directory``, recursively, sorted by path; without hidden names (a
+        ``.``-prefixed file or folder) unless ``include_hidden`` (VACUUM looks for leftovers there)."""
         ...
 
     def put_new(self, path: str, data: bytes) -> None:

@@ -72,12 +72,13 @@ class LocalStorage:
         out.sort(key=lambda f: f.path)
         return out
 
-    def list_files(self, directory: str) -> list[FileInfo]:
+    def list_files(self, directory: str, include_hidden: bool = False) -> list[FileInfo]:
         out = []
         for folder, dirs, names in os.walk(directory):
-            dirs[:] = [d for d in dirs if not d.startswith(".")]
+            if not include_hidden:
+                dirs[:] = [d for d in dirs if not d.startswith(".")]
             for name in names:
-                if name.startswith("."):
+                if name.startswith(".") and not include_hidden:
                     continue
                 path = os.path.join(folder, name)
                 try:
@@ -102,6 +103,7 @@ class LocalStorage:
         return FileInfo(path, st.st_size, int(st.st_mtime * 1000))
 
     def put_if_absent(self, path: str, data: bytes) -> None:
+        """Create ``path`` by linking a synced temp file (EEXIST = lost race); local files have no e-tag."""
         tmp = _write_hidden_temp(path, data, durable=True)
         fault_point(COMMIT_BEFORE_LINK)
         try:

@@ -30,7 +30,8 @@ from dvengine.errors import (
     StorageUnreachableError,
 )
 from dvengine.faults import COMMIT_AFTER_LINK, COMMIT_BEFORE_LINK, fault_point
-from dvengine.storage.base import FileAlreadyExists, FileInfo
+from dvengine.storage.base import CONDITIONAL_PUT_PROBE_PREFIX, FileAlreadyExists, FileInfo
+from dvengine.storage.recent_writes import RecentWrites
 from dvengine.storage.settings import (
     ALLOW_UNSAFE_COMMITS,
     DEFAULT_CLIENT,
@@ -99,6 +100,8 @@ class ObjectStorage:
         self._lock = threading.Lock()
         # Requests sent, by kind (the bench reports round trips per command from these).
         self.requests: Counter[str] = Counter()
+        # Data/DV/CDC files this client just wrote: read back without a GET (see recent_writes).
+        self._recent = RecentWrites()
 
     def _key(self, path: str) -> str:
         base, key = split_object_uri(path)
@@ -116,15 +119,31 @@ class ObjectStorage:
             listing = obstore.list_with_delimiter(self._store, prefix)
         except BaseError as exc:
             raise _translate(exc, directory, "list") from exc
-        out = [
-            FileInfo(self._uri(o["path"]), o["size"], int(o["last_modified"].timestamp() * 1000))
-            for o in listing["objects"]
-            if not o["path"].rsplit("/", 1)[-1].startswith(".")
-        ]
+        out = [self._info(o) for o in listing["objects"] if not o["path"].rsplit("/", 1)[-1].startswith(".")]
         out.sort(key=lambda f: f.path)
         return out
 
-    def list_files(self, directory: str) -> list[FileInfo]:
+    def _info(self, meta: Any) -> FileInfo:
+        return FileInfo(self._uri(meta["path"]), meta["size"], int(meta["last_modified"].timestamp() * 1000), meta.get("e_tag"))
+
+    def list_dir_after(self, directory: str, after_name: str) -> list[FileInfo]:
+        """One LIST of the names sorting after ``after_name`` (S3 ``start-after``): a reopened table's
+        log tail costs one request however long the log before it is."""
+        prefix = self._key(directory).rstrip("/") + "/"
+        out = []
+        try:
+            self.requests["LIST"] += 1
+            for batch in obstore.list(self._store, prefix, offset=prefix + after_name, chunk_size=1000):
+                for o in batch:
+                    name = o["path"][len(prefix) :]
+                    if "/" not in name and not name.startswith(".") and name > after_name:
+                        out.append(self._info(o))
+        except BaseError as exc:
+            raise _translate(exc, directory, "list") from exc
+        out.sort(key=lambda f: f.path)
+        return out
+
+    def list_files(self, directory: str, include_hidden: bool = False) -> list[FileInfo]:
         prefix = self._key(directory).rstrip("/") + "/"
         out = []
         try:
@@ -132,15 +151,18 @@ class ObjectStorage:
             for batch in obstore.list(self._store, prefix):
                 for o in batch:
                     parts = o["path"][len(prefix) :].split("/")
-                    if any(p.startswith(".") for p in parts):
+                    if not include_hidden and any(p.startswith(".") for p in parts):
                         continue
-                    out.append(FileInfo(self._uri(o["path"]), o["size"], int(o["last_modified"].timestamp() * 1000)))
+                    out.append(self._info(o))
         except BaseError as exc:
             raise _translate(exc, directory, "list") from exc
         out.sort(key=lambda f: f.path)
         return out
 
     def read_bytes(self, path: str) -> bytes:
+        recent = self._recent.get(path)
+        if recent is not None:
+            return recent
         try:
             self.requests["GET"] += 1
             return bytes(obstore.get(self._store, self._key(path)).bytes())
@@ -148,6 +170,9 @@ class ObjectStorage:
             raise _translate(exc, path, "read") from exc
 
     def read_range(self, path: str, start: int, length: int) -> bytes:
+        recent = self._recent.get(path)
+        if recent is not None:
+            return recent[start : start + length]
         try:
             self.requests["GET"] += 1
             return bytes(obstore.get_range(self._store, self._key(path), start=start, length=length))
@@ -174,7 +199,7 @@ class ObjectStorage:
         with self._lock:
             if self._checked or self._unsafe:
                 return
-            probe = f"{path.rsplit('/', 1)[0]}/.dvengine-conditional-put-probe-{uuid.uuid4().hex}"
+            probe = f"{path.rsplit('/', 1)[0]}/{CONDITIONAL_PUT_PROBE_PREFIX}{uuid.uuid4().hex}"
             key = self._key(probe)
             refused = False
             self.requests["PUT"] += 2
@@ -202,7 +227,9 @@ class ObjectStorage:
             f"{ALLOW_UNSAFE_COMMITS}=true to allow a single writer at your own risk"
         )
 
-    def put_if_absent(self, path: str, data: bytes) -> None:
+    def put_if_absent(self, path: str, data: bytes) -> str | None:
+        """Create ``path`` with ``If-None-Match: *``; the new object's e-tag (the snapshot cache keeps it
+        to recognise this commit in the next listing without reading it back)."""
         self._check_conditional_put(path)
         fault_point(COMMIT_BEFORE_LINK)
         self.requests["PUT"] += 1
@@ -210,9 +237,9 @@ class ObjectStorage:
             if self._unsafe:
                 if self.exists(path):
                     raise FileAlreadyExists(path)
-                obstore.put(self._store, self._key(path), data)
+                result = obstore.put(self._store, self._key(path), data)
             else:
-                obstore.put(self._store, self._key(path), data, mode="create")
+                result = obstore.put(self._store, self._key(path), data, mode="create")
         except AlreadyExistsError:
             raise FileAlreadyExists(path) from None
         except NotImplementedError as exc:
@@ -220,6 +247,8 @@ class ObjectStorage:
         except (BaseError, FileNotFoundError) as exc:
             raise _translate(exc, path, "commit") from exc
         fault_point(COMMIT_AFTER_LINK)
+        e_tag = result.get("e_tag")
+        return None if e_tag is None else str(e_tag)
 
     def _put(self, path: str, data: bytes) -> None:
         self._check_conditional_put(path)
@@ -235,8 +264,10 @@ class ObjectStorage:
 
     def put_new(self, path: str, data: bytes) -> None:
         self._put(path, data)
+        self._recent.remember(path, data)
 
     def delete(self, path: str) -> None:
+        self._recent.forget(path)
         self.requests["DELETE"] += 1
         try:
             obstore.delete(self._store, self._key(path))

@@ -7,6 +7,7 @@ does today) without a Spark job; the API entry points call it once their command
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from dvengine.commands.options import ConfLookup
@@ -14,8 +15,11 @@ from dvengine.engine.local.optimize import rewrite_files
 from dvengine.maintenance.auto_compact import maybe_auto_compact
 
 
-def after_commit(conf: ConfLookup, table_root: str, version: object) -> dict[str, Any] | None:
-    """Auto-compact ``table_root`` if the command committed (``version`` is an int) and it qualifies."""
+def after_commit(
+    conf: ConfLookup, table_root: str, version: object, configuration: Mapping[str, str] | None = None
+) -> dict[str, Any] | None:
+    """Auto-compact ``table_root`` if the command committed (``version`` is an int) and it qualifies;
+    ``configuration``: the table properties the command read and did not change (see maybe_auto_compact)."""
     if not isinstance(version, int) or isinstance(version, bool):
         return None
-    return maybe_auto_compact(table_root, version, conf, rewrite_files)
+    return maybe_auto_compact(table_root, version, conf, rewrite_files, configuration=configuration)

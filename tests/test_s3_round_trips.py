@@ -1,0 +1,205 @@
+"""Requests per command on an object store (moto on 127.0.0.1), and what makes fewer of them safe.
+
+A point DELETE on a store is dominated by sequential round trips, so the snapshot cache serves
+stores too: a reopened table costs one LIST of the log from the cached version (its e-tag proves
+the cached commit is still that table's), the commit this process just wrote is not read back,
+a lost race reads the winner with one GET. These tests count the requests dvengine's own client
+sends, and check that every shortcut still gives the rows an independent reader (delta-rs)
+sees: with another writer's commits in between, with the table deleted and recreated under the
+same path, after a lost race. Also: VACUUM reclaims the hidden object a killed conditional-put
+probe leaves behind.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from deltalake import write_deltalake
+from interop import sort_rows
+from s3_support import S3Server, no_ambient_credentials, rows_delta_rs_s3, s3_server  # noqa: F401
+
+import dvengine
+from dvengine import DeltaTable
+from dvengine.faults import COMMIT_BEFORE_LINK
+from dvengine.log import load_snapshot
+from dvengine.maintenance.vacuum import vacuum
+from dvengine.storage import objects
+from dvengine.storage.base import CONDITIONAL_PUT_PROBE_PREFIX
+from dvengine.storage.registry import request_counts
+
+COLUMNS = ["id", "part", "val"]
+Row = tuple[Any, ...]
+
+
+def _rows(ids: range, val: int = 0) -> list[Row]:
+    return [(i, f"p{i % 3}", i * 10 + val) for i in ids]
+
+
+def _arrow(rows: list[Row]) -> pa.Table:
+    return pa.table(
+        {
+            "id": pa.array([r[0] for r in rows], pa.int64()),
+            "part": pa.array([r[1] for r in rows], pa.string()),
+            "val": pa.array([r[2] for r in rows], pa.int64()),
+        }
+    )
+
+
+def _dvengine_rows(uri: str, options: dict[str, str]) -> list[Row]:
+    table = DeltaTable.forPath(None, uri, storage_options=options).toArrow()
+    return sort_rows([tuple(d[c] for c in COLUMNS) for d in table.to_pylist()])
+
+
+class Requests:
+    """Requests dvengine's clients sent since the last ``take()``, by kind (zero kinds left out)."""
+
+    def __init__(self) -> None:
+        self.before = Counter(request_counts())
+
+    def take(self) -> dict[str, int]:
+        now = Counter(request_counts())
+        diff = {k: now[k] - self.before[k] for k in now if now[k] != self.before[k]}
+        self.before = now
+        return diff
+
+
+@pytest.fixture
+def bucket(s3_server: S3Server) -> str:  # noqa: F811
+    return s3_server.new_bucket()
+
+
+@pytest.fixture
+def read_paths(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """Every object path dvengine GETs whole, in order."""
+    seen: list[str] = []
+    real = objects.ObjectStorage.read_bytes
+
+    def recording(self: objects.ObjectStorage, path: str) -> bytes:
+        seen.append(path)
+        return real(self, path)
+
+    monkeypatch.setattr(objects.ObjectStorage, "read_bytes", recording)
+    yield seen
+
+
+def test_point_dml_round_trips(s3_server: S3Server, bucket: str) -> None:  # noqa: F811
+    """Reopened by path, as a user's job does: DELETE = LIST + commit PUT; UPDATE also PUTs the
+    new file (and GETs the old one once, before the column cache holds it); no HEAD anywhere."""
+    uri, opts = f"s3://{bucket}/points", s3_server.options
+    model = {r[0]: r for r in _rows(range(400))}  # two files of 200 rows: a few deletes stay DVs
+    dvengine.write(_arrow(_rows(range(200))), uri, storage_options=opts)
+    write_deltalake(uri, _arrow(_rows(range(200, 400))), mode="append", storage_options=opts)  # not our bytes
+    DeltaTable.forPath(None, uri, storage_options=opts).delete("id = 0", engine="local")  # warm-up
+    del model[0]
+    requests = Requests()
+    for key in (5, 110, 170):
+        DeltaTable.forPath(None, uri, storage_options=opts).delete(f"id = {key}", engine="local")
+        del model[key]
+        assert requests.take() == {"LIST": 1, "PUT": 1}, f"DELETE id = {key}"
+    table = DeltaTable.forPath(None, uri, storage_options=opts)
+    assert requests.take() == {}  # the cached snapshot answers the existence check
+    # the first reads delta-rs's file (one GET); the second finds it in the column cache; the third
+    # updates the row the first moved into a file this process wrote and still holds: no GET either
+    for i, key in enumerate((250, 330, 250)):
+        table.update(f"id = {key}", {"val": str(-1 - i)}, engine="local")
+        model[key] = (key, f"p{key % 3}", -1 - i)
+        expected = {"LIST": 1, "PUT": 2, **({"GET": 1} if i == 0 else {})}
+        assert requests.take() == expected, f"UPDATE id = {key}"
+    assert rows_delta_rs_s3(s3_server, uri, COLUMNS) == sort_rows(list(model.values()))
+    assert _dvengine_rows(uri, opts) == sort_rows(list(model.values()))
+
+
+def test_reopen_follows_other_writers_and_a_recreated_table(
+    s3_server: S3Server,  # noqa: F811
+    bucket: str,
+    read_paths: list[str],
+) -> None:
+    uri, opts = f"s3://{bucket}/shared", s3_server.options
+    dvengine.write(_arrow(_rows(range(10))), uri, storage_options=opts)
+    assert _dvengine_rows(uri, opts) == sort_rows(_rows(range(10)))  # cached at version 0
+    # another writer (delta-rs) commits twice: the one LIST shows both, both are read (in parallel)
+    write_deltalake(uri, _arrow(_rows(range(10, 15))), mode="append", storage_options=opts)
+    write_deltalake(uri, _arrow(_rows(range(15, 20))), mode="append", storage_options=opts)
+    requests, read_paths[:] = Requests(), []
+    assert load_snapshot(uri).version == 2
+    assert requests.take() == {"LIST": 1, "GET": 2}
+    assert sorted(p.rsplit("/", 1)[-1] for p in read_paths) == [f"{v:020d}.json" for v in (1, 2)]
+    assert _dvengine_rows(uri, opts) == sort_rows(_rows(range(20)))
+    # the table is deleted and another one created under the same path, up to the same version 2:
+    # its 2.json has another e-tag, so the cached state is dropped, not extended
+    client = s3_server.client()
+    for key in s3_server.keys(bucket, "shared/"):
+        client.delete_object(Bucket=bucket, Key=key)
+    write_deltalake(uri, _arrow(_rows(range(100, 103))), mode="error", storage_options=opts)
+    write_deltalake(uri, _arrow(_rows(range(103, 105))), mode="append", storage_options=opts)
+    write_deltalake(uri, _arrow(_rows(range(105, 106))), mode="append", storage_options=opts)
+    assert load_snapshot(uri).version == 2
+    assert _dvengine_rows(uri, opts) == sort_rows(_rows(range(100, 106))) == rows_delta_rs_s3(s3_server, uri, COLUMNS)
+    # and dvengine's own commit on top of it is not read back by the next open
+    DeltaTable.forPath(None, uri, storage_options=opts).delete("id = 101", engine="local")
+    read_paths[:] = []
+    assert load_snapshot(uri).version == 3
+    assert not [p for p in read_paths if "/_delta_log/" in p]
+    want = sort_rows([r for r in _rows(range(100, 106)) if r[0] != 101])
+    assert _dvengine_rows(uri, opts) == want == rows_delta_rs_s3(s3_server, uri, COLUMNS)
+
+
+def test_lost_race_reads_the_winner_with_one_get(
+    s3_server: S3Server,  # noqa: F811
+    bucket: str,
+    monkeypatch: pytest.MonkeyPatch,
+    read_paths: list[str],
+) -> None:
+    """delta-rs takes version 1 just before dvengine's commit PUT: the 412 is followed by one GET of
+    the winner and one (missing) GET of the next version, no HEADs; the DELETE lands at version 2."""
+    uri, opts = f"s3://{bucket}/race", s3_server.options
+    dvengine.write(_arrow(_rows(range(10))), uri, storage_options=opts)
+    table = DeltaTable.forPath(None, uri, storage_options=opts)
+    real = objects.fault_point
+    raced: list[str] = []
+
+    def winner_first(stage: str) -> None:
+        if stage == COMMIT_BEFORE_LINK and not raced:
+            raced.append(stage)
+            write_deltalake(uri, _arrow(_rows(range(50, 53))), mode="append", storage_options=opts)
+        real(stage)
+
+    monkeypatch.setattr(objects, "fault_point", winner_first)
+    requests, read_paths[:] = Requests(), []
+    metrics = table.delete("id = 3", engine="local")
+    assert raced and metrics["version"] == 2
+    counts = requests.take()
+    assert "HEAD" not in counts and counts["PUT"] == 2
+    log_reads = [p.rsplit("/", 1)[-1] for p in read_paths if "/_delta_log/" in p]
+    assert log_reads == [f"{1:020d}.json", f"{2:020d}.json"]  # the winner, then "no version 2 yet"
+    want = sort_rows([r for r in _rows(range(10)) if r[0] != 3] + _rows(range(50, 53)))
+    assert _dvengine_rows(uri, opts) == want == rows_delta_rs_s3(s3_server, uri, COLUMNS)
+
+
+def test_vacuum_reclaims_a_killed_probe(s3_server: S3Server, bucket: str) -> None:  # noqa: F811
+    """A process killed between the two creates of its conditional-put probe leaves a hidden object
+    (beside a data file or in ``_delta_log``); VACUUM deletes it once it is an hour old, never a
+    younger one (a running probe), and nothing else."""
+    uri, opts = f"s3://{bucket}/vac", s3_server.options
+    dvengine.write(_arrow(_rows(range(6))), uri, storage_options=opts)
+    client = s3_server.client()
+    probes = [f"vac/{CONDITIONAL_PUT_PROBE_PREFIX}{uuid.uuid4().hex}", f"vac/_delta_log/{CONDITIONAL_PUT_PROBE_PREFIX}{uuid.uuid4().hex}"]
+    for key in probes:
+        client.put_object(Bucket=bucket, Key=key, Body=b"probe")
+    table_keys = [k for k in s3_server.keys(bucket) if k not in probes]
+    young = vacuum(uri, retention_hours=0, enforce_retention=False)
+    assert young["numAbandonedTempFiles"] == 0 and young["numFilesDeleted"] == 0
+    assert set(probes) <= set(s3_server.keys(bucket))
+    later = int(time.time() * 1000) + 2 * 3_600_000  # as if VACUUM ran two hours later
+    planned = vacuum(uri, retention_hours=0, enforce_retention=False, dry_run=True, now_ms=later)
+    assert planned["numAbandonedTempFiles"] == 2 and set(probes) <= set(s3_server.keys(bucket))
+    done = vacuum(uri, retention_hours=0, enforce_retention=False, now_ms=later)
+    assert done["numAbandonedTempFiles"] == 2 and done["numFilesDeleted"] == 0
+    assert s3_server.keys(bucket) == table_keys
+    assert rows_delta_rs_s3(s3_server, uri, COLUMNS) == sort_rows(_rows(range(6)))
