@@ -1,5 +1,6 @@
 """Identity columns (``identityColumns``): builders, values assigned on append beyond the high-water
-mark (which the commit stores), GENERATED ALWAYS rules, uniqueness under concurrent writers.
+mark (which the commit stores) and to rows MERGE inserts, GENERATED ALWAYS rules, uniqueness under
+concurrent writers.
 
 Truth: the values PROTOCOL.md allows (``start + k * step`` beyond the mark, all distinct), the mark
 in the field metadata read back by delta-rs, rows read by delta-rs and DuckDB, and a table whose log
@@ -130,9 +131,12 @@ def test_generated_always_refuses_given_values_and_updates(tmp_path: Path) -> No
         dvengine.write(pa.table({"id": pa.array([7], pa.int64()), "v": ["x"]}), root, mode="append")
     with pytest.raises(OperationNotAllowedError, match="IDENTITY"):
         table.update("v = 'a'", {"id": "id + 100"})
-    source = pa.table({"v": ["z"]})
-    with pytest.raises(UnsupportedFeatureError, match="IDENTITY"):
+    source = pa.table({"id": pa.array([7], pa.int64()), "v": ["z"]})
+    with pytest.raises(OperationNotAllowedError, match="GENERATED ALWAYS"):
         table.alias("t").merge(source, "t.v = s.v", source_alias="s").whenNotMatchedInsertAll().execute()
+    with pytest.raises(OperationNotAllowedError, match="GENERATED ALWAYS"):
+        (table.alias("t").merge(source, "t.v = s.v", source_alias="s")
+         .whenNotMatchedInsert(values={"id": "s.id", "v": "s.v"}).execute())
     assert latest_version(root) == version
     table.update("v = 'a'", {"v": "'A'"})  # other columns change as usual; the id stays
     table.delete("v = 'b'")
@@ -188,3 +192,135 @@ def test_restore_keeps_the_high_water_mark(tmp_path: Path) -> None:
     assert _mark(root) == 3 and _rows(root) == [(1, "a")]
     dvengine.write(pa.table({"v": ["d"]}), root, mode="append")
     assert _rows(root) == sort_rows([(1, "a"), (4, "d")])  # 2 and 3 are not handed out again
+
+
+def _grid_beyond(values: list[int], mark: int, step: int, start: int) -> bool:
+    """PROTOCOL.md: new values are distinct, on the ``start + k * step`` grid, beyond the old mark."""
+    beyond = all(v > mark for v in values) if step > 0 else all(v < mark for v in values)
+    return len(set(values)) == len(values) and all((v - start) % step == 0 for v in values) and beyond
+
+
+@pytest.mark.parametrize("always", [True, False])
+@pytest.mark.parametrize(("start", "step"), [(10, 5), (-1, -2)])
+def test_merge_inserts_get_identity_values(tmp_path: Path, always: bool, start: int, step: int) -> None:
+    root = str(tmp_path / "t")
+    table = _create(root, always=always, start=start, step=step)
+    dvengine.write(pa.table({"v": ["a", "b"]}), root, mode="append")
+    model = dict(_rows(root))  # id -> v
+    mark = _mark(root)
+    assert mark == start + step
+
+    # explicit values without the identity column; one matched row is updated, two rows inserted
+    source = pa.table({"v": ["b", "c", "d"], "w": ["B", "C", "D"]})
+    (table.alias("t").merge(source, "t.v = s.v", source_alias="s")
+     .whenMatchedUpdate(set={"v": "s.w"}).whenNotMatchedInsert(values={"v": "s.w"}).execute())
+    new = [mark + step, mark + 2 * step]  # dense, in source row order
+    model[next(i for i, v in model.items() if v == "b")] = "B"
+    model.update(zip(new, ["C", "D"]))
+    assert _rows(root) == sort_rows(list(model.items()))
+    assert _grid_beyond(new, mark, step, start) and _mark(root) == new[-1]
+    mark = new[-1]
+
+    # insertAll from a source without the identity column
+    source = pa.table({"v": ["C", "e", "f", "g"]})
+    table.alias("t").merge(source, "t.v = s.v", source_alias="s").whenNotMatchedInsertAll().execute()
+    new = [mark + step * k for k in (1, 2, 3)]
+    model.update(zip(new, ["e", "f", "g"]))
+    assert _rows(root) == sort_rows(list(model.items()))
+    assert _grid_beyond(new, mark, step, start) and _mark(root) == new[-1]
+
+    dvengine.write(pa.table({"v": ["after"]}), root, mode="append")  # an append continues beyond
+    model[new[-1] + step] = "after"
+    assert _rows(root) == sort_rows(list(model.items())) and _mark(root) == new[-1] + step
+    assert len(model) == 8
+
+
+def test_merge_by_default_keeps_given_values(tmp_path: Path) -> None:
+    """Two insert clauses: one gives the id (kept as given, the mark not moved by it), one does not
+    (new values from the mark, in source order, only for its rows)."""
+    root = str(tmp_path / "t")
+    table = _create(root, always=False)
+    dvengine.write(pa.table({"v": ["a"]}), root, mode="append")  # id 1, mark 1
+    source = pa.table({"n": pa.array([500, 0, 600, 0], pa.int64()), "v": ["p", "q", "r", "s"]})
+    (table.alias("t").merge(source, "t.v = s.v", source_alias="s")
+     .whenNotMatchedInsert("s.n > 0", values={"id": "s.n", "v": "s.v"})
+     .whenNotMatchedInsert(values={"v": "s.v"}).execute())
+    assert _rows(root) == sort_rows([(1, "a"), (500, "p"), (2, "q"), (600, "r"), (3, "s")])
+    assert _mark(root) == 3
+    source = pa.table({"n": pa.array([0, 700], pa.int64()), "v": ["t", "u"]})  # insertAll: the source has the id
+    (table.alias("t").merge(source.rename_columns(["id", "v"]), "t.v = s.v", source_alias="s")
+     .whenNotMatchedInsertAll().execute())
+    assert _rows(root) == sort_rows([(1, "a"), (500, "p"), (2, "q"), (600, "r"), (3, "s"), (0, "t"), (700, "u")])
+    assert _mark(root) == 3
+
+
+def test_merge_insert_and_append_from_one_snapshot_never_duplicate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An append and a MERGE insert that drew values from the same mark: whichever commits second
+    fails with MetadataChangedError, the table unchanged by it; retried, values stay unique."""
+    from dvengine.commands import write as write_command
+    from dvengine.engine.local import merge as local_merge
+
+    root = _delta_spark_identity_table(tmp_path / "t")
+    table = DeltaTable.forPath(None, root)
+
+    def merge_insert(v: str) -> None:
+        table.alias("t").merge(pa.table({"v": [v]}), "t.v = s.v", source_alias="s").whenNotMatchedInsertAll().execute()
+
+    stale = load_snapshot(root)
+    dvengine.write(pa.table({"v": ["appended"]}), root, mode="append")  # takes 4
+    version = latest_version(root)
+    monkeypatch.setattr(local_merge, "load_snapshot", lambda _root: stale)
+    with pytest.raises(MetadataChangedError):
+        merge_insert("merged")  # would also take 4
+    monkeypatch.undo()
+    assert latest_version(root) == version
+    merge_insert("merged")  # fresh state: 5
+
+    stale = load_snapshot(root)
+    merge_insert("merged2")  # takes 6
+    version = latest_version(root)
+    monkeypatch.setattr(write_command, "load_snapshot", lambda _root: stale)
+    with pytest.raises(MetadataChangedError):
+        dvengine.write(pa.table({"v": ["appended2"]}), root, mode="append")  # would also take 6
+    monkeypatch.undo()
+    assert latest_version(root) == version
+    dvengine.write(pa.table({"v": ["appended2"]}), root, mode="append")
+    assert _rows(root) == sort_rows([(1, "a"), (2, "b"), (3, "c"), (4, "appended"), (5, "merged"), (6, "merged2"),
+                                     (7, "appended2")])
+    assert _mark(root) == 7
+
+
+def test_spark_row_plan_refuses_merge_inserts_needing_identity_values(tmp_path: Path) -> None:
+    """The Spark row plan (large sources) names the column and points to the paths that assign values."""
+    from dvengine.commands.merge_clauses import ClauseAction, ClauseKind, MergeClause, MergeScope, bind_clauses
+    from dvengine.engine.spark import merge_exec
+    from dvengine.protocol.schema import from_arrow_schema
+
+    root = str(tmp_path / "t")
+    _create(root, always=False)
+    schema = load_snapshot(root).schema
+    scope = MergeScope("t", "s", schema, from_arrow_schema(pa.schema([("id", pa.int64()), ("v", pa.string())])))
+    given = bind_clauses(scope, [MergeClause(ClauseKind.NOT_MATCHED, ClauseAction.INSERT)])  # insertAll: id given
+    merge_exec._refuse_identity_inserts(schema, given)
+    lacking = bind_clauses(scope, [MergeClause(ClauseKind.NOT_MATCHED, ClauseAction.INSERT, None, {"v": "s.v"})])
+    with pytest.raises(UnsupportedFeatureError, match=r"\['id'\].*local executor"):
+        merge_exec._refuse_identity_inserts(schema, lacking)
+
+
+def test_spark_file_task_merge_assigns_identity_values_and_row_plan_refuses(spark: Any, tmp_path: Path) -> None:
+    """On the Spark executor a small source runs as file tasks, whose inserts go through the
+    in-process MERGE (dense values, mark committed); the row plan refuses, typed, table unchanged."""
+    from dml_helpers import default_engine
+
+    root = _delta_spark_identity_table(tmp_path / "t")
+    table = DeltaTable.forPath(spark, root)
+    source = spark.createDataFrame([("c",), ("d",), ("e",)], "v string")
+    with default_engine(spark, "spark-files"):
+        metrics = table.alias("t").merge(source.alias("s"), "t.v = s.v").whenNotMatchedInsertAll().executeMetrics()
+    assert metrics["executionEngine"] == "spark"
+    assert _rows(root) == sort_rows([(1, "a"), (2, "b"), (3, "c"), (4, "d"), (5, "e")]) and _mark(root) == 5
+    version = latest_version(root)
+    with default_engine(spark, "spark-rows"), pytest.raises(UnsupportedFeatureError, match=r"\['id'\].*local executor"):
+        table.alias("t").merge(spark.createDataFrame([("f",)], "v string").alias("s"), "t.v = s.v") \
+            .whenNotMatchedInsertAll().execute()
+    assert latest_version(root) == version

@@ -172,7 +172,12 @@ def plan_write(
 def record_identity_marks(plan: WritePlan, marks: Mapping[str, int | None]) -> None:
     """Put the identity columns' new high-water marks into the commit (a ``metaData`` action), so a
     concurrent writer that assigned values from the same marks fails with MetadataChangedError."""
-    txn = plan.transaction
+    record_marks(plan.transaction, marks)
+
+
+def record_marks(txn: Transaction, marks: Mapping[str, int | None]) -> None:
+    """``record_identity_marks`` for any transaction on an existing table (appends, MERGE inserts):
+    the metadata it already carries (schema evolution) or the read snapshot's, with the new marks."""
     base = txn.new_metadata
     if base is None:
         assert txn.read_snapshot is not None  # identity columns exist only in existing tables here

@@ -11,7 +11,7 @@ action). Two writers that assigned values from the same mark both change the met
 later one fails the conflict check (``MetadataChangedError``) instead of committing duplicates.
 
 dvengine assigns dense values (``mark + step``, ``mark + 2 * step`` ...) on the in-process
-path; on Spark ``mark + step * (1 + monotonically_increasing_id())`` (unique, not dense, as
+path (appends, and MERGE inserts: ``engine.local.merge``); on Spark appends ``mark + step * (1 + monotonically_increasing_id())`` (unique, not dense, as
 Delta's own are) and the mark from the written files' statistics.
 """
 

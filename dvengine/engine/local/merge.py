@@ -34,12 +34,14 @@ from dvengine.commands.merge_clauses import (
     MergeScope,
     bind_clauses,
     bind_condition,
+    identity_to_assign,
     operation_parameters,
     row_level_safe,
 )
 from dvengine.commands.merge_evolution import evolve_for_merge
 from dvengine.commands.merge_metrics import merge_metrics
 from dvengine.commands.retirement import RowRetirement
+from dvengine.commands.write import record_marks
 from dvengine.engine.local.change_data import MergeChanges, write_change_rows
 from dvengine.engine.local.executor import FileMatch, LocalExecutor, keep_row_ids, project
 from dvengine.errors import (
@@ -66,6 +68,7 @@ from dvengine.planning.decisions import DmlOptions
 from dvengine.protocol.actions import AddFile
 from dvengine.protocol.row_tracking import INTERNAL_COLUMNS
 from dvengine.protocol.schema import StructField, StructType, from_arrow_schema, to_arrow_type
+from dvengine.writing.identity import identity_columns
 
 DEFAULT_TARGET_ALIAS = "__target"
 DEFAULT_SOURCE_ALIAS = "__source"
@@ -74,6 +77,8 @@ FILE_ID = "__merge_file"
 ROW_ID = "__merge_row"
 SOURCE_ID = "__merge_sid"
 _POSITION = "__merge_pos"  # a target row's position across the candidate files, through the join
+_IDENTITY = "__merge_identity"  # + a target column's ``__t<i>``: new identity values of the inserted rows
+_LONG_MIN, _LONG_MAX = -(2**63), 2**63 - 1
 _INTEGRAL = ("byte", "short", "integer", "long")
 
 
@@ -246,6 +251,8 @@ def _new_rows(
                 expressions.append(plan.value(clause.assignments[f.name], f))
             elif clause.action is ClauseAction.UPDATE:
                 expressions.append(pc.field(plan.target[f.name]))
+            elif _IDENTITY + plan.target[f.name] in rows.column_names:  # new values (_with_identity_values)
+                expressions.append(pc.field(_IDENTITY + plan.target[f.name]))
             else:
                 expressions.append(pc.scalar(pa.scalar(None, to_arrow_type(f.type))))
         try:
@@ -599,6 +606,7 @@ def _run(
     if insert_clauses:
         unmatched = src.filter(pc.invert(pc.is_in(src.column(SOURCE_ID), value_set=pa.array(target.matched_sources, pa.int64()))))
         ids = _first_clause(unmatched, insert_clauses, plan)
+        unmatched = _with_identity_values(ctx, unmatched, ids, insert_clauses, plan)
         new, c = _new_rows(unmatched, ids, insert_clauses, plan, schema)
         pending += new.values()
         counts.update(c)
@@ -617,3 +625,36 @@ def _run(
     if changes is not None:
         metrics.update(change_file_metrics(register_change_files(ctx, write_change_rows(ctx, changes.tagged)), "MERGE"))
     return ctx.finish(metrics)
+
+
+def _with_identity_values(
+    ctx: DmlContext, rows: pa.Table, clause_ids: np.ndarray, clauses: Sequence[BoundClause], plan: _Plan
+) -> pa.Table:
+    """``rows`` (the unmatched source rows) with a column of new values for each identity column
+    that some insert clause leaves to the table (``identity_to_assign``), and the new high-water
+    marks recorded in the commit, as appends do (``writing.identity``).
+
+    Values are dense from the mark (``mark + step``, ``mark + 2 * step`` ...), handed out in source
+    row order to the rows whose clause needs them; rows of other clauses keep their given value.
+    The ``metaData`` action with the new mark makes a concurrent writer that drew from the same
+    mark fail the conflict check (MetadataChangedError) instead of committing duplicates."""
+    schema = ctx.snapshot.schema
+    marks: dict[str, int | None] = {}
+    for name, spec in identity_columns(schema).items():
+        lacking = [c.clause_id for c in clauses if name in identity_to_assign(schema, c)]
+        needs = np.isin(clause_ids, lacking)
+        n = int(needs.sum())
+        if not n:
+            continue
+        first, last = spec.first_new_value(), spec.first_new_value() + (n - 1) * spec.step
+        if not _LONG_MIN <= last <= _LONG_MAX:
+            raise SchemaViolationError(
+                f"MERGE would insert {n} rows into IDENTITY column {name!r}, but values from {first} in steps of "
+                f"{spec.step} leave the BIGINT range; nothing was written"
+            )
+        values = np.zeros(rows.num_rows, dtype=np.int64)
+        values[needs] = first + spec.step * np.arange(n, dtype=np.int64)
+        rows = rows.append_column(_IDENTITY + plan.target[name], pa.array(values))
+        marks[name] = spec.mark_after([first, last])
+    record_marks(ctx.transaction, marks)
+    return rows

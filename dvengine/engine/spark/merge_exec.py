@@ -37,6 +37,7 @@ from dvengine.commands.merge_clauses import (
     MergeScope,
     bind_clauses,
     bind_condition,
+    identity_to_assign,
     operation_parameters,
     row_level_safe,
 )
@@ -195,6 +196,18 @@ class _Timer:
         return int((time.monotonic() - self.started) * 1000)
 
 
+def _refuse_identity_inserts(schema: StructType, clauses: Sequence[BoundClause]) -> None:
+    """The Spark row plan does not assign identity values to inserted rows (the in-process MERGE,
+    which Spark's file tasks also use for small sources, does: ``engine.local.merge``)."""
+    lacking = sorted({name for c in clauses for name in identity_to_assign(schema, c)})
+    if lacking:
+        raise UnsupportedFeatureError(
+            f"MERGE inserts rows that need new values for IDENTITY column(s) {lacking}; the Spark row plan does not "
+            "assign them: use the local executor, or a source small enough for file tasks "
+            "(dvengine.execution.localMaxSourceRows), which do; nothing was written"
+        )
+
+
 def execute_merge(spark: SparkSession, req: MergeRequest) -> dict[str, Any]:
     total = _Timer()
     if not req.clauses:
@@ -210,6 +223,7 @@ def execute_merge(spark: SparkSession, req: MergeRequest) -> dict[str, Any]:
     scope, names = _scope(spark, snapshot, req)
     condition = bind_condition(scope, req.condition, None)
     clauses = bind_clauses(scope, req.clauses)
+    _refuse_identity_inserts(snapshot.schema, clauses)
     matched = [c for c in clauses if c.kind is ClauseKind.MATCHED]
     not_matched = [c for c in clauses if c.kind is ClauseKind.NOT_MATCHED]
     by_source = [c for c in clauses if c.kind is ClauseKind.NOT_MATCHED_BY_SOURCE]
