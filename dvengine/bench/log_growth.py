@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import statistics
 import tempfile
 import time
@@ -29,6 +27,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pyroaring import BitMap64
 
+from dvengine.bench.results import machine_facts
 from dvengine.commit.transaction import Transaction
 from dvengine.dv import encode_deletion_vectors, load_deletion_vector
 from dvengine.log import load_snapshot
@@ -118,7 +117,7 @@ def run(commits: int, out: Path) -> dict[str, Any]:
                     flush=True,
                 )
     report = {
-        "machine": {"cores": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version()},
+        "machine": machine_facts(None),
         "commits": commits,
         "results": results,
     }

@@ -12,7 +12,6 @@ local server, every request the server saw (which counts delta-rs's too).
 from __future__ import annotations
 
 import os
-import platform
 import shutil
 import socket
 import statistics
@@ -31,6 +30,7 @@ import pyarrow as pa
 import dvengine
 from dvengine.api.table import DeltaTable
 from dvengine.bench.outputs import write_report
+from dvengine.bench.results import machine_facts
 from dvengine.storage.registry import request_counts
 
 Op = Callable[[int], None]
@@ -215,7 +215,7 @@ def run(
         "rows": rows,
         "files": files,
         "ops_per_kind": ops,
-        "machine": {"cores": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
+        "machine": machine_facts(None),
         "results": results,
     }
 

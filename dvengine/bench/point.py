@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import shutil
 import statistics
 import tempfile
@@ -25,6 +24,7 @@ import pyarrow as pa
 import dvengine
 from dvengine.api.table import DeltaTable
 from dvengine.bench.outputs import write_report
+from dvengine.bench.results import machine_facts
 
 ENGINES = ("local", "spark", "auto", "delta-rs")
 
@@ -107,7 +107,7 @@ def run(rows: int, files: int, ops: int, engines: tuple[str, ...], work: str) ->
         "rows": rows,
         "files": files,
         "ops_per_kind": ops,
-        "machine": {"cores": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
+        "machine": machine_facts(None),
         "results": results,
     }
 
