@@ -36,7 +36,7 @@ import pyarrow as pa
 
 import dvengine
 from dvengine.api.table import DeltaTable
-from dvengine.bench.verify import duckdb_delta_extension
+from dvengine.bench.verify import duckdb_delta_connection
 from dvengine.errors import CommitConflictError
 
 CONF_ENV = "SPARK_DATABRICKS_DELTA_ROWLEVELCONCURRENCY_ENABLED"
@@ -175,17 +175,10 @@ def verify(root: str, rows: int, writers: int, ops: int, result: RunResult) -> N
 
 def _duckdb_matches(root: str, model: list[tuple[int, int]]) -> bool | None:
     """The rows as DuckDB's delta_scan reads them equal the model (None: extension not installed)."""
-    extension = duckdb_delta_extension()
-    if extension is None:
-        return None
-    import duckdb
-
-    con = duckdb.connect(config={"allow_unsigned_extensions": True})
-    try:
-        con.execute(f"LOAD '{extension}'")
+    with duckdb_delta_connection() as con:
+        if con is None:
+            return None
         rows = con.execute(f"select id, v from delta_scan('{root}') order by id").fetchall()
-    finally:
-        con.close()
     return [tuple(r) for r in rows] == model
 
 

@@ -9,7 +9,9 @@ no code with either engine.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from importlib import metadata
 from typing import Any
@@ -68,20 +70,32 @@ def duckdb_delta_extension() -> str | None:
     return None
 
 
-def duckdb_facts(table_path: str) -> TableFacts | None:
-    """Facts as DuckDB's delta_scan sees them, or None when the extension is not installed."""
+@contextlib.contextmanager
+def duckdb_delta_connection() -> Iterator[Any]:
+    """A DuckDB connection with the delta extension loaded (``delta_scan`` works), closed on exit;
+    None inside the block when DuckDB or ``duckdb-ext-delta`` is not installed. The one place the
+    benches and the soak/torture runs open DuckDB as an independent reader."""
     extension = duckdb_delta_extension()
     if extension is None:
-        return None
+        yield None
+        return
     import duckdb
 
     con = duckdb.connect(config={"allow_unsigned_extensions": True})
     try:
         con.execute(f"LOAD '{extension}'")
-        escaped = table_path.replace("'", "''")
-        row = con.execute(FACTS_SQL.format(table=f"delta_scan('{escaped}')")).fetchone()
+        yield con
     finally:
         con.close()
+
+
+def duckdb_facts(table_path: str) -> TableFacts | None:
+    """Facts as DuckDB's delta_scan sees them, or None when the extension is not installed."""
+    with duckdb_delta_connection() as con:
+        if con is None:
+            return None
+        escaped = table_path.replace("'", "''")
+        row = con.execute(FACTS_SQL.format(table=f"delta_scan('{escaped}')")).fetchone()
     return facts_from_row(row)
 
 

@@ -43,6 +43,7 @@ import pyarrow.parquet as pq
 
 import dvengine
 from dvengine.api.table import DeltaTable
+from dvengine.bench.verify import duckdb_delta_connection
 
 INITIAL_ROWS = 200
 KEYS = 300  # batch keys fall in [0, KEYS): some update, some insert
@@ -242,22 +243,11 @@ def verify(target: str, seed: int, batches: int, result: SoakResult) -> None:
     else:
         rs = pa.table(QueryBuilder().register("t", RsTable(target)).execute("select id, v from t order by id").read_all())
         result.delta_rs_matches = list(zip(rs.column("id").to_pylist(), rs.column("v").to_pylist(), strict=True)) == expected
-    try:
-        from importlib import metadata
-
-        import duckdb
-    except ImportError:
-        return
-    ext = [str(f.locate()) for f in metadata.files("duckdb-ext-delta") or [] if str(f).endswith("delta.duckdb_extension")]
-    if not ext:
-        return
-    con = duckdb.connect(config={"allow_unsigned_extensions": True})
-    try:
-        con.execute(f"LOAD '{ext[0]}'")
+    with duckdb_delta_connection() as con:
+        if con is None:
+            return
         rows = con.execute(f"select id, v from delta_scan('{target}') order by id").fetchall()
         result.duckdb_matches = [tuple(r) for r in rows] == expected
-    finally:
-        con.close()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -355,25 +355,14 @@ def rows_delta_rs(root: str, version: int | None = None) -> list[tuple[Any, ...]
     return _arrow_rows(pa.table(reader.read_all()))
 
 
-def _duckdb_extension() -> str:
-    from importlib import metadata
-
-    for f in metadata.files("duckdb-ext-delta") or []:
-        if str(f).endswith("delta.duckdb_extension"):
-            return str(f.locate())
-    raise RuntimeError("duckdb-ext-delta is not installed (pip install duckdb-ext-delta)")
-
-
 def rows_duckdb(root: str) -> list[tuple[Any, ...]]:
-    import duckdb
+    from dvengine.bench.verify import duckdb_delta_connection
 
-    con = duckdb.connect(config={"allow_unsigned_extensions": True})
-    try:
-        con.execute(f"LOAD '{_duckdb_extension()}'")
+    with duckdb_delta_connection() as con:
+        if con is None:
+            raise RuntimeError("duckdb-ext-delta is not installed (pip install duckdb-ext-delta)")
         cols = ", ".join(f'"{c}"' for c in COLUMNS)
         return _arrow_rows(con.execute(f"select {cols} from delta_scan('{root}')").fetch_arrow_table())
-    finally:
-        con.close()
 
 
 def describe_diff(got: list[tuple[Any, ...]], want: list[tuple[Any, ...]]) -> str:
