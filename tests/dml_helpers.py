@@ -11,6 +11,11 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from interop import rows_arrow, rows_delta_rs, rows_duckdb, sort_rows
+
+import dvengine.engine.local.merge as local_merge
+from dvengine.api import dml
+from dvengine.log import load_snapshot
 
 
 def make_table(
@@ -122,3 +127,19 @@ def merge_builder(
     if target_alias:
         table = table.alias(target_alias)
     return table.merge(source, condition, source_alias=source_alias)
+
+
+def plan_from_now_on(monkeypatch: pytest.MonkeyPatch, path: Path) -> None:
+    """DELETE / UPDATE / MERGE started from now on plan against the table as it is now: a
+    concurrent writer's stale view, so the row-level tests can make two commands race."""
+    stale = load_snapshot(str(path))
+    for module in (dml, local_merge):
+        monkeypatch.setattr(module, "load_snapshot", lambda root: stale)
+
+
+def assert_every_reader_sees(path: Path, columns: list[str], expected: list[tuple[Any, ...]]) -> None:
+    """dvengine's Arrow reader, delta-rs and DuckDB all read exactly ``expected`` (any order)."""
+    want = sort_rows(expected)
+    assert rows_arrow(path, columns) == want
+    assert rows_delta_rs(path, columns) == want
+    assert rows_duckdb(path, columns) == want

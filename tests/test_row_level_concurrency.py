@@ -15,14 +15,11 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from dml_helpers import folder_state
-from interop import rows_arrow, rows_delta_rs, rows_duckdb, sort_rows
+from dml_helpers import assert_every_reader_sees, folder_state, plan_from_now_on
 from pyroaring import BitMap64
 
 import dvengine
-import dvengine.engine.local.merge as local_merge
 from dvengine import DeltaTable
-from dvengine.api import dml
 from dvengine.commit.conflicts import TransactionFootprint, WinningCommit, check_conflicts
 from dvengine.dv import load_deletion_vector
 from dvengine.errors import (
@@ -47,18 +44,6 @@ def _table(path: Path, configuration: dict[str, str] | None = None) -> list[Row]
     return rows
 
 
-def _stale(monkeypatch: pytest.MonkeyPatch, path: Path) -> None:
-    """Later commands plan against the table as it is now (a concurrent writer's view)."""
-    stale = load_snapshot(str(path))
-    for module in (dml, local_merge):
-        monkeypatch.setattr(module, "load_snapshot", lambda root: stale)
-
-
-def _assert_rows(path: Path, expected: list[Row]) -> None:
-    want = sort_rows(expected)
-    assert rows_arrow(path, COLS) == want
-    assert rows_delta_rs(path, COLS) == want
-    assert rows_duckdb(path, COLS) == want
 
 
 def _live_dv(path: Path) -> BitMap64:
@@ -96,14 +81,14 @@ MODEL_AFTER: dict[str, Callable[[list[Row]], list[Row]]] = {
 def test_disjoint_rows_of_one_file_are_rebased_not_failed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, loser: str) -> None:
     path = tmp_path / "t"
     rows = _table(path)
-    _stale(monkeypatch, path)
+    plan_from_now_on(monkeypatch, path)
     DeltaTable.forPath(None, path).update("id = 3", {"v": "-3"}, mode="dv")  # winner: re-DVs the file (v1)
     DeltaTable.forPath(None, path).delete("id = 4", mode="dv")  # a second winner on the same file (v2)
     metrics = LOSERS[loser](path)
     assert metrics["version"] == 3
     assert _versions(path) == [0, 1, 2, 3]
     expected = MODEL_AFTER[loser]([(i, -3) if i == 3 else (i, v) for i, v in rows if i != 4])
-    _assert_rows(path, expected)
+    assert_every_reader_sees(path, COLS, expected)
     # the committed DV is the union: the winners' rows 3 and 4 and the loser's 7 and 8
     assert set(_live_dv(path)) == {3, 4, 7, 8}
     # ... and the loser's commit removes the winners' (path, DV), not the one it read
@@ -115,31 +100,31 @@ def test_disjoint_rows_of_one_file_are_rebased_not_failed(tmp_path: Path, monkey
 def test_rebased_update_keeps_change_data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "t"
     rows = _table(path, {"delta.enableChangeDataFeed": "true"})
-    _stale(monkeypatch, path)
+    plan_from_now_on(monkeypatch, path)
     DeltaTable.forPath(None, path).delete("id = 3", mode="dv")
     assert DeltaTable.forPath(None, path).update("id = 9", {"v": "0"}, mode="dv")["version"] == 2
     feed = DeltaTable.forPath(None, path).changes(startingVersion=2).to_pylist()
     assert sorted((r["id"], r["v"], r["_change_type"]) for r in feed) == [(9, 0, "update_postimage"), (9, 9, "update_preimage")]
-    _assert_rows(path, [(i, 0 if i == 9 else v) for i, v in rows if i != 3])
+    assert_every_reader_sees(path, COLS, [(i, 0 if i == 9 else v) for i, v in rows if i != 3])
 
 
 def test_rebase_that_leaves_no_live_row_removes_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "t"
     _table(path)
-    _stale(monkeypatch, path)
+    plan_from_now_on(monkeypatch, path)
     DeltaTable.forPath(None, path).delete("id < 100", mode="dv")
     DeltaTable.forPath(None, path).delete("id >= 100", mode="dv")
     assert load_snapshot(str(path)).files == ()
-    _assert_rows(path, [])
+    assert_every_reader_sees(path, COLS, [])
 
 
 def test_rebase_on_the_spark_executor(spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "t"
     rows = _table(path)
-    _stale(monkeypatch, path)
+    plan_from_now_on(monkeypatch, path)
     DeltaTable.forPath(None, path).delete("id = 3", mode="dv")
     DeltaTable.forPath(spark, path).update("id = 11", {"v": "-11"}, mode="dv", engine="spark")
-    _assert_rows(path, [(i, -11 if i == 11 else v) for i, v in rows if i != 3])
+    assert_every_reader_sees(path, COLS, [(i, -11 if i == 11 else v) for i, v in rows if i != 3])
     assert set(_live_dv(path)) == {3, 11}
 
 
@@ -150,25 +135,25 @@ def test_rebase_on_the_spark_executor(spark: Any, tmp_path: Path, monkeypatch: p
 def test_same_row_changed_by_both_fails_typed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, loser: str) -> None:
     path = tmp_path / "t"
     rows = _table(path)
-    _stale(monkeypatch, path)
+    plan_from_now_on(monkeypatch, path)
     DeltaTable.forPath(None, path).delete("id = 8", mode="dv")  # the winner retires row 8 the loser also changes
     before = folder_state(path)
     with pytest.raises(ConcurrentDeleteDeleteError, match="row"):
         LOSERS[loser](path)
     assert folder_state(path) == before
-    _assert_rows(path, [r for r in rows if r[0] != 8])
+    assert_every_reader_sees(path, COLS, [r for r in rows if r[0] != 8])
 
 
 def test_winner_rows_matching_the_condition_fail_typed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "t"
     rows = _table(path)
-    _stale(monkeypatch, path)
+    plan_from_now_on(monkeypatch, path)
     DeltaTable.forPath(None, path).update("id = 5", {"v": "5000"}, mode="dv")  # writes the row (5, 5000) anew
     before = folder_state(path)
     with pytest.raises(ConcurrentAppendError, match="predicate"):
         DeltaTable.forPath(None, path).delete("v >= 5000 OR id = 7", mode="dv")
     assert folder_state(path) == before
-    _assert_rows(path, [(5, 5000) if i == 5 else (i, v) for i, v in rows])
+    assert_every_reader_sees(path, COLS, [(5, 5000) if i == 5 else (i, v) for i, v in rows])
 
 
 def test_winner_rows_inside_the_stats_range_but_not_matching_do_not_conflict(
@@ -177,21 +162,21 @@ def test_winner_rows_inside_the_stats_range_but_not_matching_do_not_conflict(
     """The winner's new file holds ids 5 and 9: stats say id = 7 might be there, the rows say not."""
     path = tmp_path / "t"
     rows = _table(path)
-    _stale(monkeypatch, path)
+    plan_from_now_on(monkeypatch, path)
     DeltaTable.forPath(None, path).update("id = 5 OR id = 9", {"v": "v + 1000"}, mode="dv")
     assert DeltaTable.forPath(None, path).delete("id = 7", mode="dv")["version"] == 2
-    _assert_rows(path, [(i, v + 1000) if i in (5, 9) else (i, v) for i, v in rows if i != 7])
+    assert_every_reader_sees(path, COLS, [(i, v + 1000) if i in (5, 9) else (i, v) for i, v in rows if i != 7])
 
 
 def test_winner_that_rewrote_the_file_fails_typed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "t"
     rows = _table(path)
-    _stale(monkeypatch, path)
+    plan_from_now_on(monkeypatch, path)
     DeltaTable.forPath(None, path).delete("id = 3", mode="rewrite")  # copy-on-write: the file is gone
     # its survivors (row 7 among them) are new rows matching the condition: the append rule fires first
     with pytest.raises(ConcurrentAppendError):
         DeltaTable.forPath(None, path).delete("id = 7", mode="dv")
-    _assert_rows(path, [r for r in rows if r[0] != 3])
+    assert_every_reader_sees(path, COLS, [r for r in rows if r[0] != 3])
 
 
 # --- opting out ------------------------------------------------------------------------------------
@@ -200,17 +185,17 @@ def test_winner_that_rewrote_the_file_fails_typed(tmp_path: Path, monkeypatch: p
 def test_table_property_turns_row_level_resolution_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "t"
     rows = _table(path, {"delta.enableRowLevelConcurrency": "false"})
-    _stale(monkeypatch, path)
+    plan_from_now_on(monkeypatch, path)
     DeltaTable.forPath(None, path).delete("id = 3", mode="dv")
     with pytest.raises(ConcurrentDeleteReadError):
         DeltaTable.forPath(None, path).delete("id = 7", mode="dv")
-    _assert_rows(path, [r for r in rows if r[0] != 3])
+    assert_every_reader_sees(path, COLS, [r for r in rows if r[0] != 3])
 
 
 def test_conf_turns_row_level_resolution_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "t"
     _table(path)
-    _stale(monkeypatch, path)
+    plan_from_now_on(monkeypatch, path)
     DeltaTable.forPath(None, path).delete("id = 3", mode="dv")
     monkeypatch.setenv("SPARK_DATABRICKS_DELTA_ROWLEVELCONCURRENCY_ENABLED", "false")
     with pytest.raises(ConcurrentDeleteReadError):

@@ -15,14 +15,11 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from dml_helpers import folder_state
-from interop import rows_arrow, rows_delta_rs, rows_duckdb, sort_rows
+from dml_helpers import assert_every_reader_sees, folder_state, plan_from_now_on
 from pyroaring import BitMap64
 
 import dvengine
-import dvengine.engine.local.merge as local_merge
 from dvengine import DeltaTable
-from dvengine.api import dml
 from dvengine.dv import load_deletion_vector
 from dvengine.errors import ConcurrentAppendError, ConcurrentDeleteDeleteError, ConcurrentDeleteReadError
 from dvengine.log import load_snapshot
@@ -44,18 +41,6 @@ def _table(path: Path, files: int = 1) -> list[Row]:
     return rows
 
 
-def _stale(monkeypatch: pytest.MonkeyPatch, path: Path) -> None:
-    """DML and MERGE started from now on plan against the table as it is now."""
-    stale = load_snapshot(str(path))
-    for module in (dml, local_merge):
-        monkeypatch.setattr(module, "load_snapshot", lambda root: stale)
-
-
-def _assert_rows(path: Path, expected: list[Row]) -> None:
-    want = sort_rows(expected)
-    assert rows_arrow(path, COLS) == want
-    assert rows_delta_rs(path, COLS) == want
-    assert rows_duckdb(path, COLS) == want
 
 
 def _source(pairs: list[tuple[int, int]]) -> pa.Table:
@@ -98,12 +83,12 @@ def _conditional_merge(path: Path) -> Any:
 def test_conditional_matched_merge_is_rebased_over_a_row_it_did_not_match(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "t"
     rows = _table(path)
-    _stale(monkeypatch, path)
+    plan_from_now_on(monkeypatch, path)
     DeltaTable.forPath(None, path).delete("id = 3", mode="dv")  # winner: hides a row the MERGE never joined
     metrics = _conditional_merge(path)
     assert (metrics["version"], metrics["numRebasedFiles"]) == (2, 1)
     # serial order: winner, then the MERGE
-    _assert_rows(path, _apply(rows, delete={3}, update={7: 1}, insert=[(500, 5)]))
+    assert_every_reader_sees(path, COLS, _apply(rows, delete={3}, update={7: 1}, insert=[(500, 5)]))
     assert _dv_rows(path) == {3, 7}
 
 
@@ -115,13 +100,13 @@ def test_conditional_matched_merge_fails_when_the_winner_deletes_a_row_it_matche
     which no rebase can produce: a typed conflict, table as the winner left it."""
     path = tmp_path / "t"
     rows = _table(path)
-    _stale(monkeypatch, path)
+    plan_from_now_on(monkeypatch, path)
     DeltaTable.forPath(None, path).delete("id = 9", mode="dv")
     before = folder_state(path)
     with pytest.raises(ConcurrentDeleteReadError, match="matched this MERGE's source"):
         _conditional_merge(path)
     assert folder_state(path) == before
-    _assert_rows(path, _apply(rows, delete={9}))
+    assert_every_reader_sees(path, COLS, _apply(rows, delete={9}))
 
 
 def test_conditional_matched_merge_and_winner_changing_the_same_row_fail_typed(
@@ -129,11 +114,11 @@ def test_conditional_matched_merge_and_winner_changing_the_same_row_fail_typed(
 ) -> None:
     path = tmp_path / "t"
     rows = _table(path)
-    _stale(monkeypatch, path)
+    plan_from_now_on(monkeypatch, path)
     DeltaTable.forPath(None, path).delete("id = 7", mode="dv")  # the row the MERGE updates
     with pytest.raises(ConcurrentDeleteDeleteError, match="row"):
         _conditional_merge(path)
-    _assert_rows(path, _apply(rows, delete={7}))
+    assert_every_reader_sees(path, COLS, _apply(rows, delete={7}))
 
 
 def test_insert_only_merge_fails_when_the_winner_deletes_the_row_that_kept_a_source_row_out(
@@ -141,21 +126,21 @@ def test_insert_only_merge_fails_when_the_winner_deletes_the_row_that_kept_a_sou
 ) -> None:
     path = tmp_path / "t"
     rows = _table(path)
-    _stale(monkeypatch, path)
+    plan_from_now_on(monkeypatch, path)
     DeltaTable.forPath(None, path).delete("id = 4", mode="dv")
     with pytest.raises(ConcurrentDeleteReadError):
         _builder(path, [(4, 40), (600, 6)]).whenNotMatchedInsertAll().executeMetrics()
-    _assert_rows(path, _apply(rows, delete={4}))
+    assert_every_reader_sees(path, COLS, _apply(rows, delete={4}))
 
 
 def test_insert_only_merge_commits_over_a_winner_deleting_other_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "t"
     rows = _table(path)
-    _stale(monkeypatch, path)
+    plan_from_now_on(monkeypatch, path)
     DeltaTable.forPath(None, path).delete("id = 5", mode="dv")
     metrics = _builder(path, [(4, 40), (600, 6)]).whenNotMatchedInsertAll().executeMetrics()
     assert metrics["version"] == 2
-    _assert_rows(path, _apply(rows, delete={5}, insert=[(600, 6)]))
+    assert_every_reader_sees(path, COLS, _apply(rows, delete={5}, insert=[(600, 6)]))
 
 
 # --- WHEN NOT MATCHED BY SOURCE ----------------------------------------------------------------
@@ -172,11 +157,11 @@ def test_not_matched_by_source_merge_is_rebased_over_rows_outside_its_clauses(
 ) -> None:
     path = tmp_path / "t"
     rows = _table(path)
-    _stale(monkeypatch, path)
+    plan_from_now_on(monkeypatch, path)
     DeltaTable.forPath(None, path).delete("id = 3", mode="dv")  # unmatched, and outside the clause's condition
     metrics = _by_source_merge(path)
     assert (metrics["version"], metrics["numRebasedFiles"]) == (2, 1)
-    _assert_rows(path, _apply(rows, delete={3, *range(90, N)}, update={7: 70}))
+    assert_every_reader_sees(path, COLS, _apply(rows, delete={3, *range(90, N)}, update={7: 70}))
 
 
 def test_not_matched_by_source_merge_and_winner_deleting_one_of_its_rows_fail_typed(
@@ -184,11 +169,11 @@ def test_not_matched_by_source_merge_and_winner_deleting_one_of_its_rows_fail_ty
 ) -> None:
     path = tmp_path / "t"
     rows = _table(path)
-    _stale(monkeypatch, path)
+    plan_from_now_on(monkeypatch, path)
     DeltaTable.forPath(None, path).delete("id = 95", mode="dv")  # a row the by-source clause also deletes
     with pytest.raises(ConcurrentDeleteDeleteError):
         _by_source_merge(path)
-    _assert_rows(path, _apply(rows, delete={95}))
+    assert_every_reader_sees(path, COLS, _apply(rows, delete={95}))
 
 
 def test_not_matched_by_source_merge_fails_when_the_winner_adds_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -196,13 +181,13 @@ def test_not_matched_by_source_merge_fails_when_the_winner_adds_rows(tmp_path: P
     the by-source clause would have judged them: the MERGE read the whole table -> typed conflict."""
     path = tmp_path / "t"
     rows = _table(path)
-    _stale(monkeypatch, path)
+    plan_from_now_on(monkeypatch, path)
     DeltaTable.forPath(None, path).update("id = 50", {"v": "-50"}, mode="dv")
     before = folder_state(path)
     with pytest.raises(ConcurrentAppendError):
         _by_source_merge(path)
     assert folder_state(path) == before
-    _assert_rows(path, _apply(rows, update={50: -50}))
+    assert_every_reader_sees(path, COLS, _apply(rows, update={50: -50}))
 
 
 def test_not_matched_by_source_merge_after_a_blind_append_is_write_serializable(
@@ -212,10 +197,10 @@ def test_not_matched_by_source_merge_after_a_blind_append_is_write_serializable(
     appended row 95 survives the by-source delete of ids >= 90 (Delta's rule, unchanged)."""
     path = tmp_path / "t"
     rows = _table(path)
-    _stale(monkeypatch, path)
+    plan_from_now_on(monkeypatch, path)
     dvengine.write(_source([(1000, 1)]), str(path), mode="append")
     assert _by_source_merge(path)["version"] == 2
-    _assert_rows(path, _apply(rows, delete=set(range(90, N)), update={7: 70}, insert=[(1000, 1)]))
+    assert_every_reader_sees(path, COLS, _apply(rows, delete=set(range(90, N)), update={7: 70}, insert=[(1000, 1)]))
 
 
 # --- winners that rewrite the file ----------------------------------------------------------------
@@ -230,7 +215,7 @@ def test_optimize_winner_that_rewrote_the_file_fails_the_dml_typed_and_a_replan_
     path = tmp_path / "t"
     rows = _table(path, files=2)
     with monkeypatch.context() as m:
-        _stale(m, path)
+        plan_from_now_on(m, path)
         result = DeltaTable.forPath(None, path).optimize().executeCompaction()
         assert result["metrics"]["numFilesRemoved"] == 2
         before = folder_state(path)
@@ -238,17 +223,17 @@ def test_optimize_winner_that_rewrote_the_file_fails_the_dml_typed_and_a_replan_
             DeltaTable.forPath(None, path).delete("id = 7", mode="dv")
         assert folder_state(path) == before
     assert DeltaTable.forPath(None, path).delete("id = 7", mode="dv")["version"] == 3
-    _assert_rows(path, _apply(rows, delete={7}))
+    assert_every_reader_sees(path, COLS, _apply(rows, delete={7}))
 
 
 def test_merge_loses_to_an_optimize_winner_typed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "t"
     rows = _table(path, files=2)
-    _stale(monkeypatch, path)
+    plan_from_now_on(monkeypatch, path)
     DeltaTable.forPath(None, path).optimize().executeCompaction()
     with pytest.raises(ConcurrentDeleteReadError):
         _conditional_merge(path)
-    _assert_rows(path, rows)
+    assert_every_reader_sees(path, COLS, rows)
 
 
 # --- metrics describe the committed actions -------------------------------------------------------
@@ -259,7 +244,7 @@ def test_rebased_commit_metrics_describe_the_rebase_not_the_plan(tmp_path: Path,
     winner's DV, and its commitInfo and returned metrics say so."""
     path = tmp_path / "t"
     _table(path)
-    _stale(monkeypatch, path)
+    plan_from_now_on(monkeypatch, path)
     DeltaTable.forPath(None, path).delete("id = 3", mode="dv")
     metrics = DeltaTable.forPath(None, path).delete("id = 8", mode="dv")
     info = _commit_info(path, 2)["operationMetrics"]
@@ -276,7 +261,7 @@ def test_rebase_that_removes_the_file_reports_a_removed_file(tmp_path: Path, mon
     path = tmp_path / "t"
     _table(path)
     size = load_snapshot(str(path)).files[0].size
-    _stale(monkeypatch, path)
+    plan_from_now_on(monkeypatch, path)
     DeltaTable.forPath(None, path).delete("id < 50", mode="dv")
     metrics = DeltaTable.forPath(None, path).delete("id >= 50", mode="dv")  # the union covers every row
     info = _commit_info(path, 2)["operationMetrics"]
