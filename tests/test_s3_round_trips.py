@@ -88,20 +88,29 @@ def read_paths(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     yield seen
 
 
-def test_point_dml_round_trips(s3_server: S3Server, bucket: str) -> None:  # noqa: F811
-    """Reopened by path, as a user's job does: DELETE = LIST + commit PUT; UPDATE also PUTs the
-    new file (and GETs the old one once, before the column cache holds it); no HEAD anywhere."""
+@pytest.mark.parametrize("blind", [True, False], ids=["blind", "listing"])
+def test_point_dml_round_trips(
+    s3_server: S3Server, bucket: str, blind: bool, monkeypatch: pytest.MonkeyPatch  # noqa: F811
+) -> None:
+    """Reopened by path, as a user's job does: DELETE = commit PUT (blind: the cached snapshot was
+    shown latest by the previous command's own commit) or LIST + commit PUT (blind commits off);
+    UPDATE also PUTs the new file (and GETs the old one once, before the column cache holds it);
+    no HEAD anywhere."""
+    if not blind:
+        monkeypatch.setenv("DVENGINE_SNAPSHOT_MAXSTALENESSSECONDS", "0")
+    listing = {} if blind else {"LIST": 1}
     uri, opts = f"s3://{bucket}/points", s3_server.options
     model = {r[0]: r for r in _rows(range(400))}  # two files of 200 rows: a few deletes stay DVs
     dvengine.write(_arrow(_rows(range(200))), uri, storage_options=opts)
     write_deltalake(uri, _arrow(_rows(range(200, 400))), mode="append", storage_options=opts)  # not our bytes
+    assert _dvengine_rows(uri, opts) == sort_rows(list(model.values()))  # a read lists: sees delta-rs's commit
     DeltaTable.forPath(None, uri, storage_options=opts).delete("id = 0", engine="local")  # warm-up
     del model[0]
     requests = Requests()
     for key in (5, 110, 170):
         DeltaTable.forPath(None, uri, storage_options=opts).delete(f"id = {key}", engine="local")
         del model[key]
-        assert requests.take() == {"LIST": 1, "PUT": 1}, f"DELETE id = {key}"
+        assert requests.take() == {**listing, "PUT": 1}, f"DELETE id = {key}"
     table = DeltaTable.forPath(None, uri, storage_options=opts)
     assert requests.take() == {}  # the cached snapshot answers the existence check
     # the first reads delta-rs's file (one GET); the second finds it in the column cache; the third
@@ -109,7 +118,7 @@ def test_point_dml_round_trips(s3_server: S3Server, bucket: str) -> None:  # noq
     for i, key in enumerate((250, 330, 250)):
         table.update(f"id = {key}", {"val": str(-1 - i)}, engine="local")
         model[key] = (key, f"p{key % 3}", -1 - i)
-        expected = {"LIST": 1, "PUT": 2, **({"GET": 1} if i == 0 else {})}
+        expected = {**listing, "PUT": 2, **({"GET": 1} if i == 0 else {})}
         assert requests.take() == expected, f"UPDATE id = {key}"
     assert rows_delta_rs_s3(s3_server, uri, COLUMNS) == sort_rows(list(model.values()))
     assert _dvengine_rows(uri, opts) == sort_rows(list(model.values()))
@@ -157,7 +166,9 @@ def test_lost_race_reads_the_winner_with_one_get(
     read_paths: list[str],
 ) -> None:
     """delta-rs takes version 1 just before dvengine's commit PUT: the 412 is followed by one GET of
-    the winner and one (missing) GET of the next version, no HEADs; the DELETE lands at version 2."""
+    the winner and one (missing) GET of the next version, no HEADs; the DELETE lands at version 2.
+    (Blind commits off: this is the race of a command that listed; test_blind_loss_replans is the other.)"""
+    monkeypatch.setenv("DVENGINE_SNAPSHOT_MAXSTALENESSSECONDS", "0")
     uri, opts = f"s3://{bucket}/race", s3_server.options
     dvengine.write(_arrow(_rows(range(10))), uri, storage_options=opts)
     table = DeltaTable.forPath(None, uri, storage_options=opts)
@@ -180,6 +191,49 @@ def test_lost_race_reads_the_winner_with_one_get(
     assert log_reads == [f"{1:020d}.json", f"{2:020d}.json"]  # the winner, then "no version 2 yet"
     want = sort_rows([r for r in _rows(range(10)) if r[0] != 3] + _rows(range(50, 53)))
     assert _dvengine_rows(uri, opts) == want == rows_delta_rs_s3(s3_server, uri, COLUMNS)
+
+
+def test_blind_loss_replans(
+    s3_server: S3Server,  # noqa: F811
+    bucket: str,
+    monkeypatch: pytest.MonkeyPatch,
+    read_paths: list[str],
+) -> None:
+    """A blind DELETE (planned on the snapshot cached by the write just before) finds version 1
+    taken by delta-rs's append of rows it matches: the 412 is not rebased onto (the append is a
+    blind append, which a rebase would let through with id 51 still there) but re-planned on one
+    LIST, which reads the winner; the DELETE lands at version 2 and removes id 51 too, as a
+    command that listed first does. Nothing but the two commits is left; the next command lists
+    (another writer is active) and commits."""
+    uri, opts = f"s3://{bucket}/blind-race", s3_server.options
+    dvengine.write(_arrow(_rows(range(10))), uri, storage_options=opts)
+    table = DeltaTable.forPath(None, uri, storage_options=opts)
+    real = objects.fault_point
+    raced: list[str] = []
+
+    def winner_first(stage: str) -> None:
+        if stage == COMMIT_BEFORE_LINK and not raced:
+            raced.append(stage)
+            write_deltalake(uri, _arrow(_rows(range(50, 53))), mode="append", storage_options=opts)
+        real(stage)
+
+    monkeypatch.setattr(objects, "fault_point", winner_first)
+    requests, read_paths[:] = Requests(), []
+    metrics = table.delete("id = 3 OR id = 51", engine="local")
+    assert raced and metrics["version"] == 2 and metrics["numDeletedRows"] == 2
+    assert metrics["numCommitAttempts"] == 1  # the re-planned command's own attempts
+    counts = requests.take()
+    assert counts["LIST"] == 1 and "HEAD" not in counts  # one listing: the re-plan's
+    log_reads = [p.rsplit("/", 1)[-1] for p in read_paths if "/_delta_log/" in p]
+    assert log_reads == [f"{1:020d}.json"]
+    want = sort_rows([r for r in _rows(range(10)) + _rows(range(50, 53)) if r[0] not in (3, 51)])
+    assert _dvengine_rows(uri, opts) == want == rows_delta_rs_s3(s3_server, uri, COLUMNS)
+    assert [k.rsplit("/", 1)[-1] for k in s3_server.keys(bucket, "blind-race/_delta_log/")] == [
+        f"{v:020d}.json" for v in range(3)
+    ]
+    requests.take()
+    table.delete("id = 4", engine="local")
+    assert requests.take() == {"LIST": 1, "PUT": 1}  # a blind loss within the window: list first
 
 
 def test_vacuum_reclaims_a_killed_probe(s3_server: S3Server, bucket: str) -> None:  # noqa: F811

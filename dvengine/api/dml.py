@@ -15,12 +15,13 @@ from dvengine.commands.context import open_dml
 from dvengine.commands.delete import delete_metrics, run_delete
 from dvengine.commands.executor import Executor
 from dvengine.commands.options import ConfLookup, no_conf, resolve_options
+from dvengine.commands.replan import PlanAttempt, run_replanning
 from dvengine.commands.selection import EngineChoice, candidate_bytes
 from dvengine.commands.update import bind_assignments, run_update, update_metrics
 from dvengine.engine.local import LocalExecutor
 from dvengine.engine.local.auto_compaction import after_commit
 from dvengine.expressions import BoundPredicate, parse_predicate
-from dvengine.log import load_snapshot
+from dvengine.log import Snapshot
 from dvengine.protocol.schema import StructType
 from dvengine.writing.generated import with_generated_assignments
 from dvengine.writing.identity import check_identity_update
@@ -99,17 +100,22 @@ def delete(session: EngineSession, table_root: str, condition: object, mode: str
     """DELETE FROM table WHERE condition; Delta's metrics plus ``version`` and ``executionEngine``."""
     choice = session.choice(engine)
     options = resolve_options(choice.conf, mode)
-    snapshot = load_snapshot(table_root)
-    predicate = _bind_condition(session, condition, snapshot.schema)
-    ctx = open_dml(snapshot, "DELETE", options, predicate)
-    if ctx.repeat:
-        return ctx.skip_repeat(delete_metrics(ctx, "none"))
-    executor = choice.select(snapshot.schema, predicate, [], candidate_bytes(ctx), "DELETE")
-    try:
-        metrics = run_delete(ctx, executor)
-    finally:
-        executor.close()
-    after_commit(choice.conf, snapshot.table_root, metrics.get("version"), snapshot.configuration)
+    read: list[Snapshot] = []
+
+    def run(snapshot: Snapshot, attempt: PlanAttempt) -> dict[str, Any]:
+        read.append(snapshot)
+        predicate = _bind_condition(session, condition, snapshot.schema)
+        ctx = open_dml(snapshot, "DELETE", options, predicate, attempt=attempt)
+        if ctx.repeat:
+            return ctx.skip_repeat(delete_metrics(ctx, "none"))
+        executor = choice.select(snapshot.schema, predicate, [], candidate_bytes(ctx), "DELETE")
+        try:
+            return run_delete(ctx, executor)
+        finally:
+            executor.close()
+
+    metrics = run_replanning(table_root, options, run)
+    after_commit(choice.conf, read[-1].table_root, metrics.get("version"), read[-1].configuration)
     return metrics
 
 
@@ -124,25 +130,30 @@ def update(
     """UPDATE table SET assignments WHERE condition; Delta's metrics plus ``version`` and ``executionEngine``."""
     if not isinstance(assignments, Mapping):
         raise TypeError(f"set must be a dict of column name -> SQL expression or Column, got {type(assignments).__name__}")
-    choice = session.choice(engine)
-    options = resolve_options(choice.conf, mode)
-    snapshot = load_snapshot(table_root)
-    schema = snapshot.schema
-    predicate = _bind_condition(session, condition, schema)
     for name in assignments:
         if not isinstance(name, str):
             raise TypeError(f"set keys must be column names (str), got {type(name).__name__}: {name!r}")
-    texts = {name: session.value_sql(value, schema, name) for name, value in assignments.items()}
-    check_identity_update(schema, [k for k in texts if isinstance(k, str)], "UPDATE")
-    bound = bind_assignments(schema, with_generated_assignments(schema, texts))  # generated columns follow their inputs
-    ctx = open_dml(snapshot, "UPDATE", options, predicate)
-    if ctx.repeat:
-        return ctx.skip_repeat(update_metrics(ctx, "none"))
-    values = [(name, schema.get(name).type, value) for name, value in bound.items()]
-    executor = choice.select(schema, predicate, values, candidate_bytes(ctx), "UPDATE")
-    try:
-        metrics = run_update(ctx, executor, bound)
-    finally:
-        executor.close()
-    after_commit(choice.conf, snapshot.table_root, metrics.get("version"), snapshot.configuration)
+    choice = session.choice(engine)
+    options = resolve_options(choice.conf, mode)
+    read: list[Snapshot] = []
+
+    def run(snapshot: Snapshot, attempt: PlanAttempt) -> dict[str, Any]:
+        read.append(snapshot)
+        schema = snapshot.schema
+        predicate = _bind_condition(session, condition, schema)
+        texts = {name: session.value_sql(value, schema, name) for name, value in assignments.items()}
+        check_identity_update(schema, [k for k in texts if isinstance(k, str)], "UPDATE")
+        bound = bind_assignments(schema, with_generated_assignments(schema, texts))  # generated columns follow their inputs
+        ctx = open_dml(snapshot, "UPDATE", options, predicate, attempt=attempt)
+        if ctx.repeat:
+            return ctx.skip_repeat(update_metrics(ctx, "none"))
+        values = [(name, schema.get(name).type, value) for name, value in bound.items()]
+        executor = choice.select(schema, predicate, values, candidate_bytes(ctx), "UPDATE")
+        try:
+            return run_update(ctx, executor, bound)
+        finally:
+            executor.close()
+
+    metrics = run_replanning(table_root, options, run)
+    after_commit(choice.conf, read[-1].table_root, metrics.get("version"), read[-1].configuration)
     return metrics

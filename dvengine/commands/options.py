@@ -10,6 +10,7 @@ from dvengine.errors import InvalidArgumentError
 from dvengine.planning.decisions import (
     DEFAULT_DML_COMMIT_ATTEMPTS,
     DEFAULT_INLINE_MAX_BYTES,
+    DEFAULT_MAX_STALENESS_S,
     DEFAULT_MODE,
     DEFAULT_REBASE_INLINE_MAX_BYTES,
     DEFAULT_REWRITE_THRESHOLD,
@@ -29,6 +30,8 @@ CONF_LOCAL_MAX_BYTES = "dvengine.execution.localMaxBytes"
 CONF_ROW_LEVEL = "spark.databricks.delta.rowLevelConcurrency.enabled"
 # Delta's name for how many lost commit races a command retries (dvengine's DML default: 1000).
 CONF_MAX_COMMIT_ATTEMPTS = "spark.databricks.delta.maxCommitAttempts"
+# Blind commits: how old (s) a cached snapshot may be for a DML to plan on it unlisted (0: never).
+CONF_MAX_STALENESS = "dvengine.snapshot.maxStalenessSeconds"
 # How Spark reads apply DVs: auto | jvm | python (dvengine/engine/spark/dv_format.py).
 CONF_DV_READER = "dvengine.read.dvReader"
 
@@ -71,6 +74,7 @@ def resolve_options(conf: ConfLookup, mode: str | None) -> DmlOptions:
         row_level_concurrency=conf_bool(conf, CONF_ROW_LEVEL, True),
         max_commit_attempts=int(conf_number(conf, CONF_MAX_COMMIT_ATTEMPTS, DEFAULT_DML_COMMIT_ATTEMPTS, int)),
         app_transaction=None if app is None else (app.app_id, app.version),
+        max_staleness_s=float(conf_number(conf, CONF_MAX_STALENESS, DEFAULT_MAX_STALENESS_S, float)),
     )
 
 

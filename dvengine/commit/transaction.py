@@ -59,7 +59,7 @@ from dvengine.log.checkpoint_writer import maybe_checkpoint
 from dvengine.log.commit_file import parse_actions
 from dvengine.log.filenames import commit_file_name
 from dvengine.log.loader import read_commit_actions
-from dvengine.log.snapshot_cache import note_own_commit
+from dvengine.log.snapshot_cache import note_blind_loss, note_own_commit
 from dvengine.protocol import row_tracking
 from dvengine.protocol.actions import (
     Action,
@@ -89,6 +89,16 @@ _LOG = logging.getLogger(__name__)
 _BACKOFF_BASE_S = 0.001
 _BACKOFF_CAP_S = 0.016
 _ATTEMPTS_WITHOUT_BACKOFF = 1
+
+
+class StaleSnapshotError(CommitError):
+    """A blind commit (Transaction.blind) found its version taken: nothing was committed.
+
+    Not a conflict to resolve: the winner may have committed before the command started, and a
+    command must see every commit that finished before it started (a rebase would not, e.g. a
+    winner's blind append of rows the command's condition matches). The command re-plans on a
+    listed snapshot instead (commands.replan); callers never see this error.
+    """
 
 
 def backoff_seconds(lost_races: int) -> float:
@@ -164,6 +174,9 @@ class Transaction:
         self.row_id_high_water_mark: int | None = None  # the mark the committed version ended with
         self._kept_rows: dict[str, BitMap64] = {}  # rows kept but depended on (record_kept_rows)
         self.committed_metrics: dict[str, Any] | None = None  # the operationMetrics the commit carries
+        # The read snapshot is this process's cached one, not listed now (log.snapshot_for_write):
+        # if its next version is taken, raise StaleSnapshotError instead of rebasing (see there).
+        self.blind = False
 
     # --- building ---------------------------------------------------------------------------
 
@@ -286,10 +299,18 @@ class Transaction:
                     # (row-level writers race on one hot file, where this is the common case).
                     # On a store the conditional PUT answers the same question in one round trip.
                     raise FileAlreadyExists(target)
+                sent_at = time.monotonic()
                 e_tag = self.store.put_if_absent(target, data)
-                note_own_commit(self.table_root, version, e_tag, data)
+                note_own_commit(self.table_root, version, e_tag, data, sent_at)
                 break
             except FileAlreadyExists:
+                if self.blind and attempt == 1:
+                    note_blind_loss(self.table_root, time.monotonic())
+                    raise StaleSnapshotError(
+                        f"{self.operation} planned on a cached snapshot of {self.table_root} (version "
+                        f"{self.read_version}), and version {version} was committed by another writer since; "
+                        "nothing was committed: re-plan on a listed snapshot"
+                    ) from None
                 if attempt >= self.max_attempts:
                     raise MaxCommitAttemptsExceededError(
                         f"gave up committing {self.operation} to {self.table_root} after {attempt} attempts: "

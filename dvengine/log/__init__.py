@@ -18,6 +18,7 @@ from dvengine.log.loader import (
     latest_version,
     load_snapshot,
     read_commit_actions,
+    snapshot_for_write,
     table_exists,
 )
 from dvengine.log.snapshot import Snapshot
@@ -38,6 +39,7 @@ __all__ = [
     "parse_interval_ms",
     "physical_to_logical",
     "read_commit_actions",
+    "snapshot_for_write",
     "table_exists",
     "write_checkpoint",
 ]

@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from dvengine.errors import InvalidArgumentError
+from dvengine.log import snapshot_cache
 from dvengine.log.checkpoint_schema import CHECKPOINT_SCHEMA, CLUSTERED_CHECKPOINT_SCHEMA
 from dvengine.log.checkpoint_v2 import uses_v2_checkpoints, write_v2_checkpoint
 from dvengine.log.cleanup import cleanup_expired_logs
@@ -202,6 +203,7 @@ def maybe_checkpoint(
     if version % checkpoint_interval(snapshot.configuration) != 0:
         return False
     write_checkpoint(snapshot)
+    snapshot_cache.note_checkpoint(root, version)  # no blind commit on a cached snapshot older than it
     if cleanup_logs:
         cleanup_expired_logs(root)
     return True

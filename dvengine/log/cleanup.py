@@ -16,6 +16,7 @@ import logging
 import time
 
 from dvengine.errors import LogCorruptedError
+from dvengine.log import snapshot_cache
 from dvengine.log.checkpoint_reader import read_checkpoint
 from dvengine.log.filenames import LogFileKind
 from dvengine.log.intervals import parse_interval_ms
@@ -61,6 +62,8 @@ def cleanup_expired_logs(table_root: str, now_ms: int | None = None, store: LogS
     retention = parse_interval_ms(config.get("delta.logRetentionDuration", DEFAULT_LOG_RETENTION))
     cutoff = (int(time.time() * 1000) if now_ms is None else now_ms) - retention
     listing = list_log(st, root)
+    if listing.checkpoints:  # commits below them may go now: no blind commit on an older snapshot
+        snapshot_cache.note_checkpoint(root, max(cp.version for cp in listing.checkpoints))
     times = _version_times(listing)
     inside = [v for v, ts in times.items() if ts > cutoff]
     first_retained = min(inside) if inside else listing.latest_version

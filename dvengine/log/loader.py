@@ -13,6 +13,8 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import logging
+import time
+from collections.abc import Mapping
 
 from dvengine.errors import InvalidArgumentError, LogCorruptedError, ProtocolError, VersionNotFoundError
 from dvengine.log import snapshot_cache
@@ -22,6 +24,7 @@ from dvengine.log.checkpoint_reader import read_checkpoint
 from dvengine.log.column_mapping import column_mapping_mode
 from dvengine.log.commit_file import find_commit_info, parse_actions
 from dvengine.log.filenames import LogFileKind, commit_file_name, parse_log_file_name
+from dvengine.log.intervals import parse_interval_ms
 from dvengine.log.last_checkpoint import read_last_checkpoint
 from dvengine.log.listing import CheckpointFiles, LogListing, list_log, list_log_from, probe_log_from
 from dvengine.log.replay import ReplayState
@@ -196,13 +199,8 @@ def _tombstones_at(store: LogStore, listing: LogListing, target: int) -> tuple[R
     if entry is not None and entry.version == target and not entry.with_tombstones:
         snapshot_cache.remember(
             listing.table_root,
-            snapshot_cache.CachedTable(
-                entry.snapshot,
-                snapshot_cache.cacheable_state(state, with_tombstones=True),
-                entry.commit_digest,
-                True,
-                entry.commit_etag,
-                entry.store,
+            dataclasses.replace(
+                entry, state=snapshot_cache.cacheable_state(state, with_tombstones=True), with_tombstones=True
             ),
         )
     return _sorted_tombstones(state)
@@ -238,7 +236,11 @@ def _build_snapshot(
     )
 
 
-def _snapshot_at(store: LogStore, listing: LogListing, target: int) -> Snapshot:
+def _snapshot_at(store: LogStore, listing: LogListing, target: int, verified_at: float | None = None) -> Snapshot:
+    """The snapshot at ``target``, cached when newer than the cached one; ``verified_at``: the
+    listing was of the latest version, sent at that monotonic time (see CachedTable.verified_at)."""
+    if listing.checkpoints:
+        snapshot_cache.note_checkpoint(listing.table_root, max(cp.version for cp in listing.checkpoints))
     state, start = _replay(store, listing, target, with_removes=False)
     if start < target:
         timestamp = commit_info_timestamp(state.last_commit_info, listing.commits[target].modification_time_ms)
@@ -256,7 +258,14 @@ def _snapshot_at(store: LogStore, listing: LogListing, target: int) -> Snapshot:
             cached_state.tombstones.clear()
             snapshot_cache.remember(
                 listing.table_root,
-                snapshot_cache.CachedTable(snapshot, cached_state, commit_digest, commit_etag=info.e_tag, store=store),
+                snapshot_cache.CachedTable(
+                    snapshot,
+                    cached_state,
+                    commit_digest,
+                    commit_etag=info.e_tag,
+                    store=store,
+                    verified_at=verified_at if target == listing.latest_version else None,
+                ),
             )
     return snapshot
 
@@ -279,14 +288,19 @@ def _with_live_transactions(snapshot: Snapshot, state: ReplayState) -> Snapshot:
     return dataclasses.replace(snapshot, app_transactions=live)
 
 
-def _from_cache(store: LogStore, table_root: str, version: int | None) -> Snapshot | None:
+def _from_cache(
+    store: LogStore, table_root: str, version: int | None, verified_at: float | None = None
+) -> Snapshot | None:
     """The snapshot at ``version`` (latest when None) from the cached state plus the log tail,
-    or None when only the listing-based load can answer exactly (see snapshot_cache)."""
+    or None when only the listing-based load can answer exactly (see snapshot_cache).
+    ``verified_at``: when this load started (a latest-version load proves there is nothing newer)."""
     entry = snapshot_cache.get(table_root)
     if entry is None or (version is not None and version < entry.version):
         return None
+    if version is not None:
+        verified_at = None
     if isinstance(store, TailListing):
-        return _from_cache_listed(store, store, table_root, version, entry)
+        return _from_cache_listed(store, store, table_root, version, entry, verified_at)
     log_path = log_dir(table_root)
     current = _read_if_exists(store, f"{log_path}/{commit_file_name(entry.version)}")
     if current is None or snapshot_cache.digest(current) != entry.commit_digest:
@@ -309,8 +323,19 @@ def _from_cache(store: LogStore, table_root: str, version: int | None) -> Snapsh
     if version is not None and reached != version:
         return None  # the version does not exist (yet): the listing-based load says why
     if tail_data is None:
+        _refreshed(table_root, entry, store, verified_at)
         return _with_live_transactions(entry.snapshot, entry.state)
-    return _advanced(store, table_root, entry, tail, snapshot_cache.digest(tail_data), None)
+    return _advanced(store, table_root, entry, tail, snapshot_cache.digest(tail_data), None, verified_at)
+
+
+def _refreshed(table_root: str, entry: snapshot_cache.CachedTable, store: LogStore, verified_at: float | None) -> None:
+    """Keep ``entry``, now checked by ``store`` (these credentials may skip the next existence check)
+    and, with ``verified_at``, shown to be the latest version at that time."""
+    if entry.store is store and (verified_at is None or (entry.verified_at or 0.0) >= verified_at):
+        return
+    snapshot_cache.remember(
+        table_root, dataclasses.replace(entry, store=store, verified_at=verified_at or entry.verified_at)
+    )
 
 
 def _listed_commits(store: TailListing, table_root: str, first: int) -> dict[int, FileInfo]:
@@ -335,7 +360,12 @@ def _is_cached_commit(store: LogStore, entry: snapshot_cache.CachedTable, listed
 
 
 def _from_cache_listed(
-    store: LogStore, lister: TailListing, table_root: str, version: int | None, entry: snapshot_cache.CachedTable
+    store: LogStore,
+    lister: TailListing,
+    table_root: str,
+    version: int | None,
+    entry: snapshot_cache.CachedTable,
+    verified_at: float | None = None,
 ) -> Snapshot | None:
     """``_from_cache`` on an object store: one LIST of the log from the cached version on both checks
     the cached commit (its e-tag) and finds the tail, whose commits are then read in parallel; the
@@ -352,8 +382,7 @@ def _from_cache_listed(
     if version is not None and reached != version:
         return None  # the version does not exist (yet): the listing-based load says why
     if reached == entry.version:
-        if entry.store is not store:  # checked by these credentials now: they may skip the next existence check
-            snapshot_cache.remember(table_root, dataclasses.replace(entry, store=store))
+        _refreshed(table_root, entry, store, verified_at)
         return _with_live_transactions(entry.snapshot, entry.state)
     infos = [commits[v] for v in range(entry.version + 1, reached + 1)]
     known = {i.path: snapshot_cache.own_commit(table_root, v, i.e_tag) for v, i in zip(range(entry.version + 1, reached + 1), infos)}
@@ -361,7 +390,7 @@ def _from_cache_listed(
     fetched = dict(zip(missing, read_many(store, missing)))  # parallel GETs
     datas = [known[i.path] or fetched[i.path] for i in infos]
     tail = [parse_actions(data, info.path) for data, info in zip(datas, infos)]
-    return _advanced(store, table_root, entry, tail, snapshot_cache.digest(datas[-1]), infos[-1].e_tag)
+    return _advanced(store, table_root, entry, tail, snapshot_cache.digest(datas[-1]), infos[-1].e_tag, verified_at)
 
 
 def _advanced(
@@ -371,6 +400,7 @@ def _advanced(
     tail: list[list[Action]],
     tail_digest: bytes,
     tail_etag: str | None,
+    verified_at: float | None,
 ) -> Snapshot | None:
     """The entry moved forward by ``tail`` (non-empty), remembered; None when only the listing
     knows the new version's timestamp."""
@@ -383,12 +413,12 @@ def _advanced(
     snapshot = _build_snapshot(store, table_root, reached, state, timestamp, entry.with_tombstones)
     snapshot_cache.remember(
         table_root,
-        snapshot_cache.CachedTable(snapshot, state, tail_digest, entry.with_tombstones, tail_etag, store),
+        snapshot_cache.CachedTable(snapshot, state, tail_digest, entry.with_tombstones, tail_etag, store, verified_at),
     )
     return snapshot
 
 
-def _latest_from_hint(store: LogStore, table_root: str) -> Snapshot | None:
+def _latest_from_hint(store: LogStore, table_root: str, verified_at: float) -> Snapshot | None:
     """The latest snapshot of a local table read from ``_last_checkpoint`` on, without listing it all.
 
     A cold load of a long log was dominated by listing it (stat and name parse of ~11,000 files
@@ -410,7 +440,7 @@ def _latest_from_hint(store: LogStore, table_root: str) -> Snapshot | None:
     if listing is None or not any(cp.version == hint.version for cp in listing.checkpoints):
         return None
     try:
-        return _snapshot_at(store, listing, listing.latest_version)
+        return _snapshot_at(store, listing, listing.latest_version, verified_at)
     except (LogCorruptedError, VersionNotFoundError, ProtocolError) as exc:
         _LOG.info("loading %s from its _last_checkpoint failed (%s); listing the whole log", table_root, exc)
         return None
@@ -428,14 +458,15 @@ def load_snapshot(
     """The table at ``version``, as of ``timestamp``, or latest when both are None."""
     if version is not None and timestamp is not None:
         raise InvalidArgumentError("pass either version or timestamp, not both")
+    started = time.monotonic()  # before any request: what a latest-version load proves holds from here
     root = normalize_table_path(table_root)
     st = _store(store, root)
     if timestamp is None and snapshot_cache.cache_enabled() and (version is None or _is_version(version)):
-        cached = _from_cache(st, root, version)
+        cached = _from_cache(st, root, version, started)
         if cached is not None:
             return cached
     if version is None and timestamp is None:
-        hinted = _latest_from_hint(st, root)
+        hinted = _latest_from_hint(st, root, started)
         if hinted is not None:
             return hinted
     listing = list_log(st, root)
@@ -446,7 +477,82 @@ def load_snapshot(
     else:
         target = listing.latest_version
     _check_hint(st, listing)
-    return _snapshot_at(st, listing, target)
+    return _snapshot_at(st, listing, target, started if version is None and timestamp is None else None)
+
+
+# delta.logRetentionDuration's default (cleanup.DEFAULT_LOG_RETENTION), in ms.
+_DEFAULT_LOG_RETENTION_MS = 30 * 24 * 3600 * 1000
+
+
+def blind_commit_window_s(configuration: Mapping[str, str], max_staleness_s: float) -> float:
+    """How old (seconds) a cached snapshot may be for a DML to commit on it without listing.
+
+    At most ``max_staleness_s`` (dvengine.snapshot.maxStalenessSeconds) and at most half the
+    table's ``delta.logRetentionDuration``: log cleanup deletes a commit only once it is older than
+    the retention (and a newer checkpoint exists), so every commit made after our snapshot was
+    shown to be the latest is still there while we are inside the window, and put-if-absent of the
+    next version is refused by it. A retention dvengine cannot parse allows no blind commit.
+    """
+    if max_staleness_s <= 0:
+        return 0.0
+    raw = configuration.get("delta.logRetentionDuration")
+    try:
+        retention_ms = _DEFAULT_LOG_RETENTION_MS if raw is None else parse_interval_ms(raw)
+    except InvalidArgumentError:
+        return 0.0  # cleanup refuses it too; no window can be bounded by it
+    return min(max_staleness_s, retention_ms / 2000.0)
+
+
+def snapshot_for_write(
+    table_root: str, max_staleness_s: float, store: LogStore | None = None
+) -> tuple[Snapshot, bool]:
+    """The snapshot a DML plans on, and whether it may be stale (a "blind" commit).
+
+    Blind: this process's cached snapshot of the table, not listed now, because a listing, a tail
+    read, or this process's own put-if-absent showed it to be the latest version less than
+    ``blind_commit_window_s`` ago. The command then commits ``version + 1`` by put-if-absent: if
+    that succeeds, no commit landed between that proof and the commit, so the command saw exactly
+    what a listing at its start would have shown; if the version is taken, the command must not
+    rebase onto the winner but re-plan on a listed snapshot (Transaction.blind, the commands'
+    ``replanning``), since the winner may have finished before the command started.
+    Otherwise (no fresh entry, window 0, cache off, another storage client, an entry older than
+    a checkpoint this process knows, a blind loss on this table within the window): the usual
+    listing load, and False. Reads never come here: they always list.
+    """
+    root = normalize_table_path(table_root)
+    st = _store(store, root)
+    if max_staleness_s > 0 and snapshot_cache.cache_enabled():
+        fresh = _fresh_cached(st, root, max_staleness_s)
+        if fresh is not None:
+            return fresh, True
+    return load_snapshot(root, store=st), False
+
+
+def _fresh_cached(store: LogStore, root: str, max_staleness_s: float) -> Snapshot | None:
+    entry = snapshot_cache.get(root)
+    if entry is None or entry.store is not store or entry.verified_at is None:
+        return None
+    own = snapshot_cache.own_commit_after(root, entry.version)
+    if own is not None and own.sent_at >= entry.verified_at:
+        # This process wrote the next version after the entry was shown latest: move it forward by
+        # those bytes (its put-if-absent succeeding shows it was the latest when sent).
+        path = f"{log_dir(root)}/{commit_file_name(own.version)}"
+        tail = [parse_actions(own.data, path)]
+        if _advanced(store, root, entry, tail, snapshot_cache.digest(own.data), own.e_tag, own.sent_at) is None:
+            return None
+        entry = snapshot_cache.get(root)
+        if entry is None or entry.version != own.version or entry.verified_at is None:
+            return None
+    now, verified_at = time.monotonic(), entry.verified_at
+    window = blind_commit_window_s(entry.snapshot.metadata.configuration, max_staleness_s)
+    if verified_at is None or now - verified_at > window:
+        return None
+    lost = snapshot_cache.last_blind_loss(root)
+    if lost is not None and now - lost <= window:
+        return None  # another writer is active here: list, do not plan on a stale snapshot twice
+    if entry.version < snapshot_cache.known_checkpoint(root):
+        return None  # commits after it may have been cleaned up: only a listing is safe
+    return _with_live_transactions(entry.snapshot, entry.state)
 
 
 def latest_version(table_root: str, store: LogStore | None = None) -> int:

@@ -75,6 +75,11 @@ class CachedTable:
     # Only that client may skip asking the store whether the table exists: other credentials
     # must still prove they can reach it.
     store: object | None = None
+    # When (time.monotonic(), taken before the request was sent) a listing, a tail read that ended
+    # at a missing file, or this process's own put-if-absent showed that no version newer than
+    # ``version`` existed. None: never shown (a time-travel load). A DML may commit on this
+    # snapshot without listing while it is young enough (loader.snapshot_for_write).
+    verified_at: float | None = None
 
     @property
     def version(self) -> int:
@@ -117,21 +122,34 @@ def clear_snapshot_cache() -> None:
     with _LOCK:
         _ENTRIES.clear()
         _OWN_COMMITS.clear()
+        _CHECKPOINTS.clear()
+        _BLIND_LOSSES.clear()
 
 
-# The last commit this process wrote to each object-store table: (version, e-tag, bytes). The next
-# load lists the log, sees that version with that e-tag and takes the bytes from here instead of a
-# GET of what it has just PUT. The e-tag is what makes it safe: another object under that name
-# (a table recreated in between) has another e-tag and is read from the store.
-_OWN_COMMITS: OrderedDict[str, tuple[int, str, bytes]] = OrderedDict()
+@dataclass(frozen=True)
+class OwnCommit:
+    """The last commit this process wrote to a table, and when its put-if-absent was sent."""
+
+    version: int
+    e_tag: str | None
+    data: bytes
+    sent_at: float  # time.monotonic() before the put-if-absent: no newer version existed then
 
 
-def note_own_commit(table_root: str, version: int, e_tag: str | None, data: bytes) -> None:
-    """Remember the commit just written at ``version`` (only when the store gave an e-tag)."""
-    if e_tag is None or not cache_enabled():
+# The last commit this process wrote to each table. On a store, the next listed load sees that
+# version with that e-tag and takes the bytes from here instead of a GET of what it has just PUT;
+# the e-tag is what makes it safe (another object under that name, a table recreated in between,
+# has another e-tag and is read from the store). On any backend, the next DML may move a cached
+# snapshot of the version before it forward by these bytes without listing (snapshot_for_write).
+_OWN_COMMITS: OrderedDict[str, OwnCommit] = OrderedDict()
+
+
+def note_own_commit(table_root: str, version: int, e_tag: str | None, data: bytes, sent_at: float) -> None:
+    """Remember the commit just written at ``version``; ``sent_at``: monotonic time before its put."""
+    if not cache_enabled():
         return
     with _LOCK:
-        _OWN_COMMITS[table_root] = (version, e_tag, data)
+        _OWN_COMMITS[table_root] = OwnCommit(version, e_tag, data, sent_at)
         _OWN_COMMITS.move_to_end(table_root)
         while len(_OWN_COMMITS) > MAX_TABLES:
             _OWN_COMMITS.popitem(last=False)
@@ -141,9 +159,53 @@ def own_commit(table_root: str, version: int, e_tag: str | None) -> bytes | None
     """The bytes of ``version`` if this process wrote it and the listed object is still that one."""
     with _LOCK:
         found = _OWN_COMMITS.get(table_root)
-    if found is None or e_tag is None or found[0] != version or found[1] != e_tag:
+    if found is None or e_tag is None or found.version != version or found.e_tag != e_tag:
         return None
-    return found[2]
+    return found.data
+
+
+def own_commit_after(table_root: str, version: int) -> OwnCommit | None:
+    """This process's own commit of ``version + 1``, if that is the last one it wrote there."""
+    with _LOCK:
+        found = _OWN_COMMITS.get(table_root)
+    return found if found is not None and found.version == version + 1 else None
+
+
+# The newest checkpoint version this process has seen listed or written, per table. Log cleanup
+# deletes commits only below a checkpoint, so a cached snapshot older than a known checkpoint may
+# sit below a cleaned-up stretch of the log: it is never committed on blindly.
+_CHECKPOINTS: dict[str, int] = {}
+
+
+def note_checkpoint(table_root: str, version: int) -> None:
+    with _LOCK:
+        if version > _CHECKPOINTS.get(table_root, -1):
+            _CHECKPOINTS[table_root] = version
+            while len(_CHECKPOINTS) > 4 * MAX_TABLES:
+                _CHECKPOINTS.pop(next(iter(_CHECKPOINTS)))
+
+
+def known_checkpoint(table_root: str) -> int:
+    with _LOCK:
+        return _CHECKPOINTS.get(table_root, -1)
+
+
+# When (monotonic) a DML that committed blindly on this process's cached snapshot of a table last
+# found its version taken. Another writer is active there: for one staleness window the next
+# commands list first instead of planning on a snapshot that is likely stale again.
+_BLIND_LOSSES: dict[str, float] = {}
+
+
+def note_blind_loss(table_root: str, at: float) -> None:
+    with _LOCK:
+        _BLIND_LOSSES[table_root] = at
+        while len(_BLIND_LOSSES) > 4 * MAX_TABLES:
+            _BLIND_LOSSES.pop(next(iter(_BLIND_LOSSES)))
+
+
+def last_blind_loss(table_root: str) -> float | None:
+    with _LOCK:
+        return _BLIND_LOSSES.get(table_root)
 
 
 def cacheable_state(state: ReplayState, with_tombstones: bool = False) -> ReplayState:

@@ -40,6 +40,11 @@ class FileAction(Enum):
 # Lost commit races a DML command retries inside before MaxCommitAttemptsExceededError. Each retry
 # only re-reads the winners' commits (and rebases DVs), so many are cheap; Delta's default is 10^7.
 DEFAULT_DML_COMMIT_ATTEMPTS = 1000
+# A DML may commit on this process's cached snapshot without listing the log when it was shown to
+# be the latest less than this many seconds ago (spec_notes/storage.md, "Blind commits"): long
+# enough for commands issued back to back or a stream's micro-batches, far below any log
+# retention (the window is also capped at half of delta.logRetentionDuration).
+DEFAULT_MAX_STALENESS_S = 5.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +59,8 @@ class DmlOptions:
     row_level_concurrency: bool = True  # spark.databricks.delta.rowLevelConcurrency.enabled
     max_commit_attempts: int = DEFAULT_DML_COMMIT_ATTEMPTS  # spark.databricks.delta.maxCommitAttempts
     app_transaction: tuple[str, int] | None = None  # spark.databricks.delta.write.txnAppId / txnVersion
+    # dvengine.snapshot.maxStalenessSeconds: how old a cached snapshot may be for a blind commit (0: never)
+    max_staleness_s: float = DEFAULT_MAX_STALENESS_S
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -64,6 +71,8 @@ class DmlOptions:
             raise InvalidArgumentError(f"maxCommitAttempts must be >= 1, got {self.max_commit_attempts}")
         if self.inline_max_bytes < 0:
             raise InvalidArgumentError(f"inlineMaxBytes must be >= 0, got {self.inline_max_bytes}")
+        if not self.max_staleness_s >= 0:
+            raise InvalidArgumentError(f"maxStalenessSeconds must be >= 0, got {self.max_staleness_s}")
         if self.rebase_inline_max_bytes < 0:
             raise InvalidArgumentError(f"rebaseInlineMaxBytes must be >= 0, got {self.rebase_inline_max_bytes}")
 
