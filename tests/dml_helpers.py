@@ -14,7 +14,7 @@ import pytest
 from interop import rows_arrow, rows_delta_rs, rows_duckdb, sort_rows
 
 import dvengine.engine.local.merge as local_merge
-from dvengine.api import dml
+from dvengine.commands import replan
 from dvengine.log import load_snapshot
 
 
@@ -133,8 +133,10 @@ def plan_from_now_on(monkeypatch: pytest.MonkeyPatch, path: Path) -> None:
     """DELETE / UPDATE / MERGE started from now on plan against the table as it is now: a
     concurrent writer's stale view, so the row-level tests can make two commands race."""
     stale = load_snapshot(str(path))
-    for module in (dml, local_merge):
-        monkeypatch.setattr(module, "load_snapshot", lambda root: stale)
+    monkeypatch.setattr(local_merge, "load_snapshot", lambda root: stale)
+    # DELETE / UPDATE take theirs from snapshot_for_write: a listed (not blind) one, as a command
+    # that listed before the other writer committed
+    monkeypatch.setattr(replan, "snapshot_for_write", lambda root, staleness: (stale, False))
 
 
 def assert_every_reader_sees(path: Path, columns: list[str], expected: list[tuple[Any, ...]]) -> None:

