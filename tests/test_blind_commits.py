@@ -73,8 +73,8 @@ def test_blind_delete_commits_without_listing_and_equals_the_model(tmp_path: Pat
     left (no listing of _delta_log at all), and every reader sees the model."""
     uri, model = _table(tmp_path / "t")
     listed: list[str] = []
-    real = local.LocalStorage.list_dir_from
-    monkeypatch.setattr(local.LocalStorage, "list_dir_from", lambda self, d, f: listed.append(d) or real(self, d, f))
+    real = local.LocalStorage.list_dir_after
+    monkeypatch.setattr(local.LocalStorage, "list_dir_after", lambda self, d, f: listed.append(d) or real(self, d, f))
     for key in (3, 17, 29):
         assert DeltaTable.forPath(None, uri).delete(f"id = {key}", mode="dv")["numDeletedRows"] == 1
         del model[key]

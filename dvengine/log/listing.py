@@ -145,11 +145,16 @@ def list_log_from(store: LogStore, table_root: str, version: int) -> LogListing 
     Only names are compared for the older files, none is stat'ed (the cost of a cold load of a
     long log was the stat and name parse of every file; see spec_notes/log-replay-and-checkpoints.md).
     """
-    lister = getattr(store, "list_dir_from", None)
-    if lister is None or is_object_uri(table_root):
+    if is_object_uri(table_root):
         return None
-    path = log_dir(table_root)
-    return _listing(table_root, path, lister(path, f"{version:020d}"))
+    return _listing(table_root, log_dir(table_root), log_files_from(store, table_root, version))
+
+
+def log_files_from(store: LogStore, table_root: str, version: int) -> list[FileInfo]:
+    """The log files of versions >= ``version``, sorted: the one tail listing both backends
+    answer (a local cold load from ``_last_checkpoint``; a cached snapshot's tail on a store)."""
+    return store.list_dir_after(log_dir(table_root), f"{version:020d}")  # "<v>.json" sorts after "<v>"
+
 
 
 _HOLE_PROBES = (1, *(2**k for k in range(1, 11)))

@@ -26,7 +26,7 @@ from dvengine.log.commit_file import find_commit_info, parse_actions
 from dvengine.log.filenames import LogFileKind, commit_file_name, parse_log_file_name
 from dvengine.log.intervals import parse_interval_ms
 from dvengine.log.last_checkpoint import read_last_checkpoint
-from dvengine.log.listing import CheckpointFiles, LogListing, list_log, list_log_from, probe_log_from
+from dvengine.log.listing import CheckpointFiles, LogListing, list_log, list_log_from, log_files_from, probe_log_from
 from dvengine.log.replay import ReplayState
 from dvengine.log.snapshot import Snapshot
 from dvengine.log.timestamps import commit_info_timestamp, to_epoch_ms
@@ -34,7 +34,7 @@ from dvengine.protocol.actions import Action, CommitInfo, RemoveFile
 from dvengine.protocol.features import check_readable
 from dvengine.protocol.schema import parse_schema
 from dvengine.protocol.type_widening import TYPE_CHANGES_KEY, check_type_changes_readable
-from dvengine.storage.base import FileInfo, TailListing
+from dvengine.storage.base import FileInfo
 from dvengine.storage.batch import read_many
 from dvengine.storage.logstore import LogStore, log_dir, normalize_table_path
 from dvengine.storage.registry import storage_for
@@ -299,8 +299,8 @@ def _from_cache(
         return None
     if version is not None:
         verified_at = None
-    if isinstance(store, TailListing):
-        return _from_cache_listed(store, store, table_root, version, entry, verified_at)
+    if _lists_tail(store):
+        return _from_cache_listed(store, table_root, version, entry, verified_at)
     log_path = log_dir(table_root)
     current = _read_if_exists(store, f"{log_path}/{commit_file_name(entry.version)}")
     if current is None or snapshot_cache.digest(current) != entry.commit_digest:
@@ -338,11 +338,16 @@ def _refreshed(table_root: str, entry: snapshot_cache.CachedTable, store: LogSto
     )
 
 
-def _listed_commits(store: TailListing, table_root: str, first: int) -> dict[int, FileInfo]:
+def _lists_tail(store: LogStore) -> bool:
+    """Does a cached snapshot's tail come from one listing (object stores: a request per file read
+    would cost more) or from reading ``<v+1>.json``, ``<v+2>.json`` ... in turn (local files)?"""
+    return not getattr(store, "is_local", True)
+
+
+def _listed_commits(store: LogStore, table_root: str, first: int) -> dict[int, FileInfo]:
     """Commit files of version ``first`` and later, from one LIST starting at ``first`` (not at 0)."""
-    listed = store.list_dir_after(log_dir(table_root), f"{first:020d}")  # "<first>.json" sorts after its digits
     commits: dict[int, FileInfo] = {}
-    for info in listed:
+    for info in log_files_from(store, table_root, first):
         name = parse_log_file_name(info.path)
         if name is not None and name.kind is LogFileKind.COMMIT:
             commits[name.version] = info
@@ -361,7 +366,6 @@ def _is_cached_commit(store: LogStore, entry: snapshot_cache.CachedTable, listed
 
 def _from_cache_listed(
     store: LogStore,
-    lister: TailListing,
     table_root: str,
     version: int | None,
     entry: snapshot_cache.CachedTable,
@@ -370,7 +374,7 @@ def _from_cache_listed(
     """``_from_cache`` on an object store: one LIST of the log from the cached version on both checks
     the cached commit (its e-tag) and finds the tail, whose commits are then read in parallel; the
     commit this process just wrote is not read back. Nothing new costs one request, not two GETs."""
-    commits = _listed_commits(lister, table_root, entry.version)
+    commits = _listed_commits(store, table_root, entry.version)
     if not _is_cached_commit(store, entry, commits.get(entry.version)):
         snapshot_cache.forget(table_root, entry)  # log cleaned up, or a different table at this path
         return None
@@ -580,7 +584,7 @@ def table_exists(table_root: str, cached: bool = False) -> bool:
     entry = snapshot_cache.get(root) if snapshot_cache.cache_enabled() else None
     if cached and entry is not None and entry.store is store:
         return True
-    if cached and isinstance(store, TailListing) and snapshot_cache.cache_enabled():
+    if cached and _lists_tail(store) and snapshot_cache.cache_enabled():
         # Load (and cache) the snapshot the operation is about to need, instead of a listing that
         # only says yes: the operation's own load then lists only the log after this version.
         try:
@@ -589,7 +593,7 @@ def table_exists(table_root: str, cached: bool = False) -> bool:
             return False
         return True
     if entry is not None:
-        if isinstance(store, TailListing):
+        if _lists_tail(store):
             listed = _listed_commits(store, root, entry.version).get(entry.version)
         else:
             listed = FileInfo(f"{log_dir(root)}/{commit_file_name(entry.version)}", 0, 0)

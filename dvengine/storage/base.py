@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Protocol as TypingProtocol
-from typing import runtime_checkable
 
 import pyarrow as pa
 
@@ -38,6 +37,16 @@ class LogStore(TypingProtocol):
 
     def list_dir(self, directory: str) -> list[FileInfo]: ...
 
+    def list_dir_after(self, directory: str, after_name: str) -> list[FileInfo]:
+        """The files of ``directory`` (not recursive, no hidden ones) whose names sort strictly after
+        ``after_name``, sorted by path. On an object store one LIST starting there (S3
+        ``start-after``): a table's log tail costs one request however long the log before it is.
+        Locally only those names are stat'ed: a cold load that knows its checkpoint version reads
+        the few files named after it, not the ~11,000 of a 10,000-commit log. Log file names
+        start with the zero-padded version, so ``after_name = f"{v:020d}"`` selects version ``v``
+        and later (every name of version ``v`` sorts after its bare digits)."""
+        ...
+
     def read_bytes(self, path: str) -> bytes: ...
 
     def put_if_absent(self, path: str, data: bytes) -> str | None:
@@ -49,16 +58,6 @@ class LogStore(TypingProtocol):
     def exists(self, path: str) -> bool: ...
 
     def delete(self, path: str) -> None: ...
-
-
-@runtime_checkable
-class TailListing(TypingProtocol):
-    """A store where one listing request is cheaper than asking for files one by one (object stores)."""
-
-    def list_dir_after(self, directory: str, after_name: str) -> list[FileInfo]:
-        """The files of ``directory`` (not recursive, no hidden ones) whose names sort after
-        ``after_name``, sorted: one LIST starting there (S3 ``start-after``)."""
-        ...
 
 
 class Storage(LogStore, TypingProtocol):

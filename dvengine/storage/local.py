@@ -45,17 +45,13 @@ class LocalStorage:
     is_local = True
 
     def list_dir(self, directory: str) -> list[FileInfo]:
-        return self.list_dir_from(directory, "")
+        return self.list_dir_after(directory, "")
 
-    def list_dir_from(self, directory: str, first_name: str) -> list[FileInfo]:
-        """Files of ``directory`` whose name sorts at or after ``first_name``, sorted by path.
-
-        Only those are stat'ed: a log of 10,000 versions holds ~11,000 files, and a snapshot load
-        that knows its checkpoint version (``_last_checkpoint``) needs only the few named after it
-        (log file names start with the zero-padded version, so name order is version order).
-        """
+    def list_dir_after(self, directory: str, after_name: str) -> list[FileInfo]:
+        """Files of ``directory`` whose name sorts after ``after_name``, sorted by path (base.LogStore);
+        only those are stat'ed."""
         try:
-            entries = [e for e in os.scandir(directory) if e.name >= first_name]
+            entries = [e for e in os.scandir(directory) if e.name > after_name]
         except FileNotFoundError:
             return []
         out = []
