@@ -208,3 +208,29 @@ def test_staleness_window_bounds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     assert snapshot_for_write(uri, 5.0)[1]
     snapshot_cache.note_blind_loss(uri, time.monotonic())
     assert not snapshot_for_write(uri, 5.0)[1]
+
+
+def test_blind_merge_sees_rows_appended_behind_the_cache(tmp_path: Path) -> None:
+    """An upsert of id 105, which delta-rs appended after our snapshot: planned on the stale
+    snapshot it would insert a second id 105 (and a rebase would let that through past the blind
+    append); the re-planned MERGE updates the appended row. Then back-to-back MERGEs commit blind."""
+    uri, model = _table(tmp_path / "t")
+    write_deltalake(uri, _arrow([(105, 5)]), mode="append")
+    model[105] = (105, 5)
+
+    def upsert(rows: list[Row]) -> dict[str, Any]:
+        builder = DeltaTable.forPath(None, uri).alias("t").merge(_arrow(rows), "t.id = s.id", source_alias="s")
+        return dict(builder.withMode("dv").whenMatchedUpdate(set={"v": "s.v"}).whenNotMatchedInsertAll().executeMetrics())
+
+    metrics = upsert([(105, -1), (200, -2)])
+    assert (metrics["numTargetRowsUpdated"], metrics["numTargetRowsInserted"], metrics["version"]) == (1, 1, 2)
+    model[105], model[200] = (105, -1), (200, -2)
+    assert not snapshot_for_write(uri, 5.0)[1]  # a blind loss within the window: list first
+    snapshot_cache.clear_snapshot_cache()  # as a new window would
+    load_snapshot(uri)
+    for i in range(3):
+        assert snapshot_for_write(uri, 5.0)[1]
+        upsert([(i, -10 - i), (300 + i, 0)])
+        model[i], model[300 + i] = (i, -10 - i), (300 + i, 0)
+    assert load_snapshot(uri).version == 5
+    assert_every_reader_sees(Path(uri), COLUMNS, list(model.values()))

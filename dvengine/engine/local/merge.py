@@ -40,6 +40,7 @@ from dvengine.commands.merge_clauses import (
 )
 from dvengine.commands.merge_evolution import evolve_for_merge
 from dvengine.commands.merge_metrics import merge_metrics
+from dvengine.commands.replan import PlanAttempt, run_replanning
 from dvengine.commands.retirement import RowRetirement
 from dvengine.commands.write import record_marks
 from dvengine.engine.local.change_data import MergeChanges, write_change_rows
@@ -63,7 +64,7 @@ from dvengine.expressions import (
 from dvengine.expressions.identifiers import quote_identifier
 from dvengine.expressions.refs import bound_refs, ref_of
 from dvengine.expressions.trees import conjuncts
-from dvengine.log import load_snapshot
+from dvengine.log import Snapshot, load_snapshot
 from dvengine.planning.decisions import DmlOptions
 from dvengine.protocol.actions import AddFile
 from dvengine.protocol.row_tracking import INTERNAL_COLUMNS
@@ -275,11 +276,26 @@ def execute_local_merge(
 
     ``target_runner`` replaces the in-process target side (the Spark executor's file tasks run
     it on the cluster; ``engine_name`` is then reported as ``executionEngine``): binding,
-    pruning, inserts, metrics and the commit stay here."""
-    started = time.monotonic()
+    pruning, inserts, metrics and the commit stay here. In-process, the MERGE may plan on a young
+    cached snapshot and re-plan if another writer committed since (commands/replan.py): its
+    source is an Arrow table, so running it again is cheap and exact."""
     if not req.clauses:
         raise InvalidArgumentError("a MERGE needs at least one WHEN clause")
-    snapshot = load_snapshot(req.table_root)
+    if target_runner is not None:
+        return _merge_on(req, load_snapshot(req.table_root), None, target_runner, engine_name)
+    return run_replanning(
+        req.table_root, req.options, lambda snapshot, attempt: _merge_on(req, snapshot, attempt, None, engine_name)
+    )
+
+
+def _merge_on(
+    req: LocalMergeRequest,
+    snapshot: Snapshot,
+    attempt: PlanAttempt | None,
+    target_runner: TargetRunner | None,
+    engine_name: str,
+) -> dict[str, Any]:
+    started = time.monotonic()
     check_dml_allowed(snapshot, "MERGE")
     check_dv_mode_allowed(snapshot, req.options)
     source_schema = from_arrow_schema(req.source.schema)
@@ -312,7 +328,9 @@ def execute_local_merge(
     # The in-process runner reports every target row that joined (TargetResult.matched_rows), so
     # any MERGE it runs can be judged row by row; other runners only a MERGE retiring all of them.
     row_level = target_runner is None or row_level_safe(clauses)
-    ctx = open_dml(snapshot, "MERGE", req.options, derived, operation_parameters(condition, clauses), row_level)
+    ctx = open_dml(
+        snapshot, "MERGE", req.options, derived, operation_parameters(condition, clauses), row_level, attempt=attempt
+    )
     ctx.started = started  # executionTimeMs covers binding too, as on Spark
     if ctx.repeat:
         return ctx.skip_repeat(merge_metrics(clauses, {}, False, 0, RowRetirement(), [], ctx.plan, 0, 0, "none"))
