@@ -14,7 +14,7 @@ import pytest
 from interop import rows_arrow, rows_delta_rs, rows_duckdb, sort_rows
 
 import dvengine.engine.local.merge as local_merge
-from dvengine.commands import replan
+from dvengine.api import dml
 from dvengine.log import load_snapshot
 
 
@@ -132,11 +132,10 @@ def merge_builder(
 def plan_from_now_on(monkeypatch: pytest.MonkeyPatch, path: Path) -> None:
     """DELETE / UPDATE / MERGE started from now on plan against the table as it is now: a
     concurrent writer's stale view, so the row-level tests can make two commands race."""
+    monkeypatch.setattr("dvengine.commands.replan.blind_snapshot", lambda *args: None)  # no blind commit: they list
     stale = load_snapshot(str(path))
-    monkeypatch.setattr(local_merge, "load_snapshot", lambda root: stale)
-    # DELETE / UPDATE take theirs from snapshot_for_write: a listed (not blind) one, as a command
-    # that listed before the other writer committed
-    monkeypatch.setattr(replan, "snapshot_for_write", lambda root, staleness: (stale, False))
+    for module in (dml, local_merge):
+        monkeypatch.setattr(module, "load_snapshot", lambda root: stale)
 
 
 def assert_every_reader_sees(path: Path, columns: list[str], expected: list[tuple[Any, ...]]) -> None:

@@ -1,4 +1,4 @@
-"""Blind commits (commands/replan.py, log.snapshot_for_write) on local folders.
+"""Blind commits (commands/replan.py, log.blind_snapshot) on local folders.
 
 A DML plans on this process's cached snapshot without listing when it was shown to be the latest
 less than the staleness window ago. These tests check that the outcome is always what a command
@@ -27,7 +27,7 @@ from dml_helpers import assert_every_reader_sees
 import dvengine
 from dvengine import DeltaTable
 from dvengine.errors import CommitConflictError
-from dvengine.log import load_snapshot, snapshot_cache, snapshot_for_write
+from dvengine.log import blind_snapshot, load_snapshot, snapshot_cache
 from dvengine.log.loader import blind_commit_window_s
 from dvengine.maintenance.properties import set_table_properties
 from dvengine.storage import local
@@ -44,7 +44,7 @@ def _arrow(rows: list[Row]) -> pa.Table:
 def _table(path: Path, n: int = 40) -> tuple[str, dict[int, Row]]:
     rows = [(i, i * 10) for i in range(n)]
     dvengine.write(_arrow(rows), str(path))
-    assert snapshot_for_write(str(path), 5.0)[1]  # the write's own commit makes the cache fresh
+    assert blind_snapshot(str(path), 5.0) is not None  # the write's own commit makes the cache fresh
     return str(path), {r[0]: r for r in rows}
 
 
@@ -188,26 +188,26 @@ def test_staleness_window_bounds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     the log retention, older than a checkpoint this process knows, or after a blind loss on the
     table within the window, the log is listed first; 0 turns blind commits off."""
     uri, _ = _table(tmp_path / "t")
-    assert snapshot_for_write(uri, 5.0)[1]
-    assert not snapshot_for_write(uri, 0.0)[1]
+    assert None is not blind_snapshot(uri, 5.0)
+    assert None is blind_snapshot(uri, 0.0)
     time.sleep(0.25)
-    assert not snapshot_for_write(uri, 0.2)[1]  # older than the window: listed (and fresh again)
-    assert snapshot_for_write(uri, 0.2)[1]
+    assert None is blind_snapshot(uri, 0.2)  # older than the window: listed (and fresh again)
+    assert None is not blind_snapshot(uri, 0.2)
     assert blind_commit_window_s({}, 5.0) == 5.0
     assert blind_commit_window_s({"delta.logRetentionDuration": "interval 4 seconds"}, 5.0) == 2.0
     assert blind_commit_window_s({"delta.logRetentionDuration": "interval 1 months"}, 5.0) == 0.0  # unparsable
     set_table_properties(uri, {"delta.logRetentionDuration": "interval 400 milliseconds"})
-    assert snapshot_for_write(uri, 5.0)[1]  # within 0.2 s of its own commit
+    assert None is not blind_snapshot(uri, 5.0)  # within 0.2 s of its own commit
     time.sleep(0.25)
-    assert not snapshot_for_write(uri, 5.0)[1]  # the window is 0.2 s: half the retention
+    assert None is blind_snapshot(uri, 5.0)  # the window is 0.2 s: half the retention
     version = load_snapshot(uri).version
     snapshot_cache.note_checkpoint(uri, version + 1)  # as if this process had listed a newer checkpoint
-    assert not snapshot_for_write(uri, 5.0)[1]
+    assert None is blind_snapshot(uri, 5.0)
     snapshot_cache.clear_snapshot_cache()
     load_snapshot(uri)
-    assert snapshot_for_write(uri, 5.0)[1]
+    assert None is not blind_snapshot(uri, 5.0)
     snapshot_cache.note_blind_loss(uri, time.monotonic())
-    assert not snapshot_for_write(uri, 5.0)[1]
+    assert None is blind_snapshot(uri, 5.0)
 
 
 def test_blind_merge_sees_rows_appended_behind_the_cache(tmp_path: Path) -> None:
@@ -225,11 +225,11 @@ def test_blind_merge_sees_rows_appended_behind_the_cache(tmp_path: Path) -> None
     metrics = upsert([(105, -1), (200, -2)])
     assert (metrics["numTargetRowsUpdated"], metrics["numTargetRowsInserted"], metrics["version"]) == (1, 1, 2)
     model[105], model[200] = (105, -1), (200, -2)
-    assert not snapshot_for_write(uri, 5.0)[1]  # a blind loss within the window: list first
+    assert None is blind_snapshot(uri, 5.0)  # a blind loss within the window: list first
     snapshot_cache.clear_snapshot_cache()  # as a new window would
     load_snapshot(uri)
     for i in range(3):
-        assert snapshot_for_write(uri, 5.0)[1]
+        assert None is not blind_snapshot(uri, 5.0)
         upsert([(i, -10 - i), (300 + i, 0)])
         model[i], model[300 + i] = (i, -10 - i), (300 + i, 0)
     assert load_snapshot(uri).version == 5

@@ -226,6 +226,7 @@ def test_conflicting_concurrent_delete_raises_and_commits_nothing(
     DeltaTable.forPath(spark, tmp_path / "t").deleteMetrics("id = 1", mode="dv")  # the winner re-DVs the only file
     from dvengine.api import dml
 
+    monkeypatch.setattr("dvengine.commands.replan.blind_snapshot", lambda *args: None)  # no blind commit: it lists (the stub)
     monkeypatch.setattr(dml, "load_snapshot", lambda root: stale)
     before = (log_listing(tmp_path / "t"), [r for r in rows if r[0] != 1])
     with pytest.raises(ConcurrentDeleteDeleteError):  # row 1 again: a row-level conflict

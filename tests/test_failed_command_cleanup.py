@@ -34,6 +34,7 @@ def _force_conflict(monkeypatch: pytest.MonkeyPatch, path: Path, modules: list[A
     retiring rows the command also changes (3, 5, 2500), so row-level resolution cannot rebase it."""
     stale = load_snapshot(str(path))
     DeltaTable.forPath(None, path).deleteMetrics("id % 997 = 1 OR id IN (3, 5, 2500)", engine="local", mode="dv")
+    monkeypatch.setattr("dvengine.commands.replan.blind_snapshot", lambda *args: None)  # no blind commit: it lists (the stub)
     for module in modules:
         monkeypatch.setattr(module, "load_snapshot", lambda root: stale)
 

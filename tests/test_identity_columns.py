@@ -269,6 +269,7 @@ def test_merge_insert_and_append_from_one_snapshot_never_duplicate(tmp_path: Pat
     stale = load_snapshot(root)
     dvengine.write(pa.table({"v": ["appended"]}), root, mode="append")  # takes 4
     version = latest_version(root)
+    monkeypatch.setattr("dvengine.commands.replan.blind_snapshot", lambda *args: None)  # no blind commit: it lists (the stub)
     monkeypatch.setattr(local_merge, "load_snapshot", lambda _root: stale)
     with pytest.raises(MetadataChangedError):
         merge_insert("merged")  # would also take 4

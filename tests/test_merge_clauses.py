@@ -160,6 +160,7 @@ def test_insert_only_merge_conflicts_only_with_concurrent_inserts_of_matching_ke
     rows = make_table(spark, path)
     stale = load_snapshot(str(path))
     _insert_only(spark, path, [(5000, "other", 0)])  # concurrent, but no key of ours can match it
+    monkeypatch.setattr("dvengine.commands.replan.blind_snapshot", lambda *args: None)  # no blind commit: it lists (the stub)
     monkeypatch.setattr(merge_exec, "load_snapshot", lambda root: stale)
     monkeypatch.setattr(local_merge, "load_snapshot", lambda root: stale)
     _insert_only(spark, path, [(205, "new", 1)])
@@ -169,6 +170,7 @@ def test_insert_only_merge_conflicts_only_with_concurrent_inserts_of_matching_ke
     stale = load_snapshot(str(path))
     _insert_only(spark, path, [(206, "racer", 0)])  # concurrent insert of the key we are about to insert
     before = (log_listing(path), data_listing(path))
+    monkeypatch.setattr("dvengine.commands.replan.blind_snapshot", lambda *args: None)  # no blind commit: it lists (the stub)
     monkeypatch.setattr(merge_exec, "load_snapshot", lambda root: stale)
     monkeypatch.setattr(local_merge, "load_snapshot", lambda root: stale)
     with pytest.raises(ConcurrentAppendError):

@@ -21,7 +21,7 @@ from dvengine.commands.update import bind_assignments, run_update, update_metric
 from dvengine.engine.local import LocalExecutor
 from dvengine.engine.local.auto_compaction import after_commit
 from dvengine.expressions import BoundPredicate, parse_predicate
-from dvengine.log import Snapshot
+from dvengine.log import Snapshot, load_snapshot
 from dvengine.protocol.schema import StructType
 from dvengine.writing.generated import with_generated_assignments
 from dvengine.writing.identity import check_identity_update
@@ -114,7 +114,7 @@ def delete(session: EngineSession, table_root: str, condition: object, mode: str
         finally:
             executor.close()
 
-    metrics = run_replanning(table_root, options, run)
+    metrics = run_replanning(table_root, options, run, lambda root: load_snapshot(root))  # late-bound: tests stub it
     after_commit(choice.conf, read[-1].table_root, metrics.get("version"), read[-1].configuration)
     return metrics
 
@@ -154,6 +154,6 @@ def update(
         finally:
             executor.close()
 
-    metrics = run_replanning(table_root, options, run)
+    metrics = run_replanning(table_root, options, run, lambda root: load_snapshot(root))  # late-bound: tests stub it
     after_commit(choice.conf, read[-1].table_root, metrics.get("version"), read[-1].configuration)
     return metrics

@@ -2,7 +2,7 @@
 outcome stands only once something proves that snapshot was still the latest.
 
 On an object store the listing is a sequential round trip of every command (~5 ms on the local
-S3 server, as much as the commit PUT). ``log.snapshot_for_write`` hands out the cached snapshot
+S3 server, as much as the commit PUT). ``log.blind_snapshot`` hands out the cached snapshot
 when it was shown to be the latest less than ``dvengine.snapshot.maxStalenessSeconds`` ago (and
 within half the table's log retention). The rule that keeps the result equal to a listing
 command's (spec_notes/storage.md, "Blind commits"):
@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dvengine.commit.transaction import StaleSnapshotError, Transaction
-from dvengine.log import Snapshot, load_snapshot, snapshot_for_write
+from dvengine.log import Snapshot, blind_snapshot
 from dvengine.planning.decisions import DmlOptions
 
 
@@ -48,35 +48,36 @@ class PlanAttempt:
 
 Metrics = dict[str, Any]
 Run = Callable[[Snapshot, PlanAttempt], Metrics]
+Load = Callable[[str], Snapshot]
 
 
-def _still_latest(table_root: str, snapshot: Snapshot) -> Snapshot | None:
+def _still_latest(load: Load, table_root: str, snapshot: Snapshot) -> Snapshot | None:
     """None when ``snapshot`` is still the table's latest version, else the listed snapshot."""
-    fresh = load_snapshot(table_root)
+    fresh = load(table_root)
     if fresh.version == snapshot.version and fresh.metadata.id == snapshot.metadata.id:
         return None
     return fresh
 
 
-def run_replanning(table_root: str, options: DmlOptions, run: Run) -> Metrics:
-    """``run`` on a blind snapshot when one is fresh enough, re-run on a listed one when the blind
-    outcome is not proven current (see the module docstring); else on a listed snapshot."""
-    snapshot, blind = snapshot_for_write(table_root, options.max_staleness_s)
-    if not blind:
-        return run(snapshot, PlanAttempt(False))
+def run_replanning(table_root: str, options: DmlOptions, run: Run, load: Load) -> Metrics:
+    """``run`` on a blind snapshot when one is fresh enough, re-run on one ``load`` lists when the
+    blind outcome is not proven current (see the module docstring); else on a listed snapshot."""
+    snapshot = blind_snapshot(table_root, options.max_staleness_s)
+    if snapshot is None:
+        return run(load(table_root), PlanAttempt(False))
     attempt = PlanAttempt(True)
     try:
         metrics = run(snapshot, attempt)
     except StaleSnapshotError:
-        return run(load_snapshot(table_root), PlanAttempt(False))
+        return run(load(table_root), PlanAttempt(False))
     except Exception:
         if attempt.committed:
             raise  # failed after its commit landed: the commit stands, never run twice
-        fresh = _still_latest(table_root, snapshot)
+        fresh = _still_latest(load, table_root, snapshot)
         if fresh is None:
             raise  # the snapshot was current: today's command raises the same
         return run(fresh, PlanAttempt(False))
     if attempt.committed:
         return metrics
-    fresh = _still_latest(table_root, snapshot)
+    fresh = _still_latest(load, table_root, snapshot)
     return metrics if fresh is None else run(fresh, PlanAttempt(False))

@@ -174,7 +174,7 @@ class Transaction:
         self.row_id_high_water_mark: int | None = None  # the mark the committed version ended with
         self._kept_rows: dict[str, BitMap64] = {}  # rows kept but depended on (record_kept_rows)
         self.committed_metrics: dict[str, Any] | None = None  # the operationMetrics the commit carries
-        # The read snapshot is this process's cached one, not listed now (log.snapshot_for_write):
+        # The read snapshot is this process's cached one, not listed now (log.blind_snapshot):
         # if its next version is taken, raise StaleSnapshotError instead of rebasing (see there).
         self.blind = False
 

@@ -12,13 +12,13 @@ from dvengine.log.checkpoint_writer import (
 )
 from dvengine.log.column_mapping import column_mapping_mode, logical_to_physical, physical_to_logical
 from dvengine.log.loader import (
+    blind_snapshot,
     commit_infos,
     commit_timestamp,
     find_table_root,
     latest_version,
     load_snapshot,
     read_commit_actions,
-    snapshot_for_write,
     table_exists,
 )
 from dvengine.log.snapshot import Snapshot
@@ -26,6 +26,7 @@ from dvengine.log.snapshot_cache import clear_snapshot_cache
 
 __all__ = [
     "Snapshot",
+    "blind_snapshot",
     "cleanup_expired_logs",
     "clear_snapshot_cache",
     "column_mapping_mode",
@@ -39,7 +40,6 @@ __all__ = [
     "parse_interval_ms",
     "physical_to_logical",
     "read_commit_actions",
-    "snapshot_for_write",
     "table_exists",
     "write_checkpoint",
 ]

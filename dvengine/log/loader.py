@@ -507,29 +507,24 @@ def blind_commit_window_s(configuration: Mapping[str, str], max_staleness_s: flo
     return min(max_staleness_s, retention_ms / 2000.0)
 
 
-def snapshot_for_write(
-    table_root: str, max_staleness_s: float, store: LogStore | None = None
-) -> tuple[Snapshot, bool]:
-    """The snapshot a DML plans on, and whether it may be stale (a "blind" commit).
+def blind_snapshot(table_root: str, max_staleness_s: float, store: LogStore | None = None) -> Snapshot | None:
+    """A snapshot a DML may plan on without listing the log (a "blind" commit), or None: list.
 
-    Blind: this process's cached snapshot of the table, not listed now, because a listing, a tail
+    This process's cached snapshot of the table, not listed now, because a listing, a tail
     read, or this process's own put-if-absent showed it to be the latest version less than
     ``blind_commit_window_s`` ago. The command then commits ``version + 1`` by put-if-absent: if
     that succeeds, no commit landed between that proof and the commit, so the command saw exactly
     what a listing at its start would have shown; if the version is taken, the command must not
     rebase onto the winner but re-plan on a listed snapshot (Transaction.blind, the commands'
     ``replanning``), since the winner may have finished before the command started.
-    Otherwise (no fresh entry, window 0, cache off, another storage client, an entry older than
-    a checkpoint this process knows, a blind loss on this table within the window): the usual
-    listing load, and False. Reads never come here: they always list.
+    None (no fresh entry, window 0, cache off, another storage client, an entry older than a
+    checkpoint this process knows, a blind loss on this table within the window): the caller
+    lists. Reads never come here: they always list.
     """
+    if max_staleness_s <= 0 or not snapshot_cache.cache_enabled():
+        return None
     root = normalize_table_path(table_root)
-    st = _store(store, root)
-    if max_staleness_s > 0 and snapshot_cache.cache_enabled():
-        fresh = _fresh_cached(st, root, max_staleness_s)
-        if fresh is not None:
-            return fresh, True
-    return load_snapshot(root, store=st), False
+    return _fresh_cached(_store(store, root), root, max_staleness_s)
 
 
 def _fresh_cached(store: LogStore, root: str, max_staleness_s: float) -> Snapshot | None:

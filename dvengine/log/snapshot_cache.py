@@ -78,7 +78,7 @@ class CachedTable:
     # When (time.monotonic(), taken before the request was sent) a listing, a tail read that ended
     # at a missing file, or this process's own put-if-absent showed that no version newer than
     # ``version`` existed. None: never shown (a time-travel load). A DML may commit on this
-    # snapshot without listing while it is young enough (loader.snapshot_for_write).
+    # snapshot without listing while it is young enough (loader.blind_snapshot).
     verified_at: float | None = None
 
     @property
@@ -140,7 +140,7 @@ class OwnCommit:
 # version with that e-tag and takes the bytes from here instead of a GET of what it has just PUT;
 # the e-tag is what makes it safe (another object under that name, a table recreated in between,
 # has another e-tag and is read from the store). On any backend, the next DML may move a cached
-# snapshot of the version before it forward by these bytes without listing (snapshot_for_write).
+# snapshot of the version before it forward by these bytes without listing (blind_snapshot).
 _OWN_COMMITS: OrderedDict[str, OwnCommit] = OrderedDict()
 
 

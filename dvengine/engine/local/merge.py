@@ -284,7 +284,10 @@ def execute_local_merge(
     if target_runner is not None:
         return _merge_on(req, load_snapshot(req.table_root), None, target_runner, engine_name)
     return run_replanning(
-        req.table_root, req.options, lambda snapshot, attempt: _merge_on(req, snapshot, attempt, None, engine_name)
+        req.table_root,
+        req.options,
+        lambda snapshot, attempt: _merge_on(req, snapshot, attempt, None, engine_name),
+        lambda root: load_snapshot(root),  # late-bound: tests stub it
     )
 
 
