@@ -19,7 +19,7 @@ from dml_helpers import engine_per_strategy, folder_state  # noqa: F401  (engine
 import dvengine
 from dvengine import DeltaTable
 from dvengine.errors import CommitConflictError, DeletionVectorError
-from dvengine.log import load_snapshot
+from dvengine.log import clear_snapshot_cache, load_snapshot
 
 
 def _table(path: Path, files: int = 3, rows_per_file: int = 2000) -> None:
@@ -93,6 +93,7 @@ def test_stats_that_undercount_rows_fail_typed_and_leave_no_dv_file(spark: Any, 
             victim = action["add"]["path"]
         lines.append(json.dumps(action))
     victim_log.write_text("\n".join(lines) + "\n")
+    clear_snapshot_cache()  # the log was rewritten behind this process's back: read it as a new process would
     assert victim is not None
     before = folder_state(path)
     session = spark if engine == "spark" else None
