@@ -235,3 +235,26 @@ def test_blind_merge_sees_rows_appended_behind_the_cache(tmp_path: Path) -> None
         model[i], model[300 + i] = (i, -10 - i), (300 + i, 0)
     assert load_snapshot(uri).version == 5
     assert_every_reader_sees(Path(uri), COLUMNS, list(model.values()))
+
+
+def test_own_commit_past_the_cached_version_means_list(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A command that listed lost a race to delta-rs (version 1), rebased and committed version 2:
+    the cache still holds version 0, and this process knows the table moved past it, so the next
+    DML lists instead of trying version 1 blind; once listed, its own commits carry it again."""
+    uri, model = _table(tmp_path / "t")
+    from dvengine.api import dml
+
+    stale = load_snapshot(uri)
+    write_deltalake(uri, _arrow([(700, 0)]), mode="append")
+    model[700] = (700, 0)
+    with monkeypatch.context() as patched:
+        patched.setattr("dvengine.commands.replan.blind_snapshot", lambda *args: None)
+        patched.setattr(dml, "load_snapshot", lambda root: stale)
+        assert DeltaTable.forPath(None, uri).delete("id = 1", mode="dv")["numCommitAttempts"] == 2
+    del model[1]
+    assert snapshot_cache.get(uri) is not None and snapshot_cache.get(uri).version == 0  # type: ignore[union-attr]
+    assert blind_snapshot(uri, 5.0) is None
+    assert DeltaTable.forPath(None, uri).delete("id = 2", mode="dv")["version"] == 3  # listed
+    del model[2]
+    assert blind_snapshot(uri, 5.0) is not None
+    assert_every_reader_sees(Path(uri), COLUMNS, list(model.values()))

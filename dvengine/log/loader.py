@@ -531,8 +531,10 @@ def _fresh_cached(store: LogStore, root: str, max_staleness_s: float) -> Snapsho
     entry = snapshot_cache.get(root)
     if entry is None or entry.store is not store or entry.verified_at is None:
         return None
-    own = snapshot_cache.own_commit_after(root, entry.version)
-    if own is not None and own.sent_at >= entry.verified_at:
+    own = snapshot_cache.last_own_commit(root)
+    if own is not None and own.version > entry.version:
+        if own.version > entry.version + 1 or own.sent_at < entry.verified_at:
+            return None  # the table moved past the entry (this process committed after a lost race): list
         # This process wrote the next version after the entry was shown latest: move it forward by
         # those bytes (its put-if-absent succeeding shows it was the latest when sent).
         path = f"{log_dir(root)}/{commit_file_name(own.version)}"

@@ -164,11 +164,10 @@ def own_commit(table_root: str, version: int, e_tag: str | None) -> bytes | None
     return found.data
 
 
-def own_commit_after(table_root: str, version: int) -> OwnCommit | None:
-    """This process's own commit of ``version + 1``, if that is the last one it wrote there."""
+def last_own_commit(table_root: str) -> OwnCommit | None:
+    """The last commit this process wrote to ``table_root`` (None when none is remembered)."""
     with _LOCK:
-        found = _OWN_COMMITS.get(table_root)
-    return found if found is not None and found.version == version + 1 else None
+        return _OWN_COMMITS.get(table_root)
 
 
 # The newest checkpoint version this process has seen listed or written, per table. Log cleanup
