@@ -51,7 +51,8 @@ from dvengine.engine.spark.empty_frames import empty_frame
 from dvengine.engine.spark.executor import SparkExecutor, spark_job
 from dvengine.engine.spark.identifiers import quote
 from dvengine.engine.spark.merge_prune import ConditionParts, derive_target_predicate, split_condition
-from dvengine.engine.spark.reader import FILE_PATH_COL, ROW_INDEX_COL, logical_spark_type, scan_logical, spark_schema
+from dvengine.engine.spark.reader import FILE_PATH_COL, ROW_INDEX_COL, logical_spark_type, spark_schema
+from dvengine.engine.spark.row_ids import ROW_COMMIT_VERSION, ROW_ID, carried, scan_with_row_ids
 from dvengine.engine.spark.rows_job import RowsLayout
 from dvengine.engine.spark.write_api import dataframe_schema
 from dvengine.engine.spark.writer import write_parquet_files
@@ -228,12 +229,6 @@ def execute_merge(spark: SparkSession, req: MergeRequest) -> dict[str, Any]:
     not_matched = [c for c in clauses if c.kind is ClauseKind.NOT_MATCHED]
     by_source = [c for c in clauses if c.kind is ClauseKind.NOT_MATCHED_BY_SOURCE]
     insert_only = not matched and not by_source
-    if not insert_only and tracked_columns(snapshot) is not None:
-        raise UnsupportedFeatureError(
-            f"MERGE into {snapshot.table_root}: the table has row tracking enabled and the Spark row plan cannot carry "
-            "stable row ids of the rows it updates or copies; use a source small enough for file tasks "
-            "(dvengine.execution.localMaxSourceRows) or the local executor; nothing was written"
-        )
 
     source = req.source.select(
         *[F.col(quote(name)).alias(internal) for name, internal in names.source.items()], F.lit(True).alias(S_PRESENT)
@@ -269,7 +264,8 @@ def execute_merge(spark: SparkSession, req: MergeRequest) -> dict[str, Any]:
             needed = {name for q, name in condition.qualified_columns if q == scope.target_alias}
         elif not by_source and not writes_change_data(snapshot):  # change data needs whole pre-images
             needed = _target_columns_used(snapshot.schema, condition, clauses, scope.target_alias)
-        target = scan_logical(spark, snapshot, plan.candidates, columns=needed, keep_row_ids=True)
+        # with row tracking the target rows carry their stable ids (``row_ids``): an updated row keeps its id
+        target = scan_with_row_ids(spark, snapshot, plan.candidates, columns=needed)
         if derived is not None:
             # Every matchable target row satisfies `derived` (source key range/IN list plus the
             # condition's target-only conjuncts); without not-matched-by-source clauses the other
@@ -280,6 +276,7 @@ def execute_merge(spark: SparkSession, req: MergeRequest) -> dict[str, Any]:
             *[F.col(quote(f.name)).alias(names.target[f.name]) for f in snapshot.schema.fields if needed is None or f.name in needed],
             FILE_PATH_COL,
             ROW_INDEX_COL,
+            *[F.col(c) for c in (ROW_ID, ROW_COMMIT_VERSION) if c in target.columns],
             F.lit(True).alias(T_PRESENT),
         )
         how = "left_anti" if insert_only else {
@@ -394,7 +391,9 @@ def _apply(run: _Run, work: DataFrame) -> dict[str, Any]:
     typed_names = [names.target[f.name] for f in fields]
     presence = [F.col(c) for c in (T_PRESENT, S_PRESENT) if c in work.columns]
     valued = _analyze(
-        lambda: work.select(CLAUSE, *_row_id_columns(work), *presence, *_value_columns(snapshot, clauses, names)),
+        lambda: work.select(
+            CLAUSE, *_row_id_columns(work), *_stable_id_columns(work), *presence, *_value_columns(snapshot, clauses, names)
+        ),
         InvalidPredicateError,
         "cannot evaluate a MERGE assignment",
     )
@@ -408,8 +407,10 @@ def _apply(run: _Run, work: DataFrame) -> dict[str, Any]:
     ]
     if run.check_duplicates:
         flags.append((F.col(T_PRESENT).isNotNull() & F.col(S_PRESENT).isNotNull()).alias(MATCH))
+    # written rows: updated ones keep their stable row id, inserts have none (NULL: fresh ids)
     rows = valued.select(
-        FILE_PATH_COL, ROW_INDEX_COL, CLAUSE, *flags, *[t.alias(n) for n, t in zip(typed_names, tried)]
+        FILE_PATH_COL, ROW_INDEX_COL, CLAUSE, *flags, *[t.alias(n) for n, t in zip(typed_names, tried)],
+        *carried(valued, updated=True),
     )
     layout = RowsLayout(
         value_columns=tuple(typed_names),
@@ -429,18 +430,17 @@ def _apply(run: _Run, work: DataFrame) -> dict[str, Any]:
     if retired.files_to_rewrite:
         # Files over the rewrite threshold lose their DV: their unretired rows are copied to new files.
         ids = work.where(F.col(CLAUSE).isin(retiring)).select(FILE_PATH_COL, ROW_INDEX_COL)
-        survivors = (
-            scan_logical(spark, snapshot, retired.files_to_rewrite, keep_row_ids=True)
-            .join(ids, on=[FILE_PATH_COL, ROW_INDEX_COL], how="left_anti")
-            .select(*[F.col(quote(f.name)) for f in fields])
+        kept = scan_with_row_ids(spark, snapshot, retired.files_to_rewrite).join(
+            ids, on=[FILE_PATH_COL, ROW_INDEX_COL], how="left_anti"
         )
+        survivors = kept.select(*[F.col(quote(f.name)) for f in fields], *carried(kept, updated=False))
         estimate = sum(a.live_records or 0 for a in retired.files_to_rewrite)
         survivors = survivors.coalesce(max(1, -(-estimate // ROWS_PER_OUTPUT_FILE)))  # never raises the partition count
         copied = spark_job(
             "MERGE",
             lambda: write_parquet_files(
                 survivors, snapshot.table_root, snapshot.schema, snapshot.partition_columns,
-                num_indexed_cols(snapshot.configuration),
+                num_indexed_cols(snapshot.configuration), materialized=tracked_columns(snapshot),
             ),
         )
         ctx.written.add_data_files(copied)
@@ -465,6 +465,11 @@ def _row_id_columns(work: DataFrame) -> list[Column]:
     if FILE_PATH_COL in work.columns:
         return [F.col(FILE_PATH_COL), F.col(ROW_INDEX_COL)]
     return [F.lit(None).cast("string").alias(FILE_PATH_COL), F.lit(None).cast("long").alias(ROW_INDEX_COL)]
+
+
+def _stable_id_columns(work: DataFrame) -> list[Column]:
+    """The target row's stable row id and commit version where the table keeps them (row tracking)."""
+    return [F.col(c) for c in (ROW_ID, ROW_COMMIT_VERSION) if c in work.columns]
 
 
 def _analyze(build: Callable[[], Any], error: type[Exception], what: str) -> Any:
