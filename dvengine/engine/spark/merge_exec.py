@@ -45,11 +45,13 @@ from dvengine.commands.merge_evolution import evolve_for_merge
 from dvengine.commands.merge_metrics import merge_metrics
 from dvengine.commands.options import resolve_options
 from dvengine.commands.retirement import RowRetirement
+from dvengine.commands.write import record_marks
 from dvengine.engine.spark.change_data import merge_change_frames, write_change_frames
 from dvengine.engine.spark.columns import predicate_column_to_sql, value_column_to_sql
 from dvengine.engine.spark.empty_frames import empty_frame
 from dvengine.engine.spark.executor import SparkExecutor, spark_job
 from dvengine.engine.spark.identifiers import quote
+from dvengine.engine.spark.identity_values import IdentityTarget, with_identity_values
 from dvengine.engine.spark.merge_prune import ConditionParts, derive_target_predicate, split_condition
 from dvengine.engine.spark.reader import FILE_PATH_COL, ROW_INDEX_COL, logical_spark_type, spark_schema
 from dvengine.engine.spark.row_ids import ROW_COMMIT_VERSION, ROW_ID, carried, scan_with_row_ids
@@ -61,13 +63,13 @@ from dvengine.errors import (
     InvalidPredicateError,
     SchemaMismatchError,
     SchemaViolationError,
-    UnsupportedFeatureError,
 )
 from dvengine.expressions import BoundExpression, BoundPredicate, to_spark_sql
 from dvengine.log import Snapshot, load_snapshot
 from dvengine.protocol.actions import AddFile
 from dvengine.protocol.schema import StructType
 from dvengine.read.row_ids import tracked_columns
+from dvengine.writing.identity import identity_columns
 from dvengine.writing.stats import num_indexed_cols
 
 T_PRESENT = "__merge_tp"
@@ -197,16 +199,15 @@ class _Timer:
         return int((time.monotonic() - self.started) * 1000)
 
 
-def _refuse_identity_inserts(schema: StructType, clauses: Sequence[BoundClause]) -> None:
-    """The Spark row plan does not assign identity values to inserted rows (the in-process MERGE,
-    which Spark's file tasks also use for small sources, does: ``engine.local.merge``)."""
-    lacking = sorted({name for c in clauses for name in identity_to_assign(schema, c)})
-    if lacking:
-        raise UnsupportedFeatureError(
-            f"MERGE inserts rows that need new values for IDENTITY column(s) {lacking}; the Spark row plan does not "
-            "assign them: use the local executor, or a source small enough for file tasks "
-            "(dvengine.execution.localMaxSourceRows), which do; nothing was written"
-        )
+def _identity_targets(snapshot: Snapshot, clauses: Sequence[BoundClause], names: _Names) -> list[IdentityTarget]:
+    """The identity columns some insert clause leaves to the table (``identity_to_assign``), with
+    the rows that need new values: those whose clause is such an insert."""
+    targets = []
+    for name, spec in identity_columns(snapshot.schema).items():
+        lacking = [c.clause_id for c in clauses if name in identity_to_assign(snapshot.schema, c)]
+        if lacking:
+            targets.append(IdentityTarget(names.target[name], spec, F.col(CLAUSE).isin(lacking)))
+    return targets
 
 
 def execute_merge(spark: SparkSession, req: MergeRequest) -> dict[str, Any]:
@@ -224,7 +225,6 @@ def execute_merge(spark: SparkSession, req: MergeRequest) -> dict[str, Any]:
     scope, names = _scope(spark, snapshot, req)
     condition = bind_condition(scope, req.condition, None)
     clauses = bind_clauses(scope, req.clauses)
-    _refuse_identity_inserts(snapshot.schema, clauses)
     matched = [c for c in clauses if c.kind is ClauseKind.MATCHED]
     not_matched = [c for c in clauses if c.kind is ClauseKind.NOT_MATCHED]
     by_source = [c for c in clauses if c.kind is ClauseKind.NOT_MATCHED_BY_SOURCE]
@@ -305,7 +305,7 @@ def execute_merge(spark: SparkSession, req: MergeRequest) -> dict[str, Any]:
             work = joined.withColumn(CLAUSE, clause_col).where(keep)
         except AnalysisException as exc:
             raise InvalidPredicateError(f"cannot evaluate the MERGE condition or clause conditions: {exc}") from exc
-        run = _Run(spark, ctx, condition, clauses, names, check_duplicates, num_source_rows, total)
+        run = _Run(spark, ctx, condition, clauses, names, check_duplicates, num_source_rows, total, persisted)
         with ctx.cleaning_up_on_failure():  # DV and data files of a MERGE that did not commit
             return spark_job("MERGE", lambda: _apply(run, work))
     finally:
@@ -367,6 +367,7 @@ class _Run:
     check_duplicates: bool
     num_source_rows: int
     total: _Timer
+    persisted: list[DataFrame]  # frames to unpersist once the MERGE is done
 
 
 WRITE = "__merge_write"
@@ -397,6 +398,10 @@ def _apply(run: _Run, work: DataFrame) -> dict[str, Any]:
         InvalidPredicateError,
         "cannot evaluate a MERGE assignment",
     )
+    # rows inserted without a value for an identity column get dense new values (``identity_values``);
+    # the new high-water marks go into the commit, so a concurrent writer from the same marks conflicts
+    valued, marks = with_identity_values(valued, _identity_targets(snapshot, clauses, names), run.persisted, "MERGE")
+    record_marks(ctx.transaction, marks)
     tried = [F.col(n).try_cast(logical_spark_type(f)) for n, f in zip(typed_names, fields)]
     _analyze(lambda: valued.select(*tried), SchemaViolationError, "a MERGE assignment cannot be cast to its target column type")
     uncastable = F.concat_ws(",", *[F.when(F.col(n).isNotNull() & t.isNull(), F.lit(f.name)) for n, t, f in zip(typed_names, tried, fields)])
