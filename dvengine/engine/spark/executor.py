@@ -460,9 +460,11 @@ class SparkExecutor:
         by_file_tasks: RetiredAndWritten | None = ctx.engine_state.get(_FILE_TASKS)
         if by_file_tasks is not None:  # DELETE: the tasks rewrote these files in the same pass
             return by_file_tasks.written
-        # copied rows keep their stable row ids and commit versions (row tracking)
-        scanned = scan_with_row_ids(self.spark, ctx.snapshot, files).where(~self._condition(predicate))
-        survivors = scanned.select(*[F.col(quote(f.name)) for f in ctx.snapshot.schema.fields], *carried(scanned, updated=False))
+        if tracked_columns(ctx.snapshot) is None:
+            survivors = scan_logical(self.spark, ctx.snapshot, files).where(~self._condition(predicate))
+        else:  # copied rows keep their stable row ids and commit versions (row tracking)
+            scanned = scan_with_row_ids(self.spark, ctx.snapshot, files).where(~self._condition(predicate))
+            survivors = scanned.select(*[F.col(quote(f.name)) for f in ctx.snapshot.schema.fields], *carried(scanned, updated=False))
         written = spark_job(f"{ctx.operation} rewrite", lambda: write_frame(survivors, ctx.snapshot))
         ctx.written.add_data_files(written.files)
         return written
