@@ -235,6 +235,14 @@ def test_delta_spark_table_changed_on_spark_keeps_row_ids(spark: Any, tmp_path: 
     check_invariants(root, set())
 
 
+def _read_in_spark(spark: Any, root: Path) -> Model:
+    """The ids read in a Spark plan (what Delta shows as ``_metadata.row_id`` / ``row_commit_version``)."""
+    from dvengine.engine.spark.row_ids import read_row_tracking_df
+
+    rows = read_row_tracking_df(spark, load_snapshot(str(root))).collect()
+    return {r["id"]: [r["v"], r["row_id"], r["row_commit_version"]] for r in rows}
+
+
 def test_spark_row_plans_keep_row_ids(spark: Any, tmp_path: Path) -> None:
     """The Spark row plans (Spark evaluates the rows; forced here) carry stable ids as file tasks
     do: DELETE / UPDATE with DVs and copy-on-write, a MERGE that updates, inserts and deletes
@@ -278,10 +286,13 @@ def test_spark_row_plans_keep_row_ids(spark: Any, tmp_path: Path) -> None:
         table.deleteMetrics("id IN (0, 100)", mode="dv", engine="spark")
         retired |= {model.pop(0)[1], model.pop(100)[1]}  # type: ignore[arg-type]
         assert any(f.deletion_vector is not None for f in load_snapshot(str(root)).files)
+        assert _read_in_spark(spark, root) == model  # DVs applied in the Spark plan too
         table.purge()  # every live row of the DV'd files copied: ids and commit versions kept
         assert all(f.deletion_vector is None for f in load_snapshot(str(root)).files)
         check_invariants(root, retired)
         check_model(root, model)
+
+    assert _read_in_spark(spark, root) == model
 
 
 def test_created_table_and_enabling_on_an_existing_table(tmp_path: Path) -> None:

@@ -24,10 +24,12 @@ from pyspark.sql import functions as F
 from dvengine.engine.spark.identifiers import quote
 from dvengine.engine.spark.paths import hadoop_names
 from dvengine.engine.spark.reader import FILE_PATH_COL, ROW_INDEX_COL, scan_logical
-from dvengine.errors import ProtocolError
+from dvengine.errors import ProtocolError, UnsupportedFeatureError
 from dvengine.log import Snapshot
 from dvengine.protocol.actions import AddFile
-from dvengine.protocol.row_tracking import ROW_COMMIT_VERSION_COLUMN, ROW_ID_COLUMN, MaterializedColumns
+from dvengine.protocol.row_tracking import ENABLE, ROW_COMMIT_VERSION_COLUMN, ROW_ID_COLUMN, MaterializedColumns
+from dvengine.read.row_ids import ROW_COMMIT_VERSION as READ_ROW_COMMIT_VERSION
+from dvengine.read.row_ids import ROW_ID as READ_ROW_ID
 from dvengine.read.row_ids import tracked_columns
 from dvengine.storage import resolve_data_path
 
@@ -93,3 +95,21 @@ def carried(frame: DataFrame, updated: bool) -> list[Column]:
         return []
     version = F.lit(None).cast("long") if updated else F.col(ROW_COMMIT_VERSION)
     return [F.col(ROW_ID), version.alias(ROW_COMMIT_VERSION)]
+
+
+def read_row_tracking_df(spark: SparkSession, snapshot: Snapshot, columns: Collection[str] | None = None) -> DataFrame:
+    """Live rows of ``snapshot`` as a Spark DataFrame with ``row_id`` and ``row_commit_version``
+    (what Delta shows as ``_metadata.row_id`` / ``_metadata.row_commit_version``): the Spark twin
+    of ``read.row_ids.read_row_tracking``, computed in the plan as the row plans do. Only for
+    tables with row tracking enabled (else UnsupportedFeatureError naming the table)."""
+    if tracked_columns(snapshot) is None:
+        raise UnsupportedFeatureError(
+            f"table {snapshot.table_root} does not have row tracking enabled ({ENABLE}=true); "
+            "it has no stable row ids to read"
+        )
+    frame = scan_with_row_ids(spark, snapshot, snapshot.files, columns)
+    wanted = [f.name for f in snapshot.schema.fields if columns is None or f.name in columns]
+    return frame.select(
+        *[F.col(quote(name)) for name in wanted],
+        F.col(ROW_ID).alias(READ_ROW_ID), F.col(ROW_COMMIT_VERSION).alias(READ_ROW_COMMIT_VERSION),
+    )
