@@ -52,6 +52,21 @@ class LogStore(TypingProtocol):
 
 
 @runtime_checkable
+class StagedCommits(TypingProtocol):
+    """A store whose put-if-absent splits into a durable private write and an atomic publish (a
+    POSIX folder: fsync a temp file, then ``link``), so the slow half can run outside the
+    host-local commit turn; plus the folder fsync that makes a published name durable."""
+
+    def stage_commit(self, path: str, data: bytes) -> str: ...
+
+    def link_staged(self, staged: str, path: str) -> None: ...
+
+    def discard_staged(self, staged: str) -> None: ...
+
+    def sync_dir(self, directory: str) -> None: ...
+
+
+@runtime_checkable
 class TailListing(TypingProtocol):
     """A store where one listing request is cheaper than asking for files one by one (object stores)."""
 
