@@ -22,6 +22,12 @@ def test_soak_smoke(tmp_path: Path, shape: str) -> None:
         assert len(r["latencies_ms"]) == 12 and len(r["p50_per_decile_ms"]) == 10
         assert r["bytes_written"] > 0 and r["files_end"] >= 1
         assert [p[0] for p in r["reads"]] == [0, 4, 8, 12]
+        # per-round events from the log: every round committed its MERGE (+ DELETE every 10th)
+        assert [e[0] >= (2 if i % 10 == 9 else 1) for i, e in enumerate(r["events"])] == [True] * 12
+        assert sum(r["tail"][f"{k}_rounds"] for k in ("plain", "checkpoint", "compaction")) == 12
+        assert len(r["read_end_samples_s"]) == len(r["read_fresh_samples_s"]) == 9
+    # dvengine checkpoints every 10th commit: round 9 or 10 wrote version 10's checkpoint
+    assert sum(e[1] for e in results["dvengine-nocompact"]["events"]) >= 1
     assert results["delta-rs"]["dv_files_end"] == 0
     assert results["dvengine-nocompact"]["dv_files_end"] >= 1  # 12 rounds of updates left DVs behind
     for f in ("soak.json", "soak.md", "latency.png", "read_files.png", "profile-dvengine.txt"):

@@ -248,13 +248,15 @@ class _FlakyStore(LocalLogStore):
         self.root = root
         self.sabotaged: set[str] = set()
 
-    def put_if_absent(self, path: str, data: bytes) -> None:
+    def link_staged(self, staged: str, path: str) -> None:
+        # Every publish goes through here: a commit staged before the commit turn and a plain
+        # put_if_absent alike.
         if path not in self.sabotaged and len(self.sabotaged) < 3:
             self.sabotaged.add(path)
             line = json.dumps({"commitInfo": {"operation": "WRITE", "isBlindAppend": True}})
             add_line = json.dumps({"add": add(f"other-{len(self.sabotaged)}.parquet").to_json()})
             super().put_if_absent(path, (line + "\n" + add_line + "\n").encode())
-        super().put_if_absent(path, data)
+        super().link_staged(staged, path)
 
 
 def test_retries_through_several_lost_races(tmp_path: Path) -> None:
@@ -394,3 +396,103 @@ def test_three_processes_race(tmp_path: Path) -> None:
     assert ("f1.parquet", "u" + winner_tag * 20 + "@1") in live and ("f1.parquet", None) not in live
     assert ("f2.parquet", "u" + "x" * 20 + "@1") in live and ("f3.parquet", "u" + "y" * 20 + "@1") in live
     assert len(live) == 6 + 5
+
+
+# --- the commit turn: staged before it, linked in it, log folder synced after it ------------------
+
+
+class _RecordingStore(LocalLogStore):
+    """Records the order of staging, linking and folder syncs, and whether the turn was held."""
+
+    def __init__(self, root: str, winner_at_link: bool = False) -> None:
+        self.root = root
+        self.events: list[str] = []
+        self.winner_at_link = winner_at_link
+
+    def stage_commit(self, path: str, data: bytes) -> str:
+        self.events.append(f"stage {os.path.basename(path)} turn={self._turn_held()}")
+        return super().stage_commit(path, data)
+
+    def link_staged(self, staged: str, path: str) -> None:
+        if self.winner_at_link:  # a writer outside the turn takes the version first, once
+            self.winner_at_link = False
+            line = json.dumps({"commitInfo": {"operation": "WRITE", "isBlindAppend": True}})
+            add_line = json.dumps({"add": add("outside.parquet").to_json()})
+            LocalLogStore().put_if_absent(path, (line + "\n" + add_line + "\n").encode())
+        self.events.append(f"link {os.path.basename(path)} turn={self._turn_held()}")
+        super().link_staged(staged, path)
+
+    def sync_dir(self, directory: str) -> None:
+        self.events.append(f"sync {os.path.basename(directory)} turn={self._turn_held()}")
+        super().sync_dir(directory)
+
+    def _turn_held(self) -> bool:
+        from dvengine.commit.commit_lock import commit_turn
+
+        with commit_turn(os.path.join(self.root, "_delta_log"), timeout_s=0.0) as free:
+            return not free
+
+
+def test_a_stale_commit_is_staged_before_the_turn_linked_in_it_and_synced_after(tmp_path: Path) -> None:
+    root = str(tmp_path / "t")
+    create_table(root)
+    append(root, "w1.parquet")
+    append(root, "w2.parquet")
+    store = _RecordingStore(root)
+    txn = Transaction(root, FakeSnapshot(root, 0), "WRITE", {}, store=store)
+    txn.add_actions([add("mine.parquet")])
+    assert txn.commit() == 3  # caught up past versions 1 and 2 before the turn: no failed link
+    assert store.events == [
+        "stage 00000000000000000003.json turn=False",
+        "link 00000000000000000003.json turn=True",
+        "sync _delta_log turn=False",
+    ]
+    assert txn.attempts == 2  # the stale read snapshot counts as one lost race
+    _assert_unchanged(root, [0, 1, 2, 3])
+
+
+def test_a_winner_landing_during_the_wait_is_rebased_and_restaged_inside_the_turn(tmp_path: Path) -> None:
+    root = str(tmp_path / "t")
+    create_table(root)
+    store = _RecordingStore(root, winner_at_link=True)
+    txn = Transaction(root, FakeSnapshot(root, 0), "WRITE", {}, store=store)
+    txn.add_actions([add("mine.parquet")])
+    assert txn.commit() == 2
+    assert store.events == [
+        "stage 00000000000000000001.json turn=False",
+        "link 00000000000000000001.json turn=True",  # lost to the writer outside the turn
+        "stage 00000000000000000002.json turn=True",
+        "link 00000000000000000002.json turn=True",
+        "sync _delta_log turn=False",
+    ]
+    assert sum(1 for p, _ in replay(root) if p == "mine.parquet") == 1
+    _assert_unchanged(root, [0, 1, 2])  # the stale staged file is gone too
+
+
+def test_max_attempts_one_refuses_a_stale_snapshot_before_staging(tmp_path: Path) -> None:
+    root = str(tmp_path / "t")
+    create_table(root)
+    append(root, "w1.parquet")
+    store = _RecordingStore(root)
+    txn = Transaction(root, FakeSnapshot(root, 0), "WRITE", {}, store=store, max_attempts=1)
+    txn.add_actions([add("mine.parquet")])
+    with pytest.raises(MaxCommitAttemptsExceededError, match="max_attempts=1"):
+        txn.commit()
+    assert store.events == []
+    _assert_unchanged(root, [0, 1])
+
+
+class _UnsyncableStore(LocalLogStore):
+    def sync_dir(self, directory: str) -> None:
+        raise OSError(5, "Input/output error", directory)
+
+
+def test_a_failed_log_folder_sync_warns_but_the_linked_commit_stands(tmp_path: Path, caplog: Any) -> None:
+    root = str(tmp_path / "t")
+    create_table(root)
+    txn = Transaction(root, FakeSnapshot(root, 0), "WRITE", {}, store=_UnsyncableStore())
+    txn.add_actions([add("mine.parquet")])
+    with caplog.at_level(logging.WARNING):
+        assert txn.commit() == 1
+    assert "is linked but fsync" in caplog.text
+    assert ("mine.parquet", None) in replay(root)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import time
 import uuid
 from pathlib import Path
@@ -27,7 +28,6 @@ from dvengine.errors import (
     InvalidArgumentError,
     MetadataChangedError,
     OperationNotAllowedError,
-    UnsupportedFeatureError,
 )
 from dvengine.log import latest_version, load_snapshot
 
@@ -291,26 +291,11 @@ def test_merge_insert_and_append_from_one_snapshot_never_duplicate(tmp_path: Pat
     assert _mark(root) == 7
 
 
-def test_spark_row_plan_refuses_merge_inserts_needing_identity_values(tmp_path: Path) -> None:
-    """The Spark row plan (large sources) names the column and points to the paths that assign values."""
-    from dvengine.commands.merge_clauses import ClauseAction, ClauseKind, MergeClause, MergeScope, bind_clauses
-    from dvengine.engine.spark import merge_exec
-    from dvengine.protocol.schema import from_arrow_schema
-
-    root = str(tmp_path / "t")
-    _create(root, always=False)
-    schema = load_snapshot(root).schema
-    scope = MergeScope("t", "s", schema, from_arrow_schema(pa.schema([("id", pa.int64()), ("v", pa.string())])))
-    given = bind_clauses(scope, [MergeClause(ClauseKind.NOT_MATCHED, ClauseAction.INSERT)])  # insertAll: id given
-    merge_exec._refuse_identity_inserts(schema, given)
-    lacking = bind_clauses(scope, [MergeClause(ClauseKind.NOT_MATCHED, ClauseAction.INSERT, None, {"v": "s.v"})])
-    with pytest.raises(UnsupportedFeatureError, match=r"\['id'\].*local executor"):
-        merge_exec._refuse_identity_inserts(schema, lacking)
-
-
-def test_spark_file_task_merge_assigns_identity_values_and_row_plan_refuses(spark: Any, tmp_path: Path) -> None:
-    """On the Spark executor a small source runs as file tasks, whose inserts go through the
-    in-process MERGE (dense values, mark committed); the row plan refuses, typed, table unchanged."""
+def test_spark_merges_assign_identity_values_on_both_plans(spark: Any, tmp_path: Path) -> None:
+    """On the Spark executor a small source runs as file tasks (the in-process MERGE's inserts);
+    a large one on the row plan, whose inserts spread over Spark partitions: each partition gets a
+    dense range above the mark, so the values are exactly the ones the local executor gives
+    (rows may get them in another order), and the commit stores the new mark."""
     from dml_helpers import default_engine
 
     root = _delta_spark_identity_table(tmp_path / "t")
@@ -320,8 +305,57 @@ def test_spark_file_task_merge_assigns_identity_values_and_row_plan_refuses(spar
         metrics = table.alias("t").merge(source.alias("s"), "t.v = s.v").whenNotMatchedInsertAll().executeMetrics()
     assert metrics["executionEngine"] == "spark"
     assert _rows(root) == sort_rows([(1, "a"), (2, "b"), (3, "c"), (4, "d"), (5, "e")]) and _mark(root) == 5
+
+    # the row plan: an update and 11 inserts from a source in 3 partitions; a local twin of the table
+    # takes the same MERGE on the local executor
+    twin = str(tmp_path / "twin")
+    shutil.copytree(root, twin)
+    values = ["b", *[f"n{i:02d}" for i in range(11)]]
+    source = spark.createDataFrame([(v,) for v in values], "v string").repartition(3)
+
+    def merge(target: DeltaTable, src: Any) -> dict[str, Any]:
+        return (target.alias("t").merge(src, "t.v = s.v", source_alias="s")
+                .whenMatchedUpdate(set={"v": "concat(s.v, '!')"}).whenNotMatchedInsertAll().executeMetrics())
+
+    with default_engine(spark, "spark-rows"):
+        assert merge(table, source)["numTargetRowsInserted"] == 11
+    merge(DeltaTable.forPath(None, twin), pa.table({"v": values}))
+    got, local = _rows(root), _rows(twin)
+    assert sorted(i for i, _ in got) == sorted(i for i, _ in local) == [1, 2, 3, 4, 5, *range(6, 17)]
+    assert sorted(v for _, v in got) == sorted(v for _, v in local)
+    assert dict(got)[2] == "b!" and _mark(root) == _mark(twin) == 16
+
+
+def test_spark_row_plan_merge_identity_by_default_negative_step_and_races(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """BY DEFAULT, step -2: a given value is kept (and does not move the mark), the other clause's
+    rows get ``mark - 2``, ``mark - 4`` ...; a row-plan MERGE that drew values from a mark an append
+    has since used fails the conflict check, the table unchanged by it."""
+    from dml_helpers import default_engine
+
+    from dvengine.engine.spark import merge_exec
+
+    root = str(tmp_path / "t")
+    _create(root, always=False, start=-1, step=-2)
+    table = DeltaTable.forPath(spark, root)
+    dvengine.write(pa.table({"v": ["a"]}), root, mode="append")  # -1, mark -1
+    source = spark.createDataFrame([(500, "p"), (0, "q"), (0, "r"), (600, "s"), (0, "u")], "n long, v string").repartition(2)
+    with default_engine(spark, "spark-rows"):
+        (table.alias("t").merge(source.alias("s"), "t.v = s.v")
+         .whenNotMatchedInsert("s.n > 0", values={"id": "s.n", "v": "s.v"})
+         .whenNotMatchedInsert(values={"v": "s.v"}).execute())
+    got = dict(_rows(root))
+    assert got[500] == "p" and got[600] == "s" and sorted(i for i in got if i < 0) == [-7, -5, -3, -1]
+    assert _mark(root) == -7
+
+    stale = load_snapshot(root)
+    dvengine.write(pa.table({"v": ["appended"]}), root, mode="append")  # takes -9
     version = latest_version(root)
-    with default_engine(spark, "spark-rows"), pytest.raises(UnsupportedFeatureError, match=r"\['id'\].*local executor"):
-        table.alias("t").merge(spark.createDataFrame([("f",)], "v string").alias("s"), "t.v = s.v") \
-            .whenNotMatchedInsertAll().execute()
-    assert latest_version(root) == version
+    monkeypatch.setattr(merge_exec, "load_snapshot", lambda _root: stale)
+    with default_engine(spark, "spark-rows"), pytest.raises(MetadataChangedError):
+        (table.alias("t").merge(spark.createDataFrame([("late",)], "v string").alias("s"), "t.v = s.v")
+         .whenNotMatchedInsertAll().execute())  # would also take -9
+    monkeypatch.undo()
+    assert latest_version(root) == version and _mark(root) == -9
+    assert sorted(i for i, _ in _rows(root)) == [-9, -7, -5, -3, -1, 500, 600]

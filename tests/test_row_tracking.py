@@ -233,22 +233,66 @@ def test_delta_spark_table_changed_on_spark_keeps_row_ids(spark: Any, tmp_path: 
     appended = [r["row_id"] for r in read_row_tracking(load_snapshot(str(root))).to_pylist() if r["id"] >= 400]
     assert sorted(appended) == [mark + 1, mark + 2]
     check_invariants(root, set())
-    # The row plans cannot carry stable ids: refused before anything is written.
-    before = sorted(p.name for p in root.rglob("*"))
+
+
+def _read_in_spark(spark: Any, root: Path) -> Model:
+    """The ids read in a Spark plan (what Delta shows as ``_metadata.row_id`` / ``row_commit_version``)."""
+    from dvengine.engine.spark.row_ids import read_row_tracking_df
+
+    rows = read_row_tracking_df(spark, load_snapshot(str(root))).collect()
+    return {r["id"]: [r["v"], r["row_id"], r["row_commit_version"]] for r in rows}
+
+
+def test_spark_row_plans_keep_row_ids(spark: Any, tmp_path: Path) -> None:
+    """The Spark row plans (Spark evaluates the rows; forced here) carry stable ids as file tasks
+    do: DELETE / UPDATE with DVs and copy-on-write, a MERGE that updates, inserts and deletes
+    (copy-on-write, so its unmatched rows are copied too), and PURGE, which copies every live row."""
+    from dml_helpers import spark_conf
+
+    root = tmp_path / "t"
+    model = delta_spark_table(root)
     table = DeltaTable.forPath(spark, str(root))
-    source = spark.createDataFrame([(1, 1), (500, 5)], "id long, v long")
-    for key, value, attempt in (
-        ("dvengine.spark.dmlStrategy", "rows", lambda: table.deleteMetrics("id = 1", engine="spark")),
-        ("dvengine.execution.localMaxSourceRows", "1", lambda: table.alias("t").merge(source.alias("s"), "t.id = s.id")
-         .whenMatchedUpdateAll().withEngine("spark").executeMetrics()),
-    ):
-        spark.conf.set(key, value)
-        try:
-            with pytest.raises(UnsupportedFeatureError, match="row tracking"):
-                attempt()
-        finally:
-            spark.conf.unset(key)
-    assert sorted(p.name for p in root.rglob("*")) == before
+    retired: set[int] = set()
+    with spark_conf(spark, "dvengine.spark.dmlStrategy", "rows"), \
+            spark_conf(spark, "dvengine.execution.localMaxSourceRows", "0"):
+        table.deleteMetrics("id = 3", engine="spark")  # a DV
+        table.deleteMetrics("id = 14", mode="rewrite", engine="spark")  # the file's other rows copied by Spark
+        retired |= {model.pop(3)[1], model.pop(14)[1]}  # type: ignore[arg-type]
+        check_invariants(root, retired)
+        check_model(root, model)
+
+        version = table.updateMetrics("id IN (5, 15)", {"v": "v + 1"}, engine="spark")["version"]
+        for i in (5, 15):
+            model[i] = [model[i][0] + 1, model[i][1], version]  # type: ignore[operator]
+        version = table.updateMetrics("id = 16", {"v": "0"}, mode="rewrite", engine="spark")["version"]
+        model[16] = [0, model[16][1], version]
+        check_model(root, model)
+
+        mark = _mark_now(root)
+        source = spark.createDataFrame([(7, 700), (8, -1), (100, 1000), (101, 1010)], "id long, v long")
+        metrics = (table.alias("t").merge(source.alias("s"), "t.id = s.id").whenMatchedDelete("s.v < 0")
+                   .whenMatchedUpdateAll().whenNotMatchedInsertAll().withMode("rewrite").withEngine("spark")
+                   .executeMetrics())
+        assert (metrics["numTargetRowsUpdated"], metrics["numTargetRowsInserted"], metrics["numTargetRowsDeleted"]) == (1, 2, 1)
+        version = metrics["version"]
+        retired.add(model.pop(8)[1])  # type: ignore[arg-type]
+        model[7] = [700, model[7][1], version]
+        new_ids = {r["id"]: r["row_id"] for r in read_row_tracking(load_snapshot(str(root))).to_pylist() if r["id"] >= 100}
+        assert all(r > mark for r in new_ids.values()), "inserted rows must get fresh ids above the old mark"
+        model[100], model[101] = [1000, new_ids[100], version], [1010, new_ids[101], version]
+        check_invariants(root, retired)
+        check_model(root, model)
+
+        table.deleteMetrics("id IN (0, 100)", mode="dv", engine="spark")
+        retired |= {model.pop(0)[1], model.pop(100)[1]}  # type: ignore[arg-type]
+        assert any(f.deletion_vector is not None for f in load_snapshot(str(root)).files)
+        assert _read_in_spark(spark, root) == model  # DVs applied in the Spark plan too
+        table.purge()  # every live row of the DV'd files copied: ids and commit versions kept
+        assert all(f.deletion_vector is None for f in load_snapshot(str(root)).files)
+        check_invariants(root, retired)
+        check_model(root, model)
+
+    assert _read_in_spark(spark, root) == model
 
 
 def test_created_table_and_enabling_on_an_existing_table(tmp_path: Path) -> None:

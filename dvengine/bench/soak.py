@@ -149,8 +149,8 @@ class Contender(ABC):
     def read_other(self) -> pa.Table:
         """The other engine's reader of this table, for the end check."""
     @abstractmethod
-    def fresh_read_seconds(self, rows: pa.Table, scratch: str) -> float:
-        """Median full-read time of a freshly written table of ``rows`` (this engine's writer)."""
+    def fresh_reader(self, rows: pa.Table, scratch: str) -> Callable[[], object]:
+        """Write ``rows`` as a fresh table at ``scratch`` (this engine's writer); return its full read."""
 
     def layout(self) -> tuple[int, int]:
         """(live files, files with a DV), from the log (dvengine's reader works on both engines' tables)."""
@@ -191,12 +191,12 @@ class DvengineContender(Contender):
     def read_other(self) -> pa.Table:
         return _deltars_read(self.root)
 
-    def fresh_read_seconds(self, rows: pa.Table, scratch: str) -> float:
+    def fresh_reader(self, rows: pa.Table, scratch: str) -> Callable[[], object]:
         import dvengine
         from dvengine import DeltaTable
 
         dvengine.write(rows, scratch)
-        return _best_of(lambda: DeltaTable.forPath(None, scratch).toArrow())
+        return lambda: DeltaTable.forPath(None, scratch).toArrow()
 
 
 def _deltars_read(root: str) -> pa.Table:
@@ -238,11 +238,60 @@ class DeltaRsContender(Contender):
 
         return DeltaTable.forPath(None, self.root).toArrow()
 
-    def fresh_read_seconds(self, rows: pa.Table, scratch: str) -> float:
+    def fresh_reader(self, rows: pa.Table, scratch: str) -> Callable[[], object]:
         from deltalake import write_deltalake
 
         write_deltalake(scratch, rows)
-        return _best_of(lambda: _deltars_read(scratch))
+        return lambda: _deltars_read(scratch)
+
+
+def _round_events(root: str, next_version: int) -> tuple[list[int], int]:
+    """What the commits from ``next_version`` on did: [commits, checkpoint written (0/1), files
+    compacted, rows compacted, bytes compacted], and the next version to look at.
+
+    Read from the log's JSON after the round's timer stopped (both engines write commitInfo and
+    classic checkpoints), so the tail of the latency can be attributed to what a round did.
+    """
+    log = os.path.join(root, "_delta_log")
+    commits = checkpointed = files = rows = size = 0
+    version = next_version
+    while True:
+        try:
+            with open(os.path.join(log, f"{version:020d}.json"), encoding="utf-8") as fh:
+                actions = [json.loads(line) for line in fh if line.strip()]
+        except FileNotFoundError:
+            break
+        commits += 1
+        if os.path.exists(os.path.join(log, f"{version:020d}.checkpoint.parquet")):
+            checkpointed = 1
+        info: dict[str, Any] = next((a["commitInfo"] for a in actions if "commitInfo" in a), {})
+        if info.get("operation") == "OPTIMIZE":
+            adds = [a["add"] for a in actions if "add" in a]
+            files += sum(1 for a in actions if "remove" in a)
+            size += sum(int(a.get("size", 0)) for a in adds)
+            rows += sum(json.loads(a.get("stats") or "{}").get("numRecords", 0) for a in adds)
+        version += 1
+    return [commits, checkpointed, files, rows, size], version
+
+
+def _tail(latencies_ms: list[float], events: list[list[int]], factor: float = 3.0) -> dict[str, Any]:
+    """Rounds slower than ``factor`` x p50 and the top 1 %, split by what the round did."""
+    p50 = float(np.percentile(np.array(latencies_ms), 50))
+    cut99 = float(np.percentile(np.array(latencies_ms), 99))
+
+    def kind(e: list[int]) -> str:
+        return "compaction" if e[2] else "checkpoint" if e[1] else "plain"
+
+    out: dict[str, Any] = {"p50_ms": p50, "factor": factor}
+    for label, cut in (("over_factor", factor * p50), ("top_1pct", cut99)):
+        slow = [i for i, x in enumerate(latencies_ms) if x > cut]
+        out[label] = {k: sum(1 for i in slow if kind(events[i]) == k) for k in ("compaction", "checkpoint", "plain")}
+    for k in ("compaction", "checkpoint", "plain"):
+        ls = [x for x, e in zip(latencies_ms, events, strict=True) if kind(e) == k]
+        out[f"{k}_rounds"] = len(ls)
+        out[f"{k}_p50_ms"] = float(np.percentile(np.array(ls), 50)) if ls else None
+        out[f"{k}_max_ms"] = max(ls) if ls else None
+    return out
 
 
 def _best_of(fn: Callable[[], object], n: int = 3) -> float:
@@ -253,6 +302,31 @@ def _best_of(fn: Callable[[], object], n: int = 3) -> float:
         fn()
         samples.append(time.perf_counter() - started)
     return statistics.median(samples)
+
+
+READ_SAMPLES = 9
+
+
+def _alternating_reads(
+    read_end: Callable[[], object], read_fresh: Callable[[], object], n: int = READ_SAMPLES
+) -> tuple[list[float], list[float]]:
+    """``n`` timed full reads of the end table and of the fresh one, alternating, after one
+    untimed read of each (both warm: page cache, snapshot cache, pyarrow's pools).
+
+    One read of each took 0.04-0.07 s, so a single load spike or a cold cache moved the ratio by
+    0.4 (delta-rs's own end/fresh ratio read 1.83x on an unchanged 1-file table); alternating
+    exposes both tables to the same load, and the median drops the spikes.
+    """
+    read_end()
+    read_fresh()
+    end: list[float] = []
+    fresh: list[float] = []
+    for _ in range(n):
+        for fn, samples in ((read_end, end), (read_fresh, fresh)):
+            started = time.perf_counter()
+            fn()
+            samples.append(time.perf_counter() - started)
+    return end, fresh
 
 
 def _profiled_round(c: Contender, source: pa.Table, doomed: list[int]) -> str:
@@ -337,6 +411,8 @@ def run_soak(rounds: int, shape: str, rows: int, out: Path, read_every: int, see
         lat: dict[str, list[float]] = {c.name: [] for c in runners}
         layout: dict[str, list[tuple[int, int, int]]] = {c.name: [] for c in runners}
         reads: dict[str, list[tuple[int, float]]] = {c.name: [] for c in runners}
+        events: dict[str, list[list[int]]] = {c.name: [] for c in runners}
+        next_version = {c.name: _round_events(c.root, 0)[1] for c in runners}
         profiles: dict[str, str] = {}
         for c in runners:
             reads[c.name].append((0, _best_of(c.read, 1)))
@@ -355,10 +431,13 @@ def run_soak(rounds: int, shape: str, rows: int, out: Path, read_every: int, see
                     if doomed:
                         c.delete(doomed)
                 lat[c.name].append(time.perf_counter() - t0)
+                happened, next_version[c.name] = _round_events(c.root, next_version[c.name])
+                events[c.name].append(happened)
                 if vacuum_every and isinstance(c, DeltaRsContender) and r % vacuum_every == 0 and r != rounds:
                     before = _folder_bytes(c.root)
                     c.vacuum()
                     vacuumed[c.name] += before - _folder_bytes(c.root)
+                    next_version[c.name] = _round_events(c.root, next_version[c.name])[1]  # its own commits
                 if r % max(1, rounds // 200) == 0 or r == rounds:
                     layout[c.name].append((r, *c.layout()))
                 if r % read_every == 0 or r == rounds:
@@ -378,8 +457,9 @@ def run_soak(rounds: int, shape: str, rows: int, out: Path, read_every: int, see
             problems = [p for p in (_check(final, model), _check(c.read_other(), model)) if p is not None]
             fresh_rows = final.select(list(COLUMNS)).cast(base.schema).sort_by("id")  # delta-rs: string_view
             clear_snapshot_cache()
-            fresh_s = c.fresh_read_seconds(fresh_rows, os.path.join(work, f"fresh-{c.name}"))
-            end_s = _best_of(c.read)
+            read_fresh = c.fresh_reader(fresh_rows, os.path.join(work, f"fresh-{c.name}"))
+            end_samples, fresh_samples = _alternating_reads(c.read, read_fresh)
+            end_s, fresh_s = statistics.median(end_samples), statistics.median(fresh_samples)
             files, dvs = c.layout()
             from dvengine.log import load_snapshot
 
@@ -393,10 +473,13 @@ def run_soak(rounds: int, shape: str, rows: int, out: Path, read_every: int, see
                 "max_ms": max(ls) * 1000,
                 "files_end": files, "dv_files_end": dvs, "fresh_files": fresh_files,
                 "read_end_s": end_s, "read_fresh_s": fresh_s,
+                "read_end_samples_s": end_samples, "read_fresh_samples_s": fresh_samples,
                 "bytes_written": _folder_bytes(c.root) - base_bytes[c.name] + vacuumed[c.name],
                 "bytes_vacuumed": vacuumed[c.name],
                 "layout": layout[c.name], "reads": reads[c.name],
                 "latencies_ms": [x * 1000 for x in ls],
+                "events": events[c.name],
+                "tail": _tail([x * 1000 for x in ls], events[c.name]),
                 "correct": not problems, "problems": problems,
             }
         assert expected_rows.num_rows == len(model.live)

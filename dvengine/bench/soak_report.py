@@ -38,6 +38,7 @@ def render_markdown(report: dict[str, Any]) -> str:
               "|---|" + "---|" * 10]
     for name, r in res.items():
         lines.append(f"| {name} | " + " | ".join(f"{x:.0f}" for x in r["p50_per_decile_ms"]) + " |")
+    lines += _tail_lines(res) + _read_lines(res)
     if "delta-rs" in res:
         base = res["delta-rs"]
         lines += ["", "Ratios against delta-rs (same run):", ""]
@@ -48,6 +49,39 @@ def render_markdown(report: dict[str, Any]) -> str:
                          f"{r['bytes_written'] / max(1, base['bytes_written']):.3f}x, last-decile p50 "
                          f"{r['p50_per_decile_ms'][-1] / base['p50_per_decile_ms'][-1]:.2f}x")
     return "\n".join(lines) + "\n"
+
+
+def _ms(x: float | None) -> str:
+    return "-" if x is None else f"{x:.0f}"
+
+
+def _tail_lines(res: dict[str, Any]) -> list[str]:
+    """Where the tail is: rounds by what they did (from the log), their p50 and max, and how many of
+    the rounds over 3x p50 and in the top 1 % were of each kind."""
+    rows = [(n, r["tail"]) for n, r in res.items() if "tail" in r]
+    if not rows:
+        return []
+    lines = ["", "Rounds by what they committed (a compaction round also counts as such when it checkpointed; "
+             "slow = over 3x the contender's p50):", "",
+             "| contender | kind | rounds | p50 ms | max ms | slow | in top 1 % |", "|---|---|---|---|---|---|---|"]
+    for name, t in rows:
+        for kind in ("plain", "checkpoint", "compaction"):
+            lines.append(f"| {name} | {kind} | {t[f'{kind}_rounds']} | {_ms(t[f'{kind}_p50_ms'])} | "
+                         f"{_ms(t[f'{kind}_max_ms'])} | {t['over_factor'][kind]} | {t['top_1pct'][kind]} |")
+    return lines
+
+
+def _read_lines(res: dict[str, Any]) -> list[str]:
+    rows = [(n, r) for n, r in res.items() if r.get("read_end_samples_s")]
+    if not rows:
+        return []
+    lines = ["", f"Full reads at the end, {len(rows[0][1]['read_end_samples_s'])} of each, alternating, warm "
+             "(median, min-max, ms):", ""]
+    for name, r in rows:
+        e, f = r["read_end_samples_s"], r["read_fresh_samples_s"]
+        lines.append(f"- {name}: end table {r['read_end_s'] * 1000:.1f} ({min(e) * 1000:.1f}-{max(e) * 1000:.1f}), "
+                     f"fresh table {r['read_fresh_s'] * 1000:.1f} ({min(f) * 1000:.1f}-{max(f) * 1000:.1f})")
+    return lines
 
 
 def plot_soak(report: dict[str, Any], out: Path) -> None:

@@ -12,18 +12,23 @@ error says why.
 
 A lost race is made cheap (spec_notes/isolation-and-concurrency.md, "Cost of a lost race"):
 dvengine writers on one host take turns at the commit step (:mod:`dvengine.commit.commit_lock`),
-so losers stop paying an fsync for commits that cannot land; a loser backs off briefly with full
-jitter *before* reading the winners, never between its rebase and its next put-if-absent.
+so losers stop paying an fsync for commits that cannot land. On a local table the turn covers
+only "read the tail, rebase, link": the commit is caught up with the log and written and synced
+under a private temp name before the turn, re-staged inside it only when a winner landed while
+this writer waited, and the ``_delta_log`` folder is synced after the turn, before the caller is
+told (spec_notes/crash-safety.md, "Power loss"). Writers outside a turn (object stores, a lock
+that timed out) back off briefly with full jitter *before* reading the winners, never between
+their rebase and their next put-if-absent.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import random
 import time
 import uuid
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from pyroaring import BitMap64
@@ -74,6 +79,7 @@ from dvengine.protocol.actions import (
     action_to_line,
 )
 from dvengine.protocol.features import check_writable, writer_features
+from dvengine.storage.base import StagedCommits
 from dvengine.storage.logstore import FileAlreadyExists, LogStore, log_dir, normalize_table_path
 from dvengine.storage.registry import storage_for
 from dvengine.storage.uris import join
@@ -128,6 +134,15 @@ def _read_commit_if_exists(store: LogStore, table_root: str, version: int) -> li
     except FileNotFoundError:
         return None
     return parse_actions(data, path)
+
+
+@dataclass(frozen=True, slots=True)
+class _Staged:
+    """A commit written and synced under a private temp name, ready to be linked at ``version``."""
+
+    version: int
+    data: bytes
+    path: str
 
 
 def _now_ms() -> int:
@@ -268,49 +283,113 @@ class Transaction:
         validate_commit(self._actions, protocol, metadata)
 
         version = 0 if self.read_version is None else self.read_version + 1
-        turn = (
-            commit_turn(log_dir(self.table_root))
-            if self.read_version is not None and getattr(self.store, "is_local", False)
-            else contextlib.nullcontext(False)
-        )
-        with turn as exclusive:
-            version = self._put_with_retries(version, operation_metrics, exclusive)
+        store = self.store
+        if self.read_version is not None and getattr(store, "is_local", False) and isinstance(store, StagedCommits):
+            version = self._commit_in_turn(store, version, operation_metrics)
+        else:
+            version = self._put_with_retries(version, operation_metrics, exclusive=False)
         self._committed_version = version
         self._run_post_commit_hooks(version)
         return version
 
-    def _put_with_retries(self, version: int, operation_metrics: Mapping[str, Any] | None, exclusive: bool) -> int:
+    def _commit_in_turn(self, store: StagedCommits, version: int, operation_metrics: Mapping[str, Any] | None) -> int:
+        """Commit to a local table, holding the host-local commit turn only to list the tail,
+        rebase and link (spec_notes/isolation-and-concurrency.md, "The commit turn").
+
+        Before the turn: catch up with the winners already in the log (conflict checks and the
+        rebase, in memory), serialize, write and fsync the commit under a private temp name. In
+        the turn: link it; only if a winner landed meanwhile, read it, rebase, re-stage (one more
+        fsync) and link, as before. After the turn: fsync ``_delta_log`` so the caller is told of
+        a commit whose name is durable (spec_notes/crash-safety.md, "Power loss").
+        """
+        log = log_dir(self.table_root)
+        if self.blind and self.store.exists(commit_file_path(self.table_root, version)):
+            self._stale(version)
+        caught_up = self._catch_up(version)
+        # A stale read snapshot counts as one lost race, as if the commit had been tried at the
+        # read version + 1 first (max_attempts and numCommitAttempts keep their meaning).
+        lost = 1 if caught_up != version else 0
+        if lost >= self.max_attempts:
+            self.attempts = lost
+            raise MaxCommitAttemptsExceededError(
+                f"gave up committing {self.operation} to {self.table_root} after {lost} attempt(s): "
+                f"concurrent writers took version {version} (max_attempts={self.max_attempts})"
+            )
+        version = caught_up
+        data = self._serialize(self._is_blind_append(), operation_metrics, version)
+        staged = _Staged(version, data, store.stage_commit(commit_file_path(self.table_root, version), data))
+        try:
+            with commit_turn(log) as exclusive:
+                version = self._put_with_retries(version, operation_metrics, exclusive, staged, lost)
+        finally:
+            store.discard_staged(staged.path)
+        try:
+            store.sync_dir(log)
+        except OSError:
+            # The commit is linked and visible: failing the command now would have its caller
+            # delete files the table references. Only its survival of a power loss is in doubt.
+            _LOG.warning("commit %d of %s is linked but fsync of %s failed", version, self.table_root, log, exc_info=True)
+        return version
+
+    def _stale(self, version: int) -> None:
+        """A blind commit (see ``blind``) found ``version`` taken: never rebase, re-plan."""
+        note_blind_loss(self.table_root, time.monotonic())
+        raise StaleSnapshotError(
+            f"{self.operation} planned on a cached snapshot of {self.table_root} (version "
+            f"{self.read_version}), and version {version} was committed by another writer since; "
+            "nothing was committed: re-plan on a listed snapshot"
+        ) from None
+
+    def _catch_up(self, version: int) -> int:
+        """Check (and rebase onto) every commit from ``version`` on; return the next free version."""
+        version = self._check_winners_from(version)
+        if self._file_rows:
+            self._write_rebased()
+        return version
+
+    def _put_with_retries(
+        self,
+        version: int,
+        operation_metrics: Mapping[str, Any] | None,
+        exclusive: bool,
+        staged: _Staged | None = None,
+        lost_before: int = 0,
+    ) -> int:
         """Put the commit at ``version`` or, past non-conflicting winners, at the next free one.
 
         ``exclusive``: this process holds the table's host-local commit turn (commit_lock.py), so
         only writers outside it (other hosts, other engines) can take a version meanwhile; no
-        backoff then, as sleeping would only keep the other local writers waiting.
+        backoff then, as sleeping would only keep the other local writers waiting. ``staged``:
+        the first attempt's commit, already written and synced (:meth:`_commit_in_turn`), after
+        ``lost_before`` races it lost by catching up before the turn.
         """
         is_blind_append = self._is_blind_append()
-        attempt = 0
+        attempt = lost_before
         while True:
             attempt += 1
             self.attempts = attempt
-            data = self._serialize(is_blind_append, operation_metrics, version)
             target = commit_file_path(self.table_root, version)
             try:
-                if self._row_level is not None and self._is_local and self.store.exists(target):
-                    # Lost already: skip writing and syncing a commit file that cannot land
-                    # (row-level writers race on one hot file, where this is the common case).
-                    # On a store the conditional PUT answers the same question in one round trip.
-                    raise FileAlreadyExists(target)
                 sent_at = time.monotonic()
-                e_tag = self.store.put_if_absent(target, data)
+                if staged is not None and attempt == lost_before + 1:
+                    data = staged.data
+                    assert isinstance(self.store, StagedCommits) and staged.version == version
+                    self.store.link_staged(staged.path, target)
+                    e_tag = None
+                else:
+                    data = self._serialize(is_blind_append, operation_metrics, version)
+                    if self._row_level is not None and self._is_local and self.store.exists(target):
+                        # Lost already: skip writing and syncing a commit file that cannot land
+                        # (row-level writers race on one hot file, where this is the common case).
+                        # On a store the conditional PUT answers the same question in one round trip.
+                        raise FileAlreadyExists(target)
+                    sent_at = time.monotonic()
+                    e_tag = self.store.put_if_absent(target, data)
                 note_own_commit(self.table_root, version, e_tag, data, sent_at)
                 break
             except FileAlreadyExists:
                 if self.blind and attempt == 1:
-                    note_blind_loss(self.table_root, time.monotonic())
-                    raise StaleSnapshotError(
-                        f"{self.operation} planned on a cached snapshot of {self.table_root} (version "
-                        f"{self.read_version}), and version {version} was committed by another writer since; "
-                        "nothing was committed: re-plan on a listed snapshot"
-                    ) from None
+                    self._stale(version)
                 if attempt >= self.max_attempts:
                     raise MaxCommitAttemptsExceededError(
                         f"gave up committing {self.operation} to {self.table_root} after {attempt} attempts: "
@@ -321,9 +400,7 @@ class Transaction:
                 pause = 0.0 if exclusive else backoff_seconds(attempt)
                 if pause:
                     time.sleep(pause)
-                version = self._check_winners_from(version)
-                if self._file_rows:
-                    self._write_rebased()
+                version = self._catch_up(version)
         return version
 
     def _effective_protocol_and_metadata(self) -> tuple[Protocol, Metadata]:

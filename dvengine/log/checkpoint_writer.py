@@ -22,12 +22,13 @@ from dvengine.errors import InvalidArgumentError
 from dvengine.log import snapshot_cache
 from dvengine.log.checkpoint_schema import CHECKPOINT_SCHEMA, CLUSTERED_CHECKPOINT_SCHEMA
 from dvengine.log.checkpoint_v2 import uses_v2_checkpoints, write_v2_checkpoint
-from dvengine.log.cleanup import cleanup_expired_logs
+from dvengine.log.cleanup import cleanup_expired_logs, expired_logs_possible
 from dvengine.log.filenames import checkpoint_file_name
 from dvengine.log.intervals import parse_interval_ms
 from dvengine.log.last_checkpoint import LastCheckpoint, last_checkpoint_path, read_last_checkpoint
 from dvengine.log.loader import load_snapshot
 from dvengine.log.snapshot import Snapshot
+from dvengine.log.tombstone_rows import tombstone_table
 from dvengine.protocol.actions import AddFile, DeletionVectorDescriptor, RemoveFile
 from dvengine.storage.logstore import LogStore, log_dir, normalize_table_path
 from dvengine.storage.registry import storage_for
@@ -86,13 +87,7 @@ def _remove_row(remove: RemoveFile) -> dict[str, Any]:
     }
 
 
-def _rows(snapshot: Snapshot, now_ms: int) -> tuple[list[dict[str, Any]], int]:
-    table_rows, file_rows = split_rows(snapshot, now_ms)
-    return table_rows + file_rows, len(snapshot.files)
-
-
-def split_rows(snapshot: Snapshot, now_ms: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """(protocol, metaData, txn and domainMetadata rows; add and unexpired remove rows) of a checkpoint."""
+def _table_rows(snapshot: Snapshot) -> list[dict[str, Any]]:
     p, m = snapshot.protocol, snapshot.metadata
     rows: list[dict[str, Any]] = [
         {
@@ -120,11 +115,20 @@ def split_rows(snapshot: Snapshot, now_ms: int) -> tuple[list[dict[str, Any]], l
         rows.append({"txn": {"appId": txn.app_id, "version": txn.version, "lastUpdated": txn.last_updated}})
     for dm in sorted(snapshot.domain_metadata.values(), key=lambda d: d.domain):
         rows.append({"domainMetadata": {"domain": dm.domain, "configuration": dm.configuration, "removed": dm.removed}})
-    files: list[dict[str, Any]] = [{"add": _add_row(add)} for add in snapshot.files]
+    return rows
+
+
+def _unexpired_tombstones(snapshot: Snapshot, now_ms: int) -> list[RemoveFile]:
     retention = parse_interval_ms(snapshot.configuration.get("delta.deletedFileRetentionDuration", DEFAULT_DELETED_FILE_RETENTION))
     min_kept = now_ms - retention
-    files.extend({"remove": _remove_row(r)} for r in snapshot.tombstones if (r.deletion_timestamp or 0) > min_kept)
-    return rows, files
+    return [r for r in snapshot.tombstones if (r.deletion_timestamp or 0) > min_kept]
+
+
+def split_rows(snapshot: Snapshot, now_ms: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(protocol, metaData, txn and domainMetadata rows; add and unexpired remove rows) of a checkpoint."""
+    files: list[dict[str, Any]] = [{"add": _add_row(add)} for add in snapshot.files]
+    files.extend({"remove": _remove_row(r)} for r in _unexpired_tombstones(snapshot, now_ms))
+    return _table_rows(snapshot), files
 
 
 def checkpoint_schema_for(snapshot: Snapshot) -> pa.Schema:
@@ -134,11 +138,16 @@ def checkpoint_schema_for(snapshot: Snapshot) -> pa.Schema:
 
 def checkpoint_bytes(snapshot: Snapshot, now_ms: int | None = None) -> tuple[bytes, int, int]:
     """(Parquet bytes, number of actions, number of adds) of the checkpoint of ``snapshot``."""
-    rows, num_adds = _rows(snapshot, int(time.time() * 1000) if now_ms is None else now_ms)
-    table = pa.Table.from_pylist(rows, schema=checkpoint_schema_for(snapshot))
+    now = int(time.time() * 1000) if now_ms is None else now_ms
+    schema = checkpoint_schema_for(snapshot)
+    head = _table_rows(snapshot) + [{"add": _add_row(add)} for add in snapshot.files]
+    # The removes are encoded incrementally (tombstone_rows): they are most of a stream's
+    # checkpoint and mostly the previous checkpoint's.
+    removes = tombstone_table(snapshot.table_root, _unexpired_tombstones(snapshot, now), schema, _remove_row)
+    table = pa.concat_tables([pa.Table.from_pylist(head, schema=schema), removes])
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink, compression="snappy")
-    return sink.getvalue().to_pybytes(), len(rows), num_adds
+    return sink.getvalue().to_pybytes(), table.num_rows, len(snapshot.files)
 
 
 def write_checkpoint(snapshot: Snapshot, store: LogStore | None = None, now_ms: int | None = None) -> str:
@@ -204,7 +213,7 @@ def maybe_checkpoint(
         return False
     write_checkpoint(snapshot)
     snapshot_cache.note_checkpoint(root, version)  # no blind commit on a cached snapshot older than it
-    if cleanup_logs:
+    if cleanup_logs and expired_logs_possible(root, snapshot.configuration):
         cleanup_expired_logs(root)
     return True
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Protocol as TypingProtocol
+from typing import runtime_checkable
 
 import pyarrow as pa
 
@@ -58,6 +59,21 @@ class LogStore(TypingProtocol):
     def exists(self, path: str) -> bool: ...
 
     def delete(self, path: str) -> None: ...
+
+
+@runtime_checkable
+class StagedCommits(TypingProtocol):
+    """A store whose put-if-absent splits into a durable private write and an atomic publish (a
+    POSIX folder: fsync a temp file, then ``link``), so the slow half can run outside the
+    host-local commit turn; plus the folder fsync that makes a published name durable."""
+
+    def stage_commit(self, path: str, data: bytes) -> str: ...
+
+    def link_staged(self, staged: str, path: str) -> None: ...
+
+    def discard_staged(self, staged: str) -> None: ...
+
+    def sync_dir(self, directory: str) -> None: ...
 
 
 class Storage(LogStore, TypingProtocol):

@@ -9,6 +9,7 @@ copies), so going through this layer costs the local executor nothing.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import uuid
 
@@ -100,15 +101,41 @@ class LocalStorage:
 
     def put_if_absent(self, path: str, data: bytes) -> None:
         """Create ``path`` by linking a synced temp file (EEXIST = lost race); local files have no e-tag."""
-        tmp = _write_hidden_temp(path, data, durable=True)
+        self.link_staged(self.stage_commit(path, data), path)
+
+    def stage_commit(self, path: str, data: bytes) -> str:
+        """Write and fsync the commit ``path`` will hold under a hidden temp name; return that name.
+
+        Split from :meth:`link_staged` so a committer can pay the fsync before it takes the
+        host-local commit turn (commit/commit_lock.py): the content is private until linked.
+        """
+        return _write_hidden_temp(path, data, durable=True)
+
+    def link_staged(self, staged: str, path: str) -> None:
+        """Publish a staged commit: ``os.link`` (atomic, EEXIST = lost race), then drop the temp
+        name whatever happened (a lost race's content is stale: it is re-staged, not re-linked)."""
         fault_point(COMMIT_BEFORE_LINK)
         try:
-            os.link(tmp, path)
+            os.link(staged, path)
         except FileExistsError:
             raise FileAlreadyExists(path) from None
         finally:
-            os.unlink(tmp)
+            os.unlink(staged)
         fault_point(COMMIT_AFTER_LINK)
+
+    def discard_staged(self, staged: str) -> None:
+        """Remove a staged commit that was never linked (no-op once :meth:`link_staged` ran)."""
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(staged)
+
+    def sync_dir(self, directory: str) -> None:
+        """fsync a folder, making the names linked or renamed into it durable (a file's own fsync
+        covers its content, not its directory entry). See spec_notes/crash-safety.md."""
+        fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
     def write(self, path: str, data: bytes) -> None:
         """Overwrite atomically (used for ``_last_checkpoint``, which may be replaced)."""

@@ -20,23 +20,26 @@ from collections.abc import Callable
 from typing import Any
 
 from dvengine.commands.source_options import parse_read_options, parse_write_options
-from dvengine.engine.spark.delta_format import FORMAT_NAME, is_registered, read_delta, save_delta, wrap_load_and_save
+from dvengine.engine.spark.delta_format import (
+    FORMAT_NAME,
+    apply_load_arguments,
+    apply_save_arguments,
+    is_registered,
+    one_table_path,
+    read_delta,
+    save_delta,
+    wrap_load_and_save,
+)
 from dvengine.errors import InvalidArgumentError, UnsupportedFeatureError
 
 _ORIGINALS: dict[str, Callable[..., Any]] = {}
 
 
 def _load(self: Any, path: Any = None, format: str | None = None, schema: Any = None, **options: Any) -> Any:
-    if format is not None:
-        self.format(format)
-    if schema is not None:
-        self.schema(schema)
-    if options:
-        self.options(**options)
+    apply_load_arguments(self, format, schema, options)
     spark = self._client
     if str(self._format or "").lower() == FORMAT_NAME and is_registered(spark):
-        if path is not None and not isinstance(path, str):
-            raise InvalidArgumentError(f"format('delta').load() takes one table path, got {path!r}")
+        path = one_table_path(path)
         if self._schema:
             raise InvalidArgumentError("format('delta') reads take the table's schema; remove .schema(...) from the read")
         return read_delta(spark, parse_read_options(dict(self._options), path))
@@ -47,11 +50,7 @@ def _save(
     self: Any, path: str | None = None, format: str | None = None, mode: str | None = None,
     partitionBy: Any = None, **options: Any,
 ) -> None:
-    self.mode(mode).options(**options)
-    if partitionBy is not None:
-        self.partitionBy(partitionBy)
-    if format is not None:
-        self.format(format)
+    apply_save_arguments(self, format, mode, partitionBy, options)
     write = self._write
     spark = self._spark
     if str(write.source or "").lower() == FORMAT_NAME and is_registered(spark):

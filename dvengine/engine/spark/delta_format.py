@@ -111,20 +111,42 @@ def read_delta(spark: SparkSession, request: ReadRequest) -> DataFrame:
     return read_snapshot_df(spark, snapshot)
 
 
+def apply_load_arguments(reader: Any, format: str | None, schema: Any, options: dict[str, Any]) -> None:
+    """What PySpark's ``load(path, format, schema, **options)`` does to the reader before it
+    loads, done here because the hook decides on the format only after these are applied
+    (classic and Connect readers alike)."""
+    if format is not None:
+        reader.format(format)
+    if schema is not None:
+        reader.schema(schema)
+    if options:
+        reader.options(**options)
+
+
+def apply_save_arguments(writer: Any, format: str | None, mode: str | None, partition_by: Any, options: dict[str, Any]) -> None:
+    """What PySpark's ``save(path, format, mode, partitionBy, **options)`` does to the writer
+    first, for the same reason as :func:`apply_load_arguments`."""
+    writer.mode(mode).options(**options)
+    if partition_by is not None:
+        writer.partitionBy(partition_by)
+    if format is not None:
+        writer.format(format)
+
+
+def one_table_path(path: Any) -> str | None:
+    """A Delta read names one table: PySpark's ``load`` also takes a list of paths, dvengine does not."""
+    if path is not None and not isinstance(path, str):
+        raise InvalidArgumentError(f"format('delta').load() takes one table path, got {path!r}")
+    return path
+
+
 def _load(
     self: DataFrameReader, path: Any = None, format: str | None = None, schema: Any = None, **options: Any
 ) -> DataFrame:
-    if format is not None:
-        self.format(format)
-    if schema is not None:
-        self.schema(schema)
-    if options:
-        self.options(**options)
+    apply_load_arguments(self, format, schema, options)
     spark = self._spark
     if _is_delta(self._jreader) and is_registered(spark):
-        if path is not None and not isinstance(path, str):
-            raise InvalidArgumentError(f"format('delta').load() takes one table path, got {path!r}")
-        return read_delta(spark, read_request(spark, self._jreader, path))
+        return read_delta(spark, read_request(spark, self._jreader, one_table_path(path)))
     result: DataFrame = _ORIGINALS["load"](self, path)
     return result
 
@@ -165,11 +187,7 @@ def _save(
     partitionBy: Any = None,
     **options: Any,
 ) -> None:
-    self.mode(mode).options(**options)
-    if partitionBy is not None:
-        self.partitionBy(partitionBy)
-    if format is not None:
-        self.format(format)
+    apply_save_arguments(self, format, mode, partitionBy, options)
     spark = self._spark
     if _is_delta(self._jwrite) and is_registered(spark):
         save_delta(self._df, write_request(spark, self._jwrite, path))

@@ -57,6 +57,7 @@ from dvengine.engine.spark.reader import (
     spark_schema,
     spark_type_sql,
 )
+from dvengine.engine.spark.row_ids import carried, scan_with_row_ids
 from dvengine.engine.spark.rows_job import (
     KIND_ADD,
     KIND_COUNT,
@@ -73,7 +74,6 @@ from dvengine.errors import (
     InvalidArgumentError,
     NotLocallyEvaluableError,
     SchemaViolationError,
-    UnsupportedFeatureError,
 )
 from dvengine.expressions import BoundExpression, BoundPredicate
 from dvengine.faults import DML_DATA_FILES_WRITTEN, DML_DV_FILES_WRITTEN, fault_point
@@ -130,10 +130,12 @@ def spark_job(what: str, run: Callable[[], R], value_error: bool = False) -> R:
 
 
 def write_frame(df: DataFrame, snapshot: Snapshot) -> WrittenRows:
-    """Write ``df`` (logical columns of the table) as new data files with stats."""
+    """Write ``df`` (logical columns of the table, and the stable row id columns of ``row_ids``
+    when the table keeps them) as new data files with stats."""
     started = time.monotonic()
     files = write_parquet_files(
-        df, snapshot.table_root, snapshot.schema, snapshot.partition_columns, num_indexed_cols(snapshot.configuration)
+        df, snapshot.table_root, snapshot.schema, snapshot.partition_columns, num_indexed_cols(snapshot.configuration),
+        materialized=tracked_columns(snapshot),
     )
     return WrittenRows.of(files, started)
 
@@ -279,12 +281,6 @@ class SparkExecutor:
             reason = "the table is reached through Hadoop's FileSystem, which Python file tasks cannot read"
         if reason is not None and strategy == "files":
             raise InvalidArgumentError(f"{STRATEGY_CONF}=files, but {ctx.operation} cannot run as file tasks: {reason}")
-        if reason is not None and tracked_columns(ctx.snapshot) is not None:
-            raise UnsupportedFeatureError(
-                f"{ctx.operation} on {ctx.snapshot.table_root}: the table has row tracking enabled and the Spark row plan "
-                f"cannot carry stable row ids (only file tasks and the local executor do), but file tasks cannot run it: "
-                f"{reason}; nothing was written"
-            )
         return reason
 
     def retire_rows(self, ctx: DmlContext, files: Sequence[AddFile], predicate: BoundPredicate | None) -> RowRetirement:
@@ -464,7 +460,11 @@ class SparkExecutor:
         by_file_tasks: RetiredAndWritten | None = ctx.engine_state.get(_FILE_TASKS)
         if by_file_tasks is not None:  # DELETE: the tasks rewrote these files in the same pass
             return by_file_tasks.written
-        survivors = scan_logical(self.spark, ctx.snapshot, files).where(~self._condition(predicate))
+        if tracked_columns(ctx.snapshot) is None:
+            survivors = scan_logical(self.spark, ctx.snapshot, files).where(~self._condition(predicate))
+        else:  # copied rows keep their stable row ids and commit versions (row tracking)
+            scanned = scan_with_row_ids(self.spark, ctx.snapshot, files).where(~self._condition(predicate))
+            survivors = scanned.select(*[F.col(quote(f.name)) for f in ctx.snapshot.schema.fields], *carried(scanned, updated=False))
         written = spark_job(f"{ctx.operation} rewrite", lambda: write_frame(survivors, ctx.snapshot))
         ctx.written.add_data_files(written.files)
         return written
@@ -483,10 +483,10 @@ class SparkExecutor:
             return
         sql = {name: value.sql for name, value in assignments.items()}
         snapshot = ctx.snapshot
-        rows = (
-            scan_logical(self.spark, snapshot, ctx.plan.candidates, keep_row_ids=True)
-            .where(self._condition(predicate))
-            .select(FILE_PATH_COL, ROW_INDEX_COL, *updated_projection(snapshot, sql, None))
+        matched = scan_with_row_ids(self.spark, snapshot, ctx.plan.candidates).where(self._condition(predicate))
+        # updated rows keep their stable row ids; their commit version becomes this commit's
+        rows = matched.select(
+            FILE_PATH_COL, ROW_INDEX_COL, *updated_projection(snapshot, sql, None), *carried(matched, updated=True)
         )
         layout = RowsLayout(value_columns=tuple(snapshot.schema.field_names))
         try:

@@ -45,13 +45,16 @@ from dvengine.commands.merge_evolution import evolve_for_merge
 from dvengine.commands.merge_metrics import merge_metrics
 from dvengine.commands.options import resolve_options
 from dvengine.commands.retirement import RowRetirement
+from dvengine.commands.write import record_marks
 from dvengine.engine.spark.change_data import merge_change_frames, write_change_frames
 from dvengine.engine.spark.columns import predicate_column_to_sql, value_column_to_sql
 from dvengine.engine.spark.empty_frames import empty_frame
 from dvengine.engine.spark.executor import SparkExecutor, spark_job
 from dvengine.engine.spark.identifiers import quote
+from dvengine.engine.spark.identity_values import IdentityTarget, with_identity_values
 from dvengine.engine.spark.merge_prune import ConditionParts, derive_target_predicate, split_condition
-from dvengine.engine.spark.reader import FILE_PATH_COL, ROW_INDEX_COL, logical_spark_type, scan_logical, spark_schema
+from dvengine.engine.spark.reader import FILE_PATH_COL, ROW_INDEX_COL, logical_spark_type, spark_schema
+from dvengine.engine.spark.row_ids import ROW_COMMIT_VERSION, ROW_ID, carried, scan_with_row_ids
 from dvengine.engine.spark.rows_job import RowsLayout
 from dvengine.engine.spark.write_api import dataframe_schema
 from dvengine.engine.spark.writer import write_parquet_files
@@ -60,13 +63,13 @@ from dvengine.errors import (
     InvalidPredicateError,
     SchemaMismatchError,
     SchemaViolationError,
-    UnsupportedFeatureError,
 )
 from dvengine.expressions import BoundExpression, BoundPredicate, to_spark_sql
 from dvengine.log import Snapshot, load_snapshot
 from dvengine.protocol.actions import AddFile
 from dvengine.protocol.schema import StructType
 from dvengine.read.row_ids import tracked_columns
+from dvengine.writing.identity import identity_columns
 from dvengine.writing.stats import num_indexed_cols
 
 T_PRESENT = "__merge_tp"
@@ -196,16 +199,15 @@ class _Timer:
         return int((time.monotonic() - self.started) * 1000)
 
 
-def _refuse_identity_inserts(schema: StructType, clauses: Sequence[BoundClause]) -> None:
-    """The Spark row plan does not assign identity values to inserted rows (the in-process MERGE,
-    which Spark's file tasks also use for small sources, does: ``engine.local.merge``)."""
-    lacking = sorted({name for c in clauses for name in identity_to_assign(schema, c)})
-    if lacking:
-        raise UnsupportedFeatureError(
-            f"MERGE inserts rows that need new values for IDENTITY column(s) {lacking}; the Spark row plan does not "
-            "assign them: use the local executor, or a source small enough for file tasks "
-            "(dvengine.execution.localMaxSourceRows), which do; nothing was written"
-        )
+def _identity_targets(snapshot: Snapshot, clauses: Sequence[BoundClause], names: _Names) -> list[IdentityTarget]:
+    """The identity columns some insert clause leaves to the table (``identity_to_assign``), with
+    the rows that need new values: those whose clause is such an insert."""
+    targets = []
+    for name, spec in identity_columns(snapshot.schema).items():
+        lacking = [c.clause_id for c in clauses if name in identity_to_assign(snapshot.schema, c)]
+        if lacking:
+            targets.append(IdentityTarget(names.target[name], spec, F.col(CLAUSE).isin(lacking)))
+    return targets
 
 
 def execute_merge(spark: SparkSession, req: MergeRequest) -> dict[str, Any]:
@@ -223,17 +225,10 @@ def execute_merge(spark: SparkSession, req: MergeRequest) -> dict[str, Any]:
     scope, names = _scope(spark, snapshot, req)
     condition = bind_condition(scope, req.condition, None)
     clauses = bind_clauses(scope, req.clauses)
-    _refuse_identity_inserts(snapshot.schema, clauses)
     matched = [c for c in clauses if c.kind is ClauseKind.MATCHED]
     not_matched = [c for c in clauses if c.kind is ClauseKind.NOT_MATCHED]
     by_source = [c for c in clauses if c.kind is ClauseKind.NOT_MATCHED_BY_SOURCE]
     insert_only = not matched and not by_source
-    if not insert_only and tracked_columns(snapshot) is not None:
-        raise UnsupportedFeatureError(
-            f"MERGE into {snapshot.table_root}: the table has row tracking enabled and the Spark row plan cannot carry "
-            "stable row ids of the rows it updates or copies; use a source small enough for file tasks "
-            "(dvengine.execution.localMaxSourceRows) or the local executor; nothing was written"
-        )
 
     source = req.source.select(
         *[F.col(quote(name)).alias(internal) for name, internal in names.source.items()], F.lit(True).alias(S_PRESENT)
@@ -269,7 +264,8 @@ def execute_merge(spark: SparkSession, req: MergeRequest) -> dict[str, Any]:
             needed = {name for q, name in condition.qualified_columns if q == scope.target_alias}
         elif not by_source and not writes_change_data(snapshot):  # change data needs whole pre-images
             needed = _target_columns_used(snapshot.schema, condition, clauses, scope.target_alias)
-        target = scan_logical(spark, snapshot, plan.candidates, columns=needed, keep_row_ids=True)
+        # with row tracking the target rows carry their stable ids (``row_ids``): an updated row keeps its id
+        target = scan_with_row_ids(spark, snapshot, plan.candidates, columns=needed)
         if derived is not None:
             # Every matchable target row satisfies `derived` (source key range/IN list plus the
             # condition's target-only conjuncts); without not-matched-by-source clauses the other
@@ -280,6 +276,7 @@ def execute_merge(spark: SparkSession, req: MergeRequest) -> dict[str, Any]:
             *[F.col(quote(f.name)).alias(names.target[f.name]) for f in snapshot.schema.fields if needed is None or f.name in needed],
             FILE_PATH_COL,
             ROW_INDEX_COL,
+            *[F.col(c) for c in (ROW_ID, ROW_COMMIT_VERSION) if c in target.columns],
             F.lit(True).alias(T_PRESENT),
         )
         how = "left_anti" if insert_only else {
@@ -308,7 +305,7 @@ def execute_merge(spark: SparkSession, req: MergeRequest) -> dict[str, Any]:
             work = joined.withColumn(CLAUSE, clause_col).where(keep)
         except AnalysisException as exc:
             raise InvalidPredicateError(f"cannot evaluate the MERGE condition or clause conditions: {exc}") from exc
-        run = _Run(spark, ctx, condition, clauses, names, check_duplicates, num_source_rows, total)
+        run = _Run(spark, ctx, condition, clauses, names, check_duplicates, num_source_rows, total, persisted)
         with ctx.cleaning_up_on_failure():  # DV and data files of a MERGE that did not commit
             return spark_job("MERGE", lambda: _apply(run, work))
     finally:
@@ -370,6 +367,7 @@ class _Run:
     check_duplicates: bool
     num_source_rows: int
     total: _Timer
+    persisted: list[DataFrame]  # frames to unpersist once the MERGE is done
 
 
 WRITE = "__merge_write"
@@ -394,10 +392,16 @@ def _apply(run: _Run, work: DataFrame) -> dict[str, Any]:
     typed_names = [names.target[f.name] for f in fields]
     presence = [F.col(c) for c in (T_PRESENT, S_PRESENT) if c in work.columns]
     valued = _analyze(
-        lambda: work.select(CLAUSE, *_row_id_columns(work), *presence, *_value_columns(snapshot, clauses, names)),
+        lambda: work.select(
+            CLAUSE, *_row_id_columns(work), *_stable_id_columns(work), *presence, *_value_columns(snapshot, clauses, names)
+        ),
         InvalidPredicateError,
         "cannot evaluate a MERGE assignment",
     )
+    # rows inserted without a value for an identity column get dense new values (``identity_values``);
+    # the new high-water marks go into the commit, so a concurrent writer from the same marks conflicts
+    valued, marks = with_identity_values(valued, _identity_targets(snapshot, clauses, names), run.persisted, "MERGE")
+    record_marks(ctx.transaction, marks)
     tried = [F.col(n).try_cast(logical_spark_type(f)) for n, f in zip(typed_names, fields)]
     _analyze(lambda: valued.select(*tried), SchemaViolationError, "a MERGE assignment cannot be cast to its target column type")
     uncastable = F.concat_ws(",", *[F.when(F.col(n).isNotNull() & t.isNull(), F.lit(f.name)) for n, t, f in zip(typed_names, tried, fields)])
@@ -408,8 +412,10 @@ def _apply(run: _Run, work: DataFrame) -> dict[str, Any]:
     ]
     if run.check_duplicates:
         flags.append((F.col(T_PRESENT).isNotNull() & F.col(S_PRESENT).isNotNull()).alias(MATCH))
+    # written rows: updated ones keep their stable row id, inserts have none (NULL: fresh ids)
     rows = valued.select(
-        FILE_PATH_COL, ROW_INDEX_COL, CLAUSE, *flags, *[t.alias(n) for n, t in zip(typed_names, tried)]
+        FILE_PATH_COL, ROW_INDEX_COL, CLAUSE, *flags, *[t.alias(n) for n, t in zip(typed_names, tried)],
+        *carried(valued, updated=True),
     )
     layout = RowsLayout(
         value_columns=tuple(typed_names),
@@ -429,18 +435,17 @@ def _apply(run: _Run, work: DataFrame) -> dict[str, Any]:
     if retired.files_to_rewrite:
         # Files over the rewrite threshold lose their DV: their unretired rows are copied to new files.
         ids = work.where(F.col(CLAUSE).isin(retiring)).select(FILE_PATH_COL, ROW_INDEX_COL)
-        survivors = (
-            scan_logical(spark, snapshot, retired.files_to_rewrite, keep_row_ids=True)
-            .join(ids, on=[FILE_PATH_COL, ROW_INDEX_COL], how="left_anti")
-            .select(*[F.col(quote(f.name)) for f in fields])
+        kept = scan_with_row_ids(spark, snapshot, retired.files_to_rewrite).join(
+            ids, on=[FILE_PATH_COL, ROW_INDEX_COL], how="left_anti"
         )
+        survivors = kept.select(*[F.col(quote(f.name)) for f in fields], *carried(kept, updated=False))
         estimate = sum(a.live_records or 0 for a in retired.files_to_rewrite)
         survivors = survivors.coalesce(max(1, -(-estimate // ROWS_PER_OUTPUT_FILE)))  # never raises the partition count
         copied = spark_job(
             "MERGE",
             lambda: write_parquet_files(
                 survivors, snapshot.table_root, snapshot.schema, snapshot.partition_columns,
-                num_indexed_cols(snapshot.configuration),
+                num_indexed_cols(snapshot.configuration), materialized=tracked_columns(snapshot),
             ),
         )
         ctx.written.add_data_files(copied)
@@ -465,6 +470,11 @@ def _row_id_columns(work: DataFrame) -> list[Column]:
     if FILE_PATH_COL in work.columns:
         return [F.col(FILE_PATH_COL), F.col(ROW_INDEX_COL)]
     return [F.lit(None).cast("string").alias(FILE_PATH_COL), F.lit(None).cast("long").alias(ROW_INDEX_COL)]
+
+
+def _stable_id_columns(work: DataFrame) -> list[Column]:
+    """The target row's stable row id and commit version where the table keeps them (row tracking)."""
+    return [F.col(c) for c in (ROW_ID, ROW_COMMIT_VERSION) if c in work.columns]
 
 
 def _analyze(build: Callable[[], Any], error: type[Exception], what: str) -> Any:

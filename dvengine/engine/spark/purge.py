@@ -19,11 +19,14 @@ from dataclasses import replace
 from typing import Any
 
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
 from dvengine.commit.transaction import Transaction
+from dvengine.engine.spark.identifiers import quote
 from dvengine.engine.spark.reader import scan_logical
+from dvengine.engine.spark.row_ids import carried, scan_with_row_ids
 from dvengine.engine.spark.writer import delete_written_files, write_parquet_files
-from dvengine.errors import CommitError, InvalidArgumentError, InvalidPredicateError, UnsupportedFeatureError
+from dvengine.errors import CommitError, InvalidArgumentError, InvalidPredicateError
 from dvengine.expressions import BoundPredicate, is_partition_only, parse_predicate, partition_might_match
 from dvengine.log import Snapshot, load_snapshot
 from dvengine.protocol.actions import Action, AddFile
@@ -141,16 +144,19 @@ def purge(
     to_rewrite = [a for a in files if _physical_rows(a) != a.deleted_row_count]
 
     new_files: list[AddFile] = []
-    if to_rewrite and tracked_columns(snapshot) is not None:
-        raise UnsupportedFeatureError(
-            f"PURGE of {root}: the table has row tracking enabled and the Spark rewrite cannot carry stable row ids; "
-            "use OPTIMIZE (in-process, keeps them) instead; nothing was written"
-        )
     if to_rewrite:
-        survivors = scan_logical(spark, snapshot, to_rewrite)
+        # copied rows keep their stable row ids and commit versions (row tracking enabled)
+        tracked = tracked_columns(snapshot)
+        if tracked is None:
+            survivors = scan_logical(spark, snapshot, to_rewrite)
+        else:
+            scanned = scan_with_row_ids(spark, snapshot, to_rewrite)
+            survivors = scanned.select(*[F.col(quote(f.name)) for f in snapshot.schema.fields], *carried(scanned, updated=False))
         new_files = [
             replace(a, data_change=False)
-            for a in write_parquet_files(survivors, root, snapshot.schema, snapshot.partition_columns)
+            for a in write_parquet_files(
+                survivors, root, snapshot.schema, snapshot.partition_columns, materialized=tracked
+            )
         ]
     try:
         written_rows = sum(_physical_rows(a) or 0 for a in new_files)

@@ -31,7 +31,7 @@ from dvengine.errors import LogCorruptedError, ProtocolError
 from dvengine.expressions import BoundPredicate
 from dvengine.log import Snapshot
 from dvengine.protocol.actions import AddFile
-from dvengine.protocol.schema import StructField, StructType, to_arrow_field, to_arrow_schema
+from dvengine.protocol.schema import PrimitiveType, StructField, StructType, to_arrow_field, to_arrow_schema
 from dvengine.read import plan_scan
 from dvengine.storage import resolve_data_path, storage_for
 from dvengine.writing.files import parse_partition_folders
@@ -301,6 +301,7 @@ def scan_logical(
     columns: Collection[str] | None = None,
     keep_row_ids: bool = False,
     jvm: bool = False,
+    hidden_columns: Sequence[str] = (),
 ) -> DataFrame:
     """Live rows of ``files`` under logical column names, in schema order, DVs applied.
 
@@ -310,9 +311,12 @@ def scan_logical(
     and pay nothing for the DVs of others (see :func:`_scan_group`). ``jvm`` reads every file
     through the JVM format in one scan when any has a DV, so the scan is split into tasks as a
     plain one would be (ignored with ``keep_row_ids``, which needs the Python plan's columns).
+    ``hidden_columns``: physical BIGINT columns outside the schema, read under their own names
+    after the table's (NULL in files without them): row tracking's materialized columns.
     """
     logical = snapshot.schema
     wanted = [f for f in logical.fields if columns is None or f.name in columns]
+    wanted += [StructField(name, PrimitiveType("long"), True, {}) for name in hidden_columns]
     if not files:
         empty = spark.createDataFrame([], spark_schema(StructType(tuple(wanted))))
         if keep_row_ids:

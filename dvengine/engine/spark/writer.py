@@ -43,6 +43,7 @@ from dvengine.engine.spark.paths import HadoopNames, hadoop_names
 from dvengine.errors import InvalidArgumentError
 from dvengine.faults import DML_DATA_FILES_WRITTEN, fault_point
 from dvengine.protocol.actions import AddFile
+from dvengine.protocol.row_tracking import ROW_COMMIT_VERSION_COLUMN, ROW_ID_COLUMN, MaterializedColumns
 from dvengine.protocol.schema import FIELD_ID_KEY, PHYSICAL_NAME_KEY, StructType
 from dvengine.storage import join, resolve_data_path, storage_for
 from dvengine.writing.files import SPARK_STAGING_PREFIX, build_add_file, parse_partition_folders
@@ -112,8 +113,12 @@ def _spark_type(raw: Any) -> T.DataType:
     return T.StructType.fromJson(wrapper).fields[0].dataType
 
 
-def physical_columns(schema: StructType) -> list[Column]:
-    """Columns (named like the table's) renamed to the physical schema, nested names included."""
+def physical_columns(
+    schema: StructType, df: DataFrame | None = None, materialized: MaterializedColumns | None = None
+) -> list[Column]:
+    """Columns (named like the table's) renamed to the physical schema, nested names included;
+    with ``materialized``, then the internal stable id / commit version columns of ``df`` (those
+    it has) under the materialized names."""
     out: list[Column] = []
     for logical in schema.fields:
         phys_type = _spark_type(_physical_json(logical.type.to_json()))
@@ -123,6 +128,10 @@ def physical_columns(schema: StructType) -> list[Column]:
             column = column.cast(phys_type)  # renames nested fields positionally
         metadata = {} if logical.field_id is None else {"parquet.field.id": logical.field_id}
         out.append(column.alias(logical.physical_name, metadata=metadata))
+    if materialized is not None and df is not None:
+        for internal, name in ((ROW_ID_COLUMN, materialized.row_id), (ROW_COMMIT_VERSION_COLUMN, materialized.row_commit_version)):
+            if internal in df.columns:
+                out.append(F.col(internal).cast("long").alias(name))
     return out
 
 
@@ -139,11 +148,14 @@ def write_parquet_files(
     schema: StructType,
     partition_columns: Sequence[str],
     num_indexed_cols: int = 32,
+    materialized: MaterializedColumns | None = None,
 ) -> list[AddFile]:
     """Write ``df`` (columns named like ``schema``, any case) as data files; return their adds.
 
     ``partition_columns`` are logical names. The adds are not committed: the caller commits them
-    (or deletes the files via :func:`delete_written_files` if it gives up).
+    (or deletes the files via :func:`delete_written_files` if it gives up). ``materialized``: the
+    row tracking column names under which the internal stable id / commit version columns ``df``
+    carries are stored (hidden columns outside the schema, as the local writer stores them).
     """
     spark = df.sparkSession
     for name in partition_columns:
@@ -155,11 +167,11 @@ def write_parquet_files(
 
     names = hadoop_names(spark)
     if names.jvm_io(table_root):
-        return _write_direct(df, table_root, schema, physical_parts, part_types, time_zone, num_indexed_cols)
+        return _write_direct(df, table_root, schema, physical_parts, part_types, time_zone, num_indexed_cols, materialized)
     staging = os.path.join(table_root, f"{STAGING_PREFIX}{uuid.uuid4().hex}")
     adds: list[AddFile] = []
     try:
-        writer = df.select(*physical_columns(schema)).write.mode("error").option("compression", "snappy")
+        writer = df.select(*physical_columns(schema, df, materialized)).write.mode("error").option("compression", "snappy")
         if physical_parts:
             writer = writer.partitionBy(*physical_parts)
         with session_conf(spark, _WRITE_CONF):
@@ -194,6 +206,7 @@ def _write_direct(
     part_types: Sequence[tuple[str, Any]],
     time_zone: str,
     num_indexed_cols: int,
+    materialized: MaterializedColumns | None = None,
 ) -> list[AddFile]:
     """Spark's writer straight into the table through Hadoop (no staging, no rename); the adds."""
     spark = df.sparkSession
@@ -203,7 +216,7 @@ def _write_direct(
     root_raw = names.path(table_root)
     adds: list[AddFile] = []
     try:
-        writer = df.select(*physical_columns(schema)).write.mode("append").option("compression", "snappy")
+        writer = df.select(*physical_columns(schema, df, materialized)).write.mode("append").option("compression", "snappy")
         writer = writer.option(WRITE_ID_OPTION, write_id)
         if physical_parts:
             writer = writer.partitionBy(*physical_parts)

@@ -1,0 +1,133 @@
+"""Dense identity values for rows a Spark row plan inserts (MERGE inserts into identity tables).
+
+PROTOCOL.md "Identity Columns": new values are ``start + k * step`` beyond the column's high-water
+mark, unique, and the commit stores the new mark. The in-process MERGE hands out ``mark + step``,
+``mark + 2 * step`` ... in source order; here the rows live in Spark partitions, so each partition
+gets a dense range: one small job counts the rows needing a value per partition (over a persisted
+frame, so the second pass sees the same partitions), the driver turns the counts into offsets,
+and a ``mapInArrow`` pass gives the ``i``-th such row of partition ``p`` the value
+``first + (offset[p] + i) * step``. ``monotonically_increasing_id`` would be unique too, but its
+gaps (partition id << 33) would push the mark by billions per MERGE; the values here are exactly
+those the in-process path would give (up to order), and the mark is the last of them.
+
+A task that sees a different number of such rows than was counted for its partition (the frame
+recomputed differently after eviction) fails the command rather than risk a duplicate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark import StorageLevel, TaskContext
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from dvengine.engine.spark.identifiers import quote
+from dvengine.errors import CommitError, SchemaViolationError
+from dvengine.writing.identity import IdentitySpec
+
+_LONG_MIN, _LONG_MAX = -(2**63), 2**63 - 1
+_PARTITION = "__identity_partition"
+
+
+@dataclass(frozen=True)
+class IdentityTarget:
+    """One identity column of the frame: its column name there, its spec, and which rows need a value."""
+
+    column: str
+    spec: IdentitySpec
+    needs: Column
+
+
+@dataclass(frozen=True)
+class _Plan:
+    column: str
+    flag: str
+    first: int
+    step: int
+    offsets: dict[int, int]  # partition id -> index of its first row needing a value
+    counts: dict[int, int]  # partition id -> rows needing a value there
+
+
+def with_identity_values(
+    frame: DataFrame, targets: Sequence[IdentityTarget], persisted: list[DataFrame], operation: str
+) -> tuple[DataFrame, dict[str, int]]:
+    """``frame`` with new identity values in the targets' columns (BIGINT) where their rows need
+    them, and the new high-water mark of each column that got values (for ``record_marks``).
+
+    ``frame`` is persisted (appended to ``persisted``; the caller unpersists) so that the counting
+    job and every later use see the same partitions."""
+    if not targets:
+        return frame, {}
+    flags = [f"__identity_needs{k}" for k in range(len(targets))]
+    by_column = {t.column: t for t in targets}
+    columns = [F.col(quote(c)).cast("long").alias(c) if c in by_column else F.col(quote(c)) for c in frame.columns]
+    base = frame.select(
+        *columns, *[F.coalesce(t.needs, F.lit(False)).alias(flag) for t, flag in zip(targets, flags)]
+    ).persist(StorageLevel.MEMORY_AND_DISK)
+    persisted.append(base)
+    counted = (
+        base.select(F.spark_partition_id().alias(_PARTITION), *flags)
+        .groupBy(_PARTITION)
+        .agg(*[F.sum(F.col(flag).cast("long")).alias(flag) for flag in flags])
+        .collect()
+    )
+    plans: list[_Plan] = []
+    marks: dict[str, int] = {}
+    for target, flag in zip(targets, flags):
+        counts = {int(row[_PARTITION]): int(row[flag] or 0) for row in counted}
+        total = sum(counts.values())
+        if not total:
+            continue
+        spec = target.spec
+        first, last = spec.first_new_value(), spec.first_new_value() + (total - 1) * spec.step
+        if not _LONG_MIN <= last <= _LONG_MAX:
+            raise SchemaViolationError(
+                f"{operation} would insert {total} rows into IDENTITY column {spec.name!r}, but values from {first} in "
+                f"steps of {spec.step} leave the BIGINT range; nothing was written"
+            )
+        offsets, running = {}, 0
+        for partition in sorted(counts):
+            offsets[partition], running = running, running + counts[partition]
+        plans.append(_Plan(target.column, flag, first, spec.step, offsets, counts))
+        mark = spec.mark_after([first, last])
+        assert mark is not None
+        marks[spec.name] = mark
+    if not plans:
+        return base.drop(*flags), {}
+    return base.mapInArrow(_assign(plans, operation), base.schema).drop(*flags), marks
+
+
+def _assign(plans: Sequence[_Plan], operation: str) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The mapInArrow function: this partition's rows needing values get the next of its range."""
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        context = TaskContext.get()
+        partition = 0 if context is None else context.partitionId()
+        seen = [0] * len(plans)
+        for batch in batches:
+            arrays = list(batch.columns)
+            for k, plan in enumerate(plans):
+                needs = pc.fill_null(batch.column(plan.flag), False)
+                n = int(pc.sum(needs.cast(pa.int64())).as_py() or 0)
+                if not n:
+                    continue
+                start = plan.offsets.get(partition, 0) + seen[k]
+                values = pa.array(plan.first + plan.step * (start + np.arange(n, dtype=np.int64)), pa.int64())
+                index = batch.schema.get_field_index(plan.column)
+                arrays[index] = pc.replace_with_mask(arrays[index].cast(pa.int64()), needs, values)
+                seen[k] += n
+            yield pa.RecordBatch.from_arrays(arrays, schema=batch.schema)
+        for k, plan in enumerate(plans):
+            if seen[k] != plan.counts.get(partition, 0):
+                raise CommitError(
+                    f"{operation}: partition {partition} holds {seen[k]} rows needing IDENTITY values for column "
+                    f"{plan.column!r}, but {plan.counts.get(partition, 0)} were counted (the rows were recomputed "
+                    "differently); no values were committed"
+                )
+
+    return run
