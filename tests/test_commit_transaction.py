@@ -427,10 +427,23 @@ class _RecordingStore(LocalLogStore):
         super().sync_dir(directory)
 
     def _turn_held(self) -> bool:
-        from dvengine.commit.commit_lock import commit_turn
+        """A bare non-blocking probe: ``commit_turn(timeout_s=0)`` would leave a waiter thread
+        blocked in ``flock`` that takes the lock for a moment after the holder releases it, so a
+        later probe (the folder sync's) could see the turn "held" by that leftover waiter."""
+        import fcntl
 
-        with commit_turn(os.path.join(self.root, "_delta_log"), timeout_s=0.0) as free:
-            return not free
+        from dvengine.commit.commit_lock import lock_path
+
+        path = lock_path(os.path.join(self.root, "_delta_log"))
+        assert path is not None
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        finally:
+            os.close(fd)
+        return False
 
 
 def test_a_stale_commit_is_staged_before_the_turn_linked_in_it_and_synced_after(tmp_path: Path) -> None:
