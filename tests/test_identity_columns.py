@@ -177,6 +177,9 @@ def test_spark_appends_assign_unique_values(spark: Any, tmp_path: Path) -> None:
     rows = _rows(root)
     new = [i for i, v in rows if v.startswith("s")]
     assert len(new) == 20 == len(set(new)) and min(new) >= 4
+    # interleaved across the 3 tasks: no value further than 3 steps per row past the old mark (3),
+    # where monotonically_increasing_id() alone jumped 2^33 per partition
+    assert max(new) < 4 + 3 * 20
     assert _mark(root) == max(new)
     dvengine.write(pa.table({"v": ["after"]}), root, mode="append")
     assert [i for i, v in _rows(root) if v == "after"] == [max(new) + 1]

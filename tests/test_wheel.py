@@ -66,9 +66,11 @@ def test_wheel_carries_the_jar_and_a_plain_session_reads_through_it(tmp_path: Pa
     purelib = _run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).stdout.strip()
     # The dependencies, from this interpreter's site-packages, after the venv's own (dvengine first).
     Path(purelib, "deps.pth").write_text("\n".join(site.getsitepackages()) + "\n")
-    _run([sys.executable, "-m", "pip", "--python", python, "install", "--no-deps", "--no-index", str(wheels[0])])
-
+    # Without PYTHONPATH: a checkout on it (a developer's shell) holds dvengine.egg-info, so pip
+    # running under the venv's interpreter would see dvengine installed there and not install the wheel.
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "DVENGINE_SPARK_JAR")}
+    _run([sys.executable, "-m", "pip", "--python", python, "install", "--no-deps", "--no-index", str(wheels[0])], env=env)
+
     env.update(PYSPARK_PYTHON=python, SPARK_LOCAL_IP="127.0.0.1")
     work = tmp_path / "user"
     work.mkdir()

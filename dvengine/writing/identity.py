@@ -11,8 +11,8 @@ action). Two writers that assigned values from the same mark both change the met
 later one fails the conflict check (``MetadataChangedError``) instead of committing duplicates.
 
 dvengine assigns dense values (``mark + step``, ``mark + 2 * step`` ...) on the in-process
-path (appends, and MERGE inserts: ``engine.local.merge``); on Spark appends ``mark + step * (1 + monotonically_increasing_id())`` (unique, not dense, as
-Delta's own are) and the mark from the written files' statistics.
+path (appends, and MERGE inserts: ``engine.local.merge``); on Spark appends values interleaved across the write's tasks (unique, not dense,
+as Delta's own are: ``engine.spark.write_api``) and the mark from the written files' statistics.
 """
 
 from __future__ import annotations

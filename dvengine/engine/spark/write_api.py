@@ -161,8 +161,9 @@ def write(
         t: spec for d, t in plan.column_pairs if d is None and (spec := identity_columns(plan.schema).get(t)) is not None
     }
     if plan.transaction.read_snapshot is not None:  # an existing table: align columns, check NOT NULL
+        partitions = max(1, df.rdd.getNumPartitions()) if identities else 1
         df = df.select(*[
-            _identity_column(identities[table_name]) if table_name in identities else
+            _identity_column(identities[table_name], partitions) if table_name in identities else
             _aligned_column(data_name, None if data_name is None else data_schema.get(data_name), plan.schema.get(table_name))
             for data_name, table_name in plan.column_pairs
         ])
@@ -180,11 +181,30 @@ def write(
     return finish_write(plan, adds, executor)
 
 
-def _identity_column(spec: IdentitySpec) -> Column:
-    """New identity values: ``first + step * monotonically_increasing_id()``, unique across tasks (not dense,
-    as Delta's own are not); the high-water mark comes from the written files' statistics."""
+_ROW_BITS = 33  # monotonically_increasing_id() = partition index << 33 | row index within the partition
+
+
+def _identity_column(spec: IdentitySpec, partitions: int) -> Column:
+    """New identity values, interleaved across tasks: row ``i`` of partition ``p`` (of ``partitions``)
+    gets ``first + step * (p + partitions * i)``. Unique without a counting job, and the gaps stay
+    below ``partitions`` steps (Delta's own values are not dense either); ``first + step *
+    monotonically_increasing_id()`` was unique too but jumped 2^33 steps per partition, pushing the
+    high-water mark by billions on every multi-task append. The partition index and row index are
+    both taken from ``monotonically_increasing_id()``, so they describe the stage that evaluates
+    the column; a stage with more partitions than counted when planning (not expected: the column
+    is evaluated before any shuffle the write adds) fails the write instead of repeating a value.
+    The high-water mark comes from the written files' statistics."""
     mid = F.monotonically_increasing_id()
-    return (F.lit(spec.first_new_value()) + F.lit(spec.step) * mid).cast("bigint").alias(spec.name)
+    part = F.shiftrightunsigned(mid, _ROW_BITS)
+    row = mid.bitwiseAND(F.lit((1 << _ROW_BITS) - 1))
+    guarded = F.when(
+        part < F.lit(partitions), part
+    ).otherwise(F.raise_error(F.lit(
+        f"IDENTITY column {spec.name!r}: a task of the write ran as partition >= {partitions}, the count the "
+        "values were interleaved by; nothing was committed"
+    )))
+    offset = guarded + F.lit(partitions) * row
+    return (F.lit(spec.first_new_value()) + F.lit(spec.step) * offset).cast("bigint").alias(spec.name)
 
 
 def _record_identity_marks(plan: WritePlan, identities: Mapping[str, IdentitySpec], adds: Sequence[AddFile]) -> None:
