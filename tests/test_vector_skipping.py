@@ -27,7 +27,7 @@ from dvengine.expressions.ranges import Range
 from dvengine.expressions.refs import ColumnRef
 from dvengine.expressions.skipping import file_column_range, partition_lookup
 from dvengine.expressions.vector_skipping import ColumnVec, VectorInterpreter, truth_sets
-from dvengine.planning.candidates import plan_candidates
+from dvengine.planning.candidates import VECTOR_MIN_FILES, plan_candidates
 from dvengine.protocol.stats import FileStats
 
 ODD_STATS: dict[str, list[Any]] = {
@@ -113,9 +113,9 @@ def test_plan_candidates_equals_the_per_file_path_as_the_table_grows(tmp_path: P
     ]
     dvengine.write(batch(0), root, mode="error", partitionBy=["p"])
     skipped_any = False
-    for k in range(1, 14):
+    for k in range(1, 2 * VECTOR_MIN_FILES):
         dvengine.write(batch(k), root, mode="append")
-        if k % 4:
+        if k % 5 and k != VECTOR_MIN_FILES - 2:  # one plan below the vectorizing threshold
             continue
         snapshot = DeltaTable.forPath(None, root).snapshot()
         for sql in predicates_sql:

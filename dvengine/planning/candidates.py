@@ -26,6 +26,10 @@ from dvengine.planning.stats_table import SnapshotColumns
 from dvengine.protocol.actions import AddFile
 from dvengine.protocol.stats import FileStats
 
+# Measured (`id = x`, a snapshot not planned before): per file ~14 us, vectorized ~0.17 ms +
+# ~0.85 us per file; they break even near 12 files. Both give the same verdicts.
+VECTOR_MIN_FILES = 16
+
 
 @dataclass(frozen=True, slots=True)
 class CandidatePlan:
@@ -89,6 +93,12 @@ def plan_candidates(snapshot: Snapshot, predicate: BoundPredicate | None) -> Can
     partition_only = is_partition_only(predicate, snapshot.partition_columns)
     if partition_only or not kept_files:
         kept = kept_files
+    elif len(kept_files) < VECTOR_MIN_FILES:
+        schema = snapshot.schema
+        kept = [
+            add for add, values in zip(kept_files, kept_values, strict=True)
+            if stats_might_match(predicate, FileStats.parse(add.stats), schema, values)
+        ]
     else:
         # one pass over all surviving files (vectorized; the per-file interpreter only where no
         # column rule applies), identical in verdict to stats_might_match file by file
