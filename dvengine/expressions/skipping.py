@@ -185,11 +185,30 @@ def stats_might_match(
     lookup = _partition_lookup(partition_values)
 
     def columns(ref: ColumnRef) -> Range:
-        found = _partition_range(ref, lookup, target_alias)
-        if found is not None:
-            return found
-        if stats is None or not _is_target(ref, target_alias):
-            return TOP
-        return _stats_range(ref, stats)
+        return file_column_range(ref, stats, lookup, target_alias)
 
     return True in Interpreter(columns).truth(pred.tree)
+
+
+def partition_lookup(partition_values: Mapping[str, object]) -> dict[str, tuple[bool, object]]:
+    """The lookup :func:`file_column_range` takes, from typed logical-name partition values."""
+    return _partition_lookup(partition_values)
+
+
+def file_column_range(
+    ref: ColumnRef,
+    stats: FileStats | None,
+    lookup: Mapping[str, tuple[bool, object]],
+    target_alias: str | None = None,
+) -> Range:
+    """What ``ref`` may hold in one file: its partition value, else its stats, else anything.
+
+    The one definition both the per-file path (:func:`stats_might_match`) and the vectorized
+    one (:mod:`dvengine.expressions.vector_skipping`) use, so they cannot disagree on it.
+    """
+    found = _partition_range(ref, lookup, target_alias)
+    if found is not None:
+        return found
+    if stats is None or not _is_target(ref, target_alias):
+        return TOP
+    return _stats_range(ref, stats)

@@ -1,5 +1,9 @@
 """Candidate files for a DML predicate: partition pruning, then min/max stats skipping.
 
+Stats skipping judges all surviving files in one vectorized pass
+(:mod:`dvengine.expressions.vector_skipping` over :mod:`dvengine.planning.stats_table`);
+``might_match_function`` keeps the per-file path for the few files a concurrency check asks about.
+
 Only files that survive both steps are scanned. Both steps are conservative (a file is dropped
 only when it provably holds no matching row), so the later verification scan is exact. When the
 predicate references partition columns only, surviving files match *entirely* and the command
@@ -12,11 +16,19 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
+
 from dvengine.expressions import BoundPredicate, is_partition_only, partition_might_match, stats_might_match
+from dvengine.expressions.vector_skipping import VectorInterpreter
 from dvengine.log import Snapshot
 from dvengine.planning.generated_partitions import generated_partition_filter
+from dvengine.planning.stats_table import SnapshotColumns
 from dvengine.protocol.actions import AddFile
 from dvengine.protocol.stats import FileStats
+
+# Measured (`id = x`, a snapshot not planned before): per file ~14 us, vectorized ~0.17 ms +
+# ~0.85 us per file; they break even near 12 files. Both give the same verdicts.
+VECTOR_MIN_FILES = 16
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,15 +67,18 @@ def plan_candidates(snapshot: Snapshot, predicate: BoundPredicate | None) -> Can
     files = snapshot.files
     if predicate is None:
         return CandidatePlan(files, len(files), 0, 0, partition_only=True)
-    schema = snapshot.schema
-    derived = generated_partition_filter(schema, snapshot.partition_columns, predicate)  # pruning only
-    after_partitions: list[tuple[AddFile, dict[str, object]]] = []
+    derived = generated_partition_filter(snapshot.schema, snapshot.partition_columns, predicate)  # pruning only
+    kept_files: list[AddFile] = []
+    kept_values: list[dict[str, object]] = []
+    kept_keys: list[tuple[tuple[str, object], ...]] = []
+    kept_index = bytearray(len(files))
     # The partition verdict depends on the partition values only: judge each distinct tuple once
     # (an unpartitioned table has one, the empty tuple), not once per file.
     verdicts: dict[tuple[tuple[str, object], ...], bool] = {}
-    for add in files:
-        values = snapshot.partition_values_logical(add)
-        key = tuple(sorted(values.items(), key=lambda kv: kv[0]))
+    unpartitioned = not snapshot.partition_columns
+    for i, add in enumerate(files):
+        values: dict[str, object] = {} if unpartitioned else snapshot.partition_values_logical(add)
+        key = () if unpartitioned else tuple(sorted(values.items(), key=lambda kv: kv[0]))
         verdict = verdicts.get(key)
         if verdict is None:
             verdict = partition_might_match(predicate, values) and (
@@ -71,19 +86,29 @@ def plan_candidates(snapshot: Snapshot, predicate: BoundPredicate | None) -> Can
             )
             verdicts[key] = verdict
         if verdict:
-            after_partitions.append((add, values))
+            kept_files.append(add)
+            kept_values.append(values)
+            kept_keys.append(key)
+            kept_index[i] = 1
     partition_only = is_partition_only(predicate, snapshot.partition_columns)
-    if partition_only:
-        kept = [add for add, _ in after_partitions]
-    else:
+    if partition_only or not kept_files:
+        kept = kept_files
+    elif len(kept_files) < VECTOR_MIN_FILES:
+        schema = snapshot.schema
         kept = [
-            add for add, values in after_partitions
+            add for add, values in zip(kept_files, kept_values, strict=True)
             if stats_might_match(predicate, FileStats.parse(add.stats), schema, values)
         ]
+    else:
+        # one pass over all surviving files (vectorized; the per-file interpreter only where no
+        # column rule applies), identical in verdict to stats_might_match file by file
+        table = SnapshotColumns(snapshot, kept_files, kept_values, kept_keys, bytes(kept_index))
+        mask = VectorInterpreter(table.column, len(kept_files)).might_match(predicate)
+        kept = [kept_files[int(i)] for i in np.flatnonzero(mask)]
     return CandidatePlan(
         candidates=tuple(kept),
         num_files_total=len(files),
-        num_pruned_by_partition=len(files) - len(after_partitions),
-        num_skipped_by_stats=len(after_partitions) - len(kept),
+        num_pruned_by_partition=len(files) - len(kept_files),
+        num_skipped_by_stats=len(kept_files) - len(kept),
         partition_only=partition_only,
     )
