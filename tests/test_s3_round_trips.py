@@ -88,6 +88,24 @@ def read_paths(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     yield seen
 
 
+def _delta_rs_appends_before_our_commit_put(
+    monkeypatch: pytest.MonkeyPatch, uri: str, opts: dict[str, str]
+) -> list[str]:
+    """Make delta-rs append ids 50-52 just before dvengine's next commit PUT (once); the returned
+    list is non-empty once that happened."""
+    real = objects.fault_point
+    raced: list[str] = []
+
+    def winner_first(stage: str) -> None:
+        if stage == COMMIT_BEFORE_LINK and not raced:
+            raced.append(stage)
+            write_deltalake(uri, _arrow(_rows(range(50, 53))), mode="append", storage_options=opts)
+        real(stage)
+
+    monkeypatch.setattr(objects, "fault_point", winner_first)
+    return raced
+
+
 @pytest.mark.parametrize("blind", [True, False], ids=["blind", "listing"])
 def test_point_dml_round_trips(
     s3_server: S3Server, bucket: str, blind: bool, monkeypatch: pytest.MonkeyPatch  # noqa: F811
@@ -172,16 +190,7 @@ def test_lost_race_reads_the_winner_with_one_get(
     uri, opts = f"s3://{bucket}/race", s3_server.options
     dvengine.write(_arrow(_rows(range(10))), uri, storage_options=opts)
     table = DeltaTable.forPath(None, uri, storage_options=opts)
-    real = objects.fault_point
-    raced: list[str] = []
-
-    def winner_first(stage: str) -> None:
-        if stage == COMMIT_BEFORE_LINK and not raced:
-            raced.append(stage)
-            write_deltalake(uri, _arrow(_rows(range(50, 53))), mode="append", storage_options=opts)
-        real(stage)
-
-    monkeypatch.setattr(objects, "fault_point", winner_first)
+    raced = _delta_rs_appends_before_our_commit_put(monkeypatch, uri, opts)
     requests, read_paths[:] = Requests(), []
     metrics = table.delete("id = 3", engine="local")
     assert raced and metrics["version"] == 2
@@ -208,16 +217,7 @@ def test_blind_loss_replans(
     uri, opts = f"s3://{bucket}/blind-race", s3_server.options
     dvengine.write(_arrow(_rows(range(10))), uri, storage_options=opts)
     table = DeltaTable.forPath(None, uri, storage_options=opts)
-    real = objects.fault_point
-    raced: list[str] = []
-
-    def winner_first(stage: str) -> None:
-        if stage == COMMIT_BEFORE_LINK and not raced:
-            raced.append(stage)
-            write_deltalake(uri, _arrow(_rows(range(50, 53))), mode="append", storage_options=opts)
-        real(stage)
-
-    monkeypatch.setattr(objects, "fault_point", winner_first)
+    raced = _delta_rs_appends_before_our_commit_put(monkeypatch, uri, opts)
     requests, read_paths[:] = Requests(), []
     metrics = table.delete("id = 3 OR id = 51", engine="local")
     assert raced and metrics["version"] == 2 and metrics["numDeletedRows"] == 2

@@ -31,7 +31,7 @@ import pyarrow.compute as pc
 from sqlglot import exp
 
 from dvengine.expressions.bind import BoundPredicate
-from dvengine.expressions.interpret import Interpreter, Truth
+from dvengine.expressions.interpret import Interpreter, Truth, in_list_points
 from dvengine.expressions.kinds import Kind
 from dvengine.expressions.literals import Lit, literal_of
 from dvengine.expressions.ranges import Range, coerce_literal
@@ -406,27 +406,8 @@ class VectorInterpreter:
 
 def _in_points(node: exp.In, kind: Kind, integral: bool) -> tuple[list[Any], bool] | None:
     """The IN list as sorted points of ``kind`` (and whether it holds NULL), or None when some
-    item is not such a point: ``Interpreter._in_of_points``'s list, so the verdicts agree."""
-    values: list[Any] = []
-    has_null = False
-    target = Range(kind, integral=integral)
-    for item in node.expressions:
-        lit = literal_of(item)
-        if lit is None:
-            return None
-        if lit.value is None:
-            has_null = True
-            continue
-        coerced = coerce_literal(lit, target)
-        if coerced is None or not coerced.is_point or coerced.kind != kind:
-            return None
-        values.append(coerced.lo)
-    try:
-        values.sort()
-    except TypeError:
-        return None
-    return values, has_null
-
+    item is not such a point: the interpreter's own list (``in_list_points``), so the verdicts agree."""
+    return in_list_points(node, Range(kind, integral=integral))
 
 def truth_sets(vec: TruthVec) -> list[frozenset[Truth]]:
     """The per-file truth sets (for tests comparing with the interpreter)."""
