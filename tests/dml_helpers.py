@@ -15,7 +15,7 @@ from interop import rows_arrow, rows_delta_rs, rows_duckdb, sort_rows
 
 import dvengine.engine.local.merge as local_merge
 from dvengine.api import dml
-from dvengine.log import load_snapshot
+from dvengine.log import load_snapshot, loader
 
 
 def make_table(
@@ -144,3 +144,17 @@ def assert_every_reader_sees(path: Path, columns: list[str], expected: list[tupl
     assert rows_arrow(path, columns) == want
     assert rows_delta_rs(path, columns) == want
     assert rows_duckdb(path, columns) == want
+
+
+def count_log_listings(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Record every full listing of a ``_delta_log`` the loader makes from now on (the table roots,
+    in order); the listing itself still runs."""
+    calls: list[str] = []
+    real = loader.list_log
+
+    def counting(store: Any, table_root: str) -> Any:
+        calls.append(table_root)
+        return real(store, table_root)
+
+    monkeypatch.setattr(loader, "list_log", counting)
+    return calls

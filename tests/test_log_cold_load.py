@@ -20,6 +20,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable as RsTable
+from dml_helpers import count_log_listings
 
 import dvengine
 from dvengine import DeltaTable
@@ -68,14 +69,7 @@ def _full(root: str) -> Snapshot:
 def _check(root: str, monkeypatch: pytest.MonkeyPatch, listed: bool) -> None:
     expected = _state(_full(root))
     clear_snapshot_cache()
-    calls: list[str] = []
-    real = loader.list_log
-
-    def counting(store: Any, table_root: str) -> Any:
-        calls.append(table_root)
-        return real(store, table_root)
-
-    monkeypatch.setattr(loader, "list_log", counting)
+    calls = count_log_listings(monkeypatch)
     got = load_snapshot(root)
     assert _state(got) == expected
     assert bool(calls) == listed

@@ -166,6 +166,16 @@ def _mark_now(root: Path) -> int:
     return _replay(root, load_snapshot(str(root)).version)[1]
 
 
+def _apply_upsert_of_7_100_101(root: Path, model: Model, mark: int, version: int) -> None:
+    """The model after a MERGE that updated id 7 to 700 (its row id kept, commit version new) and
+    inserted ids 100 and 101 (values 1000 / 1010) at ``version``: the inserted rows' ids are read
+    back and must be fresh, above the mark before the MERGE."""
+    model[7] = [700, model[7][1], version]
+    new_ids = {r["id"]: r["row_id"] for r in read_row_tracking(load_snapshot(str(root))).to_pylist() if r["id"] >= 100}
+    assert all(r > mark for r in new_ids.values()), "inserted rows must get fresh ids above the old mark"
+    model[100], model[101] = [1000, new_ids[100], version], [1010, new_ids[101], version]
+
+
 def run_dml_steps(root: Path, model: Model, spark: Any, engine: str) -> None:
     """DELETE, UPDATE, MERGE, OPTIMIZE and an append on ``engine``, the model following each."""
     table = DeltaTable.forPath(spark, str(root))
@@ -191,11 +201,7 @@ def run_dml_steps(root: Path, model: Model, spark: Any, engine: str) -> None:
     source = pa.table({"id": pa.array([7, 100, 101], pa.int64()), "v": pa.array([700, 1000, 1010], pa.int64())})
     metrics = (table.alias("t").merge(source, "t.id = s.id", source_alias="s").whenMatchedUpdateAll()
                .whenNotMatchedInsertAll().withEngine(engine).executeMetrics())
-    version = metrics["version"]
-    model[7] = [700, model[7][1], version]
-    new_ids = {r["id"]: r["row_id"] for r in read_row_tracking(load_snapshot(str(root))).to_pylist() if r["id"] >= 100}
-    assert all(r > mark for r in new_ids.values()), "inserted rows must get fresh ids above the old mark"
-    model[100], model[101] = [1000, new_ids[100], version], [1010, new_ids[101], version]
+    _apply_upsert_of_7_100_101(root, model, mark, metrics["version"])
     check_invariants(root, retired)
     check_model(root, model)
 
@@ -274,12 +280,8 @@ def test_spark_row_plans_keep_row_ids(spark: Any, tmp_path: Path) -> None:
                    .whenMatchedUpdateAll().whenNotMatchedInsertAll().withMode("rewrite").withEngine("spark")
                    .executeMetrics())
         assert (metrics["numTargetRowsUpdated"], metrics["numTargetRowsInserted"], metrics["numTargetRowsDeleted"]) == (1, 2, 1)
-        version = metrics["version"]
         retired.add(model.pop(8)[1])  # type: ignore[arg-type]
-        model[7] = [700, model[7][1], version]
-        new_ids = {r["id"]: r["row_id"] for r in read_row_tracking(load_snapshot(str(root))).to_pylist() if r["id"] >= 100}
-        assert all(r > mark for r in new_ids.values()), "inserted rows must get fresh ids above the old mark"
-        model[100], model[101] = [1000, new_ids[100], version], [1010, new_ids[101], version]
+        _apply_upsert_of_7_100_101(root, model, mark, metrics["version"])
         check_invariants(root, retired)
         check_model(root, model)
 

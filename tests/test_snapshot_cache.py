@@ -19,12 +19,13 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from dml_helpers import count_log_listings
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import dvengine
 from dvengine import DeltaTable
-from dvengine.log import Snapshot, clear_snapshot_cache, load_snapshot, loader
+from dvengine.log import Snapshot, clear_snapshot_cache, load_snapshot
 from dvengine.log import snapshot_cache as cache
 from dvengine.log.checkpoint_writer import maybe_checkpoint
 
@@ -135,14 +136,7 @@ def test_tail_is_read_without_listing(tmp_path: Path, monkeypatch: pytest.Monkey
     root = str(tmp_path / "t")
     dvengine.write(_rows([1, 2, 3], "a"), root)
     first = load_snapshot(root)
-    calls: list[str] = []
-    real = loader.list_log
-
-    def counting(store: Any, table_root: str) -> Any:
-        calls.append(table_root)
-        return real(store, table_root)
-
-    monkeypatch.setattr(loader, "list_log", counting)
+    calls = count_log_listings(monkeypatch)
     assert load_snapshot(root) is first  # nothing new: the very same snapshot
     dvengine.write(_rows([4], "b"), root, mode="append")
     DeltaTable.forPath(None, root).delete("id = 2")
@@ -246,9 +240,7 @@ def test_table_exists_answers_from_the_cache_and_notices_deletion(tmp_path: Path
     assert not table_exists(root)
     dvengine.write(_rows([1], "a"), root)
     load_snapshot(root)
-    calls: list[str] = []
-    real = loader.list_log
-    monkeypatch.setattr(loader, "list_log", lambda store, r: calls.append(r) or real(store, r))
+    calls = count_log_listings(monkeypatch)
     assert table_exists(root) and calls == []  # one read of the cached commit, no listing
     shutil.rmtree(root)
     assert not table_exists(root)  # the cached commit is gone: the listing decides
