@@ -42,9 +42,17 @@ from dvengine.engine.spark.paths import LOCAL, HadoopNames
 from dvengine.errors import DeletionVectorError, InvalidArgumentError, SparkEnvironmentError
 from dvengine.log import Snapshot
 from dvengine.protocol.actions import AddFile
+from dvengine.protocol.row_tracking import MaterializedColumns
 from dvengine.storage import resolve_data_path, storage_for
 
 IS_DELETED_COL = "__dvengine_is_row_deleted"
+# The JVM format's subclass that also fills Delta's row-tracking metadata fields
+# (_metadata.row_id, row_commit_version, base_row_id, default_row_commit_version; RowTrackingParquetFormat.java).
+ROW_TRACKING_FORMAT = "io.dvengine.spark.RowTrackingParquetFormat"
+ROW_TRACKING_FILES_OPTION = "dvengine.rowTracking.files"
+ROW_ID_COLUMN_OPTION = "dvengine.rowTracking.rowIdColumn"
+ROW_COMMIT_VERSION_COLUMN_OPTION = "dvengine.rowTracking.rowCommitVersionColumn"
+TABLE_OPTION = "dvengine.table"
 DVS_OPTION = "dvengine.dvs"
 # "true": the format leaves deleted rows out of its batches itself (no marker column, no filter).
 DROP_DELETED_OPTION = "dvengine.dropDeleted"
@@ -157,17 +165,39 @@ def dvs_option(snapshot: Snapshot, files: Sequence[AddFile], names: HadoopNames 
     return "\n".join(_dv_line(snapshot, add, names) for add in files)
 
 
+def row_tracking_options(
+    snapshot: Snapshot, files: Sequence[AddFile], columns: MaterializedColumns, names: HadoopNames = LOCAL
+) -> dict[str, str]:
+    """Options of a :data:`ROW_TRACKING_FORMAT` scan of ``files``: each file's ``baseRowId`` and
+    ``defaultRowCommitVersion`` (the way DV descriptors travel to tasks) and the materialized
+    columns' physical names. A file lacking the ids (a protocol violation on an enabled table) is
+    left out: reading it fails only if its ``_metadata.row_id`` is asked for, naming the file."""
+    lines = [
+        f"{names.uri(resolve_data_path(snapshot.table_root, add.path))}\t{add.base_row_id}\t{add.default_row_commit_version}"
+        for add in files
+        if add.base_row_id is not None and add.default_row_commit_version is not None
+    ]
+    return {
+        ROW_TRACKING_FILES_OPTION: "\n".join(lines),
+        ROW_ID_COLUMN_OPTION: columns.row_id,
+        ROW_COMMIT_VERSION_COLUMN_OPTION: columns.row_commit_version,
+        TABLE_OPTION: snapshot.table_root,
+    }
+
+
 __all__ = [
     "CONF_DV_READER",
     "DROP_DELETED_OPTION",
     "IS_DELETED_COL",
     "JAR_NAME",
     "JVM_FORMAT",
+    "ROW_TRACKING_FORMAT",
     "_LOADABLE",
     "copied_share",
     "drops_deleted_rows",
     "dvs_option",
     "jar_path",
     "jvm_reader_loadable",
+    "row_tracking_options",
     "use_jvm_reader",
 ]
