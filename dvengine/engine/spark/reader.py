@@ -43,6 +43,8 @@ FILE_PATH_COL = "__dv_file_path"
 ROW_INDEX_COL = "__dv_row_index"
 FILE_ID_COL = "__dv_file_id"
 FILE_SIZE_COL = "__dv_file_size"
+# Read-schema names of partition columns the row-tracking format fills per file.
+CONSTANT_PREFIX = "__dvengine_partition_"
 # Above this many deleted rows the (file id, row index) set (12 bytes a row) is left to Spark's
 # planner, which shuffles instead of broadcasting when it exceeds autoBroadcastJoinThreshold.
 BROADCAST_MAX_DELETED_ROWS = 2_000_000
@@ -205,13 +207,19 @@ def _scan_group(
         f.physical_name.lower() != dv_format.IS_DELETED_COL for f in snapshot.schema.fields
     )
     discover = bool(part_fields) and _discoverable_partitions(snapshot, files)
+    # The row-tracking format fills partition values itself where folders do not spell them: a
+    # join would hide _metadata from the plan above it (see metadata_row_tracking).
+    constants = jvm and row_tracking is not None and bool(part_fields) and not discover
     by_size = with_dvs and not jvm and _unique_sizes(files)
-    needs_path = keep_row_ids or (with_dvs and not jvm and not by_size) or (bool(part_fields) and not discover)
+    needs_path = keep_row_ids or (with_dvs and not jvm and not by_size) or (bool(part_fields) and not discover and not constants)
 
     keys_by_name = {logical: key for logical, key, _ in snapshot.partition_keys}
     read_fields: list[StructField] = list(data_fields)
     if discover:
         read_fields += [StructField(keys_by_name[f.name], f.type, True, {}) for f in part_fields]
+    constant_names = {f.name: f"{CONSTANT_PREFIX}{i}" for i, f in enumerate(part_fields)} if constants else {}
+    if constants:
+        read_fields += [StructField(constant_names[f.name], f.type, True, {}) for f in part_fields]
     physical = StructType(tuple(data_fields))
     schema = spark_schema(physical, physical=True)
     for f in read_fields[len(data_fields):]:
@@ -224,6 +232,9 @@ def _scan_group(
         reader = reader.option(dv_format.DVS_OPTION, dv_format.dvs_option(snapshot, files, names))
         if row_tracking is not None:
             reader = reader.options(**dv_format.row_tracking_options(snapshot, files, row_tracking, names))
+        if constants:
+            columns = [(constant_names[f.name], f) for f in part_fields]
+            reader = reader.option(dv_format.CONSTANT_COLUMNS_OPTION, dv_format.constant_columns_option(snapshot, files, columns, names))
         if drop:
             reader = reader.option(dv_format.DROP_DELETED_OPTION, "true")
         else:
@@ -246,16 +257,18 @@ def _scan_group(
     if by_size:
         metadata.append(f"_metadata.file_size AS {quote(FILE_SIZE_COL)}")
     sources = {
-        f.name: (keys_by_name[f.name] if discover else f.name) if f.name.lower() in part_lower else f.physical_name
+        f.name: (keys_by_name[f.name] if discover else constant_names.get(f.name, f.name))
+        if f.name.lower() in part_lower
+        else f.physical_name
         for f in wanted
     }
     logical = [_logical_column_sql(f, sources[f.name]) for f in wanted]
-    joins = (with_dvs and not jvm) or (bool(part_fields) and not discover)
+    joins = (with_dvs and not jvm) or (bool(part_fields) and not discover and not constants)
     if not joins:  # one projection straight over the scan
         row_ids = [f"_metadata.file_path AS {quote(FILE_PATH_COL)}", f"_metadata.row_index AS {quote(ROW_INDEX_COL)}"]
         return df.selectExpr(*logical, *(row_ids if keep_row_ids else []))
     scanned = [quote(f.physical_name) for f in data_fields]
-    if discover:
+    if discover or constants:
         scanned += [quote(f.name) for f in read_fields[len(data_fields):]]
     df = df.selectExpr(*scanned, *metadata)
     if with_dvs and not jvm:
@@ -273,7 +286,7 @@ def _scan_group(
             df = df.join(F.broadcast(file_ids_frame(spark, snapshot, files)), on=FILE_PATH_COL, how="inner")
             right = F.broadcast(deleted) if total_deleted <= BROADCAST_MAX_DELETED_ROWS else deleted
             df = df.join(right, on=[FILE_ID_COL, ROW_INDEX_COL], how="left_anti").drop(FILE_ID_COL)
-    if part_fields and not discover:
+    if part_fields and not discover and not constants:
         df = df.join(F.broadcast(partition_values_frame(spark, snapshot, files)), on=FILE_PATH_COL, how="inner")
     return df.selectExpr(*logical, *([quote(FILE_PATH_COL), quote(ROW_INDEX_COL)] if keep_row_ids else []))
 
@@ -418,17 +431,19 @@ def metadata_row_tracking(spark: SparkSession, snapshot: Snapshot, files: Sequen
     ``_metadata.row_id`` is Spark's "no such struct field", as with Delta).
 
     ``_metadata`` is a hidden column of one file scan: it survives projections and filters over
-    it but not joins or unions, so the read must be a single scan through the JVM format. Where
-    it cannot be (the JVM reader is unavailable or ``dvengine.read.dvReader=python``, or partition
-    values must be joined from the log because the files do not sit in Hive-style folders that
-    spell them, e.g. Delta's random prefixes) the read is the usual one without those fields, and
-    a warning (once per process) names ``read_row_tracking_df``, which gives the same values as
+    it but not joins or unions, so the read must be a single scan through the JVM format, which
+    also fills partition values where folders do not spell them (Delta's random prefixes under
+    column mapping) instead of the usual join. Where it cannot be (the JVM reader is unavailable
+    or ``dvengine.read.dvReader=python``, or a partition column of a type the format cannot fill
+    in files outside Hive-style folders) the read is the usual one without those fields, and a
+    warning (once per process) names ``read_row_tracking_df``, which gives the same values as
     plain columns on every plan."""
     columns = tracked_columns(snapshot)
     if columns is None or not files:
         return None
-    if not _discoverable_partitions(snapshot, files):
-        reason = "its partition values are not spelled by Hive-style folders, so they are joined to the scan"
+    part_types = {data_type.name for _, _, data_type in snapshot.partition_keys}
+    if not part_types <= dv_format.CONSTANT_TYPES and not _discoverable_partitions(snapshot, files):
+        reason = f"its partition column types {sorted(part_types)} are joined to the scan from the log"
     elif not dv_format.use_jvm_reader(spark):
         reason = "the JVM reader is not used in this session (jar missing or dvengine.read.dvReader=python)"
     else:

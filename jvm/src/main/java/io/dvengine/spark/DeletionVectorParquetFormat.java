@@ -95,7 +95,8 @@ public class DeletionVectorParquetFormat extends ParquetFileFormat {
         String rowIndexName = ParquetFileFormat$.MODULE$.ROW_INDEX_TEMPORARY_COLUMN_NAME();
         boolean wantsRowIndex = Arrays.asList(requiredSchema.fieldNames()).contains(rowIndexName);
         // The row-tracking layer reads the row index anyway and fills a requested one too.
-        RowTrackingColumns tracking = RowTrackingColumns.requested(requiredSchema) || (wantsRowIndex && fillsRowTracking())
+        RowTrackingColumns tracking = RowTrackingColumns.requested(requiredSchema)
+                || (fillsRowTracking() && (wantsRowIndex || RowTrackingColumns.constantsRequested(requiredSchema, options)))
                 ? RowTrackingColumns.fromOptions(options)
                 : null;
         if (wantsRowIndex && tracking == null) {
@@ -104,13 +105,14 @@ public class DeletionVectorParquetFormat extends ParquetFileFormat {
         }
         StructType withRowIndex = requiredSchema.add(new StructField(
                 rowIndexName, DataTypes.LongType, true, org.apache.spark.sql.types.Metadata.empty()));
-        // The is-deleted and row-tracking columns are not in the files: no Parquet filter on them
+        // The is-deleted, row-tracking and per-file constant columns are not in the files: no Parquet filter on them
         // (nor on a _metadata field) may reach the reader.
         List<Filter> kept = new ArrayList<>();
+        List<String> constants = RowTrackingColumns.constantColumns(options);
         for (Filter f : CollectionConverters.asJava(filters)) {
             if (Arrays.stream(f.references()).noneMatch(
                     r -> r.equals(IS_DELETED_COLUMN) || r.equals(rowIndexName) || r.startsWith("_metadata.")
-                            || RowTrackingColumns.kind(r) >= 0)) {
+                            || RowTrackingColumns.kind(r) >= 0 || constants.contains(r))) {
                 kept.add(f);
             }
         }

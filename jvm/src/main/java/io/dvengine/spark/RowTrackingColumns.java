@@ -41,6 +41,14 @@ import scala.runtime.AbstractFunction1;
  * {@code row_commit_version = coalesce(materialized version, defaultRowCommitVersion)}, the two
  * file constants as they are. Per-file values come in {@value #FILES_OPTION}, one line per file
  * ({@code uri \t baseRowId \t defaultRowCommitVersion}); a file read without a line fails the task.
+ * The Parquet reader reads the materialized columns and the row index only when a row-tracking
+ * field or {@code _metadata.row_index} is requested.
+ *
+ * <p>It also fills per-file constant columns ({@value #CONSTANTS_OPTION}): partition values of
+ * files whose folders do not spell them (Delta's random prefixes under column mapping), which the
+ * Python side would otherwise join to the scan, and a join hides {@code _metadata} from the plan
+ * above it. First line: the column names (tab-separated); then per file {@code uri} and one value
+ * per column, {@code n} for NULL or {@code v} + text ({@link #internalValue}).
  */
 final class RowTrackingColumns implements Serializable {
     private static final long serialVersionUID = 1L;
@@ -49,6 +57,8 @@ final class RowTrackingColumns implements Serializable {
     static final String ROW_ID_COLUMN_OPTION = "dvengine.rowTracking.rowIdColumn";
     static final String ROW_COMMIT_VERSION_COLUMN_OPTION = "dvengine.rowTracking.rowCommitVersionColumn";
     static final String TABLE_OPTION = "dvengine.table";
+    static final String CONSTANTS_OPTION = "dvengine.constantColumns";
+    private static final int CONSTANT_BASE = 100; // source code of constant column c: -(CONSTANT_BASE + c)
 
     private static final int ROW_ID = 0;
     private static final int ROW_COMMIT_VERSION = 1;
@@ -59,12 +69,116 @@ final class RowTrackingColumns implements Serializable {
     private final String rowIdColumn;
     private final String rowCommitVersionColumn;
     private final String table;
+    private final List<String> constantNames;
+    private final Map<String, String[]> constants; // file key -> encoded values, by constantNames
 
-    private RowTrackingColumns(Map<String, long[]> files, String rowIdColumn, String rowCommitVersionColumn, String table) {
+    private RowTrackingColumns(Map<String, long[]> files, String rowIdColumn, String rowCommitVersionColumn, String table,
+            List<String> constantNames, Map<String, String[]> constants) {
         this.files = files;
         this.rowIdColumn = rowIdColumn;
         this.rowCommitVersionColumn = rowCommitVersionColumn;
         this.table = table;
+        this.constantNames = constantNames;
+        this.constants = constants;
+    }
+
+    /** The per-file constant columns these options name (none without {@value #CONSTANTS_OPTION}). */
+    static List<String> constantColumns(scala.collection.immutable.Map<String, String> options) {
+        String text = options.get(CONSTANTS_OPTION).getOrElse(() -> null);
+        return text == null ? List.of() : Arrays.asList(text.split("\n", 2)[0].split("\t"));
+    }
+
+    /** Whether the requested schema has a per-file constant column of these options. */
+    static boolean constantsRequested(StructType schema, scala.collection.immutable.Map<String, String> options) {
+        List<String> names = constantColumns(options);
+        return Arrays.stream(schema.fieldNames()).anyMatch(names::contains);
+    }
+
+    /** A constant's text ({@code v...}) as Spark's internal value of {@code type}; null for {@code n}. */
+    static Object internalValue(String encoded, org.apache.spark.sql.types.DataType type) {
+        if (encoded.equals("n")) {
+            return null;
+        }
+        String text = encoded.substring(1);
+        if (type instanceof org.apache.spark.sql.types.IntegerType || type instanceof org.apache.spark.sql.types.DateType) {
+            return Integer.parseInt(text); // dates: days since the epoch
+        } else if (type instanceof org.apache.spark.sql.types.LongType || type instanceof org.apache.spark.sql.types.TimestampType
+                || type instanceof org.apache.spark.sql.types.TimestampNTZType) {
+            return Long.parseLong(text); // timestamps: microseconds since the epoch
+        } else if (type instanceof org.apache.spark.sql.types.ShortType) {
+            return Short.parseShort(text);
+        } else if (type instanceof org.apache.spark.sql.types.ByteType) {
+            return Byte.parseByte(text);
+        } else if (type instanceof org.apache.spark.sql.types.BooleanType) {
+            return Boolean.parseBoolean(text);
+        } else if (type instanceof org.apache.spark.sql.types.DoubleType) {
+            return Double.parseDouble(text);
+        } else if (type instanceof org.apache.spark.sql.types.FloatType) {
+            return (float) Double.parseDouble(text);
+        } else if (type instanceof org.apache.spark.sql.types.DecimalType) {
+            org.apache.spark.sql.types.DecimalType d = (org.apache.spark.sql.types.DecimalType) type;
+            return org.apache.spark.sql.types.Decimal.apply(new java.math.BigDecimal(text), d.precision(), d.scale());
+        } else if (type instanceof org.apache.spark.sql.types.StringType) {
+            return org.apache.spark.unsafe.types.UTF8String.fromBytes(java.util.Base64.getDecoder().decode(text));
+        } else if (type instanceof org.apache.spark.sql.types.BinaryType) {
+            return java.util.Base64.getDecoder().decode(text);
+        }
+        throw new IllegalArgumentException(CONSTANTS_OPTION + ": no constant columns of type " + type.simpleString());
+    }
+
+    /** Fills rows [0, n) of {@code out} with one internal value (null: NULL). */
+    static void fill(WritableColumnVector out, Object value, int n, org.apache.spark.sql.types.DataType type) {
+        for (int i = 0; i < n; i++) {
+            if (value == null) {
+                out.putNull(i);
+            } else if (value instanceof Integer) {
+                out.putInt(i, (Integer) value);
+            } else if (value instanceof Long) {
+                out.putLong(i, (Long) value);
+            } else if (value instanceof Short) {
+                out.putShort(i, (Short) value);
+            } else if (value instanceof Byte) {
+                out.putByte(i, (Byte) value);
+            } else if (value instanceof Boolean) {
+                out.putBoolean(i, (Boolean) value);
+            } else if (value instanceof Double) {
+                out.putDouble(i, (Double) value);
+            } else if (value instanceof Float) {
+                out.putFloat(i, (Float) value);
+            } else if (value instanceof org.apache.spark.sql.types.Decimal) {
+                out.putDecimal(i, (org.apache.spark.sql.types.Decimal) value,
+                        ((org.apache.spark.sql.types.DecimalType) type).precision());
+            } else if (value instanceof org.apache.spark.unsafe.types.UTF8String) {
+                out.putByteArray(i, ((org.apache.spark.unsafe.types.UTF8String) value).getBytes());
+            } else {
+                out.putByteArray(i, (byte[]) value);
+            }
+        }
+    }
+
+    /** Where a requested field comes from: -(kind + 1) for a row-tracking field, -(CONSTANT_BASE + c)
+     * for constant c, 0 for the row index, 1 for a column the Parquet reader reads. */
+    private int origin(String name) {
+        int k = kind(name);
+        if (k >= 0) {
+            return -(k + 1);
+        }
+        int c = constantNames.indexOf(name);
+        if (c >= 0) {
+            return -(CONSTANT_BASE + c);
+        }
+        return isRowIndex(name) ? 0 : 1;
+    }
+
+    /** Whether the Parquet reader must give the materialized columns and the row index. */
+    private boolean needsIds(StructType requested) {
+        for (StructField f : requested.fields()) {
+            int o = origin(f.name());
+            if (o == 0 || (o < 0 && o > -CONSTANT_BASE)) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /** Which generated column (ROW_ID..DEFAULT_VERSION) a requested field is, or -1. */
@@ -88,6 +202,22 @@ final class RowTrackingColumns implements Serializable {
         String lines = options.get(FILES_OPTION).getOrElse(() -> null);
         String rowId = options.get(ROW_ID_COLUMN_OPTION).getOrElse(() -> null);
         String version = options.get(ROW_COMMIT_VERSION_COLUMN_OPTION).getOrElse(() -> null);
+        List<String> constantNames = new ArrayList<>();
+        Map<String, String[]> constants = new HashMap<>();
+        String constantText = options.get(CONSTANTS_OPTION).getOrElse(() -> null);
+        if (constantText != null) {
+            String[] constantLines = constantText.split("\n");
+            constantNames.addAll(Arrays.asList(constantLines[0].split("\t")));
+            for (int i = 1; i < constantLines.length; i++) {
+                String[] parts = constantLines[i].split("\t", -1);
+                if (parts.length != constantNames.size() + 1) {
+                    throw new IllegalArgumentException(CONSTANTS_OPTION + ": expected a uri and " + constantNames.size()
+                            + " values, got " + constantLines[i]);
+                }
+                constants.put(DeletionVectorParquetFormat.normalize(java.net.URI.create(parts[0])),
+                        Arrays.copyOfRange(parts, 1, parts.length));
+            }
+        }
         if (lines == null || rowId == null || version == null) {
             throw new IllegalArgumentException("_metadata.row_id / row_commit_version of " + table
                     + " need row tracking enabled (delta.enableRowTracking=true): the scan has no " + FILES_OPTION + ", "
@@ -105,7 +235,7 @@ final class RowTrackingColumns implements Serializable {
             String key = DeletionVectorParquetFormat.normalize(java.net.URI.create(parts[0]));
             files.put(key, new long[] {Long.parseLong(parts[1]), Long.parseLong(parts[2])});
         }
-        return new RowTrackingColumns(files, rowId, version, table);
+        return new RowTrackingColumns(files, rowId, version, table, constantNames, constants);
     }
 
     /**
@@ -116,13 +246,15 @@ final class RowTrackingColumns implements Serializable {
     StructType innerSchema(StructType requested) {
         List<StructField> fields = new ArrayList<>();
         for (StructField f : requested.fields()) {
-            if (kind(f.name()) < 0 && !isRowIndex(f.name())) {
+            if (origin(f.name()) == 1) {
                 fields.add(f);
             }
         }
-        fields.add(new StructField(rowIdColumn, DataTypes.LongType, true, Metadata.empty()));
-        fields.add(new StructField(rowCommitVersionColumn, DataTypes.LongType, true, Metadata.empty()));
-        fields.add(new StructField(rowIndexName(), DataTypes.LongType, true, Metadata.empty()));
+        if (needsIds(requested)) {
+            fields.add(new StructField(rowIdColumn, DataTypes.LongType, true, Metadata.empty()));
+            fields.add(new StructField(rowCommitVersionColumn, DataTypes.LongType, true, Metadata.empty()));
+            fields.add(new StructField(rowIndexName(), DataTypes.LongType, true, Metadata.empty()));
+        }
         return new StructType(fields.toArray(new StructField[0]));
     }
 
@@ -138,29 +270,23 @@ final class RowTrackingColumns implements Serializable {
     Function1<PartitionedFile, Iterator<InternalRow>> wrap(Function1<PartitionedFile, Iterator<InternalRow>> inner,
             StructType requested, StructType partitionSchema, boolean offHeap) {
         int n = requested.length();
-        int[] source = new int[n]; // >= 0: inner column; else -(kind + 1)
+        int[] source = new int[n]; // >= 0: inner column; -(kind + 1): row-tracking field; -(CONSTANT_BASE + c): constant
         int next = 0;
         int innerLength = 0;
         for (StructField f : requested.fields()) {
-            if (kind(f.name()) < 0 && !isRowIndex(f.name())) {
+            if (origin(f.name()) == 1) {
                 innerLength++;
             }
         }
-        int materializedId = innerLength;
-        int materializedVersion = innerLength + 1;
-        int rowIndex = innerLength + 2;
+        boolean ids = needsIds(requested);
+        int materializedId = ids ? innerLength : -1;
+        int materializedVersion = ids ? innerLength + 1 : -1;
+        int rowIndex = ids ? innerLength + 2 : -1;
         for (int j = 0; j < n; j++) {
-            String name = requested.fields()[j].name();
-            int k = kind(name);
-            if (k >= 0) {
-                source[j] = -(k + 1);
-            } else if (isRowIndex(name)) {
-                source[j] = rowIndex;
-            } else {
-                source[j] = next++;
-            }
+            int o = origin(requested.fields()[j].name());
+            source[j] = o == 1 ? next++ : o == 0 ? rowIndex : o;
         }
-        return new Reader(inner, source, materializedId, materializedVersion, rowIndex, innerLength + 3,
+        return new Reader(inner, source, materializedId, materializedVersion, rowIndex, ids ? innerLength + 3 : innerLength,
                 partitionSchema, requested, offHeap);
     }
 
@@ -195,15 +321,36 @@ final class RowTrackingColumns implements Serializable {
         public Iterator<InternalRow> apply(PartitionedFile file) {
             String key = DeletionVectorParquetFormat.fileKey(file);
             long[] ids = files.get(key);
-            if (ids == null) {
+            if (ids == null && materializedId >= 0) {
                 throw new DeletionVectorException("data file " + key + " of " + table + " is read with _metadata.row_id but "
                         + FILES_OPTION + " has no baseRowId / defaultRowCommitVersion for it (" + files.size() + " files listed)");
             }
             @SuppressWarnings("unchecked")
             Iterator<Object> rows = (Iterator<Object>) (Iterator<?>) inner.apply(file);
             @SuppressWarnings("unchecked")
-            Iterator<InternalRow> out = (Iterator<InternalRow>) (Iterator<?>) new Filling(rows, ids[0], ids[1]);
+            Iterator<InternalRow> out = (Iterator<InternalRow>) (Iterator<?>) new Filling(rows,
+                    ids == null ? 0 : ids[0], ids == null ? 0 : ids[1], constantValues(key));
             return out;
+        }
+
+        /** The file's constant columns as Spark internal values, by constant index. */
+        private Object[] constantValues(String key) {
+            Object[] values = new Object[constantNames.size()];
+            if (values.length == 0) {
+                return values;
+            }
+            String[] encoded = constants.get(key);
+            for (int j = 0; j < source.length; j++) {
+                int c = -source[j] - CONSTANT_BASE;
+                if (c >= 0) {
+                    if (encoded == null) {
+                        throw new DeletionVectorException("data file " + key + " of " + table + " has no entry in "
+                                + CONSTANTS_OPTION + " (" + constants.size() + " files listed)");
+                    }
+                    values[c] = internalValue(encoded[c], requested.fields()[j].dataType());
+                }
+            }
+            return values;
         }
 
         /** Turns one file's batches or rows into the requested layout. */
@@ -211,16 +358,24 @@ final class RowTrackingColumns implements Serializable {
             private final Iterator<Object> in;
             private final long base;
             private final long defaultVersion;
+            private final Object[] constantValues;
             private final WritableColumnVector[] computed = new WritableColumnVector[4];
+            private final WritableColumnVector[] constantVectors;
             private int capacity;
             private UnsafeProjection projection;
-            private final GenericInternalRow values = new GenericInternalRow(4);
+            private final GenericInternalRow values;
             private final JoinedRow joined = new JoinedRow();
 
-            Filling(Iterator<Object> in, long base, long defaultVersion) {
+            Filling(Iterator<Object> in, long base, long defaultVersion, Object[] constantValues) {
                 this.in = in;
                 this.base = base;
                 this.defaultVersion = defaultVersion;
+                this.constantValues = constantValues;
+                this.constantVectors = new WritableColumnVector[constantValues.length];
+                this.values = new GenericInternalRow(4 + constantValues.length);
+                for (int c = 0; c < constantValues.length; c++) {
+                    values.update(4 + c, constantValues[c]);
+                }
             }
 
             @Override
@@ -237,21 +392,33 @@ final class RowTrackingColumns implements Serializable {
             private ColumnarBatch batch(ColumnarBatch batch) {
                 int n = batch.numRows();
                 if (capacity < n) {
-                    for (int k = 0; k < computed.length; k++) {
-                        if (computed[k] != null) {
-                            computed[k].close();
-                            computed[k] = null;
+                    for (WritableColumnVector[] vectors : List.of(computed, constantVectors)) {
+                        for (int k = 0; k < vectors.length; k++) {
+                            if (vectors[k] != null) {
+                                vectors[k].close();
+                                vectors[k] = null;
+                            }
                         }
                     }
                     capacity = Math.max(n, 4096);
                 }
-                ColumnVector id = batch.column(materializedId);
-                ColumnVector version = batch.column(materializedVersion);
-                ColumnVector index = batch.column(rowIndex);
+                ColumnVector id = materializedId < 0 ? null : batch.column(materializedId);
+                ColumnVector version = materializedId < 0 ? null : batch.column(materializedVersion);
+                ColumnVector index = materializedId < 0 ? null : batch.column(rowIndex);
                 ColumnVector[] columns = new ColumnVector[source.length + partitionSchema.length()];
                 for (int j = 0; j < source.length; j++) {
                     if (source[j] >= 0) {
                         columns[j] = batch.column(source[j]);
+                        continue;
+                    }
+                    int c = -source[j] - CONSTANT_BASE;
+                    if (c >= 0) { // the same value in every row of the file: filled once per vector
+                        if (constantVectors[c] == null) {
+                            org.apache.spark.sql.types.DataType type = requested.fields()[j].dataType();
+                            constantVectors[c] = TaskVectors.allocate(capacity, type, offHeap);
+                            fill(constantVectors[c], constantValues[c], capacity, type);
+                        }
+                        columns[j] = constantVectors[c];
                         continue;
                     }
                     int k = -source[j] - 1;
@@ -290,9 +457,11 @@ final class RowTrackingColumns implements Serializable {
 
             /** Rows (schemas Parquet cannot read into batches): one projection per task over (row, computed values). */
             private InternalRow row(InternalRow row) {
-                values.setLong(ROW_ID, row.isNullAt(materializedId) ? base + row.getLong(rowIndex) : row.getLong(materializedId));
-                values.setLong(ROW_COMMIT_VERSION,
-                        row.isNullAt(materializedVersion) ? defaultVersion : row.getLong(materializedVersion));
+                if (materializedId >= 0) {
+                    values.setLong(ROW_ID, row.isNullAt(materializedId) ? base + row.getLong(rowIndex) : row.getLong(materializedId));
+                    values.setLong(ROW_COMMIT_VERSION,
+                            row.isNullAt(materializedVersion) ? defaultVersion : row.getLong(materializedVersion));
+                }
                 values.setLong(BASE_ROW_ID, base);
                 values.setLong(DEFAULT_VERSION, defaultVersion);
                 if (projection == null) {
@@ -307,7 +476,8 @@ final class RowTrackingColumns implements Serializable {
                 List<Expression> exprs = new ArrayList<>();
                 for (int j = 0; j < source.length; j++) {
                     StructField f = requested.fields()[j];
-                    int at = source[j] >= 0 ? source[j] : width + (-source[j] - 1);
+                    int c = -source[j] - CONSTANT_BASE;
+                    int at = source[j] >= 0 ? source[j] : c >= 0 ? width + 4 + c : width + (-source[j] - 1);
                     exprs.add(new BoundReference(at, f.dataType(), true));
                 }
                 for (int p = 0; p < partitionSchema.length(); p++) {
