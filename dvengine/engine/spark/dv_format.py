@@ -16,7 +16,6 @@ import math
 from collections.abc import Sequence
 
 import pyarrow as pa
-
 from pyspark.sql import SparkSession
 from pyspark.sql.types import (
     BinaryType,
