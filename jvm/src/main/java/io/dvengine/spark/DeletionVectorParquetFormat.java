@@ -96,7 +96,7 @@ public class DeletionVectorParquetFormat extends ParquetFileFormat {
         boolean wantsRowIndex = Arrays.asList(requiredSchema.fieldNames()).contains(rowIndexName);
         // The row-tracking layer reads the row index anyway and fills a requested one too.
         RowTrackingColumns tracking = RowTrackingColumns.requested(requiredSchema)
-                || (fillsRowTracking() && (wantsRowIndex || RowTrackingColumns.constantsRequested(requiredSchema, options)))
+                || (fillsRowTracking() && (wantsRowIndex || FileConstants.requested(requiredSchema, options)))
                 ? RowTrackingColumns.fromOptions(options)
                 : null;
         if (wantsRowIndex && tracking == null) {
@@ -108,7 +108,7 @@ public class DeletionVectorParquetFormat extends ParquetFileFormat {
         // The is-deleted, row-tracking and per-file constant columns are not in the files: no Parquet filter on them
         // (nor on a _metadata field) may reach the reader.
         List<Filter> kept = new ArrayList<>();
-        List<String> constants = RowTrackingColumns.constantColumns(options);
+        List<String> constants = FileConstants.names(options);
         for (Filter f : CollectionConverters.asJava(filters)) {
             if (Arrays.stream(f.references()).noneMatch(
                     r -> r.equals(IS_DELETED_COLUMN) || r.equals(rowIndexName) || r.startsWith("_metadata.")

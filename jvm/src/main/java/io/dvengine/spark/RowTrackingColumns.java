@@ -44,11 +44,9 @@ import scala.runtime.AbstractFunction1;
  * The Parquet reader reads the materialized columns and the row index only when a row-tracking
  * field or {@code _metadata.row_index} is requested.
  *
- * <p>It also fills per-file constant columns ({@value #CONSTANTS_OPTION}): partition values of
- * files whose folders do not spell them (Delta's random prefixes under column mapping), which the
- * Python side would otherwise join to the scan, and a join hides {@code _metadata} from the plan
- * above it. First line: the column names (tab-separated); then per file {@code uri} and one value
- * per column, {@code n} for NULL or {@code v} + text ({@link #internalValue}).
+ * <p>It also fills per-file constant columns ({@link FileConstants}): partition values of files
+ * whose folders do not spell them, which the Python side would otherwise join to the scan (a join
+ * hides {@code _metadata} from the plan above it).
  */
 final class RowTrackingColumns implements Serializable {
     private static final long serialVersionUID = 1L;
@@ -57,7 +55,6 @@ final class RowTrackingColumns implements Serializable {
     static final String ROW_ID_COLUMN_OPTION = "dvengine.rowTracking.rowIdColumn";
     static final String ROW_COMMIT_VERSION_COLUMN_OPTION = "dvengine.rowTracking.rowCommitVersionColumn";
     static final String TABLE_OPTION = "dvengine.table";
-    static final String CONSTANTS_OPTION = "dvengine.constantColumns";
     private static final int CONSTANT_BASE = 100; // source code of constant column c: -(CONSTANT_BASE + c)
 
     private static final int ROW_ID = 0;
@@ -69,91 +66,15 @@ final class RowTrackingColumns implements Serializable {
     private final String rowIdColumn;
     private final String rowCommitVersionColumn;
     private final String table;
-    private final List<String> constantNames;
-    private final Map<String, String[]> constants; // file key -> encoded values, by constantNames
+    private final FileConstants constants;
 
     private RowTrackingColumns(Map<String, long[]> files, String rowIdColumn, String rowCommitVersionColumn, String table,
-            List<String> constantNames, Map<String, String[]> constants) {
+            FileConstants constants) {
         this.files = files;
         this.rowIdColumn = rowIdColumn;
         this.rowCommitVersionColumn = rowCommitVersionColumn;
         this.table = table;
-        this.constantNames = constantNames;
         this.constants = constants;
-    }
-
-    /** The per-file constant columns these options name (none without {@value #CONSTANTS_OPTION}). */
-    static List<String> constantColumns(scala.collection.immutable.Map<String, String> options) {
-        String text = options.get(CONSTANTS_OPTION).getOrElse(() -> null);
-        return text == null ? List.of() : Arrays.asList(text.split("\n", 2)[0].split("\t"));
-    }
-
-    /** Whether the requested schema has a per-file constant column of these options. */
-    static boolean constantsRequested(StructType schema, scala.collection.immutable.Map<String, String> options) {
-        List<String> names = constantColumns(options);
-        return Arrays.stream(schema.fieldNames()).anyMatch(names::contains);
-    }
-
-    /** A constant's text ({@code v...}) as Spark's internal value of {@code type}; null for {@code n}. */
-    static Object internalValue(String encoded, org.apache.spark.sql.types.DataType type) {
-        if (encoded.equals("n")) {
-            return null;
-        }
-        String text = encoded.substring(1);
-        if (type instanceof org.apache.spark.sql.types.IntegerType || type instanceof org.apache.spark.sql.types.DateType) {
-            return Integer.parseInt(text); // dates: days since the epoch
-        } else if (type instanceof org.apache.spark.sql.types.LongType || type instanceof org.apache.spark.sql.types.TimestampType
-                || type instanceof org.apache.spark.sql.types.TimestampNTZType) {
-            return Long.parseLong(text); // timestamps: microseconds since the epoch
-        } else if (type instanceof org.apache.spark.sql.types.ShortType) {
-            return Short.parseShort(text);
-        } else if (type instanceof org.apache.spark.sql.types.ByteType) {
-            return Byte.parseByte(text);
-        } else if (type instanceof org.apache.spark.sql.types.BooleanType) {
-            return Boolean.parseBoolean(text);
-        } else if (type instanceof org.apache.spark.sql.types.DoubleType) {
-            return Double.parseDouble(text);
-        } else if (type instanceof org.apache.spark.sql.types.FloatType) {
-            return (float) Double.parseDouble(text);
-        } else if (type instanceof org.apache.spark.sql.types.DecimalType) {
-            org.apache.spark.sql.types.DecimalType d = (org.apache.spark.sql.types.DecimalType) type;
-            return org.apache.spark.sql.types.Decimal.apply(new java.math.BigDecimal(text), d.precision(), d.scale());
-        } else if (type instanceof org.apache.spark.sql.types.StringType) {
-            return org.apache.spark.unsafe.types.UTF8String.fromBytes(java.util.Base64.getDecoder().decode(text));
-        } else if (type instanceof org.apache.spark.sql.types.BinaryType) {
-            return java.util.Base64.getDecoder().decode(text);
-        }
-        throw new IllegalArgumentException(CONSTANTS_OPTION + ": no constant columns of type " + type.simpleString());
-    }
-
-    /** Fills rows [0, n) of {@code out} with one internal value (null: NULL). */
-    static void fill(WritableColumnVector out, Object value, int n, org.apache.spark.sql.types.DataType type) {
-        for (int i = 0; i < n; i++) {
-            if (value == null) {
-                out.putNull(i);
-            } else if (value instanceof Integer) {
-                out.putInt(i, (Integer) value);
-            } else if (value instanceof Long) {
-                out.putLong(i, (Long) value);
-            } else if (value instanceof Short) {
-                out.putShort(i, (Short) value);
-            } else if (value instanceof Byte) {
-                out.putByte(i, (Byte) value);
-            } else if (value instanceof Boolean) {
-                out.putBoolean(i, (Boolean) value);
-            } else if (value instanceof Double) {
-                out.putDouble(i, (Double) value);
-            } else if (value instanceof Float) {
-                out.putFloat(i, (Float) value);
-            } else if (value instanceof org.apache.spark.sql.types.Decimal) {
-                out.putDecimal(i, (org.apache.spark.sql.types.Decimal) value,
-                        ((org.apache.spark.sql.types.DecimalType) type).precision());
-            } else if (value instanceof org.apache.spark.unsafe.types.UTF8String) {
-                out.putByteArray(i, ((org.apache.spark.unsafe.types.UTF8String) value).getBytes());
-            } else {
-                out.putByteArray(i, (byte[]) value);
-            }
-        }
     }
 
     /** Where a requested field comes from: -(kind + 1) for a row-tracking field, -(CONSTANT_BASE + c)
@@ -163,7 +84,7 @@ final class RowTrackingColumns implements Serializable {
         if (k >= 0) {
             return -(k + 1);
         }
-        int c = constantNames.indexOf(name);
+        int c = constants.names().indexOf(name);
         if (c >= 0) {
             return -(CONSTANT_BASE + c);
         }
@@ -202,22 +123,6 @@ final class RowTrackingColumns implements Serializable {
         String lines = options.get(FILES_OPTION).getOrElse(() -> null);
         String rowId = options.get(ROW_ID_COLUMN_OPTION).getOrElse(() -> null);
         String version = options.get(ROW_COMMIT_VERSION_COLUMN_OPTION).getOrElse(() -> null);
-        List<String> constantNames = new ArrayList<>();
-        Map<String, String[]> constants = new HashMap<>();
-        String constantText = options.get(CONSTANTS_OPTION).getOrElse(() -> null);
-        if (constantText != null) {
-            String[] constantLines = constantText.split("\n");
-            constantNames.addAll(Arrays.asList(constantLines[0].split("\t")));
-            for (int i = 1; i < constantLines.length; i++) {
-                String[] parts = constantLines[i].split("\t", -1);
-                if (parts.length != constantNames.size() + 1) {
-                    throw new IllegalArgumentException(CONSTANTS_OPTION + ": expected a uri and " + constantNames.size()
-                            + " values, got " + constantLines[i]);
-                }
-                constants.put(DeletionVectorParquetFormat.normalize(java.net.URI.create(parts[0])),
-                        Arrays.copyOfRange(parts, 1, parts.length));
-            }
-        }
         if (lines == null || rowId == null || version == null) {
             throw new IllegalArgumentException("_metadata.row_id / row_commit_version of " + table
                     + " need row tracking enabled (delta.enableRowTracking=true): the scan has no " + FILES_OPTION + ", "
@@ -235,7 +140,7 @@ final class RowTrackingColumns implements Serializable {
             String key = DeletionVectorParquetFormat.normalize(java.net.URI.create(parts[0]));
             files.put(key, new long[] {Long.parseLong(parts[1]), Long.parseLong(parts[2])});
         }
-        return new RowTrackingColumns(files, rowId, version, table, constantNames, constants);
+        return new RowTrackingColumns(files, rowId, version, table, FileConstants.parse(options));
     }
 
     /**
@@ -335,19 +240,19 @@ final class RowTrackingColumns implements Serializable {
 
         /** The file's constant columns as Spark internal values, by constant index. */
         private Object[] constantValues(String key) {
-            Object[] values = new Object[constantNames.size()];
+            Object[] values = new Object[constants.names().size()];
             if (values.length == 0) {
                 return values;
             }
-            String[] encoded = constants.get(key);
+            String[] encoded = constants.of(key);
             for (int j = 0; j < source.length; j++) {
                 int c = -source[j] - CONSTANT_BASE;
                 if (c >= 0) {
                     if (encoded == null) {
                         throw new DeletionVectorException("data file " + key + " of " + table + " has no entry in "
-                                + CONSTANTS_OPTION + " (" + constants.size() + " files listed)");
+                                + FileConstants.OPTION + " (" + constants.fileCount() + " files listed)");
                     }
-                    values[c] = internalValue(encoded[c], requested.fields()[j].dataType());
+                    values[c] = FileConstants.internalValue(encoded[c], requested.fields()[j].dataType());
                 }
             }
             return values;
@@ -416,7 +321,7 @@ final class RowTrackingColumns implements Serializable {
                         if (constantVectors[c] == null) {
                             org.apache.spark.sql.types.DataType type = requested.fields()[j].dataType();
                             constantVectors[c] = TaskVectors.allocate(capacity, type, offHeap);
-                            fill(constantVectors[c], constantValues[c], capacity, type);
+                            FileConstants.fill(constantVectors[c], constantValues[c], capacity, type);
                         }
                         columns[j] = constantVectors[c];
                         continue;
