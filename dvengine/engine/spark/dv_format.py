@@ -12,8 +12,10 @@ Without the jar, reads fall back to the pure-Python plan in :mod:`dvengine.engin
 from __future__ import annotations
 
 import base64
+import math
 from collections.abc import Sequence
 
+import pyarrow as pa
 from pyspark.sql import SparkSession
 from pyspark.sql.types import (
     BinaryType,
@@ -42,9 +44,25 @@ from dvengine.engine.spark.paths import LOCAL, HadoopNames
 from dvengine.errors import DeletionVectorError, InvalidArgumentError, SparkEnvironmentError
 from dvengine.log import Snapshot
 from dvengine.protocol.actions import AddFile
+from dvengine.protocol.row_tracking import MaterializedColumns
+from dvengine.protocol.schema import StructField, to_arrow_field
 from dvengine.storage import resolve_data_path, storage_for
 
 IS_DELETED_COL = "__dvengine_is_row_deleted"
+# The JVM format's subclass that also fills Delta's row-tracking metadata fields
+# (_metadata.row_id, row_commit_version, base_row_id, default_row_commit_version; RowTrackingParquetFormat.java).
+ROW_TRACKING_FORMAT = "io.dvengine.spark.RowTrackingParquetFormat"
+ROW_TRACKING_FILES_OPTION = "dvengine.rowTracking.files"
+ROW_ID_COLUMN_OPTION = "dvengine.rowTracking.rowIdColumn"
+ROW_COMMIT_VERSION_COLUMN_OPTION = "dvengine.rowTracking.rowCommitVersionColumn"
+TABLE_OPTION = "dvengine.table"
+# Per-file constant columns the row-tracking format fills itself (RowTrackingColumns.java).
+CONSTANT_COLUMNS_OPTION = "dvengine.constantColumns"
+# Delta types a constant column can have (what partition columns can be).
+CONSTANT_TYPES = frozenset({
+    "string", "long", "integer", "short", "byte", "boolean", "date", "timestamp", "timestamp_ntz",
+    "decimal", "double", "float", "binary",
+})
 DVS_OPTION = "dvengine.dvs"
 # "true": the format leaves deleted rows out of its batches itself (no marker column, no filter).
 DROP_DELETED_OPTION = "dvengine.dropDeleted"
@@ -157,17 +175,82 @@ def dvs_option(snapshot: Snapshot, files: Sequence[AddFile], names: HadoopNames 
     return "\n".join(_dv_line(snapshot, add, names) for add in files)
 
 
+def row_tracking_options(
+    snapshot: Snapshot, files: Sequence[AddFile], columns: MaterializedColumns, names: HadoopNames = LOCAL
+) -> dict[str, str]:
+    """Options of a :data:`ROW_TRACKING_FORMAT` scan of ``files``: each file's ``baseRowId`` and
+    ``defaultRowCommitVersion`` (the way DV descriptors travel to tasks) and the materialized
+    columns' physical names. A file lacking the ids (a protocol violation on an enabled table) is
+    left out: reading it fails only if its ``_metadata.row_id`` is asked for, naming the file."""
+    lines = [
+        f"{names.uri(resolve_data_path(snapshot.table_root, add.path))}\t{add.base_row_id}\t{add.default_row_commit_version}"
+        for add in files
+        if add.base_row_id is not None and add.default_row_commit_version is not None
+    ]
+    return {
+        ROW_TRACKING_FILES_OPTION: "\n".join(lines),
+        ROW_ID_COLUMN_OPTION: columns.row_id,
+        ROW_COMMIT_VERSION_COLUMN_OPTION: columns.row_commit_version,
+        TABLE_OPTION: snapshot.table_root,
+    }
+
+
+def _encoded(values: list[object], field: StructField) -> list[str]:
+    """One column's values as RowTrackingColumns.internalValue reads them: ``n`` for NULL, else
+    ``v`` + text: dates as days and timestamps as microseconds since the epoch (through Arrow, as
+    the Python plan's partition frame types them), strings and binary base64, floats with
+    Java's spellings of the non-finite values."""
+    arrow = pa.array(values, type=to_arrow_field(field).type)
+    name = field.type.name
+    if name == "date":
+        arrow = arrow.cast(pa.int32())
+    elif name in ("timestamp", "timestamp_ntz"):
+        arrow = arrow.cast(pa.int64())
+    out = []
+    for value in arrow.to_pylist():
+        if value is None:
+            out.append("n")
+        elif isinstance(value, bytes | str):
+            raw = value.encode("utf-8") if isinstance(value, str) else value
+            out.append("v" + base64.b64encode(raw).decode("ascii"))
+        elif isinstance(value, bool):
+            out.append("vtrue" if value else "vfalse")
+        elif isinstance(value, float):
+            text = "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity") if math.isinf(value) else repr(value)
+            out.append("v" + text)
+        else:
+            out.append(f"v{value}")
+    return out
+
+
+def constant_columns_option(
+    snapshot: Snapshot, files: Sequence[AddFile], columns: Sequence[tuple[str, StructField]], names: HadoopNames = LOCAL
+) -> str:
+    """The ``dvengine.constantColumns`` option: ``columns`` (name in the read schema, the table's
+    partition field) take each file's partition values from the log."""
+    values = [snapshot.partition_values_logical(add) for add in files]
+    encoded = [_encoded([v.get(field.name) for v in values], field) for _, field in columns]
+    lines = ["\t".join(name for name, _ in columns)]
+    for i, add in enumerate(files):
+        uri = names.uri(resolve_data_path(snapshot.table_root, add.path))
+        lines.append("\t".join([uri, *(column[i] for column in encoded)]))
+    return "\n".join(lines)
+
+
 __all__ = [
     "CONF_DV_READER",
     "DROP_DELETED_OPTION",
     "IS_DELETED_COL",
     "JAR_NAME",
     "JVM_FORMAT",
+    "ROW_TRACKING_FORMAT",
     "_LOADABLE",
+    "constant_columns_option",
     "copied_share",
     "drops_deleted_rows",
     "dvs_option",
     "jar_path",
     "jvm_reader_loadable",
+    "row_tracking_options",
     "use_jvm_reader",
 ]

@@ -9,6 +9,7 @@ small. Partition values are joined from the log, never parsed from folder names.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Collection, Sequence
 from functools import reduce
 from urllib.parse import unquote
@@ -31,8 +32,10 @@ from dvengine.errors import LogCorruptedError, ProtocolError
 from dvengine.expressions import BoundPredicate
 from dvengine.log import Snapshot
 from dvengine.protocol.actions import AddFile
+from dvengine.protocol.row_tracking import MaterializedColumns
 from dvengine.protocol.schema import PrimitiveType, StructField, StructType, to_arrow_field, to_arrow_schema
 from dvengine.read import plan_scan
+from dvengine.read.row_ids import tracked_columns
 from dvengine.storage import resolve_data_path, storage_for
 from dvengine.writing.files import parse_partition_folders
 
@@ -40,6 +43,8 @@ FILE_PATH_COL = "__dv_file_path"
 ROW_INDEX_COL = "__dv_row_index"
 FILE_ID_COL = "__dv_file_id"
 FILE_SIZE_COL = "__dv_file_size"
+# Read-schema names of partition columns the row-tracking format fills per file.
+CONSTANT_PREFIX = "__dvengine_partition_"
 # Above this many deleted rows the (file id, row index) set (12 bytes a row) is left to Spark's
 # planner, which shuffles instead of broadcasting when it exceeds autoBroadcastJoinThreshold.
 BROADCAST_MAX_DELETED_ROWS = 2_000_000
@@ -180,6 +185,7 @@ def _scan_group(
     wanted: Sequence[StructField],
     keep_row_ids: bool,
     jvm: bool = False,
+    row_tracking: MaterializedColumns | None = None,
 ) -> DataFrame:
     """Live rows of files that share one way of reading: all without DVs, or all with DVs.
 
@@ -188,7 +194,8 @@ def _scan_group(
     and a filter drops them. Otherwise they also read ``_metadata.row_index`` and anti-join the
     deleted (file, row index) pairs; the file is identified by its size (a long, so the join
     compares two longs per row) when sizes are unique among these files, else by a small integer
-    id joined on the path.
+    id joined on the path. With ``row_tracking`` (and ``jvm``) the files are read through the
+    format's row-tracking subclass, which adds ``_metadata.row_id`` and friends to the scan.
     """
     root = snapshot.table_root
     part_lower = {c.lower() for c in snapshot.partition_columns}
@@ -196,17 +203,23 @@ def _scan_group(
     part_fields = [f for f in wanted if f.name.lower() in part_lower]
     with_dvs = any(add.deletion_vector is not None for add in files)
     # A table column of the marker's name (physical names are what the scan sees) keeps the Python plan.
-    jvm = jvm and with_dvs and not keep_row_ids and all(
+    jvm = jvm and (with_dvs or row_tracking is not None) and not keep_row_ids and all(
         f.physical_name.lower() != dv_format.IS_DELETED_COL for f in snapshot.schema.fields
     )
     discover = bool(part_fields) and _discoverable_partitions(snapshot, files)
+    # The row-tracking format fills partition values itself where folders do not spell them: a
+    # join would hide _metadata from the plan above it (see metadata_row_tracking).
+    constants = jvm and row_tracking is not None and bool(part_fields) and not discover
     by_size = with_dvs and not jvm and _unique_sizes(files)
-    needs_path = keep_row_ids or (with_dvs and not jvm and not by_size) or (bool(part_fields) and not discover)
+    needs_path = keep_row_ids or (with_dvs and not jvm and not by_size) or (bool(part_fields) and not discover and not constants)
 
     keys_by_name = {logical: key for logical, key, _ in snapshot.partition_keys}
     read_fields: list[StructField] = list(data_fields)
     if discover:
         read_fields += [StructField(keys_by_name[f.name], f.type, True, {}) for f in part_fields]
+    constant_names = {f.name: f"{CONSTANT_PREFIX}{i}" for i, f in enumerate(part_fields)} if constants else {}
+    if constants:
+        read_fields += [StructField(constant_names[f.name], f.type, True, {}) for f in part_fields]
     physical = StructType(tuple(data_fields))
     schema = spark_schema(physical, physical=True)
     for f in read_fields[len(data_fields):]:
@@ -214,7 +227,14 @@ def _scan_group(
     # Drop mode: the format leaves deleted rows out itself; else it marks them and a filter drops them.
     drop = jvm and dv_format.drops_deleted_rows(schema, files)
     if jvm:
-        reader = spark.read.format(dv_format.JVM_FORMAT).option(dv_format.DVS_OPTION, dv_format.dvs_option(snapshot, files, hadoop_names(spark)))
+        names = hadoop_names(spark)
+        reader = spark.read.format(dv_format.JVM_FORMAT if row_tracking is None else dv_format.ROW_TRACKING_FORMAT)
+        reader = reader.option(dv_format.DVS_OPTION, dv_format.dvs_option(snapshot, files, names))
+        if row_tracking is not None:
+            reader = reader.options(**dv_format.row_tracking_options(snapshot, files, row_tracking, names))
+        if constants:
+            columns = [(constant_names[f.name], f) for f in part_fields]
+            reader = reader.option(dv_format.CONSTANT_COLUMNS_OPTION, dv_format.constant_columns_option(snapshot, files, columns, names))
         if drop:
             reader = reader.option(dv_format.DROP_DELETED_OPTION, "true")
         else:
@@ -237,16 +257,18 @@ def _scan_group(
     if by_size:
         metadata.append(f"_metadata.file_size AS {quote(FILE_SIZE_COL)}")
     sources = {
-        f.name: (keys_by_name[f.name] if discover else f.name) if f.name.lower() in part_lower else f.physical_name
+        f.name: (keys_by_name[f.name] if discover else constant_names.get(f.name, f.name))
+        if f.name.lower() in part_lower
+        else f.physical_name
         for f in wanted
     }
     logical = [_logical_column_sql(f, sources[f.name]) for f in wanted]
-    joins = (with_dvs and not jvm) or (bool(part_fields) and not discover)
+    joins = (with_dvs and not jvm) or (bool(part_fields) and not discover and not constants)
     if not joins:  # one projection straight over the scan
         row_ids = [f"_metadata.file_path AS {quote(FILE_PATH_COL)}", f"_metadata.row_index AS {quote(ROW_INDEX_COL)}"]
         return df.selectExpr(*logical, *(row_ids if keep_row_ids else []))
     scanned = [quote(f.physical_name) for f in data_fields]
-    if discover:
+    if discover or constants:
         scanned += [quote(f.name) for f in read_fields[len(data_fields):]]
     df = df.selectExpr(*scanned, *metadata)
     if with_dvs and not jvm:
@@ -264,7 +286,7 @@ def _scan_group(
             df = df.join(F.broadcast(file_ids_frame(spark, snapshot, files)), on=FILE_PATH_COL, how="inner")
             right = F.broadcast(deleted) if total_deleted <= BROADCAST_MAX_DELETED_ROWS else deleted
             df = df.join(right, on=[FILE_ID_COL, ROW_INDEX_COL], how="left_anti").drop(FILE_ID_COL)
-    if part_fields and not discover:
+    if part_fields and not discover and not constants:
         df = df.join(F.broadcast(partition_values_frame(spark, snapshot, files)), on=FILE_PATH_COL, how="inner")
     return df.selectExpr(*logical, *([quote(FILE_PATH_COL), quote(ROW_INDEX_COL)] if keep_row_ids else []))
 
@@ -302,6 +324,7 @@ def scan_logical(
     keep_row_ids: bool = False,
     jvm: bool = False,
     hidden_columns: Sequence[str] = (),
+    row_tracking: MaterializedColumns | None = None,
 ) -> DataFrame:
     """Live rows of ``files`` under logical column names, in schema order, DVs applied.
 
@@ -313,6 +336,8 @@ def scan_logical(
     plain one would be (ignored with ``keep_row_ids``, which needs the Python plan's columns).
     ``hidden_columns``: physical BIGINT columns outside the schema, read under their own names
     after the table's (NULL in files without them): row tracking's materialized columns.
+    ``row_tracking`` (with ``jvm``): read every file in one scan through the format that exposes
+    ``_metadata.row_id`` (see :func:`metadata_row_tracking`).
     """
     logical = snapshot.schema
     wanted = [f for f in logical.fields if columns is None or f.name in columns]
@@ -327,14 +352,15 @@ def scan_logical(
     clean = [add for add in files if add.deletion_vector is None]
     with_dv = [add for add in files if add.deletion_vector is not None]
     jvm = jvm and not keep_row_ids
-    if jvm and with_dv:
+    row_tracking = row_tracking if jvm else None
+    if jvm and (with_dv or row_tracking is not None):
         # One scan of every file through the JVM format (files without a DV are listed as such):
         # a separate scan of the DV'd files would add tasks of its own, on two cores a third wave
         # (measured: a single 1-row DV cost 1.4x the plain scan that way).
         groups = [list(files)]
     else:
         groups = [clean, *size_unique_groups(with_dv)] if clean else size_unique_groups(with_dv)
-    frames = [_scan_group(spark, snapshot, group, wanted, keep_row_ids, jvm) for group in groups]
+    frames = [_scan_group(spark, snapshot, group, wanted, keep_row_ids, jvm, row_tracking) for group in groups]
     return reduce(lambda a, b: a.unionByName(b), frames)
 
 
@@ -371,7 +397,9 @@ def scan_snapshot(
     """Rows of a snapshot matching ``predicate``, with partition pruning and stats skipping from
     the log applied before Spark sees a file; ``columns`` (logical names) limits the output."""
     plan = plan_scan(snapshot, predicate, columns)
-    df = scan_logical(spark, snapshot, plan.files, columns=plan.needed, jvm=_jvm_for(spark, plan.files))
+    tracking = metadata_row_tracking(spark, snapshot, plan.files)
+    jvm = tracking is not None or _jvm_for(spark, plan.files)
+    df = scan_logical(spark, snapshot, plan.files, columns=plan.needed, jvm=jvm, row_tracking=tracking)
     if predicate is not None:
         df = df.where(F.expr(predicate.sql))
     if plan.output is not None:
@@ -380,9 +408,56 @@ def scan_snapshot(
 
 
 def read_snapshot_df(spark: SparkSession, snapshot: Snapshot, keep_row_ids: bool = False) -> DataFrame:
-    """All live rows of a snapshot, logical column names, schema order."""
-    jvm = not keep_row_ids and _jvm_for(spark, snapshot.files)
-    return scan_logical(spark, snapshot, snapshot.files, keep_row_ids=keep_row_ids, jvm=jvm)
+    """All live rows of a snapshot, logical column names, schema order; on a row-tracking table
+    also ``_metadata.row_id`` and friends where the JVM reader serves the read (see
+    :func:`metadata_row_tracking`)."""
+    tracking = None if keep_row_ids else metadata_row_tracking(spark, snapshot, snapshot.files)
+    jvm = not keep_row_ids and (tracking is not None or _jvm_for(spark, snapshot.files))
+    return scan_logical(spark, snapshot, snapshot.files, keep_row_ids=keep_row_ids, jvm=jvm, row_tracking=tracking)
+
+
+class RowTrackingMetadataWarning(UserWarning):
+    """A read of a row-tracking table whose DataFrame cannot expose ``_metadata.row_id``."""
+
+
+_ROW_TRACKING_WARNED: list[str] = []
+
+
+def metadata_row_tracking(spark: SparkSession, snapshot: Snapshot, files: Sequence[AddFile]) -> MaterializedColumns | None:
+    """The materialized columns when a user read of ``files`` goes through the JVM format's
+    row-tracking subclass, so its DataFrame has Delta's ``_metadata.row_id``,
+    ``_metadata.row_commit_version``, ``_metadata.base_row_id`` and
+    ``_metadata.default_row_commit_version``; None for tables without row tracking enabled (there
+    ``_metadata.row_id`` is Spark's "no such struct field", as with Delta).
+
+    ``_metadata`` is a hidden column of one file scan: it survives projections and filters over
+    it but not joins or unions, so the read must be a single scan through the JVM format, which
+    also fills partition values where folders do not spell them (Delta's random prefixes under
+    column mapping) instead of the usual join. Where it cannot be (the JVM reader is unavailable
+    or ``dvengine.read.dvReader=python``, or a partition column of a type the format cannot fill
+    in files outside Hive-style folders) the read is the usual one without those fields, and a
+    warning (once per process) names ``read_row_tracking_df``, which gives the same values as
+    plain columns on every plan."""
+    columns = tracked_columns(snapshot)
+    if columns is None or not files:
+        return None
+    part_types = {data_type.name for _, _, data_type in snapshot.partition_keys}
+    if not part_types <= dv_format.CONSTANT_TYPES and not _discoverable_partitions(snapshot, files):
+        reason = f"its partition column types {sorted(part_types)} are joined to the scan from the log"
+    elif not dv_format.use_jvm_reader(spark):
+        reason = "the JVM reader is not used in this session (jar missing or dvengine.read.dvReader=python)"
+    else:
+        return columns
+    if not _ROW_TRACKING_WARNED:
+        _ROW_TRACKING_WARNED.append(reason)
+        warnings.warn(
+            f"dvengine: this read of row-tracking table {snapshot.table_root} has no _metadata.row_id / "
+            f"_metadata.row_commit_version ({reason}); dvengine.engine.spark.row_ids.read_row_tracking_df"
+            "(spark, snapshot) gives them as the columns row_id / row_commit_version",
+            RowTrackingMetadataWarning,
+            stacklevel=3,
+        )
+    return None
 
 
 def _jvm_for(spark: SparkSession, files: Sequence[AddFile]) -> bool:

@@ -60,12 +60,12 @@ public class DeletionVectorParquetFormat extends ParquetFileFormat {
 
     @Override
     public boolean equals(Object other) {
-        return other instanceof DeletionVectorParquetFormat;
+        return other != null && other.getClass() == getClass(); // the row-tracking subclass reads other columns
     }
 
     @Override
     public int hashCode() {
-        return DeletionVectorParquetFormat.class.hashCode();
+        return getClass().hashCode();
     }
 
     @Override
@@ -93,19 +93,30 @@ public class DeletionVectorParquetFormat extends ParquetFileFormat {
                     + " needs the ByteType column " + IS_DELETED_COLUMN + " in the read schema, got " + requiredSchema.simpleString());
         }
         String rowIndexName = ParquetFileFormat$.MODULE$.ROW_INDEX_TEMPORARY_COLUMN_NAME();
-        if (Arrays.asList(requiredSchema.fieldNames()).contains(rowIndexName)) {
+        boolean wantsRowIndex = Arrays.asList(requiredSchema.fieldNames()).contains(rowIndexName);
+        // The row-tracking layer reads the row index anyway and fills a requested one too.
+        RowTrackingColumns tracking = RowTrackingColumns.requested(requiredSchema)
+                || (fillsRowTracking() && (wantsRowIndex || FileConstants.requested(requiredSchema, options)))
+                ? RowTrackingColumns.fromOptions(options)
+                : null;
+        if (wantsRowIndex && tracking == null) {
             throw new IllegalArgumentException(DeletionVectorParquetFormat.class.getName()
                     + " does not support selecting _metadata.row_index");
         }
         StructType withRowIndex = requiredSchema.add(new StructField(
                 rowIndexName, DataTypes.LongType, true, org.apache.spark.sql.types.Metadata.empty()));
-        // The is-deleted column is not in the files: no Parquet filter on it may reach the reader.
+        // The is-deleted, row-tracking and per-file constant columns are not in the files: no Parquet filter on them
+        // (nor on a _metadata field) may reach the reader.
         List<Filter> kept = new ArrayList<>();
+        List<String> constants = FileConstants.names(options);
         for (Filter f : CollectionConverters.asJava(filters)) {
-            if (!Arrays.asList(f.references()).contains(IS_DELETED_COLUMN)) {
+            if (Arrays.stream(f.references()).noneMatch(
+                    r -> r.equals(IS_DELETED_COLUMN) || r.equals(rowIndexName) || r.startsWith("_metadata.")
+                            || RowTrackingColumns.kind(r) >= 0 || constants.contains(r))) {
                 kept.add(f);
             }
         }
+        boolean offHeap = sparkSession.sessionState().conf().offHeapColumnVectorEnabled();
         scala.collection.immutable.Seq<Filter> pushed = CollectionConverters.asScala(kept).toSeq();
         Map<String, DeletionVectorRef> dvs = DeletionVectorRef.parseAll(
                 options.get(DVS_OPTION).getOrElse(() -> null));
@@ -120,19 +131,17 @@ public class DeletionVectorParquetFormat extends ParquetFileFormat {
         boolean anyWithoutDv = dvs.values().stream().anyMatch(ref -> ref.noDeletionVector);
         boolean anyCountable = dvs.values().stream().anyMatch(ref -> !ref.noDeletionVector && ref.numRecords >= 0);
         Function1<PartitionedFile, Iterator<InternalRow>> withIndex = anyWithDv
-                ? super.buildReaderWithPartitionValues(sparkSession, dataSchema, partitionSchema, withRowIndex, pushed,
-                        options, new Configuration(hadoopConf))
+                ? parquet(tracking, sparkSession, dataSchema, partitionSchema, withRowIndex, pushed, options, new Configuration(hadoopConf), offHeap)
                 : null;
         Function1<PartitionedFile, Iterator<InternalRow>> withoutIndex = anyWithoutDv
-                ? super.buildReaderWithPartitionValues(sparkSession, dataSchema, partitionSchema, requiredSchema, pushed,
-                        options, new Configuration(hadoopConf))
+                ? parquet(tracking, sparkSession, dataSchema, partitionSchema, requiredSchema, pushed, options, new Configuration(hadoopConf), offHeap)
                 : null;
         Function1<PartitionedFile, Iterator<InternalRow>> wholeFile = null;
         if (anyCountable) {
             wholeFile = withoutIndex != null && kept.isEmpty()
                     ? withoutIndex
-                    : super.buildReaderWithPartitionValues(sparkSession, dataSchema, partitionSchema, requiredSchema,
-                            CollectionConverters.asScala(new ArrayList<Filter>()).toSeq(), options, new Configuration(hadoopConf));
+                    : parquet(tracking, sparkSession, dataSchema, partitionSchema, requiredSchema,
+                            CollectionConverters.asScala(new ArrayList<Filter>()).toSeq(), options, new Configuration(hadoopConf), offHeap);
         }
         // Only DVs in files need the Hadoop conf on executors. It travels as a broadcast (fetched
         // once per executor), never inside the reader: serialized in the task closure, its ~110 KB
@@ -142,9 +151,28 @@ public class DeletionVectorParquetFormat extends ParquetFileFormat {
                 ? sparkSession.sparkContext().broadcast(new SerializableConfiguration(hadoopConf),
                         ClassTag$.MODULE$.apply(SerializableConfiguration.class))
                 : null;
-        boolean offHeap = sparkSession.sessionState().conf().offHeapColumnVectorEnabled();
         return new MarkDeletedRows(withIndex, withoutIndex, wholeFile, dvs, conf, requiredSchema, partitionSchema, drop ? -1 : isDeleted,
                 offHeap);
+    }
+
+    /** Whether this format fills row-tracking metadata (and with it {@code _metadata.row_index}). */
+    protected boolean fillsRowTracking() {
+        return false;
+    }
+
+    /**
+     * Spark's Parquet reader of {@code schema}; with row-tracking columns in it, one reading the
+     * materialized columns and the row index instead, wrapped to compute them ({@link RowTrackingColumns}).
+     */
+    private Function1<PartitionedFile, Iterator<InternalRow>> parquet(RowTrackingColumns tracking, SparkSession sparkSession,
+            StructType dataSchema, StructType partitionSchema, StructType schema, scala.collection.immutable.Seq<Filter> filters,
+            scala.collection.immutable.Map<String, String> options, Configuration conf, boolean offHeap) {
+        if (tracking == null) {
+            return super.buildReaderWithPartitionValues(sparkSession, dataSchema, partitionSchema, schema, filters, options, conf);
+        }
+        Function1<PartitionedFile, Iterator<InternalRow>> inner = super.buildReaderWithPartitionValues(
+                sparkSession, dataSchema, partitionSchema, tracking.innerSchema(schema), filters, options, conf);
+        return tracking.wrap(inner, schema, partitionSchema, offHeap);
     }
 
     /** The key of the DV map for a file Spark reads. */
