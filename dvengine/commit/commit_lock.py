@@ -68,6 +68,28 @@ def commit_turn(log_folder: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> Iterat
         os.close(fd)  # closing releases the flock
 
 
+def turn_taken(log_folder: str) -> bool:
+    """Is another writer holding the table's commit turn right now? (A hint, racy by nature.)
+
+    A writer holding it is about to link the next version, so a commit staged for that version
+    now would be stale before this writer's turn: it would pay an fsync for nothing and then
+    re-stage inside its turn anyway (transaction.py stages only when the turn is free).
+    """
+    path = None if fcntl is None else lock_path(log_folder)
+    fd = _open(path) if path is not None else None
+    if fd is None:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)  # releases the probe's lock if it was taken
+    return False
+
+
 def _open(path: str) -> int | None:
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
