@@ -11,6 +11,8 @@ lost *after* the loser's fsync. With the lock, dvengine writers on one host take
 commit step only: a writer catches up with the log, rebases and stages (writes and fsyncs) its
 commit *before* asking for the turn, and holds it to link, or, if a winner landed while it
 waited, to read that winner, rebase, re-stage and link (transaction.py, ``_commit_in_turn``);
+a writer that finds the turn taken (:func:`turn_taken`) skips the early stage, which the
+holder's commit would make stale, and stages once inside its turn;
 planning and scanning stay parallel. Delta's own ``LocalLogStore`` likewise serializes its local commits (with a
 JVM lock, there for atomicity of its rename).
 

@@ -15,8 +15,9 @@ dvengine writers on one host take turns at the commit step (:mod:`dvengine.commi
 so losers stop paying an fsync for commits that cannot land. On a local table the turn covers
 only "read the tail, rebase, link": the commit is caught up with the log and written and synced
 under a private temp name before the turn, re-staged inside it only when a winner landed while
-this writer waited, and the ``_delta_log`` folder is synced after the turn, before the caller is
-told (spec_notes/crash-safety.md, "Power loss"). Writers outside a turn (object stores, a lock
+this writer waited (and staged only inside it when the turn was already taken on arrival: the
+holder's commit would make an early stage stale), and the ``_delta_log`` folder is synced after
+the turn, before the caller is told (spec_notes/crash-safety.md, "Power loss"). Writers outside a turn (object stores, a lock
 that timed out) back off briefly with full jitter *before* reading the winners, never between
 their rebase and their next put-if-absent.
 """
