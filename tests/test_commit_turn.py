@@ -17,9 +17,11 @@ import dvengine
 from dvengine import DeltaTable
 from dvengine.api import dml
 from dvengine.commit import transaction as txn_module
-from dvengine.commit.commit_lock import commit_turn, lock_path
+from dvengine.commit.commit_lock import commit_turn, lock_path, turn_taken
 from dvengine.commit.transaction import backoff_seconds
 from dvengine.log import load_snapshot
+from dvengine.log.snapshot_cache import clear_snapshot_cache
+from dvengine.storage.local import LocalStorage
 
 
 def test_one_turn_at_a_time_per_log_folder(tmp_path: Path) -> None:
@@ -113,3 +115,60 @@ def test_rebase_inline_limit_zero_keeps_dv_files(tmp_path: Path, monkeypatch: py
     assert DeltaTable.forPath(None, path).delete("id = 4001", mode="dv")["numRebasedFiles"] == 1
     assert _dv_storage(path) == "u"
     assert DeltaTable.forPath(None, path).toArrow().num_rows == 5000 - 201
+
+
+def test_turn_taken_sees_another_holder_and_leaves_the_turn_free(tmp_path: Path) -> None:
+    log = tmp_path / "_delta_log"
+    log.mkdir()
+    assert not turn_taken(str(log))
+    with commit_turn(str(log)) as held:
+        assert held and turn_taken(str(log))  # flock is per open file: the probe is another opener
+    assert not turn_taken(str(log))
+    with commit_turn(str(log), timeout_s=0.05) as again:
+        assert again  # the probe released what it took
+    assert not turn_taken(str(tmp_path / "missing" / "_delta_log"))
+
+
+def test_a_writer_finding_the_turn_taken_stages_only_inside_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The turn's holder links the next version, so a commit staged before the turn would be
+    stale: the writer waits, reads the winner, rebases, and stages once, inside its turn."""
+    path = tmp_path / "t"
+    ids = pa.array(range(5000), pa.int64())
+    dvengine.write(pa.table({"id": ids, "v": ids}), str(path), mode="error",
+                   configuration={"delta.enableDeletionVectors": "true"})
+    stale = load_snapshot(str(path))
+    DeltaTable.forPath(None, path).delete("id = 10", mode="dv")  # the winner, taken out again below
+    winner = (path / "_delta_log" / "00000000000000000001.json").read_bytes()
+    (path / "_delta_log" / "00000000000000000001.json").unlink()
+    clear_snapshot_cache()
+    monkeypatch.setattr("dvengine.commands.replan.blind_snapshot", lambda *args: None)
+    monkeypatch.setattr(dml, "load_snapshot", lambda root: stale)
+    staged_at: list[float] = []
+    real_stage = LocalStorage.stage_commit
+
+    def stage(self: LocalStorage, target: str, data: bytes) -> str:
+        staged_at.append(time.monotonic())
+        return real_stage(self, target, data)
+
+    monkeypatch.setattr(LocalStorage, "stage_commit", stage)
+    log = str(path / "_delta_log")
+    holding, released = threading.Event(), []
+
+    def holder() -> None:
+        with commit_turn(log):
+            holding.set()
+            time.sleep(0.3)  # the DML below plans, finds the turn taken and waits
+            (path / "_delta_log" / "00000000000000000001.json").write_bytes(winner)
+            released.append(time.monotonic())
+
+    thread = threading.Thread(target=holder)
+    thread.start()
+    holding.wait()
+    metrics = DeltaTable.forPath(None, path).delete("id = 4001", mode="dv")
+    thread.join()
+    assert metrics["version"] == 2
+    assert metrics["numCommitAttempts"] == 2 and metrics["numRebasedFiles"] == 1
+    assert len(staged_at) == 1 and staged_at[0] > released[0]  # no stale commit staged (and fsynced) first
+    want = sort_rows([(i, i) for i in range(5000) if i not in (10, 4001)])
+    assert rows_arrow(path, ["id", "v"]) == want
+    assert rows_delta_rs(path, ["id", "v"]) == want

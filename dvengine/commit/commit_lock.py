@@ -11,6 +11,8 @@ lost *after* the loser's fsync. With the lock, dvengine writers on one host take
 commit step only: a writer catches up with the log, rebases and stages (writes and fsyncs) its
 commit *before* asking for the turn, and holds it to link, or, if a winner landed while it
 waited, to read that winner, rebase, re-stage and link (transaction.py, ``_commit_in_turn``);
+a writer that finds the turn taken (:func:`turn_taken`) skips the early stage, which the
+holder's commit would make stale, and stages once inside its turn;
 planning and scanning stay parallel. Delta's own ``LocalLogStore`` likewise serializes its local commits (with a
 JVM lock, there for atomicity of its rename).
 
@@ -66,6 +68,28 @@ def commit_turn(log_folder: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> Iterat
         yield held
     finally:
         os.close(fd)  # closing releases the flock
+
+
+def turn_taken(log_folder: str) -> bool:
+    """Is another writer holding the table's commit turn right now? (A hint, racy by nature.)
+
+    A writer holding it is about to link the next version, so a commit staged for that version
+    now would be stale before this writer's turn: it would pay an fsync for nothing and then
+    re-stage inside its turn anyway (transaction.py stages only when the turn is free).
+    """
+    path = None if fcntl is None else lock_path(log_folder)
+    fd = _open(path) if path is not None else None
+    if fd is None:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)  # releases the probe's lock if it was taken
+    return False
 
 
 def _open(path: str) -> int | None:

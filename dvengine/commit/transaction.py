@@ -15,8 +15,9 @@ dvengine writers on one host take turns at the commit step (:mod:`dvengine.commi
 so losers stop paying an fsync for commits that cannot land. On a local table the turn covers
 only "read the tail, rebase, link": the commit is caught up with the log and written and synced
 under a private temp name before the turn, re-staged inside it only when a winner landed while
-this writer waited, and the ``_delta_log`` folder is synced after the turn, before the caller is
-told (spec_notes/crash-safety.md, "Power loss"). Writers outside a turn (object stores, a lock
+this writer waited (and staged only inside it when the turn was already taken on arrival: the
+holder's commit would make an early stage stale), and the ``_delta_log`` folder is synced after
+the turn, before the caller is told (spec_notes/crash-safety.md, "Power loss"). Writers outside a turn (object stores, a lock
 that timed out) back off briefly with full jitter *before* reading the winners, never between
 their rebase and their next put-if-absent.
 """
@@ -35,7 +36,7 @@ from pyroaring import BitMap64
 
 from dvengine.commit import in_commit_timestamps
 from dvengine.commit.commit_info import build_commit_info
-from dvengine.commit.commit_lock import commit_turn
+from dvengine.commit.commit_lock import commit_turn, turn_taken
 from dvengine.commit.conflicts import (
     FilePredicate,
     TransactionFootprint,
@@ -316,13 +317,17 @@ class Transaction:
                 f"concurrent writers took version {version} (max_attempts={self.max_attempts})"
             )
         version = caught_up
-        data = self._serialize(self._is_blind_append(), operation_metrics, version)
-        staged = _Staged(version, data, store.stage_commit(commit_file_path(self.table_root, version), data))
-        try:
-            with commit_turn(log) as exclusive:
-                version = self._put_with_retries(version, operation_metrics, exclusive, staged, lost)
-        finally:
-            store.discard_staged(staged.path)
+        if not self.blind and turn_taken(log):
+            # Another writer is linking the next version: a commit staged now would be stale.
+            version = self._commit_staged_in_turn(log, version, operation_metrics, lost)
+        else:
+            data = self._serialize(self._is_blind_append(), operation_metrics, version)
+            staged = _Staged(version, data, store.stage_commit(commit_file_path(self.table_root, version), data))
+            try:
+                with commit_turn(log) as exclusive:
+                    version = self._put_with_retries(version, operation_metrics, exclusive, staged, lost)
+            finally:
+                store.discard_staged(staged.path)
         try:
             store.sync_dir(log)
         except OSError:
@@ -330,6 +335,22 @@ class Transaction:
             # delete files the table references. Only its survival of a power loss is in doubt.
             _LOG.warning("commit %d of %s is linked but fsync of %s failed", version, self.table_root, log, exc_info=True)
         return version
+
+    def _commit_staged_in_turn(self, log: str, version: int, operation_metrics: Mapping[str, Any] | None, lost: int) -> int:
+        """Wait for the turn, then catch up, stage and link in it (the turn was taken when we came:
+        its holder's commit makes anything staged before the turn stale). Winners that landed
+        while we waited count as one more lost race, as a stale staged commit would."""
+        with commit_turn(log) as exclusive:
+            caught_up = self._catch_up(version)
+            if caught_up != version:
+                lost += 1
+                if lost >= self.max_attempts:
+                    self.attempts = lost
+                    raise MaxCommitAttemptsExceededError(
+                        f"gave up committing {self.operation} to {self.table_root} after {lost} attempt(s): "
+                        f"concurrent writers took version {version} (max_attempts={self.max_attempts})"
+                    )
+            return self._put_with_retries(caught_up, operation_metrics, exclusive, None, lost)
 
     def _stale(self, version: int) -> None:
         """A blind commit (see ``blind``) found ``version`` taken: never rebase, re-plan."""

@@ -3,11 +3,20 @@
 A truncated or garbled line means the log cannot be trusted, so parsing fails loudly with the
 file and 1-based line number instead of skipping the line: silently dropping one ``remove``
 would resurrect deleted rows.
+
+Parsed commits are memoized by their bytes (small files only, a bounded LRU): the bytes are the
+whole input, and actions are frozen, so a hit is exactly what a parse would return. It serves
+writers on one hot table, where each writer reads every other writer's commit twice: once as a
+winner of its commit race (commit/transaction.py) and once when its next command refreshes the
+cached snapshot by the log tail (log/loader.py). Measured: ~42 us per parse of a 2 KB commit,
+~6.5 winners per operation at 8 writers (spec_notes/isolation-and-concurrency.md).
 """
 
 from __future__ import annotations
 
 import json
+import threading
+from collections import OrderedDict
 from typing import Any
 
 from dvengine.errors import LogCorruptedError, ProtocolError
@@ -35,8 +44,30 @@ def _parse_line(line: str, path: str, number: int) -> dict[str, Any]:
     return obj
 
 
+_MEMO_MAX_BYTES = 64 * 1024  # commits of point DML are ~2 KB; large ones are rare and read once
+_MEMO_ENTRIES = 256
+_MEMO: OrderedDict[bytes, tuple[Action, ...]] = OrderedDict()
+_MEMO_LOCK = threading.Lock()
+
+
 def parse_actions(data: bytes, path: str) -> list[Action]:
     """All known actions of one JSON log file, in file order (unknown action kinds are skipped)."""
+    if len(data) > _MEMO_MAX_BYTES:
+        return _parse(data, path)
+    with _MEMO_LOCK:
+        found = _MEMO.get(data)
+        if found is not None:
+            _MEMO.move_to_end(data)
+            return list(found)
+    out = _parse(data, path)
+    with _MEMO_LOCK:
+        _MEMO[data] = tuple(out)
+        while len(_MEMO) > _MEMO_ENTRIES:
+            _MEMO.popitem(last=False)
+    return out
+
+
+def _parse(data: bytes, path: str) -> list[Action]:
     out: list[Action] = []
     for number, line in enumerate(_lines(data, path), start=1):
         if not line.strip():
