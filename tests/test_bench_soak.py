@@ -27,7 +27,8 @@ def test_soak_smoke(tmp_path: Path, shape: str) -> None:
         assert sum(r["tail"][f"{k}_rounds"] for k in ("plain", "checkpoint", "compaction")) == 12
         assert len(r["read_end_samples_s"]) == len(r["read_fresh_samples_s"]) == 9
         assert len(r["gc_rounds"]) == 12 and all(g[0] >= g[2] >= 0 and g[1] >= 0 for g in r["gc_rounds"])
-        assert r["tail"]["p99_ms_without_gc"] <= max(r["latencies_ms"])
+        assert r["tail"]["p99_ms_without_gc"] <= max(r["latencies_ms"]) and len(r["cpu_ms"]) == 12
+        assert 0 <= r["tail"]["top_1pct_waiting"] <= sum(r["tail"]["top_1pct"].values())
     # dvengine checkpoints every 10th commit: round 9 or 10 wrote version 10's checkpoint
     assert sum(e[1] for e in results["dvengine-nocompact"]["events"]) >= 1
     assert results["delta-rs"]["dv_files_end"] == 0

@@ -275,11 +275,14 @@ def _round_events(root: str, next_version: int) -> tuple[list[int], int]:
 
 
 def _tail(
-    latencies_ms: list[float], events: list[list[int]], factor: float = 3.0, gc_rounds: list[list[float]] | None = None
+    latencies_ms: list[float], events: list[list[int]], factor: float = 3.0,
+    gc_rounds: list[list[float]] | None = None, cpu_ms: list[float] | None = None,
 ) -> dict[str, Any]:
     """Rounds slower than ``factor`` x p50 and the top 1 %, split by what the round did; with
     ``gc_rounds`` ([GC pause ms, full collections, full-collection ms] per round) also how many of
-    them ran a full (generation-2) collection, and the p99 with each round's GC pauses taken out."""
+    them ran a full (generation-2) collection, and the p99 with each round's GC pauses taken out;
+    with ``cpu_ms`` (process CPU time per round) how many slow rounds used under half their wall
+    time in CPU: they waited (for the shared machine's cores or for I/O), they did not compute."""
     p50 = float(np.percentile(np.array(latencies_ms), 50))
     cut99 = float(np.percentile(np.array(latencies_ms), 99))
 
@@ -300,6 +303,10 @@ def _tail(
         out["full_gc_rounds"] = sum(1 for g in gc_rounds if g[1] > 0)
         out["full_gc_ms_p50"] = float(np.median([g[2] for g in gc_rounds if g[1] > 0] or [0.0]))
         out["gc_ms_total"] = float(sum(g[0] for g in gc_rounds))
+        if cpu_ms is not None:
+            for label, cut in (("over_factor", factor * p50), ("top_1pct", cut99)):
+                out[f"{label}_waiting"] = sum(
+                    1 for i, x in enumerate(latencies_ms) if x > cut and cpu_ms[i] < 0.5 * x)
         out["p99_ms_without_gc"] = float(np.percentile(
             np.array([x - g[0] for x, g in zip(latencies_ms, gc_rounds, strict=True)]), 99))
     for k in ("compaction", "checkpoint", "plain"):
@@ -457,6 +464,7 @@ def run_soak(rounds: int, shape: str, rows: int, out: Path, read_every: int, see
         profiles: dict[str, str] = {}
         gc.callbacks.append(clock)
         gc_rounds: dict[str, list[list[float]]] = {c.name: [] for c in runners}
+        cpu: dict[str, list[float]] = {c.name: [] for c in runners}  # process CPU time per round
         for c in runners:
             reads[c.name].append((0, _best_of(c.read, 1)))
             layout[c.name].append((0, *c.layout()))
@@ -467,6 +475,7 @@ def run_soak(rounds: int, shape: str, rows: int, out: Path, read_every: int, see
             for c in runners:
                 profiled = profile and r == rounds and c.name.startswith("dvengine")
                 gc_before = clock.reading()
+                cpu0 = time.process_time()
                 t0 = time.perf_counter()
                 if profiled:
                     profiles[c.name] = _profiled_round(c, source, doomed)
@@ -475,6 +484,7 @@ def run_soak(rounds: int, shape: str, rows: int, out: Path, read_every: int, see
                     if doomed:
                         c.delete(doomed)
                 lat[c.name].append(time.perf_counter() - t0)
+                cpu[c.name].append(time.process_time() - cpu0)
                 gc_after = clock.reading()
                 gc_rounds[c.name].append([(gc_after[0] - gc_before[0]) * 1000, gc_after[1] - gc_before[1],
                                           (gc_after[2] - gc_before[2]) * 1000])
@@ -527,7 +537,9 @@ def run_soak(rounds: int, shape: str, rows: int, out: Path, read_every: int, see
                 "latencies_ms": [x * 1000 for x in ls],
                 "events": events[c.name],
                 "gc_rounds": gc_rounds[c.name],
-                "tail": _tail([x * 1000 for x in ls], events[c.name], gc_rounds=gc_rounds[c.name]),
+                "cpu_ms": [x * 1000 for x in cpu[c.name]],
+                "tail": _tail([x * 1000 for x in ls], events[c.name], gc_rounds=gc_rounds[c.name],
+                              cpu_ms=[x * 1000 for x in cpu[c.name]]),
                 "correct": not problems, "problems": problems,
             }
         assert expected_rows.num_rows == len(model.live)
