@@ -3,7 +3,7 @@
 A table written by a stream of small commits holds one large file (the base or a compacted one,
 often with a DV) and tens of small ones. Read file by file, the large file's read and DV filter
 ran on one core while the small files had long finished (the end table of the 2,000-round
-growing-key soak: 25 files, 14 with DVs, read 1.44-1.63x a fresh 1-file table of the same rows).
+growing-key soak: 25 files, 14 with DVs, read 1.53-1.61x a fresh 1-file table of the same rows; 1.44x after this change, in-process A/B).
 So the work is split into tasks of similar weight and run on one pool, heaviest first:
 
 - a file of at least ``THREADED_READ_ROWS`` rows (per its ``numRecords``) is opened first (footer
