@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from dvengine.bench.soak import run_from_args, run_soak
+from dvengine.bench.soak import GcClock, run_from_args, run_soak
 
 
 @pytest.mark.parametrize("shape", ["uniform", "growing"])
@@ -26,6 +26,9 @@ def test_soak_smoke(tmp_path: Path, shape: str) -> None:
         assert [e[0] >= (2 if i % 10 == 9 else 1) for i, e in enumerate(r["events"])] == [True] * 12
         assert sum(r["tail"][f"{k}_rounds"] for k in ("plain", "checkpoint", "compaction")) == 12
         assert len(r["read_end_samples_s"]) == len(r["read_fresh_samples_s"]) == 9
+        assert len(r["gc_rounds"]) == 12 and all(g[0] >= g[2] >= 0 and g[1] >= 0 for g in r["gc_rounds"])
+        assert r["tail"]["p99_ms_without_gc"] <= max(r["latencies_ms"]) and len(r["cpu_ms"]) == 12
+        assert 0 <= r["tail"]["top_1pct_waiting"] <= sum(r["tail"]["top_1pct"].values())
     # dvengine checkpoints every 10th commit: round 9 or 10 wrote version 10's checkpoint
     assert sum(e[1] for e in results["dvengine-nocompact"]["events"]) >= 1
     assert results["delta-rs"]["dv_files_end"] == 0
@@ -49,3 +52,19 @@ def test_soak_vacuums_delta_rs_and_still_counts_its_bytes(tmp_path: Path) -> Non
     plain = run_soak(6, "uniform", 2_000, tmp_path / "plain", read_every=3, contenders=("delta-rs",))
     assert rs["bytes_written"] == pytest.approx(plain["results"]["delta-rs"]["bytes_written"], rel=0.05)
     assert "VACUUMed (retention 0) every 2 rounds" in (tmp_path / "uniform-6" / "soak.md").read_text()
+
+
+def test_gc_clock_times_full_collections() -> None:
+    import gc
+
+    clock = GcClock()
+    gc.callbacks.append(clock)
+    try:
+        gc.collect(0)
+        young = clock.reading()
+        gc.collect()
+        total_s, full, full_s = clock.reading()
+    finally:
+        gc.callbacks.remove(clock)
+    assert young[1] == 0 and young[0] > 0  # a young collection is timed, not counted as full
+    assert full == 1 and 0 < full_s <= total_s - young[0] + 1e-9

@@ -124,3 +124,32 @@ def test_post_commit_cleanup_is_skipped_only_while_nothing_can_have_expired(tmp_
     deleted = cleanup_expired_logs(str(table), now_ms=now)  # ... an explicit cleanup always lists
     assert sorted(Path(p).name for p in deleted) == [f"{v:020d}.json" for v in range(10)]
     assert sorted(DeltaTable.forPath(None, str(table)).toArrow().column("id").to_pylist()) == [0, 1, 1, 2, 3, 4, 5, 6, 7, 8, 9]
+
+
+def test_tombstone_rows_follow_keys_leaving_returning_and_re_removed(tmp_path: Path) -> None:
+    """Unit check of the cache's update rules against a from-scratch encoding: a key that left is
+    dropped, a key removed again (another RemoveFile, later timestamp) is re-encoded, expiry is a
+    filter that a later call with an earlier cutoff undoes."""
+    from dvengine.log.checkpoint_schema import CHECKPOINT_SCHEMA
+    from dvengine.log.checkpoint_writer import _remove_row
+    from dvengine.log.tombstone_rows import tombstone_table
+    from dvengine.protocol.actions import RemoveFile
+
+    def rm(path: str, ts: int) -> RemoveFile:
+        return RemoveFile(path=path, deletion_timestamp=ts, data_change=True, size=10)
+
+    def rows(table: pa.Table) -> list[tuple[str, int]]:
+        return sorted((r["path"], r["deletionTimestamp"]) for r in table.column("remove").to_pylist())
+
+    root = str(tmp_path / "t")
+    clear_tombstone_rows()
+    first = {(p, None): rm(p, ts) for p, ts in [("a", 100), ("b", 200), ("c", 300)]}
+    assert rows(tombstone_table(root, first, CHECKPOINT_SCHEMA, _remove_row, 0)) == [("a", 100), ("b", 200), ("c", 300)]
+    second = {("a", None): first[("a", None)], ("c", None): rm("c", 900), ("d", None): rm("d", 400)}  # b left, c again
+    got = tombstone_table(root, second, CHECKPOINT_SCHEMA, _remove_row, 0)
+    assert rows(got) == [("a", 100), ("c", 900), ("d", 400)]
+    assert rows(tombstone_table(root, second, CHECKPOINT_SCHEMA, _remove_row, 350)) == [("c", 900), ("d", 400)]
+    assert rows(tombstone_table(root, second, CHECKPOINT_SCHEMA, _remove_row, 0)) == rows(got)  # expiry undone
+    clear_tombstone_rows()
+    fresh = tombstone_table(root, second, CHECKPOINT_SCHEMA, _remove_row, 0)
+    assert sorted(got.to_pylist(), key=repr) == sorted(fresh.to_pylist(), key=repr)

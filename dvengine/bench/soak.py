@@ -274,8 +274,15 @@ def _round_events(root: str, next_version: int) -> tuple[list[int], int]:
     return [commits, checkpointed, files, rows, size], version
 
 
-def _tail(latencies_ms: list[float], events: list[list[int]], factor: float = 3.0) -> dict[str, Any]:
-    """Rounds slower than ``factor`` x p50 and the top 1 %, split by what the round did."""
+def _tail(
+    latencies_ms: list[float], events: list[list[int]], factor: float = 3.0,
+    gc_rounds: list[list[float]] | None = None, cpu_ms: list[float] | None = None,
+) -> dict[str, Any]:
+    """Rounds slower than ``factor`` x p50 and the top 1 %, split by what the round did; with
+    ``gc_rounds`` ([GC pause ms, full collections, full-collection ms] per round) also how many of
+    them ran a full (generation-2) collection, and the p99 with each round's GC pauses taken out;
+    with ``cpu_ms`` (process CPU time per round) how many slow rounds used under half their wall
+    time in CPU: they waited (for the shared machine's cores or for I/O), they did not compute."""
     p50 = float(np.percentile(np.array(latencies_ms), 50))
     cut99 = float(np.percentile(np.array(latencies_ms), 99))
 
@@ -286,12 +293,52 @@ def _tail(latencies_ms: list[float], events: list[list[int]], factor: float = 3.
     for label, cut in (("over_factor", factor * p50), ("top_1pct", cut99)):
         slow = [i for i, x in enumerate(latencies_ms) if x > cut]
         out[label] = {k: sum(1 for i in slow if kind(events[i]) == k) for k in ("compaction", "checkpoint", "plain")}
+    if gc_rounds is not None:
+        for label, cut in (("over_factor", factor * p50), ("top_1pct", cut99)):
+            slow = [i for i, x in enumerate(latencies_ms) if x > cut]
+            out[f"{label}_with_full_gc"] = {
+                k: sum(1 for i in slow if kind(events[i]) == k and gc_rounds[i][1] > 0)
+                for k in ("compaction", "checkpoint", "plain")
+            }
+        out["full_gc_rounds"] = sum(1 for g in gc_rounds if g[1] > 0)
+        out["full_gc_ms_p50"] = float(np.median([g[2] for g in gc_rounds if g[1] > 0] or [0.0]))
+        out["gc_ms_total"] = float(sum(g[0] for g in gc_rounds))
+        if cpu_ms is not None:
+            for label, cut in (("over_factor", factor * p50), ("top_1pct", cut99)):
+                out[f"{label}_waiting"] = sum(
+                    1 for i, x in enumerate(latencies_ms) if x > cut and cpu_ms[i] < 0.5 * x)
+        out["p99_ms_without_gc"] = float(np.percentile(
+            np.array([x - g[0] for x, g in zip(latencies_ms, gc_rounds, strict=True)]), 99))
     for k in ("compaction", "checkpoint", "plain"):
         ls = [x for x, e in zip(latencies_ms, events, strict=True) if kind(e) == k]
         out[f"{k}_rounds"] = len(ls)
         out[f"{k}_p50_ms"] = float(np.percentile(np.array(ls), 50)) if ls else None
         out[f"{k}_max_ms"] = max(ls) if ls else None
     return out
+
+
+class GcClock:
+    """Pauses of the cyclic garbage collector, timed with ``gc.callbacks`` (read by the soak per
+    round, so a slow round can be told apart as a GC pause or something else)."""
+
+    def __init__(self) -> None:
+        self.started = 0.0
+        self.total_s = 0.0
+        self.full = 0  # generation-2 collections
+        self.full_s = 0.0
+
+    def __call__(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self.started = time.perf_counter()
+            return
+        took = time.perf_counter() - self.started
+        self.total_s += took
+        if info.get("generation") == 2:
+            self.full += 1
+            self.full_s += took
+
+    def reading(self) -> tuple[float, int, float]:
+        return self.total_s, self.full, self.full_s
 
 
 def _best_of(fn: Callable[[], object], n: int = 3) -> float:
@@ -394,6 +441,7 @@ def run_soak(rounds: int, shape: str, rows: int, out: Path, read_every: int, see
     load_before = os.getloadavg()
     work = tempfile.mkdtemp(prefix="dvengine-soak-")
     started_all = time.perf_counter()
+    clock = GcClock()
     try:
         base = model.base()
         # The model holds ~3M Python objects that are bookkeeping of this bench, not of any
@@ -414,6 +462,9 @@ def run_soak(rounds: int, shape: str, rows: int, out: Path, read_every: int, see
         events: dict[str, list[list[int]]] = {c.name: [] for c in runners}
         next_version = {c.name: _round_events(c.root, 0)[1] for c in runners}
         profiles: dict[str, str] = {}
+        gc.callbacks.append(clock)
+        gc_rounds: dict[str, list[list[float]]] = {c.name: [] for c in runners}
+        cpu: dict[str, list[float]] = {c.name: [] for c in runners}  # process CPU time per round
         for c in runners:
             reads[c.name].append((0, _best_of(c.read, 1)))
             layout[c.name].append((0, *c.layout()))
@@ -423,6 +474,8 @@ def run_soak(rounds: int, shape: str, rows: int, out: Path, read_every: int, see
             doomed = model.delete_keys() if r % DELETE_EVERY == 0 else []
             for c in runners:
                 profiled = profile and r == rounds and c.name.startswith("dvengine")
+                gc_before = clock.reading()
+                cpu0 = time.process_time()
                 t0 = time.perf_counter()
                 if profiled:
                     profiles[c.name] = _profiled_round(c, source, doomed)
@@ -431,6 +484,10 @@ def run_soak(rounds: int, shape: str, rows: int, out: Path, read_every: int, see
                     if doomed:
                         c.delete(doomed)
                 lat[c.name].append(time.perf_counter() - t0)
+                cpu[c.name].append(time.process_time() - cpu0)
+                gc_after = clock.reading()
+                gc_rounds[c.name].append([(gc_after[0] - gc_before[0]) * 1000, gc_after[1] - gc_before[1],
+                                          (gc_after[2] - gc_before[2]) * 1000])
                 happened, next_version[c.name] = _round_events(c.root, next_version[c.name])
                 events[c.name].append(happened)
                 if vacuum_every and isinstance(c, DeltaRsContender) and r % vacuum_every == 0 and r != rounds:
@@ -479,11 +536,16 @@ def run_soak(rounds: int, shape: str, rows: int, out: Path, read_every: int, see
                 "layout": layout[c.name], "reads": reads[c.name],
                 "latencies_ms": [x * 1000 for x in ls],
                 "events": events[c.name],
-                "tail": _tail([x * 1000 for x in ls], events[c.name]),
+                "gc_rounds": gc_rounds[c.name],
+                "cpu_ms": [x * 1000 for x in cpu[c.name]],
+                "tail": _tail([x * 1000 for x in ls], events[c.name], gc_rounds=gc_rounds[c.name],
+                              cpu_ms=[x * 1000 for x in cpu[c.name]]),
                 "correct": not problems, "problems": problems,
             }
         assert expected_rows.num_rows == len(model.live)
     finally:
+        if clock in gc.callbacks:
+            gc.callbacks.remove(clock)
         shutil.rmtree(work, ignore_errors=True)
     report = {
         "rounds": rounds, "shape": shape, "rows": rows, "seed": seed, "read_every": read_every,

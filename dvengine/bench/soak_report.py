@@ -68,6 +68,20 @@ def _tail_lines(res: dict[str, Any]) -> list[str]:
         for kind in ("plain", "checkpoint", "compaction"):
             lines.append(f"| {name} | {kind} | {t[f'{kind}_rounds']} | {_ms(t[f'{kind}_p50_ms'])} | "
                          f"{_ms(t[f'{kind}_max_ms'])} | {t['over_factor'][kind]} | {t['top_1pct'][kind]} |")
+    gc_rows = [(n, t) for n, t in rows if "full_gc_rounds" in t]
+    if gc_rows:
+        lines += ["", "Garbage-collector pauses (timed with gc.callbacks; all contenders share the process):", ""]
+        for name, t in gc_rows:
+            slow = sum(t["over_factor_with_full_gc"].values())
+            top = sum(t["top_1pct_with_full_gc"].values())
+            lines.append(
+                f"- {name}: {t['full_gc_rounds']} rounds ran a full collection (median {t['full_gc_ms_p50']:.0f} ms), "
+                f"GC pauses {t['gc_ms_total'] / 1000:.1f} s in all; of the slow rounds {slow}, of the top 1 % {top} "
+                f"ran one; p99 with each round's GC pauses taken out {t['p99_ms_without_gc']:.0f} ms"
+                + (f"; slow rounds that used under half their wall time in CPU (waiting on the shared machine "
+                   f"or I/O): {t['over_factor_waiting']} of {sum(t['over_factor'].values())}, top 1 %: "
+                   f"{t['top_1pct_waiting']} of {sum(t['top_1pct'].values())}" if "over_factor_waiting" in t else "")
+            )
     return lines
 
 

@@ -28,7 +28,7 @@ from dvengine.log.intervals import parse_interval_ms
 from dvengine.log.last_checkpoint import LastCheckpoint, last_checkpoint_path, read_last_checkpoint
 from dvengine.log.loader import load_snapshot
 from dvengine.log.snapshot import Snapshot
-from dvengine.log.tombstone_rows import tombstone_table
+from dvengine.log.tombstone_rows import FileKey, tombstone_table
 from dvengine.protocol.actions import AddFile, DeletionVectorDescriptor, RemoveFile
 from dvengine.storage.logstore import LogStore, log_dir, normalize_table_path
 from dvengine.storage.registry import storage_for
@@ -118,10 +118,39 @@ def _table_rows(snapshot: Snapshot) -> list[dict[str, Any]]:
     return rows
 
 
-def _unexpired_tombstones(snapshot: Snapshot, now_ms: int) -> list[RemoveFile]:
+def _min_kept_ms(snapshot: Snapshot, now_ms: int) -> int:
+    """Tombstones deleted at or before this time have expired (``deletedFileRetentionDuration``)."""
     retention = parse_interval_ms(snapshot.configuration.get("delta.deletedFileRetentionDuration", DEFAULT_DELETED_FILE_RETENTION))
-    min_kept = now_ms - retention
+    return now_ms - retention
+
+
+def _unexpired_tombstones(snapshot: Snapshot, now_ms: int) -> list[RemoveFile]:
+    min_kept = _min_kept_ms(snapshot, now_ms)
     return [r for r in snapshot.tombstones if (r.deletion_timestamp or 0) > min_kept]
+
+
+def _tombstones_by_key(snapshot: Snapshot) -> Mapping[FileKey, RemoveFile]:
+    """Every tombstone of ``snapshot`` keyed as log replay keys them, unsorted.
+
+    The snapshot cache's entry of this version holds them as its replay state's dict once a
+    checkpoint or VACUUM has asked for them; taking that dict skips ``Snapshot.tombstones``, which
+    sorts them all (8-10 ms per checkpoint at 11,600 tombstones). Otherwise (the first checkpoint
+    of a process, the cache off, an older version) they come from the snapshot.
+    """
+    entry = snapshot_cache.get(snapshot.table_root) if snapshot_cache.cache_enabled() else None
+    if entry is not None and entry.with_tombstones and _same_snapshot(entry.snapshot, snapshot):
+        return entry.state.tombstones
+    tombstones = snapshot.tombstones  # a full replay; it may leave the cache holding them for next time
+    return {r.key: r for r in tombstones}
+
+
+def _same_snapshot(cached: Snapshot, snapshot: Snapshot) -> bool:
+    return cached is snapshot or (
+        cached.table_root == snapshot.table_root
+        and cached.version == snapshot.version
+        and cached.metadata.id == snapshot.metadata.id
+        and cached.timestamp_ms == snapshot.timestamp_ms
+    )
 
 
 def split_rows(snapshot: Snapshot, now_ms: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -143,10 +172,14 @@ def checkpoint_bytes(snapshot: Snapshot, now_ms: int | None = None) -> tuple[byt
     head = _table_rows(snapshot) + [{"add": _add_row(add)} for add in snapshot.files]
     # The removes are encoded incrementally (tombstone_rows): they are most of a stream's
     # checkpoint and mostly the previous checkpoint's.
-    removes = tombstone_table(snapshot.table_root, _unexpired_tombstones(snapshot, now), schema, _remove_row)
+    removes = tombstone_table(
+        snapshot.table_root, _tombstones_by_key(snapshot), schema, _remove_row, _min_kept_ms(snapshot, now)
+    )
     table = pa.concat_tables([pa.Table.from_pylist(head, schema=schema), removes])
     sink = pa.BufferOutputStream()
-    pq.write_table(table, sink, compression="snappy")
+    # No column statistics: no reader of a checkpoint needs them to be correct, and computing them
+    # was a third of the encoding (11,633 rows: 11.1 -> 7.0 ms, 316 -> 311 KB, median of 15).
+    pq.write_table(table, sink, compression="snappy", write_statistics=False)
     return sink.getvalue().to_pybytes(), table.num_rows, len(snapshot.files)
 
 

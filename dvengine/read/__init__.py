@@ -5,12 +5,11 @@ from dvengine.read.arrow_reader import (
     open_data_file,
     physical_row_count,
     read_file_arrow,
-    read_files_arrow,
     read_physical_rows,
-    read_snapshot_arrow,
     relabel_by_position,
 )
 from dvengine.read.arrow_scan import scan_snapshot_arrow
+from dvengine.read.many_files import read_files_arrow, read_snapshot_arrow
 from dvengine.read.scan_plan import ScanPlan, plan_scan
 
 __all__ = [

@@ -16,7 +16,7 @@ import pyarrow as pa
 
 from dvengine.expressions import BoundPredicate, to_pyarrow_expression
 from dvengine.log import Snapshot
-from dvengine.read.arrow_reader import read_files_arrow
+from dvengine.read.many_files import read_files_arrow
 from dvengine.read.scan_plan import plan_scan
 
 
