@@ -146,3 +146,21 @@ def test_command_failing_before_its_commit_deletes_after_its_put_landed(
             DeltaTable.forPath(None, uri, storage_options=opts).update("id = 5", {"val": "-5"}, engine="local")
     assert len(puts.data_put_done) == 1 and puts.serialized[0] < puts.data_put_done[0]  # failed mid-PUT
     _check_unchanged_then_update(s3_server, uri, opts, model, keys_before)
+
+
+def test_commands_opened_by_path_share_one_client(
+    s3_server: S3Server, table: tuple[str, dict[str, str], dict[int, Row]]  # noqa: F811
+) -> None:
+    """Each command reopened by path (with an equal, separately built options dict) reaches the
+    same storage object, so the same obstore client and its connection pool serve them all."""
+    from dvengine.storage.registry import storage_for
+
+    uri, opts, model = table
+    seen = []
+    for key in (11, 12):
+        table_obj = DeltaTable.forPath(None, uri, storage_options=dict(opts))
+        table_obj.delete(f"id = {key}", engine="local")
+        del model[key]
+        seen.append(storage_for(f"{uri}/_delta_log"))
+    assert seen[0] is seen[1] and seen[0] is storage_for(uri)
+    assert _dvengine_rows(uri, opts) == sort_rows(list(model.values()))
