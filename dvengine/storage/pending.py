@@ -35,14 +35,25 @@ MAX_IN_FLIGHT = 4
 
 _lock = threading.Lock()
 _in_flight: dict[str, Future[None]] = {}
-_pool: list[tuple[int, ThreadPoolExecutor]] = []  # (pid that built it, pool): a forked child builds its own
+_pool: list[ThreadPoolExecutor] = []
+
+
+def _after_fork_in_child() -> None:
+    """A forked child has none of its parent's worker threads, and its parent's PUTs are not its own."""
+    global _lock
+    _lock = threading.Lock()
+    _in_flight.clear()
+    _pool.clear()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _executor() -> ThreadPoolExecutor:
     with _lock:
-        if not _pool or _pool[0][0] != os.getpid():
-            _pool[:] = [(os.getpid(), ThreadPoolExecutor(MAX_IN_FLIGHT, thread_name_prefix="dvengine-put"))]
-        return _pool[0][1]
+        if not _pool:
+            _pool.append(ThreadPoolExecutor(MAX_IN_FLIGHT, thread_name_prefix="dvengine-put"))
+        return _pool[0]
 
 
 def start(path: str, send: Callable[[], None]) -> None:
