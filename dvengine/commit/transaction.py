@@ -54,6 +54,7 @@ from dvengine.commit.rebase import (
 )
 from dvengine.commit.snapshot_view import SnapshotView
 from dvengine.commit.validation import validate_commit
+from dvengine.dv.descriptor import absolute_dv_path
 from dvengine.errors import (
     CommitError,
     InvalidArgumentError,
@@ -68,6 +69,7 @@ from dvengine.log.loader import read_commit_actions
 from dvengine.log.snapshot_cache import note_blind_loss, note_own_commit
 from dvengine.protocol import row_tracking
 from dvengine.protocol.actions import (
+    STORAGE_UUID,
     Action,
     AddCDCFile,
     AddFile,
@@ -80,8 +82,9 @@ from dvengine.protocol.actions import (
     action_to_line,
 )
 from dvengine.protocol.features import check_writable, writer_features
+from dvengine.storage import pending
 from dvengine.storage.base import StagedCommits
-from dvengine.storage.logstore import FileAlreadyExists, LogStore, log_dir, normalize_table_path
+from dvengine.storage.logstore import FileAlreadyExists, LogStore, log_dir, normalize_table_path, resolve_data_path
 from dvengine.storage.registry import storage_for
 from dvengine.storage.uris import join
 
@@ -395,6 +398,7 @@ class Transaction:
                 if staged is not None and attempt == lost_before + 1:
                     data = staged.data
                     assert isinstance(self.store, StagedCommits) and staged.version == version
+                    self._wait_for_named_files()
                     self.store.link_staged(staged.path, target)
                     e_tag = None
                 else:
@@ -404,6 +408,7 @@ class Transaction:
                         # (row-level writers race on one hot file, where this is the common case).
                         # On a store the conditional PUT answers the same question in one round trip.
                         raise FileAlreadyExists(target)
+                    self._wait_for_named_files()
                     sent_at = time.monotonic()
                     e_tag = self.store.put_if_absent(target, data)
                 note_own_commit(self.table_root, version, e_tag, data, sent_at)
@@ -423,6 +428,22 @@ class Transaction:
                     time.sleep(pause)
                 version = self._catch_up(version)
         return version
+
+    def _wait_for_named_files(self) -> None:
+        """Block until every file this commit names has landed: a data file's PUT may still be
+        under way (storage/pending.py: it was started as soon as its bytes existed, so that this
+        commit could be built meanwhile). A failed PUT raises here, typed, before the commit is
+        sent: nothing is committed and the caller's clean-up removes the command's files."""
+        if not pending.busy():
+            return
+        paths = []
+        for action in self._actions:
+            if isinstance(action, (AddFile, AddCDCFile)):
+                paths.append(resolve_data_path(self.table_root, action.path))
+            dv = action.deletion_vector if isinstance(action, AddFile) else None
+            if dv is not None and dv.storage_type == STORAGE_UUID:
+                paths.append(absolute_dv_path(self.table_root, dv))
+        pending.wait_for(paths)
 
     def _effective_protocol_and_metadata(self) -> tuple[Protocol, Metadata]:
         snapshot = self.read_snapshot

@@ -98,6 +98,13 @@ class Storage(LogStore, TypingProtocol):
         """Write a file under a fresh unique name (data, DV, CDC files): readers see all of it or nothing."""
         ...
 
+    def put_new_in_background(self, path: str, data: bytes) -> None:
+        """``put_new`` that may still be under way when it returns (object stores: storage/pending.py),
+        for a file a commit will name: the transaction waits for it before its commit is sent,
+        and a failure is raised there, typed. Where a write costs no round trip (a local
+        folder) it is simply ``put_new``."""
+        ...
+
     def parquet_source(self, path: str) -> str | pa.NativeFile:
         """What ``pyarrow.parquet`` should open for ``path``: the path itself when local, a buffer when remote."""
         ...

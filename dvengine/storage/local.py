@@ -144,6 +144,9 @@ class LocalStorage:
     def put_new(self, path: str, data: bytes) -> None:
         os.replace(_write_hidden_temp(path, data, durable=True), path)
 
+    def put_new_in_background(self, path: str, data: bytes) -> None:
+        self.put_new(path, data)  # no round trip to hide
+
     def exists(self, path: str) -> bool:
         return os.path.exists(path)
 

@@ -30,6 +30,7 @@ from dvengine.errors import (
     StorageUnreachableError,
 )
 from dvengine.faults import COMMIT_AFTER_LINK, COMMIT_BEFORE_LINK, fault_point
+from dvengine.storage import pending
 from dvengine.storage.base import CONDITIONAL_PUT_PROBE_PREFIX, FileAlreadyExists, FileInfo
 from dvengine.storage.recent_writes import RecentWrites
 from dvengine.storage.settings import (
@@ -160,6 +161,7 @@ class ObjectStorage:
         return out
 
     def read_bytes(self, path: str) -> bytes:
+        pending.wait_for([path])
         recent = self._recent.get(path)
         if recent is not None:
             return recent
@@ -170,6 +172,7 @@ class ObjectStorage:
             raise _translate(exc, path, "read") from exc
 
     def read_range(self, path: str, start: int, length: int) -> bytes:
+        pending.wait_for([path])
         recent = self._recent.get(path)
         if recent is not None:
             return recent[start : start + length]
@@ -180,6 +183,7 @@ class ObjectStorage:
             raise _translate(exc, path, "read") from exc
 
     def head(self, path: str) -> FileInfo:
+        pending.wait_for([path])
         try:
             self.requests["HEAD"] += 1
             meta = obstore.head(self._store, self._key(path))
@@ -253,8 +257,11 @@ class ObjectStorage:
     def _put(self, path: str, data: bytes) -> None:
         self._check_conditional_put(path)
         self.requests["PUT"] += 1
+        self._send(path, self._key(path), data)
+
+    def _send(self, path: str, key: str, data: bytes) -> None:
         try:
-            obstore.put(self._store, self._key(path), data)
+            obstore.put(self._store, key, data)
         except (BaseError, FileNotFoundError) as exc:
             raise _translate(exc, path, "write") from exc
 
@@ -266,7 +273,27 @@ class ObjectStorage:
         self._put(path, data)
         self._recent.remember(path, data)
 
+    def put_new_in_background(self, path: str, data: bytes) -> None:
+        """``put_new`` sent on a worker (storage/pending.py): returns once the PUT is under way.
+        The probe and the path check run here first, so their errors still come before any
+        byte is sent; the PUT's own failure is raised, typed, by whoever waits for the file (the
+        commit that names it, a read, a delete)."""
+        self._check_conditional_put(path)
+        key = self._key(path)
+        self.requests["PUT"] += 1
+        self._recent.remember(path, data)
+
+        def send() -> None:
+            try:
+                self._send(path, key, data)
+            except BaseException:
+                self._recent.forget(path)
+                raise
+
+        pending.start(path, send)
+
     def delete(self, path: str) -> None:
+        pending.settle(path)
         self._recent.forget(path)
         self.requests["DELETE"] += 1
         try:

@@ -1,7 +1,9 @@
 """Write Arrow rows as data files of a Delta table, in-process, with the same stats Spark's path gets.
 
 Files are written under a hidden name and renamed into place once complete, so a crash leaves
-either nothing visible or a whole file (an orphan for VACUUM until a commit references it).
+either nothing visible or a whole file (an orphan for VACUUM until a commit references it). On an
+object store a file is one PUT under its final name, sent in the background; the commit that
+names it waits for it (storage/pending.py).
 Column mapping is honoured: columns get their physical names and Parquet field ids. Timestamps
 are INT64 microseconds (never INT96), as every Delta reader expects. Partitioned rows are split
 per partition value into Hive-style folders; readers take the values from ``partitionValues``.
@@ -20,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from dvengine.faults import DML_DATA_FILES_WRITTEN, fault_point
+from dvengine.faults import DML_DATA_FILES_WRITTEN, armed_stages, fault_point
 from dvengine.protocol.actions import AddFile
 from dvengine.protocol.row_tracking import ROW_COMMIT_VERSION_COLUMN, ROW_ID_COLUMN, MaterializedColumns
 from dvengine.protocol.schema import (
@@ -32,7 +34,7 @@ from dvengine.protocol.schema import (
     to_arrow_type,
 )
 from dvengine.read import relabel_by_position
-from dvengine.storage import is_object_uri, join, resolve_data_path, storage_for
+from dvengine.storage import is_object_uri, join, pending, resolve_data_path, storage_for
 from dvengine.writing.files import HIVE_DEFAULT_PARTITION, build_add_file, escape_partition_value
 from dvengine.writing.stats import stats_from_parquet_metadata
 
@@ -152,6 +154,8 @@ def write_data_files(
         remove_data_files(table_root, adds)
         raise
     if fault_point_after:
+        if DML_DATA_FILES_WRITTEN in armed_stages():  # the stage promises the files exist: let their PUTs land
+            pending.wait_for(resolve_data_path(table_root, a.path) for a in adds)
         fault_point(DML_DATA_FILES_WRITTEN)
     return adds
 
@@ -187,7 +191,9 @@ def _write_one_to_store(
     num_indexed_cols: int, sink: Callable[[str, bytes], None] | None = None,
 ) -> AddFile:
     """Object stores: encode in memory, then one PUT under the final unique name (no rename on a
-    store); with ``sink``, hand the bytes to it instead."""
+    store), started in the background: the stats, the add action and the rest of the command's
+    commit are built while it is under way, and the commit waits for it before it is sent
+    (storage/pending.py). With ``sink``, hand the bytes to it instead."""
     buffer = pa.BufferOutputStream()
     collected: list[pq.FileMetaData] = []
     pq.write_table(chunk, buffer, metadata_collector=collected, **PARQUET_WRITE_OPTIONS)
@@ -195,7 +201,7 @@ def _write_one_to_store(
     if sink is not None:
         sink(resolve_data_path(table_root, relative), data)
     else:
-        storage_for(table_root).put_new(join(table_root, relative), data)
+        storage_for(table_root).put_new_in_background(join(table_root, relative), data)
     stats = stats_from_parquet_metadata(collected[0], schema, num_indexed_cols=num_indexed_cols)
     return build_add_file(relative, log_values, len(data), int(time.time() * 1000), stats)
 
