@@ -1,6 +1,7 @@
 """A local S3 server for storage tests: moto on 127.0.0.1 only, and the three readers pointed at it.
 
-moto's ThreadedMotoServer answers conditional writes as S3 does (412 on ``If-None-Match: *``).
+moto's server answers conditional writes as S3 does (412 on ``If-None-Match: *``); it runs through
+``dvengine.bench.moto_server``, which makes the check and the store one atomic step, as on S3.
 Every address used here is loopback; nothing leaves the machine.
 """
 

@@ -54,11 +54,16 @@ def local_s3_server() -> Iterator[tuple[str, dict[str, str], str]]:
 
 @contextmanager
 def moto_process(port: int, output: IO[str] | int, hint: str = "") -> Iterator[subprocess.Popen[bytes]]:
-    """moto's S3 server in a child process on 127.0.0.1:``port``, once it accepts connections; stopped
-    on exit. (A child, not a thread: delta-rs holds the GIL while it reads and would starve it.)
+    """moto's S3 server (with atomic conditional creates, as S3's) in a child process on
+    127.0.0.1:``port``, once it accepts connections; stopped on exit. (A child, not a thread: delta-rs holds the GIL while it reads and would starve it.)
     Shared by the bench and the test suite's fixture."""
+    # The launcher makes moto's conditional creates atomic (dvengine/bench/moto_server.py); the child
+    # finds this dvengine whether it runs from a checkout or an installed wheel.
+    package_parent = os.path.dirname(os.path.dirname(os.path.abspath(dvengine.__file__)))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [package_parent, os.environ.get("PYTHONPATH")])))
     proc = subprocess.Popen(
-        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)], stdout=output, stderr=output
+        [sys.executable, "-m", "dvengine.bench.moto_server", "-H", "127.0.0.1", "-p", str(port)],
+        stdout=output, stderr=output, env=env,
     )
     try:
         deadline = time.monotonic() + 60

@@ -1,0 +1,93 @@
+"""The test S3 server's conditional creates are atomic, as S3's are (dvengine/bench/moto_server.py).
+
+moto checks ``If-None-Match: *`` and stores the object as two steps; a pause between them (here a
+slowed existence check, in real runs a loaded machine) lets two racing creates both succeed. The
+race tests rely on the launcher's lock closing that window.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from s3_support import ACCESS_KEY, REGION, SECRET_KEY, free_port
+
+
+@pytest.fixture
+def slow_check_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """An in-process moto server whose existence check before a PUT takes 0.3 s."""
+    from moto.s3.models import S3Backend
+    from moto.server import ThreadedMotoServer
+
+    original = S3Backend.get_object
+
+    def slow_get_object(self: Any, *args: Any, **kwargs: Any) -> Any:
+        found = original(self, *args, **kwargs)
+        time.sleep(0.3)
+        return found
+
+    monkeypatch.setattr(S3Backend, "get_object", slow_get_object)
+    port = free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port)
+    server.start()
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.stop()
+
+
+def _race_two_creates(endpoint: str) -> list[str]:
+    """Two threads create one new key with ``If-None-Match: *`` at the same moment; their outcomes."""
+    import boto3
+    from botocore.exceptions import ClientError
+
+    def client() -> Any:
+        return boto3.client(
+            "s3", endpoint_url=endpoint, aws_access_key_id=ACCESS_KEY, aws_secret_access_key=SECRET_KEY,
+            region_name=REGION,
+        )
+
+    bucket = f"race-{uuid.uuid4().hex[:12]}"  # moto's backend is shared by every server in the process
+    client().create_bucket(Bucket=bucket)
+    outcomes: list[str] = []
+    start = threading.Barrier(2)
+
+    def create(body: bytes) -> None:
+        c = client()
+        start.wait()
+        try:
+            c.put_object(Bucket=bucket, Key="_delta_log/00000000000000000031.json", Body=body, IfNoneMatch="*")
+            outcomes.append("created")
+        except ClientError as error:
+            outcomes.append(str(error.response["Error"]["Code"]))
+
+    threads = [threading.Thread(target=create, args=(bytes([i]),)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return sorted(outcomes)
+
+
+def test_unpatched_moto_lets_two_racing_creates_both_succeed(slow_check_server: str) -> None:
+    """The window exists: without the launcher's lock, both creates of one key succeed."""
+    from dvengine.bench import moto_server
+
+    if moto_server._PATCHED:
+        pytest.skip("moto already patched in this process")
+    assert _race_two_creates(slow_check_server) == ["created", "created"]
+
+
+def test_launcher_makes_conditional_create_atomic(slow_check_server: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from moto.s3.responses import S3Response
+
+    from dvengine.bench import moto_server
+
+    monkeypatch.setattr(S3Response, "put_object", S3Response.put_object)  # undone after the test
+    monkeypatch.setattr(moto_server, "_PATCHED", [])
+    moto_server.make_object_puts_atomic()
+    assert _race_two_creates(slow_check_server) == ["PreconditionFailed", "created"]
