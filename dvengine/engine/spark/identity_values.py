@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark import StorageLevel, TaskContext
+from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
@@ -67,11 +67,13 @@ def with_identity_values(
     by_column = {t.column: t for t in targets}
     columns = [F.col(quote(c)).cast("long").alias(c) if c in by_column else F.col(quote(c)) for c in frame.columns]
     base = frame.select(
-        *columns, *[F.coalesce(t.needs, F.lit(False)).alias(flag) for t, flag in zip(targets, flags)]
+        *columns,
+        *[F.coalesce(t.needs, F.lit(False)).alias(flag) for t, flag in zip(targets, flags)],
+        F.spark_partition_id().alias(_PARTITION),
     ).persist(StorageLevel.MEMORY_AND_DISK)
     persisted.append(base)
     counted = (
-        base.select(F.spark_partition_id().alias(_PARTITION), *flags)
+        base.select(_PARTITION, *flags)
         .groupBy(_PARTITION)
         .agg(*[F.sum(F.col(flag).cast("long")).alias(flag) for flag in flags])
         .collect()
@@ -98,36 +100,42 @@ def with_identity_values(
         assert mark is not None
         marks[spec.name] = mark
     if not plans:
-        return base.drop(*flags), {}
-    return base.mapInArrow(_assign(plans, operation), base.schema).drop(*flags), marks
+        return base.drop(*flags, _PARTITION), {}
+    return base.mapInArrow(_assign(plans, operation), base.schema).drop(*flags, _PARTITION), marks
 
 
 def _assign(plans: Sequence[_Plan], operation: str) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """The mapInArrow function: this partition's rows needing values get the next of its range."""
+    """The mapInArrow function: each persisted partition's rows needing values get the next of its
+    range. The partition is the one recorded in the persisted rows (``_PARTITION``), not the task's
+    ``partitionId()``: a later plan may read the frame inside a union, whose tasks are numbered
+    after the union's earlier children (a MERGE's change-data frames do)."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        context = TaskContext.get()
-        partition = 0 if context is None else context.partitionId()
-        seen = [0] * len(plans)
+        seen: list[dict[int, int]] = [{} for _ in plans]
         for batch in batches:
             arrays = list(batch.columns)
-            for k, plan in enumerate(plans):
-                needs = pc.fill_null(batch.column(plan.flag), False)
-                n = int(pc.sum(needs.cast(pa.int64())).as_py() or 0)
-                if not n:
-                    continue
-                start = plan.offsets.get(partition, 0) + seen[k]
-                values = pa.array(plan.first + plan.step * (start + np.arange(n, dtype=np.int64)), pa.int64())
-                index = batch.schema.get_field_index(plan.column)
-                arrays[index] = pc.replace_with_mask(arrays[index].cast(pa.int64()), needs, values)
-                seen[k] += n
+            partitions = batch.column(batch.schema.get_field_index(_PARTITION))
+            for partition in pc.unique(partitions).to_pylist():
+                here = pc.equal(partitions, pa.scalar(partition, partitions.type))
+                for k, plan in enumerate(plans):
+                    needs = pc.and_(here, pc.fill_null(batch.column(plan.flag), False))
+                    n = int(pc.sum(needs.cast(pa.int64())).as_py() or 0)
+                    if not n:
+                        continue
+                    done = seen[k].get(partition, 0)
+                    start = plan.offsets.get(partition, 0) + done
+                    values = pa.array(plan.first + plan.step * (start + np.arange(n, dtype=np.int64)), pa.int64())
+                    index = batch.schema.get_field_index(plan.column)
+                    arrays[index] = pc.replace_with_mask(arrays[index].cast(pa.int64()), needs, values)
+                    seen[k][partition] = done + n
             yield pa.RecordBatch.from_arrays(arrays, schema=batch.schema)
         for k, plan in enumerate(plans):
-            if seen[k] != plan.counts.get(partition, 0):
-                raise CommitError(
-                    f"{operation}: partition {partition} holds {seen[k]} rows needing IDENTITY values for column "
-                    f"{plan.column!r}, but {plan.counts.get(partition, 0)} were counted (the rows were recomputed "
-                    "differently); no values were committed"
-                )
+            for partition, n in seen[k].items():
+                if n != plan.counts.get(partition, 0):
+                    raise CommitError(
+                        f"{operation}: partition {partition} holds {n} rows needing IDENTITY values for column "
+                        f"{plan.column!r}, but {plan.counts.get(partition, 0)} were counted (the rows were recomputed "
+                        "differently); no values were committed"
+                    )
 
     return run
