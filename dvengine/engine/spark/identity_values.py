@@ -16,7 +16,7 @@ recomputed differently after eviction) fails the command rather than risk a dupl
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -139,3 +139,56 @@ def _assign(plans: Sequence[_Plan], operation: str) -> Callable[[Iterator[pa.Rec
                     )
 
     return run
+
+
+_ROW_BITS = 33  # monotonically_increasing_id() = task partition << 33 | row index within the task
+
+
+def with_appended_identity_values(
+    frame: DataFrame, specs: Mapping[str, IdentitySpec], persisted: list[DataFrame], operation: str
+) -> tuple[DataFrame, dict[str, int]]:
+    """``frame`` with a new value in every row of each identity column of ``specs`` (an append:
+    every row needs one), and the new high-water marks.
+
+    The same dense values as ``with_identity_values`` (row ``i`` of persisted partition ``p`` gets
+    ``first + step * (offset[p] + i)``), computed in the JVM: an append needs no per-row flag, so
+    ``i`` is the row's index within the task that reads persisted partition ``p`` (the low bits of
+    ``monotonically_increasing_id()``; a task reads exactly one persisted partition, and Spark
+    never pushes a filter below the nondeterministic projection) and the offsets are a literal map.
+    A row whose index reaches its partition's counted size (the rows recomputed differently after
+    an eviction) fails the command instead of repeating a value. Measured against a Python
+    ``mapInArrow`` pass: ``benchmarks/results/identity-append/``."""
+    base = frame.select("*", F.spark_partition_id().alias(_PARTITION)).persist(StorageLevel.MEMORY_AND_DISK)
+    persisted.append(base)
+    counts = {int(row[_PARTITION]): int(row["count"]) for row in base.groupBy(_PARTITION).count().collect()}
+    total = sum(counts.values())
+    if not total:
+        return base.drop(_PARTITION), {}
+    offsets, running = {}, 0
+    for partition in sorted(counts):
+        offsets[partition], running = running, running + counts[partition]
+    index = F.monotonically_increasing_id().bitwiseAND(F.lit((1 << _ROW_BITS) - 1))
+    def by_partition(numbers: dict[int, int]) -> Column:
+        pairs = [c for p, n in numbers.items() for c in (F.lit(p), F.lit(n).cast("long"))]
+        return F.element_at(F.create_map(*pairs), F.col(_PARTITION))
+
+    size, offset = by_partition(counts), by_partition(offsets)
+    position = F.when(index < size, offset + index).otherwise(F.raise_error(F.lit(
+        f"{operation}: a persisted partition holds more rows than were counted (the rows were recomputed "
+        "differently); no IDENTITY values were committed"
+    )))
+    marks: dict[str, int] = {}
+    values: dict[str, Column] = {}
+    for name, spec in specs.items():
+        first = spec.first_new_value()
+        last = first + (total - 1) * spec.step
+        if not _LONG_MIN <= last <= _LONG_MAX:
+            raise SchemaViolationError(
+                f"{operation} would insert {total} rows into IDENTITY column {spec.name!r}, but values from {first} in "
+                f"steps of {spec.step} leave the BIGINT range; nothing was written"
+            )
+        mark = spec.mark_after([first, last])
+        assert mark is not None
+        marks[spec.name] = mark
+        values[name] = (F.lit(first) + F.lit(spec.step) * position).cast("long").alias(name)
+    return base.select(*[values.get(c, F.col(quote(c))) for c in frame.columns]), marks
