@@ -438,3 +438,92 @@ def test_suspended_row_tracking_assigns_nothing(tmp_path: Path) -> None:
     assert bases == [False, False, True]  # before support, while suspended: none; while supported: one
     with pytest.raises(UnsupportedFeatureError, match="row tracking enabled"):
         read_row_tracking(load_snapshot(str(root)))
+
+
+def _commit_actions(root: Path, version: int) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (root / "_delta_log" / f"{version:020d}.json").read_text().splitlines()]
+
+
+def test_drop_feature_row_tracking_as_delta_4(tmp_path: Path) -> None:
+    """DROP FEATURE rowTracking in Delta 4.x's steps (RowTrackingPreDowngradeCommand, then the
+    downgrade commit): disable + suspend, un-backfill every live file's ids (DVs kept), then the
+    protocol without rowTracking, the four properties gone and the domain tombstoned."""
+    from deltalake import DeltaTable as RsTable
+
+    from dvengine.errors import OperationNotAllowedError
+
+    root = tmp_path / "t"
+    model = delta_spark_table(root)
+    table = DeltaTable.forPath(None, str(root))
+    table.delete("id = 3")  # a DV the un-backfill must keep
+    del model[3]
+    before = load_snapshot(str(root))
+    dvs = {f.path: f.deletion_vector for f in before.files}
+    with pytest.raises(OperationNotAllowedError, match="does not require history truncation"):
+        table.dropFeatureSupport("rowTracking", truncateHistory=True)  # Delta refuses it for this feature
+    assert load_snapshot(str(root)).version == before.version
+    table.dropFeatureSupport("rowTracking")
+
+    v = before.version + 1
+    props, unbackfill, drop = (_commit_actions(root, v + k) for k in range(3))
+    assert _info_of(props)["operation"] == "SET TBLPROPERTIES"
+    config = next(a["metaData"] for a in props if "metaData" in a)["configuration"]
+    assert (config["delta.enableRowTracking"], config["delta.rowTrackingSuspended"]) == ("false", "true")
+
+    assert _info_of(unbackfill)["operation"] == "ROW TRACKING UNBACKFILL"
+    readds = [a["add"] for a in unbackfill if "add" in a]
+    assert sorted(a["path"] for a in readds) == sorted(dvs)
+    for add in readds:
+        assert "baseRowId" not in add and "defaultRowCommitVersion" not in add and add["dataChange"] is False
+        assert (add.get("deletionVector") is None) == (dvs[add["path"]] is None)
+
+    assert _info_of(drop)["operation"] == "DROP FEATURE"
+    assert _info_of(drop)["operationParameters"]["featureName"] == "rowTracking"
+    protocol = next(a["protocol"] for a in drop if "protocol" in a)
+    assert "rowTracking" not in protocol["writerFeatures"] and "domainMetadata" in protocol["writerFeatures"]
+    config = next(a["metaData"] for a in drop if "metaData" in a)["configuration"]
+    assert not [k for k in config if "rowTracking" in k or k == "delta.enableRowTracking"], config
+    domains = [a["domainMetadata"] for a in drop if "domainMetadata" in a]
+    assert [(d["domain"], d["removed"]) for d in domains] == [("delta.rowTracking", True)]
+    assert "rowTracking" not in (RsTable(str(root)).protocol().writer_features or [])
+    want = sort_rows([(i, vals[0]) for i, vals in model.items()])
+    assert rows_delta_rs(root, ["id", "v"]) == want and rows_duckdb(root, ["id", "v"]) == want
+
+    dvengine.write(pa.table({"id": pa.array([500], pa.int64()), "v": pa.array([5], pa.int64())}), str(root), mode="append")
+    assert all(f.base_row_id is None for f in load_snapshot(str(root)).files)  # no ids any more
+    assert "delta.rowTracking" not in load_snapshot(str(root)).domain_metadata or \
+        load_snapshot(str(root)).domain_metadata["delta.rowTracking"].removed
+    with pytest.raises(UnsupportedFeatureError, match="row tracking enabled"):
+        read_row_tracking(load_snapshot(str(root)))
+    version = load_snapshot(str(root)).version
+    with pytest.raises(OperationNotAllowedError, match="does not support feature 'rowTracking'"):
+        table.dropFeatureSupport("rowTracking")
+    assert load_snapshot(str(root)).version == version
+
+    # enabled again later: fresh names, fresh ids from 0 (the old mark went with the domain, as in Delta)
+    set_table_properties(str(root), {"delta.enableRowTracking": "true"})
+    snap = load_snapshot(str(root))
+    assert snap.configuration["delta.rowTracking.materializedRowIdColumnName"] != ROW_ID_COL
+    check_invariants(root, set(), first=snap.version)
+
+
+def test_drop_feature_of_supported_only_row_tracking(tmp_path: Path) -> None:
+    """Supported but never enabled (ids assigned, nothing materialized): the same three commits."""
+    root = tmp_path / "t"
+    dvengine.write(pa.table({"id": pa.array([1], pa.int64())}), str(root), mode="append")
+    table = DeltaTable.forPath(None, str(root))
+    table.addFeatureSupport("rowTracking")
+    dvengine.write(pa.table({"id": pa.array([2, 3], pa.int64())}), str(root), mode="append")
+    assert sorted(f.base_row_id is not None for f in load_snapshot(str(root)).files) == [False, True]
+    start = load_snapshot(str(root)).version
+    table.dropFeatureSupport("rowTracking")
+    ops = [_info_of(_commit_actions(root, v))["operation"] for v in range(start + 1, load_snapshot(str(root)).version + 1)]
+    assert ops == ["SET TBLPROPERTIES", "ROW TRACKING UNBACKFILL", "DROP FEATURE"]
+    snap = load_snapshot(str(root))
+    assert "rowTracking" not in (snap.protocol.writer_features or ())
+    assert all(f.base_row_id is None and f.default_row_commit_version is None for f in snap.files)
+    assert rows_duckdb(root, ["id"]) == [(1,), (2,), (3,)]
+
+
+def _info_of(actions: list[dict[str, Any]]) -> dict[str, Any]:
+    return next(a["commitInfo"] for a in actions if "commitInfo" in a)
