@@ -89,6 +89,19 @@ def test_identity_values_in_the_change_feed(request: pytest.FixtureRequest, tmp_
         check_feed(root, version, version, COLUMNS, expected)
         check_table(root, COLUMNS, list(model.items()))
 
+        # an insert-only MERGE (its change rows come from the new files, not from the joined rows)
+        mark = _mark(root)
+        values = ["d!", "m1", "m2"]
+        source = (pa.table({"v": values}) if session is None
+                  else session.createDataFrame([(v,) for v in values], "v string").repartition(2))
+        metrics = (table.alias("t").merge(source, "t.v = s.v", source_alias="s").whenNotMatchedInsertAll()
+                   .withEngine(engine_name).executeMetrics())
+        version = metrics["version"]
+        inserted = {i: v for i, v in rows_delta_rs(root, COLUMNS) if i not in model}
+        assert sorted(inserted) == [mark + STEP, mark + 2 * STEP] and sorted(inserted.values()) == ["m1", "m2"]
+        check_feed(root, version, version, COLUMNS, [(i, v, "insert", version) for i, v in inserted.items()])
+        model |= inserted
+
         # UPDATE: pre and post images carry the row's identity value (DV, then copy-on-write)
         for mode, pick in (("dv", "n2"), ("rewrite", "c")):
             (i,) = [k for k, v in model.items() if v == pick]
