@@ -154,7 +154,7 @@ def with_appended_identity_values(
     ``first + step * (offset[p] + i)``), computed in the JVM: an append needs no per-row flag, so
     ``i`` is the row's index within the task that reads persisted partition ``p`` (the low bits of
     ``monotonically_increasing_id()``; a task reads exactly one persisted partition, and Spark
-    never pushes a filter below the nondeterministic projection) and the offsets are a literal map.
+    never pushes a filter below the nondeterministic projection) and the offsets are a literal array.
     A row whose index reaches its partition's counted size (the rows recomputed differently after
     an eviction) fails the command instead of repeating a value. Measured against a Python
     ``mapInArrow`` pass: ``benchmarks/results/identity-append/``."""
@@ -169,8 +169,10 @@ def with_appended_identity_values(
         offsets[partition], running = running, running + counts[partition]
     index = F.monotonically_increasing_id().bitwiseAND(F.lit((1 << _ROW_BITS) - 1))
     def by_partition(numbers: dict[int, int]) -> Column:
-        pairs = [c for p, n in numbers.items() for c in (F.lit(p), F.lit(n).cast("long"))]
-        return F.element_at(F.create_map(*pairs), F.col(_PARTITION))
+        """``numbers[partition]`` of each row: an array literal indexed by partition id (O(1) per
+        row; a map literal's lookup scans its keys, which with thousands of partitions dominated)."""
+        dense = [numbers.get(p, 0) for p in range(max(numbers) + 1)]
+        return F.element_at(F.array(*[F.lit(n).cast("long") for n in dense]), F.col(_PARTITION) + 1)
 
     size, offset = by_partition(counts), by_partition(offsets)
     position = F.when(index < size, offset + index).otherwise(F.raise_error(F.lit(
