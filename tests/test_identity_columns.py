@@ -20,6 +20,7 @@ from typing import Any
 import deltalake
 import pyarrow as pa
 import pytest
+from dml_helpers import spark_conf
 from interop import rows_delta_rs, rows_duckdb, sort_rows
 
 import dvengine
@@ -171,18 +172,46 @@ def test_concurrent_appends_never_commit_duplicate_values(tmp_path: Path, monkey
 
 
 def test_spark_appends_assign_unique_values(spark: Any, tmp_path: Path) -> None:
+    """A Spark append whose frame ends in a shuffle, under AQE: the identity values are unique and
+    dense beyond the mark (exactly mark + 1 .. mark + n, as the in-process append gives), the mark
+    is the last of them, and the frame's upstream runs once. Counted twice over: an accumulator
+    bumped by a Python UDF before the shuffle (each input row once, not twice), and Spark's status
+    tracker (the 7-task map stage before the shuffle completed in exactly one stage of the write's
+    jobs; a rerun would complete it again instead of skipping it). The table keeps no column
+    statistics, so the mark cannot be read back from the written files."""
+    from pyspark.sql import functions as F
+
+    from dvengine.bench.spark_jobs import count_spark_jobs
+    from dvengine.maintenance.properties import set_table_properties
+
     root = _delta_spark_identity_table(tmp_path / "t")
-    frame = spark.createDataFrame([(f"s{i}",) for i in range(20)], "v string").repartition(3)
-    dvengine.write(frame, root, mode="append")
+    # no column statistics: the mark must come from the values handed out, not from the files' max
+    set_table_properties(root, {"delta.dataSkippingNumIndexedCols": "0"})
+    seen = spark.sparkContext.accumulator(0)
+
+    def tag(i):  # type: ignore[no-untyped-def]  # no hints: pyspark would read them as a pandas UDF's
+        seen.add(1)
+        return f"s{i}"
+
+    upstream = spark.range(0, 40, 1, numPartitions=7).select(F.udf(tag, "string")("id").alias("v"))
+    frame = upstream.repartition(3, "v")
+    context = spark.sparkContext
+    with spark_conf(spark, "spark.sql.adaptive.enabled", "true"), count_spark_jobs(spark, "identity-append") as jobs:
+        group = context.getLocalProperty("spark.jobGroup.id")
+        dvengine.write(frame, root, mode="append")
+        tracker = context.statusTracker()
+        stages = [tracker.getStageInfo(s) for j in tracker.getJobIdsForGroup(group) for s in tracker.getJobInfo(j).stageIds]
+    assert jobs.jobs is not None and jobs.jobs >= 1
+    assert seen.value == 40, f"the frame's upstream ran {seen.value / 40:g} times"
+    map_stages = [st for st in stages if st is not None and st.numTasks == 7 and st.numCompletedTasks > 0]
+    assert len(map_stages) == 1, f"the 7-task upstream stage completed {len(map_stages)} times"
     rows = _rows(root)
-    new = [i for i, v in rows if v.startswith("s")]
-    assert len(new) == 20 == len(set(new)) and min(new) >= 4
-    # interleaved across the 3 tasks: no value further than 3 steps per row past the old mark (3),
-    # where monotonically_increasing_id() alone jumped 2^33 per partition
-    assert max(new) < 4 + 3 * 20
-    assert _mark(root) == max(new)
+    new = sorted(i for i, v in rows if v.startswith("s"))
+    assert new == list(range(4, 44)), new  # unique and dense beyond the old mark (3)
+    assert sorted(v for i, v in rows if v.startswith("s")) == sorted(f"s{i}" for i in range(40))
+    assert _mark(root) == 43
     dvengine.write(pa.table({"v": ["after"]}), root, mode="append")
-    assert [i for i, v in _rows(root) if v == "after"] == [max(new) + 1]
+    assert [i for i, v in _rows(root) if v == "after"] == [44]
 
 
 def test_restore_keeps_the_high_water_mark(tmp_path: Path) -> None:

@@ -38,6 +38,19 @@ SCHEMA = {"type": "struct", "fields": [
     {"name": "id", "type": "long", "nullable": True, "metadata": {}},
     {"name": "v", "type": "long", "nullable": True, "metadata": {}},
 ]}
+# Column mapping as Delta Spark assigns it on CREATE TABLE (``col-<uuid>`` physical names, ids 1, 2).
+PHYSICAL = {"id": "col-" + str(uuid.uuid4()), "v": "col-" + str(uuid.uuid4())}
+FIELD_IDS = {"id": 1, "v": 2}
+
+
+def _schema(mapping: str | None) -> dict[str, Any]:
+    if mapping is None:
+        return SCHEMA
+    return {"type": "struct", "fields": [
+        {**f, "metadata": {"delta.columnMapping.id": FIELD_IDS[f["name"]],
+                           "delta.columnMapping.physicalName": PHYSICAL[f["name"]]}}
+        for f in SCHEMA["fields"]
+    ]}
 Model = dict[int, list[int | None]]  # id -> [v, stable row id, stable row commit version]
 
 
@@ -59,14 +72,22 @@ def _info(operation: str, read_version: int | None) -> dict[str, Any]:
     return {"commitInfo": info}
 
 
-def _data_file(root: Path, ids: list[int], values: list[int], extra: dict[str, list[int | None]] | None = None) -> dict[str, Any]:
+def _data_file(root: Path, ids: list[int], values: list[int], extra: dict[str, list[int | None]] | None = None,
+               mapping: str | None = None) -> dict[str, Any]:
+    """A data file as Delta Spark writes it: under a column-mapped schema the columns carry their
+    physical names (and Parquet field ids), stats are keyed by physical name; the materialized row
+    tracking columns (``extra``) carry their own names and no field id."""
     name = f"part-00000-{uuid.uuid4()}-c000.snappy.parquet"
-    columns: dict[str, pa.Array] = {"id": pa.array(ids, pa.int64()), "v": pa.array(values, pa.int64())}
+    phys = PHYSICAL if mapping is not None else {"id": "id", "v": "v"}
+    fields = [pa.field(phys[c], pa.int64(), metadata=None if mapping is None else {b"PARQUET:field_id": str(FIELD_IDS[c]).encode()})
+              for c in ("id", "v")]
+    arrays = [pa.array(ids, pa.int64()), pa.array(values, pa.int64())]
     for key, column in (extra or {}).items():
-        columns[key] = pa.array(column, pa.int64())
-    pq.write_table(pa.table(columns), root / name)
-    stats = {"numRecords": len(ids), "minValues": {"id": min(ids), "v": min(values)},
-             "maxValues": {"id": max(ids), "v": max(values)}, "nullCount": {"id": 0, "v": 0}}
+        fields.append(pa.field(key, pa.int64()))
+        arrays.append(pa.array(column, pa.int64()))
+    pq.write_table(pa.Table.from_arrays(arrays, schema=pa.schema(fields)), root / name)
+    stats = {"numRecords": len(ids), "minValues": {phys["id"]: min(ids), phys["v"]: min(values)},
+             "maxValues": {phys["id"]: max(ids), phys["v"]: max(values)}, "nullCount": {phys["id"]: 0, phys["v"]: 0}}
     return {"path": name, "partitionValues": {}, "size": (root / name).stat().st_size,
             "modificationTime": int(time.time() * 1000), "dataChange": True, "stats": json.dumps(stats)}
 
@@ -76,27 +97,34 @@ def _mark(n: int) -> dict[str, Any]:
                                "removed": False}}
 
 
-def delta_spark_table(root: Path) -> Model:
-    """Versions 0-2 as Delta Spark 4 writes them; returns the model of version 2."""
+def delta_spark_table(root: Path, mapping: str | None = None) -> Model:
+    """Versions 0-2 as Delta Spark 4 writes them; returns the model of version 2. ``mapping``:
+    ``delta.columnMapping.mode`` (``name`` / ``id``) of the table, as Delta creates it with
+    ``TBLPROPERTIES (delta.columnMapping.mode = ...)`` (reader feature too, ids and physical names)."""
     configuration = {"delta.enableDeletionVectors": "true", "delta.enableRowTracking": "true",
                      "delta.rowTracking.materializedRowIdColumnName": ROW_ID_COL,
                      "delta.rowTracking.materializedRowCommitVersionColumnName": VERSION_COL}
+    reader_features, writer_features = ["deletionVectors"], ["deletionVectors", "domainMetadata", "rowTracking"]
+    if mapping is not None:
+        configuration |= {"delta.columnMapping.mode": mapping, "delta.columnMapping.maxColumnId": "2"}
+        reader_features, writer_features = ["columnMapping", *reader_features], ["columnMapping", *writer_features]
     _commit(root, 0, [
         _info("CREATE TABLE", None),
-        {"protocol": {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": ["deletionVectors"],
-                      "writerFeatures": ["deletionVectors", "domainMetadata", "rowTracking"]}},
+        {"protocol": {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": reader_features,
+                      "writerFeatures": writer_features}},
         {"metaData": {"id": str(uuid.uuid4()), "format": {"provider": "parquet", "options": {}},
-                      "schemaString": json.dumps(SCHEMA), "partitionColumns": [], "configuration": configuration,
+                      "schemaString": json.dumps(_schema(mapping)), "partitionColumns": [], "configuration": configuration,
                       "createdTime": int(time.time() * 1000)}},
     ])
-    a = {**_data_file(root, list(range(10)), [i * 10 for i in range(10)]), "baseRowId": 0, "defaultRowCommitVersion": 1}
-    b = {**_data_file(root, list(range(10, 20)), [i * 10 for i in range(10, 20)]), "baseRowId": 10, "defaultRowCommitVersion": 1}
+    a = {**_data_file(root, list(range(10)), [i * 10 for i in range(10)], mapping=mapping), "baseRowId": 0, "defaultRowCommitVersion": 1}
+    b = {**_data_file(root, list(range(10, 20)), [i * 10 for i in range(10, 20)], mapping=mapping),
+         "baseRowId": 10, "defaultRowCommitVersion": 1}
     _commit(root, 1, [_info("WRITE", 0), {"add": a}, {"add": b}, _mark(19)])
     # UPDATE t SET v = -1 WHERE id = 12, copy-on-write: every row of b keeps its stable id
     # (materialized); copied rows keep commit version 1, the updated row's is NULL (= version 2).
     ids = list(range(10, 20))
     c = {**_data_file(root, ids, [-1 if i == 12 else i * 10 for i in ids],
-                      {ROW_ID_COL: ids, VERSION_COL: [None if i == 12 else 1 for i in ids]}),
+                      {ROW_ID_COL: ids, VERSION_COL: [None if i == 12 else 1 for i in ids]}, mapping),
          "baseRowId": 20, "defaultRowCommitVersion": 2}
     remove = {"path": b["path"], "deletionTimestamp": int(time.time() * 1000), "dataChange": True,
               "extendedFileMetadata": True, "partitionValues": {}, "size": b["size"], "stats": b["stats"],
@@ -253,10 +281,14 @@ def test_spark_row_plans_keep_row_ids(spark: Any, tmp_path: Path) -> None:
     """The Spark row plans (Spark evaluates the rows; forced here) carry stable ids as file tasks
     do: DELETE / UPDATE with DVs and copy-on-write, a MERGE that updates, inserts and deletes
     (copy-on-write, so its unmatched rows are copied too), and PURGE, which copies every live row."""
+    root = tmp_path / "t"
+    run_row_plan_steps(spark, root, delta_spark_table(root))
+
+
+def run_row_plan_steps(spark: Any, root: Path, model: Model) -> None:
+    """DML on the Spark row plans (forced), the model and the invariants checked after each step."""
     from dml_helpers import spark_conf
 
-    root = tmp_path / "t"
-    model = delta_spark_table(root)
     table = DeltaTable.forPath(spark, str(root))
     retired: set[int] = set()
     with spark_conf(spark, "dvengine.spark.dmlStrategy", "rows"), \
@@ -406,3 +438,92 @@ def test_suspended_row_tracking_assigns_nothing(tmp_path: Path) -> None:
     assert bases == [False, False, True]  # before support, while suspended: none; while supported: one
     with pytest.raises(UnsupportedFeatureError, match="row tracking enabled"):
         read_row_tracking(load_snapshot(str(root)))
+
+
+def _commit_actions(root: Path, version: int) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (root / "_delta_log" / f"{version:020d}.json").read_text().splitlines()]
+
+
+def test_drop_feature_row_tracking_as_delta_4(tmp_path: Path) -> None:
+    """DROP FEATURE rowTracking in Delta 4.x's steps (RowTrackingPreDowngradeCommand, then the
+    downgrade commit): disable + suspend, un-backfill every live file's ids (DVs kept), then the
+    protocol without rowTracking, the four properties gone and the domain tombstoned."""
+    from deltalake import DeltaTable as RsTable
+
+    from dvengine.errors import OperationNotAllowedError
+
+    root = tmp_path / "t"
+    model = delta_spark_table(root)
+    table = DeltaTable.forPath(None, str(root))
+    table.delete("id = 3")  # a DV the un-backfill must keep
+    del model[3]
+    before = load_snapshot(str(root))
+    dvs = {f.path: f.deletion_vector for f in before.files}
+    with pytest.raises(OperationNotAllowedError, match="does not require history truncation"):
+        table.dropFeatureSupport("rowTracking", truncateHistory=True)  # Delta refuses it for this feature
+    assert load_snapshot(str(root)).version == before.version
+    table.dropFeatureSupport("rowTracking")
+
+    v = before.version + 1
+    props, unbackfill, drop = (_commit_actions(root, v + k) for k in range(3))
+    assert _info_of(props)["operation"] == "SET TBLPROPERTIES"
+    config = next(a["metaData"] for a in props if "metaData" in a)["configuration"]
+    assert (config["delta.enableRowTracking"], config["delta.rowTrackingSuspended"]) == ("false", "true")
+
+    assert _info_of(unbackfill)["operation"] == "ROW TRACKING UNBACKFILL"
+    readds = [a["add"] for a in unbackfill if "add" in a]
+    assert sorted(a["path"] for a in readds) == sorted(dvs)
+    for add in readds:
+        assert "baseRowId" not in add and "defaultRowCommitVersion" not in add and add["dataChange"] is False
+        assert (add.get("deletionVector") is None) == (dvs[add["path"]] is None)
+
+    assert _info_of(drop)["operation"] == "DROP FEATURE"
+    assert _info_of(drop)["operationParameters"]["featureName"] == "rowTracking"
+    protocol = next(a["protocol"] for a in drop if "protocol" in a)
+    assert "rowTracking" not in protocol["writerFeatures"] and "domainMetadata" in protocol["writerFeatures"]
+    config = next(a["metaData"] for a in drop if "metaData" in a)["configuration"]
+    assert not [k for k in config if "rowTracking" in k or k == "delta.enableRowTracking"], config
+    domains = [a["domainMetadata"] for a in drop if "domainMetadata" in a]
+    assert [(d["domain"], d["removed"]) for d in domains] == [("delta.rowTracking", True)]
+    assert "rowTracking" not in (RsTable(str(root)).protocol().writer_features or [])
+    want = sort_rows([(i, vals[0]) for i, vals in model.items()])
+    assert rows_delta_rs(root, ["id", "v"]) == want and rows_duckdb(root, ["id", "v"]) == want
+
+    dvengine.write(pa.table({"id": pa.array([500], pa.int64()), "v": pa.array([5], pa.int64())}), str(root), mode="append")
+    assert all(f.base_row_id is None for f in load_snapshot(str(root)).files)  # no ids any more
+    assert "delta.rowTracking" not in load_snapshot(str(root)).domain_metadata or \
+        load_snapshot(str(root)).domain_metadata["delta.rowTracking"].removed
+    with pytest.raises(UnsupportedFeatureError, match="row tracking enabled"):
+        read_row_tracking(load_snapshot(str(root)))
+    version = load_snapshot(str(root)).version
+    with pytest.raises(OperationNotAllowedError, match="does not support feature 'rowTracking'"):
+        table.dropFeatureSupport("rowTracking")
+    assert load_snapshot(str(root)).version == version
+
+    # enabled again later: fresh names, fresh ids from 0 (the old mark went with the domain, as in Delta)
+    set_table_properties(str(root), {"delta.enableRowTracking": "true"})
+    snap = load_snapshot(str(root))
+    assert snap.configuration["delta.rowTracking.materializedRowIdColumnName"] != ROW_ID_COL
+    check_invariants(root, set(), first=snap.version)
+
+
+def test_drop_feature_of_supported_only_row_tracking(tmp_path: Path) -> None:
+    """Supported but never enabled (ids assigned, nothing materialized): the same three commits."""
+    root = tmp_path / "t"
+    dvengine.write(pa.table({"id": pa.array([1], pa.int64())}), str(root), mode="append")
+    table = DeltaTable.forPath(None, str(root))
+    table.addFeatureSupport("rowTracking")
+    dvengine.write(pa.table({"id": pa.array([2, 3], pa.int64())}), str(root), mode="append")
+    assert sorted(f.base_row_id is not None for f in load_snapshot(str(root)).files) == [False, True]
+    start = load_snapshot(str(root)).version
+    table.dropFeatureSupport("rowTracking")
+    ops = [_info_of(_commit_actions(root, v))["operation"] for v in range(start + 1, load_snapshot(str(root)).version + 1)]
+    assert ops == ["SET TBLPROPERTIES", "ROW TRACKING UNBACKFILL", "DROP FEATURE"]
+    snap = load_snapshot(str(root))
+    assert "rowTracking" not in (snap.protocol.writer_features or ())
+    assert all(f.base_row_id is None and f.default_row_commit_version is None for f in snap.files)
+    assert rows_duckdb(root, ["id"]) == [(1,), (2,), (3,)]
+
+
+def _info_of(actions: list[dict[str, Any]]) -> dict[str, Any]:
+    return next(a["commitInfo"] for a in actions if "commitInfo" in a)

@@ -11,6 +11,10 @@ remove the feature only when no commit left in the log references a DV. When old
 do (readers that time-travel to them need the feature), the command stops with
 :class:`OperationNotAllowedError` after steps 1-2, as Delta does before its retention period has
 passed; history truncation and Delta 4's checkpointProtection fast drop are not implemented.
+
+Dropping ``rowTracking`` follows Delta 4.x's steps exactly (``drop_row_tracking``): disable and
+suspend, un-backfill the files' row ids, then the downgrade commit that also removes the row
+tracking properties and tombstones the ``delta.rowTracking`` domain.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from dvengine.log import Snapshot, load_snapshot
 from dvengine.log.commit_file import parse_actions
 from dvengine.log.listing import list_log
 from dvengine.maintenance.optimize import BinRewriter, purge_plan, run_optimize
+from dvengine.maintenance.properties import set_table_properties
 from dvengine.protocol import row_tracking
 from dvengine.protocol.actions import AddFile, Metadata, Protocol, RemoveFile
 from dvengine.protocol.feature_catalog import feature_info, upgraded, with_feature, without_feature
@@ -37,7 +42,7 @@ from dvengine.storage.logstore import LocalLogStore
 
 ENABLE_DVS = "delta.enableDeletionVectors"
 # Features dvengine knows how to drop (Delta can drop more: v2Checkpoint, columnMapping, ...).
-DROPPABLE = frozenset({DELETION_VECTORS, "checkConstraints"})
+DROPPABLE = frozenset({DELETION_VECTORS, "checkConstraints", row_tracking.FEATURE})
 
 def _commit_protocol(snapshot: Snapshot, protocol: Protocol, operation: str, params: dict[str, object]) -> int:
     txn = Transaction(snapshot.table_root, snapshot, operation, params)
@@ -120,6 +125,8 @@ def drop_feature(
             raise OperationNotAllowedError(
                 f"DROP FEATURE checkConstraints: the table still has constraints {constraints}; drop them first"
             )
+    if name == row_tracking.FEATURE:
+        return drop_row_tracking(snapshot, truncate_history)
     if info.reader_writer and name == DELETION_VECTORS:
         if snapshot.configuration.get(ENABLE_DVS, "false").lower() == "true":
             _disable_dvs(snapshot)
@@ -141,5 +148,84 @@ def drop_feature(
     if truncate_history is not None:
         params["truncateHistory"] = truncate_history
     return _commit_protocol(snapshot, new, "DROP FEATURE", params)
+
+def _row_tracking_traces(snapshot: Snapshot) -> list[str]:
+    """Why the table still shows row tracking (Delta's ``RowTrackingFeature.validateDropInvariants``
+    fails): enabled, not suspended, or live files carrying ``baseRowId`` / ``defaultRowCommitVersion``."""
+    config = snapshot.metadata.configuration
+    traces = []
+    if row_tracking.enabled(config):
+        traces.append(f"{row_tracking.ENABLE}=true")
+    if str(config.get(row_tracking.SUSPENDED, "false")).lower() != "true":
+        traces.append(f"{row_tracking.SUSPENDED} is not true")
+    carrying = [f.path for f in snapshot.files if f.base_row_id is not None or f.default_row_commit_version is not None]
+    if carrying:
+        traces.append(f"{len(carrying)} live files carry row ids (e.g. {carrying[0]})")
+    return traces
+
+
+def drop_row_tracking(snapshot: Snapshot, truncate_history: bool | None) -> int:
+    """DROP FEATURE rowTracking in Delta's steps (``RowTrackingPreDowngradeCommand``, then the
+    downgrade commit of ``RowTrackingFeature``; Delta 4.x, ``TableFeature.scala``):
+
+    1. ``SET TBLPROPERTIES delta.enableRowTracking=false, delta.rowTrackingSuspended=true``, so
+       no reader expects ids any more and no writer assigns new ones;
+    2. ``ROW TRACKING UNBACKFILL``: every live file with ``baseRowId`` / ``defaultRowCommitVersion``
+       re-added without them (``dataChange=false``; Delta commits this in batches, here in one
+       commit, conflict-checked against the whole table);
+    3. the downgrade commit (``DROP FEATURE``): the protocol without ``rowTracking`` (``domainMetadata``
+       stays, a feature of its own), the four row tracking properties removed, and the
+       ``delta.rowTracking`` domain as a ``removed`` tombstone.
+
+    Steps 1-2 are skipped when the table already shows no trace. Row tracking does not require
+    history protection in Delta (``requiresHistoryProtection = false``), so old commits with ids do
+    not block the drop. The materialized columns stay in the data files (unnamed by the
+    configuration, readers ignore them), as Delta leaves them."""
+    root = snapshot.table_root
+    if truncate_history:
+        raise OperationNotAllowedError(
+            f"DROP FEATURE rowTracking TRUNCATE HISTORY on {root}: row tracking does not require history truncation "
+            "(Delta's DELTA_FEATURE_DROP_HISTORY_TRUNCATION_NOT_ALLOWED); drop it without truncateHistory; nothing was changed"
+        )
+    if _row_tracking_traces(snapshot):
+        set_table_properties(root, {row_tracking.ENABLE: "false", row_tracking.SUSPENDED: "true"})
+        snapshot = load_snapshot(root)
+        carrying = [f for f in snapshot.files if f.base_row_id is not None or f.default_row_commit_version is not None]
+        if carrying:
+            txn = Transaction(root, snapshot, "ROW TRACKING UNBACKFILL", {"batchId": 0})
+            txn.record_read(carrying, None)  # a concurrent change of any file (or an append) conflicts
+            txn.add_actions([
+                dataclasses.replace(f, base_row_id=None, default_row_commit_version=None, data_change=False)
+                for f in carrying
+            ])
+            txn.commit()
+            snapshot = load_snapshot(root)
+    traces = _row_tracking_traces(snapshot)
+    if traces:  # a concurrent writer re-enabled it between the steps
+        raise OperationNotAllowedError(
+            f"DROP FEATURE rowTracking on {root}: the table still shows row tracking at version {snapshot.version} "
+            f"({'; '.join(traces)}; Delta's DELTA_FEATURE_DROP_CONFLICT_REVALIDATION_FAIL); nothing more was changed"
+        )
+    configuration = {k: v for k, v in snapshot.metadata.configuration.items() if k not in _ROW_TRACKING_PROPERTIES}
+    params: dict[str, object] = {"featureName": row_tracking.FEATURE}
+    if truncate_history is not None:
+        params["truncateHistory"] = truncate_history
+    txn = Transaction(root, snapshot, "DROP FEATURE", params)
+    txn.record_read(snapshot.files, None)
+    txn.update_protocol(without_feature(snapshot.protocol, row_tracking.FEATURE))
+    txn.update_metadata(dataclasses.replace(snapshot.metadata, configuration=configuration))
+    domain = snapshot.domain_metadata.get(row_tracking.DOMAIN)
+    if domain is not None and not domain.removed:
+        txn.add_actions([dataclasses.replace(domain, removed=True)])
+    return txn.commit()
+
+
+# Removed by the downgrade commit (Delta's tablePropertiesToRemoveAtDowngradeCommit).
+_ROW_TRACKING_PROPERTIES = frozenset({
+    row_tracking.ENABLE,
+    row_tracking.SUSPENDED,
+    row_tracking.ROW_ID_COLUMN_KEY,
+    row_tracking.ROW_COMMIT_VERSION_COLUMN_KEY,
+})
 
 RewriterFactory = Callable[[], BinRewriter]

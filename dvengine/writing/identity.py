@@ -120,21 +120,6 @@ def check_identity_update(schema: StructType, assigned: Sequence[str], operation
         )
 
 
-def mark_from_stats(spec: IdentitySpec, stats_key: str, stats: Sequence[str | None]) -> int | None:
-    """The high-water mark after files whose ``add.stats`` are ``stats`` were written with new values
-    of ``spec``'s column (under ``stats_key``, its physical name); None when a file lacks the bound."""
-    extremes: list[int] = []
-    for text in stats:
-        parsed = json.loads(text) if text else {}
-        if not parsed.get("numRecords"):
-            continue
-        bound = parsed.get("maxValues" if spec.step > 0 else "minValues", {}).get(stats_key)
-        if bound is None:
-            return None
-        extremes.append(int(bound))
-    return spec.mark_after(extremes)
-
-
 def keep_high_water_marks(target: Metadata, latest: Metadata) -> Metadata:
     """``target`` (an older metadata RESTORE brings back) with identity marks never behind ``latest``'s,
     as Delta's RESTORE keeps them: values handed out after the restored version stay used."""

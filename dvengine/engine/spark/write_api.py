@@ -18,7 +18,6 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from dvengine.commands.write import (
-    WritePlan,
     finish_write,
     normalize_write_mode,
     plan_write,
@@ -26,10 +25,10 @@ from dvengine.commands.write import (
     replace_where_mismatch,
 )
 from dvengine.commands.write_options import resolve_write_options
-from dvengine.commands.written import WrittenFiles
 from dvengine.engine.spark.constraints import check_frame_constraints
 from dvengine.engine.spark.executor import SparkExecutor
 from dvengine.engine.spark.identifiers import quote, quote_path
+from dvengine.engine.spark.identity_values import with_appended_identity_values
 from dvengine.engine.spark.reader import logical_spark_type
 from dvengine.engine.spark.writer import write_parquet_files
 from dvengine.errors import (
@@ -38,13 +37,12 @@ from dvengine.errors import (
     SchemaViolationError,
     UnsupportedFeatureError,
 )
-from dvengine.protocol.actions import AddFile
 from dvengine.protocol.schema import DataType, DecimalType, PrimitiveType, StructField, StructType, from_arrow_schema
 from dvengine.storage.logstore import normalize_table_path
 from dvengine.writing.constraints import table_constraints
 from dvengine.writing.defaults import CURRENT_DEFAULT
 from dvengine.writing.generated import GENERATION_EXPRESSION
-from dvengine.writing.identity import IdentitySpec, identity_columns, mark_from_stats
+from dvengine.writing.identity import IdentitySpec, identity_columns
 from dvengine.writing.schema_checks import (
     check_distinct_column_names,
     not_null_paths,
@@ -160,69 +158,47 @@ def write(
     identities = {
         t: spec for d, t in plan.column_pairs if d is None and (spec := identity_columns(plan.schema).get(t)) is not None
     }
-    if plan.transaction.read_snapshot is not None:  # an existing table: align columns, check NOT NULL
-        partitions = max(1, df.rdd.getNumPartitions()) if identities else 1
-        df = df.select(*[
-            _identity_column(identities[table_name], partitions) if table_name in identities else
-            _aligned_column(data_name, None if data_name is None else data_schema.get(data_name), plan.schema.get(table_name))
-            for data_name, table_name in plan.column_pairs
-        ])
-        check_not_null(df, plan.schema)
-        check_frame_constraints(df, table_constraints(plan.configuration, plan.schema), "the write")
-    if plan.replace is not None:
-        assert plan.replace.predicate is not None
-        check_replace_where(df, plan.replace.predicate.sql)
-    executor = None
-    if plan.replace is not None:
-        executor = SparkExecutor(session)  # before any file is written: it checks the Python workers
-    adds = write_parquet_files(df, plan.table_root, plan.schema, plan.partition_columns, plan.num_indexed_cols)
-    if identities:
-        _record_identity_marks(plan, identities, adds)
-    return finish_write(plan, adds, executor)
+    persisted: list[DataFrame] = []  # the frame identity values are drawn over; unpersisted when done
+    try:
+        marks: dict[str, int] = {}
+        if plan.transaction.read_snapshot is not None:  # an existing table: align columns, check NOT NULL
+            df = df.select(*[
+                F.lit(None).cast("bigint").alias(table_name) if table_name in identities else
+                _aligned_column(data_name, None if data_name is None else data_schema.get(data_name), plan.schema.get(table_name))
+                for data_name, table_name in plan.column_pairs
+            ])
+            if identities:
+                df, marks = _with_identity_values(df, identities, persisted)
+            check_not_null(df, plan.schema)
+            check_frame_constraints(df, table_constraints(plan.configuration, plan.schema), "the write")
+        if plan.replace is not None:
+            assert plan.replace.predicate is not None
+            check_replace_where(df, plan.replace.predicate.sql)
+        executor = None
+        if plan.replace is not None:
+            executor = SparkExecutor(session)  # before any file is written: it checks the Python workers
+        adds = write_parquet_files(df, plan.table_root, plan.schema, plan.partition_columns, plan.num_indexed_cols)
+        if marks:
+            record_identity_marks(plan, marks)
+        return finish_write(plan, adds, executor)
+    finally:
+        for frame in persisted:
+            frame.unpersist()
 
 
-_ROW_BITS = 33  # monotonically_increasing_id() = partition index << 33 | row index within the partition
+def _with_identity_values(
+    df: DataFrame, identities: Mapping[str, IdentitySpec], persisted: list[DataFrame]
+) -> tuple[DataFrame, dict[str, int]]:
+    """``df`` (identity columns NULL) with new identity values in every row, and the new marks.
 
-
-def _identity_column(spec: IdentitySpec, partitions: int) -> Column:
-    """New identity values, interleaved across tasks: row ``i`` of partition ``p`` (of ``partitions``)
-    gets ``first + step * (p + partitions * i)``. Unique without a counting job, and the gaps stay
-    below ``partitions`` steps (Delta's own values are not dense either); ``first + step *
-    monotonically_increasing_id()`` was unique too but jumped 2^33 steps per partition, pushing the
-    high-water mark by billions on every multi-task append. The partition index and row index are
-    both taken from ``monotonically_increasing_id()``, so they describe the stage that evaluates
-    the column; a stage with more partitions than counted when planning (not expected: the column
-    is evaluated before any shuffle the write adds) fails the write instead of repeating a value.
-    The high-water mark comes from the written files' statistics."""
-    mid = F.monotonically_increasing_id()
-    part = F.shiftrightunsigned(mid, _ROW_BITS)
-    row = mid.bitwiseAND(F.lit((1 << _ROW_BITS) - 1))
-    guarded = F.when(
-        part < F.lit(partitions), part
-    ).otherwise(F.raise_error(F.lit(
-        f"IDENTITY column {spec.name!r}: a task of the write ran as partition >= {partitions}, the count the "
-        "values were interleaved by; nothing was committed"
-    )))
-    offset = guarded + F.lit(partitions) * row
-    return (F.lit(spec.first_new_value()) + F.lit(spec.step) * offset).cast("bigint").alias(spec.name)
-
-
-def _record_identity_marks(plan: WritePlan, identities: Mapping[str, IdentitySpec], adds: Sequence[AddFile]) -> None:
-    marks: dict[str, int | None] = {}
-    for name, spec in identities.items():
-        field = plan.schema.get(name)
-        key = str(field.metadata.get("delta.columnMapping.physicalName", name))
-        mark = mark_from_stats(spec, key, [a.stats for a in adds])
-        if mark is None:
-            written = WrittenFiles(plan.table_root)
-            written.add_data_files(adds)
-            written.remove_all()
-            raise UnsupportedFeatureError(
-                f"IDENTITY column {name!r} has no statistics in the written files (it is beyond "
-                "delta.dataSkippingNumIndexedCols), so its high-water mark is unknown; nothing was committed"
-            )
-        marks[name] = mark
-    record_identity_marks(plan, marks)
+    Dense values ``mark + step``, ``mark + 2*step`` ... as the in-process append gives, spread over
+    the frame's partitions (``identity_values.with_appended_identity_values``): the frame is
+    persisted, one job counts its rows per partition, and the write reads the persisted rows. So
+    the frame's upstream (a shuffle, under AQE too) runs once, which asking the partition count
+    first (``df.rdd.getNumPartitions()``, what this replaced) did not guarantee: under AQE that
+    runs the upstream stages, and the write then ran them again. The mark is exact (the last value
+    handed out), with no need for the column's statistics in the written files."""
+    return with_appended_identity_values(df, identities, persisted, "the write")
 
 
 def _aligned_column(data_name: str | None, data_field: StructField | None, field: StructField) -> Column:
