@@ -107,9 +107,41 @@ def main(work: str) -> int:
         if engine != "spark":
             raise AssertionError(f"DML step {step} ran on {engine!r}, not on the cluster")
         checked["dml_steps"] += 1
+    checked["row_tracking_rows"] = _row_tracking_metadata_on_the_cluster(spark, Path(work) / "tracked")
     spark.stop()
     print(json.dumps(checked))
     return 0
+
+
+def _row_tracking_metadata_on_the_cluster(spark: Any, root: Path) -> int:
+    """``_metadata.row_id`` / ``row_commit_version`` read by executor JVMs (per-file ids travel in the
+    format's options, not in driver memory) equal the Arrow reader's stable ids, after a DV DELETE
+    and an UPDATE (ids kept, versions advance) on a three-file row-tracking table."""
+    import dvengine
+    from dvengine import DeltaTable
+    from dvengine.log.loader import load_snapshot
+    from dvengine.read.row_ids import read_row_tracking
+
+    path = str(root)
+    for k in range(3):
+        ids = np.arange(k * 100, (k + 1) * 100, dtype=np.int64)
+        dvengine.write(pa.table({"id": ids, "v": ids * 10}), path, mode="append",
+                       configuration={"delta.enableRowTracking": "true", "delta.enableDeletionVectors": "true"})
+    local = DeltaTable.forPath(None, path)
+    local.delete("id % 7 = 3", mode="dv")
+    local.update("id % 11 = 5", {"v": "v + 1"}, mode="dv")
+    spark.conf.set("spark.sql.files.maxPartitionBytes", "1024")  # several tasks, so both executors read
+    frame = DeltaTable.forPath(spark, path).toDF().select("id", "v", "_metadata.row_id", "_metadata.row_commit_version")
+    got = sorted((r["id"], r["v"], r["row_id"], r["row_commit_version"]) for r in frame.collect())
+    spark.conf.unset("spark.sql.files.maxPartitionBytes")
+    want = sorted((d["id"], d["v"], d["row_id"], d["row_commit_version"])
+                  for d in read_row_tracking(load_snapshot(path)).to_pylist())
+    model_ids = sorted(i for i in range(300) if i % 7 != 3)
+    if [g[0] for g in got] != model_ids or got != want:
+        raise AssertionError("_metadata.row_id on the cluster differs from the Arrow reader's stable ids")
+    if len({g[2] for g in got}) != len(got):
+        raise AssertionError("_metadata.row_id on the cluster is not unique")
+    return len(got)
 
 
 if __name__ == "__main__":

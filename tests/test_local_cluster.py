@@ -28,3 +28,4 @@ def test_golden_reads_and_dml_on_a_local_cluster(tmp_path: Path) -> None:
     assert checked["executor_pids"] >= 2
     assert checked["golden_versions"] > 0
     assert checked["dml_steps"] == 10
+    assert checked["row_tracking_rows"] == sum(1 for i in range(300) if i % 7 != 3)
