@@ -60,3 +60,9 @@ def test_dv_reads_use_the_jvm_reader(facts: Any) -> None:
 def test_golden_tables_read_back(facts: Any) -> None:
     assert facts["golden_cases"] > 0
     assert facts["golden_bad"] == []
+
+
+def test_row_id_metadata_fields_on_connect(facts: Any) -> None:
+    """Delta's ``_metadata.row_id`` / ``row_commit_version`` reach a Connect client (the jar is
+    uploaded as an artifact) and equal the Arrow reader's stable ids after a DV DELETE and UPDATE."""
+    assert facts["row_id_metadata"] == {"rows": 75, "equal": True, "ids": True}, facts["failures"]
