@@ -18,11 +18,8 @@ The first round warms the JVM and is not counted. Run:
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import statistics
 import tempfile
-import time
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -32,15 +29,10 @@ import pyarrow as pa
 
 import dvengine
 from dvengine import DeltaTable
+from dvengine.bench.paired import Pair, summarize_pairs, time_pairs, write_pair_results
 from dvengine.bench.results import machine_facts
 from dvengine.commands.options import CONF_DV_READER
 from dvengine.log import load_snapshot
-
-
-def _timed(run: Callable[[], Any]) -> float:
-    started = time.perf_counter()
-    run()
-    return time.perf_counter() - started
 
 
 def _python_plan(spark: Any, run: Callable[[], Any]) -> Callable[[], Any]:
@@ -68,7 +60,6 @@ def main() -> None:
 
     spark = get_or_create_session()
     load_before = os.getloadavg()
-    times: dict[str, dict[str, list[float]]] = {}
     with tempfile.TemporaryDirectory() as folder:
         path = str(Path(folder) / "tracked")
         per_file = args.rows // args.files
@@ -89,44 +80,17 @@ def main() -> None:
             return read_row_tracking_df(spark, snapshot).selectExpr("sum(row_id)", "sum(row_commit_version)").collect()
 
         assert metadata_ids() == plan_ids()
-        pairs: dict[str, tuple[tuple[str, Callable[[], Any]], tuple[str, Callable[[], Any]]]] = {
+        pairs: dict[str, Pair] = {
             "scan": (("parquet", _python_plan(spark, scan)), ("row_tracking_format", scan)),
             "row_ids": (("read_row_tracking_df", plan_ids), ("metadata_row_id", metadata_ids)),
         }
-        for rnd in range(args.repeats + 1):
-            for workload, contenders in pairs.items():
-                order = contenders if rnd % 2 == 0 else contenders[::-1]
-                for name, run in order:
-                    seconds = _timed(run)
-                    if rnd:  # round 0 warms the JVM
-                        times.setdefault(workload, {}).setdefault(name, []).append(seconds)
+        times, names = time_pairs(lambda rnd: pairs, args.repeats)
     load_after = os.getloadavg()
-    summary: dict[str, Any] = {}
-    for workload, by_name in times.items():
-        base, other = (name for name, _ in pairs[workload])  # ratio: the second (new) to the first (old)
-        medians = {name: statistics.median(values) for name, values in by_name.items()}
-        summary[workload] = {
-            name: {"median_s": round(medians[name], 3), "min_s": round(min(v), 3), "max_s": round(max(v), 3)}
-            for name, v in by_name.items()
-        }
-        summary[workload]["ratio"] = round(medians[other] / medians[base], 3)
-    result = {"rows": args.rows, "files": args.files, "repeats": args.repeats, "summary": summary, "times_s": times,
-              "load_before": load_before, "load_after": load_after, "machine": machine_facts(spark)}
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "results.json").write_text(json.dumps(result, indent=2) + "\n")
-    lines = [f"# Row-tracking reads: the JVM format and _metadata.row_id ({args.rows:,} rows, {args.files} files, "
-             f"{args.repeats} repeats after a warm-up)", "",
-             f"load average before {load_before}, after {load_after}", "",
-             "| workload | contender | median s | min-max s | ratio to the first |", "|---|---|---|---|---|"]
-    for workload, entry in summary.items():
-        names = [name for name, _ in pairs[workload]]
-        for name in names:
-            stats = entry[name]
-            ratio = "" if name == names[0] else f"{entry['ratio']:.2f}x"
-            lines.append(f"| {workload} | {name} | {stats['median_s']:.3f} | {stats['min_s']:.3f}-{stats['max_s']:.3f} | {ratio} |")
-    (out / "results.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    result = {"rows": args.rows, "files": args.files, "repeats": args.repeats, "summary": summarize_pairs(times, names),
+              "times_s": times, "load_before": load_before, "load_after": load_after, "machine": machine_facts(spark)}
+    title = (f"# Row-tracking reads: the JVM format and _metadata.row_id ({args.rows:,} rows, {args.files} files, "
+             f"{args.repeats} repeats after a warm-up)")
+    print("\n".join(write_pair_results(Path(args.out), result, title, names, "ratio to the first")))
     spark.stop()
 
 

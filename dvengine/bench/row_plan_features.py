@@ -19,11 +19,8 @@ The first round warms the JVM and is not counted. Run:
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import statistics
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -32,6 +29,7 @@ import pyarrow as pa
 
 import dvengine
 from dvengine import DeltaTable, IdentityGenerator
+from dvengine.bench.paired import Pair, summarize_pairs, time_pairs, write_pair_results
 from dvengine.bench.results import machine_facts
 
 
@@ -46,12 +44,6 @@ def _tables(root: Path, rows: int) -> dict[str, str]:
      .addColumn("v", "bigint").execute())
     dvengine.write(data, paths["identity"], mode="append")
     return paths
-
-
-def _timed(run: Callable[[], Any]) -> float:
-    started = time.perf_counter()
-    run()
-    return time.perf_counter() - started
 
 
 def _update(spark: Any, path: str, rnd: int, mode: str = "dv") -> Callable[[], Any]:
@@ -84,17 +76,16 @@ def main() -> None:
     spark.conf.set("dvengine.spark.dmlStrategy", "rows")
     spark.conf.set("dvengine.execution.localMaxSourceRows", "0")
     load_before = os.getloadavg()
-    times: dict[str, dict[str, list[float]]] = {}
     with tempfile.TemporaryDirectory() as folder:
         paths = _tables(Path(folder), args.rows)
         rows = args.rows
-        for rnd in range(args.repeats + 1):
+
+        def pairs_of_round(rnd: int) -> dict[str, Pair]:
             fresh = rows + rnd * args.source  # keys no earlier round inserted
             upsert = spark.range(rows - args.source // 2, rows + args.source // 2).selectExpr(
                 f"IF(id < {rows}, id, id + {fresh}) AS id", "id AS v")
             inserts = spark.range(fresh + rows, fresh + rows + args.source).selectExpr("id", "id AS v")
-
-            pairs: dict[str, tuple[tuple[str, Callable[[], Any]], tuple[str, Callable[[], Any]]]] = {
+            return {
                 "update": (("plain", _update(spark, paths["plain"], rnd)), ("tracked", _update(spark, paths["tracked"], rnd))),
                 "update_rewrite": (("plain", _update(spark, paths["plain"], rnd, "rewrite")),
                                    ("tracked", _update(spark, paths["tracked"], rnd, "rewrite"))),
@@ -103,39 +94,15 @@ def main() -> None:
                 "merge_insert": (("plain", _merge(spark, paths["plain_insert"], inserts, True)),
                                  ("identity", _merge(spark, paths["identity"], inserts, True))),
             }
-            for workload, contenders in pairs.items():
-                order = contenders if rnd % 2 == 0 else contenders[::-1]
-                for name, run in order:
-                    seconds = _timed(run)
-                    if rnd:  # round 0 warms the JVM
-                        times.setdefault(workload, {}).setdefault(name, []).append(seconds)
+
+        times, names = time_pairs(pairs_of_round, args.repeats)
     load_after = os.getloadavg()
-    summary: dict[str, Any] = {}
-    for workload, by_name in times.items():
-        medians = {name: statistics.median(values) for name, values in by_name.items()}
-        base = "plain"
-        other = next(name for name in by_name if name != base)
-        summary[workload] = {
-            name: {"median_s": round(medians[name], 3), "min_s": round(min(v), 3), "max_s": round(max(v), 3)}
-            for name, v in by_name.items()
-        }
-        summary[workload]["ratio"] = round(medians[other] / medians[base], 3)
-    result = {"rows": args.rows, "source_rows": args.source, "repeats": args.repeats, "summary": summary,
-              "times_s": times, "load_before": load_before, "load_after": load_after, "machine": machine_facts(spark)}
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "results.json").write_text(json.dumps(result, indent=2) + "\n")
-    lines = [f"# Row plan: row tracking and identity overheads ({args.rows:,} rows, source {args.source:,}, "
-             f"{args.repeats} repeats after a warm-up)", "",
-             f"load average before {load_before}, after {load_after}", "",
-             "| workload | contender | median s | min-max s | ratio to plain |", "|---|---|---|---|---|"]
-    for workload, entry in summary.items():
-        for name in ("plain", *[n for n in entry if n not in ("plain", "ratio")]):
-            stats = entry[name]
-            ratio = "" if name == "plain" else f"{entry['ratio']:.2f}x"
-            lines.append(f"| {workload} | {name} | {stats['median_s']:.3f} | {stats['min_s']:.3f}-{stats['max_s']:.3f} | {ratio} |")
-    (out / "results.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    result = {"rows": args.rows, "source_rows": args.source, "repeats": args.repeats,
+              "summary": summarize_pairs(times, names), "times_s": times, "load_before": load_before,
+              "load_after": load_after, "machine": machine_facts(spark)}
+    title = (f"# Row plan: row tracking and identity overheads ({args.rows:,} rows, source {args.source:,}, "
+             f"{args.repeats} repeats after a warm-up)")
+    print("\n".join(write_pair_results(Path(args.out), result, title, names, "ratio to plain")))
     spark.stop()
 
 
