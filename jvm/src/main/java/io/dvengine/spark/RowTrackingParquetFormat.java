@@ -69,14 +69,4 @@ public class RowTrackingParquetFormat extends DeletionVectorParquetFormat {
     public String toString() {
         return "RowTrackingParquet(io.dvengine.spark.RowTrackingParquetFormat)";
     }
-
-    @Override
-    public boolean equals(Object other) {
-        return other instanceof RowTrackingParquetFormat;
-    }
-
-    @Override
-    public int hashCode() {
-        return RowTrackingParquetFormat.class.hashCode();
-    }
 }
