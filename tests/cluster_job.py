@@ -26,6 +26,7 @@ sys.path.insert(0, str(HERE))
 
 from conftest import GOLDEN_NAMES, GOLDEN_TABLES, load_expected  # noqa: E402
 from interop import rows_delta_rs, sort_rows  # noqa: E402
+from tracked_tables import changed_tracked_table, stable_id_rows  # noqa: E402
 
 
 def main(work: str) -> int:
@@ -117,25 +118,15 @@ def _row_tracking_metadata_on_the_cluster(spark: Any, root: Path) -> int:
     """``_metadata.row_id`` / ``row_commit_version`` read by executor JVMs (per-file ids travel in the
     format's options, not in driver memory) equal the Arrow reader's stable ids, after a DV DELETE
     and an UPDATE (ids kept, versions advance) on a three-file row-tracking table."""
-    import dvengine
     from dvengine import DeltaTable
-    from dvengine.log.loader import load_snapshot
-    from dvengine.read.row_ids import read_row_tracking
 
     path = str(root)
-    for k in range(3):
-        ids = np.arange(k * 100, (k + 1) * 100, dtype=np.int64)
-        dvengine.write(pa.table({"id": ids, "v": ids * 10}), path, mode="append",
-                       configuration={"delta.enableRowTracking": "true", "delta.enableDeletionVectors": "true"})
-    local = DeltaTable.forPath(None, path)
-    local.delete("id % 7 = 3", mode="dv")
-    local.update("id % 11 = 5", {"v": "v + 1"}, mode="dv")
+    changed_tracked_table(path, files=3, rows_per_file=100, delete="id % 7 = 3", update="id % 11 = 5")
     spark.conf.set("spark.sql.files.maxPartitionBytes", "1024")  # several tasks, so both executors read
     frame = DeltaTable.forPath(spark, path).toDF().select("id", "v", "_metadata.row_id", "_metadata.row_commit_version")
     got = sorted((r["id"], r["v"], r["row_id"], r["row_commit_version"]) for r in frame.collect())
     spark.conf.unset("spark.sql.files.maxPartitionBytes")
-    want = sorted((d["id"], d["v"], d["row_id"], d["row_commit_version"])
-                  for d in read_row_tracking(load_snapshot(path)).to_pylist())
+    want = stable_id_rows(path)
     model_ids = sorted(i for i in range(300) if i % 7 != 3)
     if [g[0] for g in got] != model_ids or got != want:
         raise AssertionError("_metadata.row_id on the cluster differs from the Arrow reader's stable ids")

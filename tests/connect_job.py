@@ -27,26 +27,15 @@ def _sorted(rows: Any) -> list[tuple[Any, ...]]:
 def _row_id_metadata(spark: Any, root: Path) -> dict[str, Any]:
     """``_metadata.row_id`` / ``row_commit_version`` of a row-tracking table through Connect, next to
     the Arrow reader's stable ids (written and changed without Spark: a DV DELETE, an UPDATE)."""
-    import numpy as np
-    import pyarrow as pa
+    from tracked_tables import changed_tracked_table, stable_id_rows
 
-    import dvengine
     from dvengine import DeltaTable
-    from dvengine.log.loader import load_snapshot
-    from dvengine.read.row_ids import read_row_tracking
 
     path = str(root)
-    for k in range(2):
-        ids = np.arange(k * 50, (k + 1) * 50, dtype=np.int64)
-        dvengine.write(pa.table({"id": ids, "v": ids * 10}), path, mode="append",
-                       configuration={"delta.enableRowTracking": "true", "delta.enableDeletionVectors": "true"})
-    local = DeltaTable.forPath(None, path)
-    local.delete("id % 4 = 1", mode="dv")
-    local.update("id % 6 = 0", {"v": "v + 1"}, mode="dv")
+    changed_tracked_table(path, files=2, rows_per_file=50, delete="id % 4 = 1", update="id % 6 = 0")
     frame = DeltaTable.forPath(spark, path).toDF().select("id", "v", "_metadata.row_id", "_metadata.row_commit_version")
     got = _sorted(tuple(r) for r in frame.collect())
-    want = _sorted((d["id"], d["v"], d["row_id"], d["row_commit_version"])
-                   for d in read_row_tracking(load_snapshot(path)).to_pylist())
+    want = _sorted(stable_id_rows(path))
     return {"rows": len(got), "equal": got == want, "ids": [g[0] for g in got] == [i for i in range(100) if i % 4 != 1]}
 
 
