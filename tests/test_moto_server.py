@@ -91,3 +91,50 @@ def test_launcher_makes_conditional_create_atomic(slow_check_server: str, monkey
     monkeypatch.setattr(moto_server, "_PATCHED", [])
     moto_server.make_object_puts_atomic()
     assert _race_two_creates(slow_check_server) == ["PreconditionFailed", "created"]
+
+
+# --- the bench's request count ----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def launched(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[int, str]]:
+    """The launcher in its own process, logging to a file: (port, request log path)."""
+    from dvengine.bench.object_store import moto_process
+
+    port = free_port()
+    log_path = str(tmp_path_factory.mktemp("moto") / "requests.log")
+    with open(log_path, "w") as log, moto_process(port, log):
+        yield port, log_path
+
+
+# moto answers requests without credentials on existing keys with 403; it does not check signatures.
+_AUTHORIZED = {"Authorization": f"AWS4-HMAC-SHA256 Credential={ACCESS_KEY}/20260101/{REGION}/s3/aws4_request, "
+                                "SignedHeaders=host, Signature=0"}
+
+
+def test_bench_counts_every_request_the_server_logs(launched: tuple[int, str]) -> None:
+    """``object_store._server_requests`` counts one per request, also the non-2xx answers Werkzeug
+    prints in colour (a 204 DELETE, a 404 GET, a 412 conditional create), which it once missed."""
+    import http.client
+
+    from dvengine.bench.object_store import _server_requests
+
+    port, log_path = launched
+    before = _server_requests(log_path)
+    bucket = f"log-{uuid.uuid4().hex[:12]}"
+    sent = [("PUT", f"/{bucket}", b"", {}), ("PUT", f"/{bucket}/k", b"v", {}), ("HEAD", f"/{bucket}/k", b"", {}),
+            ("GET", f"/{bucket}/k", b"", {}), ("PUT", f"/{bucket}/k", b"w", {"If-None-Match": "*"}),
+            ("DELETE", f"/{bucket}/k", b"", {}), ("GET", f"/{bucket}/k", b"", {})]
+    statuses = []
+    for method, path, body, headers in sent:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)  # moto closes after each answer
+        conn.request(method, path, body=body, headers={**_AUTHORIZED, **headers})
+        reply = conn.getresponse()
+        reply.read()
+        statuses.append(reply.status)
+        conn.close()
+    assert statuses == [200, 200, 200, 200, 412, 204, 404]
+    deadline = time.monotonic() + 10
+    while _server_requests(log_path) - before < len(sent) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _server_requests(log_path) - before == len(sent)
