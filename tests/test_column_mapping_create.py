@@ -271,6 +271,25 @@ def test_mapped_table_with_row_tracking_at_create(tmp_path: Path) -> None:
     check_rows(root, model)
 
 
+def test_clustered_mapped_table_names_physical_columns_in_its_domain(tmp_path: Path) -> None:
+    """The ``delta.clustering`` domain holds physical names (PROTOCOL.md "Clustered Table"); after
+    OPTIMIZE every reader still sees the rows."""
+    root = tmp_path / "t"
+    DeltaTable.create(None).location(str(root)).addColumn("x", "BIGINT").addColumn("y", "BIGINT").clusterBy("x") \
+        .property("delta.columnMapping.mode", "name").execute()
+    domain = next(a["domainMetadata"] for _, a in _log(root) if "domainMetadata" in a)
+    schema = json.loads(_latest(root, "metaData")["schemaString"])
+    assert json.loads(domain["configuration"]) == {
+        "clusteringColumns": [[schema["fields"][0]["metadata"]["delta.columnMapping.physicalName"]]]}
+    model = []
+    for i in range(3):
+        dvengine.write(pa.table({"x": pa.array([3 - i, 10 + i], pa.int64()), "y": pa.array([i, i], pa.int64())}),
+                       str(root), mode="append")
+        model += [(3 - i, i), (10 + i, i)]
+    assert DeltaTable.forPath(None, str(root)).optimize().executeCompaction()["metrics"]["numFilesRemoved"] == 3
+    assert rows_arrow(root, ["x", "y"]) == rows_delta_rs(root, ["x", "y"]) == rows_duckdb(root, ["x", "y"]) == sort_rows(model)
+
+
 def test_spark_executor_creates_and_changes_a_mapped_table(spark: Any, tmp_path: Path) -> None:
     root = tmp_path / "t"
     first = _rows(list(range(12)), "v")
