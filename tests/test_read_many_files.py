@@ -93,7 +93,7 @@ def test_projection_reads_only_the_asked_columns_in_schema_order(tmp_path: Path)
 def test_column_mapping_large_file_reads_by_physical_name(tmp_path: Path, mode: str) -> None:
     root = tmp_path / "t"
     data = _batch(0, LARGE, "a").rename_columns(["id", "Part Col", "a name"])
-    write_deltalake(str(root), data, configuration={"delta.columnMapping.mode": mode})  # dvengine cannot create these
+    write_deltalake(str(root), data, configuration={"delta.columnMapping.mode": mode})  # another writer's mapping
     field = load_snapshot(str(root)).schema.get("a name")
     assert field.physical_name != "a name"  # the files hold physical names
     expected = sort_rows([tuple(r.values()) for r in data.to_pylist()])

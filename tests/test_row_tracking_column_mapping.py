@@ -91,7 +91,7 @@ def test_column_mapped_delta_spark_table_changed_locally(tmp_path: Path, mode: s
 
 @pytest.mark.parametrize("mode", MODES)
 def test_enabling_row_tracking_on_a_column_mapped_table(tmp_path: Path, mode: str) -> None:
-    """A column-mapped table made by delta-rs (dvengine does not create mapped tables), row tracking
+    """A column-mapped table made by delta-rs (an independent writer's mapping), row tracking
     enabled by SET TBLPROPERTIES (backfill: fresh ids for the existing files), then appended to and
     updated: the updated and copied rows keep their ids, stored under the materialized name."""
     root = tmp_path / mode

@@ -206,7 +206,7 @@ def test_alter_table_set_and_unset_tblproperties(spark: Any, tmp_path: Path) -> 
     ("statement", "fragment"),
     [
         ("SET TBLPROPERTIES (delta.checkpointInterval = 'often')", "checkpointInterval"),
-        ("SET TBLPROPERTIES (delta.columnMapping.mode = 'name')", "columnMapping"),
+        ("SET TBLPROPERTIES (delta.columnMapping.mode = 'id')", "DELTA_UNSUPPORTED_COLUMN_MAPPING_MODE_CHANGE"),
         ("UNSET TBLPROPERTIES (never.set)", "never.set"),
         ("SET TBLPROPERTIES (delta.appendOnly = )", "value"),
     ],

@@ -23,6 +23,7 @@ writes the domain with none, as Delta does; with partition columns it is refused
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import time
@@ -36,6 +37,7 @@ from dvengine.log import Snapshot, load_snapshot, table_exists
 from dvengine.maintenance import clustering
 from dvengine.protocol.actions import DomainMetadata, Metadata, Protocol
 from dvengine.protocol.features import check_writable, reader_features, writer_features
+from dvengine.protocol.mapping_modes import max_column_id
 from dvengine.protocol.schema import StructType
 from dvengine.storage import is_object_uri, storage_for
 from dvengine.writing.generated import check_generation_expressions
@@ -48,6 +50,7 @@ from dvengine.writing.schema_checks import (
     new_table_protocol,
     resolve_partition_columns,
 )
+from dvengine.writing.schema_merge import new_table_column_mapping
 
 CREATE = "create"
 CREATE_IF_NOT_EXISTS = "createIfNotExists"
@@ -105,7 +108,11 @@ def _operation_parameters(definition: TableDefinition, configuration: Mapping[st
     }
 
 
-def _check_definition(definition: TableDefinition) -> tuple[tuple[str, ...], dict[str, str]]:
+def _check_definition(
+    definition: TableDefinition, old: Snapshot | None
+) -> tuple[TableDefinition, tuple[str, ...], dict[str, str]]:
+    """The definition as committed (under column mapping its schema carries ids and physical
+    names, counting on from a replaced table's ``maxColumnId``), its partitioning and properties."""
     if not definition.schema.fields:
         raise InvalidArgumentError(f"table {definition.label} needs at least one column (addColumn / addColumns)")
     check_distinct_column_names(definition.schema)
@@ -114,8 +121,10 @@ def _check_definition(definition: TableDefinition) -> tuple[tuple[str, ...], dic
     partitions = resolve_partition_columns(definition.schema, definition.partition_columns)
     configuration = {**DEFAULT_NEW_TABLE_CONFIGURATION, **dict(definition.properties)}
     check_new_table_configuration(configuration)
-    configuration = new_table_configuration(definition.schema, configuration)
-    return partitions, configuration
+    previous_max = 0 if old is None else max_column_id(old.configuration)
+    schema, configuration = new_table_column_mapping(definition.schema, configuration, previous_max)
+    configuration = new_table_configuration(schema, configuration)
+    return dataclasses.replace(definition, schema=schema), partitions, configuration
 
 
 def _clustering_actions(definition: TableDefinition, configuration: dict[str, str], old: Snapshot | None) -> list[DomainMetadata]:
@@ -173,12 +182,13 @@ def create_table(definition: TableDefinition, mode: str) -> CreateResult:
         )
     if not exists:
         _check_empty_location(root, definition.label)
-    partitions, configuration = _check_definition(definition)
+    snapshot = load_snapshot(root) if exists else None
+    definition, partitions, configuration = _check_definition(definition, snapshot)
     now = int(time.time() * 1000)
     schema_string = definition.schema.to_json_string()
     params = _operation_parameters(definition, configuration)
     wanted_protocol = new_table_protocol(definition.schema, configuration)
-    if not exists:
+    if snapshot is None:
         metadata = Metadata(
             id=str(uuid.uuid4()), schema_string=schema_string, partition_columns=partitions,
             configuration=configuration, description=definition.description, created_time=now,
@@ -192,7 +202,6 @@ def create_table(definition: TableDefinition, mode: str) -> CreateResult:
         txn.update_metadata(metadata)
         txn.add_actions(domains)
         return CreateResult(root, txn.commit({}))
-    snapshot = load_snapshot(root)
     check_writable(snapshot.protocol, snapshot.metadata)
     metadata = Metadata(
         id=snapshot.metadata.id, schema_string=schema_string, partition_columns=partitions,

@@ -38,6 +38,7 @@ from dvengine.writing.schema_checks import (
     new_table_protocol,
     resolve_partition_columns,
 )
+from dvengine.writing.schema_merge import new_table_column_mapping
 from dvengine.writing.stats import num_indexed_cols
 
 WRITE_MODES = ("error", "errorifexists", "append", "overwrite")
@@ -115,17 +116,19 @@ def plan_write(
     if snapshot is None:
         config = {**DEFAULT_NEW_TABLE_CONFIGURATION, **dict(configuration or {})}
         check_new_table_configuration(config)
-        config = new_table_configuration(data_schema, config)
         match_columns(data_schema, data_schema)  # duplicate names (case-insensitive) are refused here
         partition_columns = resolve_partition_columns(data_schema, partition_by or ())
+        # under column mapping: ids and physical names for every field; the files use the physical names
+        table_schema, config = new_table_column_mapping(data_schema, config)
+        config = new_table_configuration(table_schema, config)
         metadata = Metadata(
             id=str(uuid.uuid4()),
-            schema_string=data_schema.to_json_string(),
+            schema_string=table_schema.to_json_string(),
             partition_columns=partition_columns,
             configuration=config,
             created_time=int(time.time() * 1000),
         )
-        protocol = new_table_protocol(data_schema, config)
+        protocol = new_table_protocol(table_schema, config)
         check_writable(protocol, metadata)
         params["partitionBy"] = list(partition_columns)
         txn = Transaction(table_root, None, "WRITE", params)
@@ -133,7 +136,7 @@ def plan_write(
         txn.update_metadata(metadata)
         if app is not None:
             txn.set_app_transaction(app.app_id, app.version)
-        return WritePlan(table_root, txn, data_schema, partition_columns, config, [(n, n) for n in data_schema.field_names])
+        return WritePlan(table_root, txn, table_schema, partition_columns, config, [(n, n) for n in data_schema.field_names])
     check_writable(snapshot.protocol, snapshot.metadata)
     check_explicit_values(snapshot.schema, data_schema.field_names, "the write")
     check_no_invariants(snapshot.schema)

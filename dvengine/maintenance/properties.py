@@ -5,8 +5,12 @@ fails here, naming key and value, instead of in whatever later commit first read
 feature on by its property also upgrades the protocol in the same commit, as Delta does:
 ``delta.enableChangeDataFeed=true`` adds the ``changeDataFeed`` writer feature (writer 4 on a
 legacy protocol), ``delta.enableDeletionVectors=true`` the ``deletionVectors`` reader-writer
-feature. Properties whose change would need a data rewrite or a mapping of the schema
-(``delta.columnMapping.mode``) are refused with a typed error; nothing is committed.
+feature. ``delta.columnMapping.mode`` = ``name`` on an unmapped table upgrades it as Delta does,
+without rewriting a file: every field gets an id and its own name as physical name, the
+configuration ``maxColumnId``, the protocol ``columnMapping``. Every other change of the mode
+(``none`` -> ``id``, ``name`` <-> ``id``, removing the mapping, which Delta does by rewriting
+every file) and setting ``maxColumnId`` by hand are refused with a typed error; nothing is
+committed.
 """
 
 from __future__ import annotations
@@ -26,11 +30,20 @@ from dvengine.protocol.features import (
     with_change_data_feed,
     with_deletion_vectors,
 )
+from dvengine.protocol.mapping_modes import (
+    MAX_COLUMN_ID_KEY,
+    MODE_KEY,
+    NONE,
+    check_mode_change,
+    requested_mode,
+    with_column_mapping,
+)
 from dvengine.writing.properties import validate_table_properties
+from dvengine.writing.schema_merge import upgrade_to_name_mapping
 
 ENABLE_DELETION_VECTORS = "delta.enableDeletionVectors"
-# Changing these needs more than a metadata commit (a schema mapping, a rewrite).
-_NOT_SETTABLE = ("delta.columnMapping.mode", "delta.columnMapping.maxColumnId")
+# Kept by dvengine as the field ids it assigns require (set only with the ids themselves).
+_NOT_SETTABLE = (MAX_COLUMN_ID_KEY,)
 
 
 def set_table_properties(table_root: str, properties: Mapping[str, str]) -> int:
@@ -45,6 +58,12 @@ def set_table_properties(table_root: str, properties: Mapping[str, str]) -> int:
     check_writable(snapshot.protocol, snapshot.metadata)
     configuration = {**snapshot.metadata.configuration, **{k: str(v) for k, v in properties.items()}}
     protocol = snapshot.protocol
+    schema_string = snapshot.metadata.schema_string
+    old_mode, new_mode = snapshot.column_mapping_mode, requested_mode(configuration)
+    check_mode_change(old_mode, new_mode, table_root)
+    if new_mode != old_mode:  # none -> name, the one change allowed
+        schema, configuration = upgrade_to_name_mapping(snapshot.schema, configuration, table_root)
+        schema_string = schema.to_json_string()
     if configuration.get(ENABLE_CHANGE_DATA_FEED, "false").lower() == "true":
         protocol = with_change_data_feed(protocol)
     if configuration.get(ENABLE_DELETION_VECTORS, "false").lower() == "true":
@@ -55,7 +74,11 @@ def set_table_properties(table_root: str, properties: Mapping[str, str]) -> int:
         protocol, configuration, backfill = _enable_row_tracking(snapshot, protocol, configuration)
     protocol = type_widening.protocol_for(protocol, configuration)
     protocol = checkpoint_v2.protocol_for_policy(protocol, configuration)
-    return _commit(snapshot, configuration, protocol, "SET TBLPROPERTIES", {"properties": dict(properties)}, backfill)
+    if new_mode != NONE:  # last: a writer-7 protocol then lists it as a reader feature too
+        protocol = with_column_mapping(protocol)
+    return _commit(
+        snapshot, configuration, protocol, "SET TBLPROPERTIES", {"properties": dict(properties)}, backfill, schema_string
+    )
 
 
 def _enable_row_tracking(
@@ -86,6 +109,8 @@ def unset_table_properties(table_root: str, keys: Sequence[str], if_exists: bool
             raise UnsupportedFeatureError(f"removing table property {key} is not supported by dvengine; nothing was changed")
     snapshot = load_snapshot(table_root)
     check_writable(snapshot.protocol, snapshot.metadata)
+    if MODE_KEY in keys:  # back to the default, 'none'
+        check_mode_change(snapshot.column_mapping_mode, NONE, table_root)
     missing = [k for k in keys if k not in snapshot.metadata.configuration]
     if missing and not if_exists:
         raise InvalidArgumentError(
@@ -100,9 +125,12 @@ def unset_table_properties(table_root: str, keys: Sequence[str], if_exists: bool
 
 
 def _commit(snapshot: Snapshot, configuration: dict[str, str], protocol: Protocol, operation: str,
-            params: dict[str, object], backfill: Sequence[AddFile] = ()) -> int:
-    """One metadata (and, if it changed, protocol) action, conflict-checked against the snapshot read."""
-    metadata: Metadata = dataclasses.replace(snapshot.metadata, configuration=configuration)
+            params: dict[str, object], backfill: Sequence[AddFile] = (), schema_string: str | None = None) -> int:
+    """One metadata (and, if it changed, protocol) action, conflict-checked against the snapshot read;
+    ``schema_string`` replaces the schema (column mapping's ids and physical names)."""
+    metadata: Metadata = dataclasses.replace(
+        snapshot.metadata, configuration=configuration, schema_string=schema_string or snapshot.metadata.schema_string
+    )
     txn = Transaction(snapshot.table_root, snapshot, operation, params)
     txn.record_read(backfill, None)
     txn.update_metadata(metadata)

@@ -11,11 +11,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from dvengine.commit import in_commit_timestamps
-from dvengine.errors import InvalidArgumentError, SchemaMismatchError, SchemaViolationError, UnsupportedFeatureError
+from dvengine.errors import InvalidArgumentError, SchemaMismatchError, SchemaViolationError
 from dvengine.log import checkpoint_v2
 from dvengine.protocol import row_tracking, type_widening
 from dvengine.protocol.actions import Protocol
 from dvengine.protocol.features import DELETION_VECTORS, ENABLE_CHANGE_DATA_FEED, TIMESTAMP_NTZ, with_change_data_feed
+from dvengine.protocol.mapping_modes import NONE, max_column_id, requested_mode, with_column_mapping
 from dvengine.protocol.schema import ArrayType, DataType, DecimalType, MapType, PrimitiveType, StructType
 from dvengine.writing.defaults import has_default
 from dvengine.writing.generated import GENERATED_COLUMNS, GENERATION_EXPRESSION
@@ -168,7 +169,9 @@ def new_table_protocol(schema: StructType, configuration: Mapping[str, str]) -> 
     ``delta.enableChangeDataFeed=true`` adds ``changeDataFeed`` (legacy: writer 4). Generated
     columns add ``generatedColumns`` (legacy: writer 4), identity columns ``identityColumns``
     (legacy: writer 6), as Delta. ``delta.enableRowTracking=true`` adds ``rowTracking`` and
-    ``domainMetadata`` (writer 7).
+    ``domainMetadata`` (writer 7). ``delta.columnMapping.mode`` ``name`` / ``id`` adds
+    ``columnMapping``: legacy (2, 5) / (2, 6), or listed as reader and writer feature on (3, 7)
+    (:mod:`dvengine.protocol.mapping_modes` says why not Delta 3's (2, 7) form).
     """
     dvs = configuration.get(ENABLE_DVS, "false").lower() == "true"
     ntz = uses_timestamp_ntz(schema)
@@ -187,7 +190,9 @@ def new_table_protocol(schema: StructType, configuration: Mapping[str, str]) -> 
         protocol = row_tracking.with_row_tracking(protocol)
     protocol = in_commit_timestamps.protocol_for(protocol, configuration)
     protocol = checkpoint_v2.protocol_for_policy(protocol, configuration)  # delta.checkpointPolicy=v2
-    return type_widening.protocol_for(protocol, configuration)  # delta.enableTypeWidening=true adds the feature
+    protocol = type_widening.protocol_for(protocol, configuration)  # delta.enableTypeWidening=true adds the feature
+    # last, so that a writer-7 protocol lists columnMapping as a reader feature too (reader 3)
+    return with_column_mapping(protocol) if requested_mode(configuration) != NONE else protocol
 
 
 def new_table_configuration(schema: StructType, configuration: Mapping[str, str]) -> dict[str, str]:
@@ -199,11 +204,8 @@ def new_table_configuration(schema: StructType, configuration: Mapping[str, str]
 
 
 def check_new_table_configuration(configuration: Mapping[str, str]) -> None:
-    """Refuse a new table's properties before anything is written: bad values, unimplemented column mapping."""
+    """Refuse a new table's properties before anything is written: bad values, a column mapping
+    mode that is not ``none`` / ``name`` / ``id``, a ``maxColumnId`` that is no integer."""
     validate_table_properties(configuration)
-    mode = configuration.get("delta.columnMapping.mode", "none").lower()
-    if mode != "none":
-        raise UnsupportedFeatureError(
-            f"creating a table with delta.columnMapping.mode={mode!r} is not implemented; dvengine writes to "
-            "column-mapped tables created by other engines"
-        )
+    requested_mode(configuration)
+    max_column_id(configuration)

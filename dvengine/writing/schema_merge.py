@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from dvengine.errors import SchemaMismatchError, UnsupportedFeatureError
 from dvengine.protocol.actions import Protocol
 from dvengine.protocol.features import TIMESTAMP_NTZ, reader_features, writer_features
+from dvengine.protocol.mapping_modes import MAX_COLUMN_ID_KEY, MODE_KEY, max_column_id, requested_mode
 from dvengine.protocol.schema import (
     FIELD_ID_KEY,
     PHYSICAL_NAME_KEY,
@@ -31,8 +32,7 @@ from dvengine.protocol.schema import (
 from dvengine.protocol.type_widening import widened_type, with_type_change
 from dvengine.writing.schema_checks import type_signature, uses_timestamp_ntz
 
-MAX_COLUMN_ID_KEY = "delta.columnMapping.maxColumnId"
-MAPPING_MODE_KEY = "delta.columnMapping.mode"
+MAPPING_MODE_KEY = MODE_KEY
 # Parquet stores byte, short and int alike (INT32); Delta lets data of a narrower of these types
 # go into a wider table column without changing the table (the other direction would change it).
 _INT32_RANK = {"byte": 0, "short": 1, "integer": 2}
@@ -120,14 +120,16 @@ def _nullable_type(data_type: DataType) -> DataType:
 
 
 def assign_column_mapping(
-    schema: StructType, configuration: Mapping[str, str]
+    schema: StructType, configuration: Mapping[str, str], reuse_logical_names: bool = False
 ) -> tuple[StructType, dict[str, str]]:
     """Give every field lacking one a column id and physical name, as the protocol requires.
 
     Under ``delta.columnMapping.mode`` ``name`` or ``id`` each field at every nesting level
     carries ``delta.columnMapping.id`` (above ``delta.columnMapping.maxColumnId``, which is
-    raised) and ``delta.columnMapping.physicalName`` (``col-<uuid>``, as Delta names them).
-    Without column mapping the schema and configuration are returned unchanged.
+    raised) and ``delta.columnMapping.physicalName`` (``col-<uuid>``, as Delta names them; with
+    ``reuse_logical_names`` the field's own name, as Delta's upgrade from mode ``none`` does so
+    that files already written keep matching). Without column mapping the schema and
+    configuration are returned unchanged.
     """
     config = dict(configuration)
     mode = config.get(MAPPING_MODE_KEY, "none").strip().lower()
@@ -147,12 +149,64 @@ def assign_column_mapping(
         if FIELD_ID_KEY not in metadata:
             counter[0] += 1
             metadata[FIELD_ID_KEY] = counter[0]
-            metadata[PHYSICAL_NAME_KEY] = f"col-{uuid.uuid4()}"
+        if PHYSICAL_NAME_KEY not in metadata:
+            metadata[PHYSICAL_NAME_KEY] = f.name if reuse_logical_names else f"col-{uuid.uuid4()}"
         return StructField(f.name, map_nested_fields(f.type, field_of), f.nullable, metadata)
 
     mapped = StructType(tuple(field_of(f) for f in schema.fields))
     config[MAX_COLUMN_ID_KEY] = str(counter[0])
     return mapped, config
+
+
+def new_table_column_mapping(
+    schema: StructType, configuration: Mapping[str, str], previous_max_id: int = 0
+) -> tuple[StructType, dict[str, str]]:
+    """The schema and configuration a new (or replaced) table is created with.
+
+    Under mode ``name`` or ``id`` every field gets a fresh id and ``col-<uuid>`` physical name
+    (any mapping metadata the given schema carries is dropped first: it belongs to another
+    table), ids counting up from the configured ``maxColumnId`` or ``previous_max_id`` (a
+    replaced table's), whichever is higher, as Delta's ``assignColumnIdAndPhysicalName``; the
+    configuration records the new ``maxColumnId``. Mode ``none``: both unchanged.
+    """
+    if requested_mode(configuration) == "none":
+        return schema, dict(configuration)
+    start = max(max_column_id(configuration), previous_max_id)
+    return assign_column_mapping(strip_column_mapping(schema), {**configuration, MAX_COLUMN_ID_KEY: str(start)})
+
+
+def has_column_mapping_metadata(schema: StructType) -> bool:
+    """Whether any field at any nesting level carries a column id or physical name."""
+    found = [False]
+
+    def field_of(f: StructField) -> StructField:
+        if FIELD_ID_KEY in f.metadata or PHYSICAL_NAME_KEY in f.metadata:
+            found[0] = True
+        return StructField(f.name, map_nested_fields(f.type, field_of), f.nullable, f.metadata)
+
+    map_nested_fields(schema, field_of)
+    return found[0]
+
+
+def upgrade_to_name_mapping(
+    schema: StructType, configuration: Mapping[str, str], table: str
+) -> tuple[StructType, dict[str, str]]:
+    """An existing unmapped table's schema and configuration once mode ``name`` is set on it:
+    each field (every nesting level) gets an id and its logical name as physical name, so the
+    files already written need no rewrite (Delta's upgrade in ``assignColumnIdAndPhysicalName``).
+
+    A schema already carrying mapping metadata is refused, as Delta refuses it
+    (DELTA_ENABLING_COLUMN_MAPPING_DISALLOWED_WHEN_COLUMN_MAPPING_METADATA_ALREADY_EXISTS): the
+    stale ids or names would not describe the files.
+    """
+    if has_column_mapping_metadata(schema):
+        raise UnsupportedFeatureError(
+            "Enabling column mapping when column mapping metadata is already present in schema is not supported "
+            "(DELTA_ENABLING_COLUMN_MAPPING_DISALLOWED_WHEN_COLUMN_MAPPING_METADATA_ALREADY_EXISTS); to use column "
+            f"mapping, create a new table and reload the data into it. Table {table} was not changed"
+        )
+    config = {**configuration, MAPPING_MODE_KEY: "name", MAX_COLUMN_ID_KEY: str(max_column_id(configuration))}
+    return assign_column_mapping(schema, config, reuse_logical_names=True)
 
 
 def strip_column_mapping(schema: StructType) -> StructType:

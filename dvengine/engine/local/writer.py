@@ -27,7 +27,9 @@ from dvengine.protocol.actions import AddFile
 from dvengine.protocol.row_tracking import ROW_COMMIT_VERSION_COLUMN, ROW_ID_COLUMN, MaterializedColumns
 from dvengine.protocol.schema import (
     PARQUET_FIELD_ID_KEY,
+    ArrayType,
     DataType,
+    MapType,
     StructField,
     StructType,
     serialize_partition_value,
@@ -56,8 +58,14 @@ def _physical_field(f: StructField) -> pa.Field:
 
 
 def _physical_type(data_type: DataType) -> pa.DataType:
+    """Physical names and field ids on struct fields at every depth, inside arrays and maps too
+    (Delta writes a field id for every field of a mapped table; id-mode readers match on them)."""
     if isinstance(data_type, StructType):
         return pa.struct([_physical_field(f) for f in data_type.fields])
+    if isinstance(data_type, ArrayType):
+        return pa.list_(pa.field("element", _physical_type(data_type.element_type), data_type.contains_null))
+    if isinstance(data_type, MapType):
+        return pa.map_(_physical_type(data_type.key_type), _physical_type(data_type.value_type))
     return to_arrow_type(data_type, physical=True)
 
 
