@@ -78,6 +78,7 @@ FILE_ID = "__merge_file"
 ROW_ID = "__merge_row"
 SOURCE_ID = "__merge_sid"
 _POSITION = "__merge_pos"  # a target row's position across the candidate files, through the join
+_SOURCE_POSITION = "__merge_source_pos"  # a source row's position, through the join
 _IDENTITY = "__merge_identity"  # + a target column's ``__t<i>``: new identity values of the inserted rows
 _LONG_MIN, _LONG_MAX = -(2**63), 2**63 - 1
 _INTEGRAL = ("byte", "short", "integer", "long")
@@ -467,10 +468,13 @@ def _join_pairs(matches: Sequence[FileMatch], src: pa.Table, job: TargetJob) -> 
     left = pa.table(keys)
     left_keys = [f"__kt{i}" for i in range(len(job.keys))]
     right_keys = [f"__ks{i}" for i in range(len(job.keys))]
+    # The source side too goes through the join as keys and positions only: Acero's hash join
+    # refuses nested non-key columns (structs, lists, maps), which a source may well carry.
+    right = src.select(right_keys).append_column(_SOURCE_POSITION, pa.array(np.arange(src.num_rows, dtype=np.int64)))
     try:
-        joined = left.join(src, keys=left_keys, right_keys=right_keys, join_type="inner", use_threads=True)
-    except pa.ArrowNotImplementedError as exc:  # e.g. a key type the hash join cannot compare
-        raise NotLocallyEvaluableError(f"the local hash join cannot carry these columns: {exc}") from exc
+        joined = left.join(right, keys=left_keys, right_keys=right_keys, join_type="inner", use_threads=True)
+    except (pa.ArrowNotImplementedError, pa.ArrowInvalid) as exc:  # e.g. a key type the hash join cannot compare
+        raise NotLocallyEvaluableError(f"the local hash join cannot compare these keys: {exc}") from exc
     positions = joined.column(_POSITION).to_numpy()
     order = np.argsort(positions, kind="stable")
     positions = positions[order]
@@ -502,7 +506,8 @@ def _join_pairs(matches: Sequence[FileMatch], src: pa.Table, job: TargetJob) -> 
     target = target.rename_columns([name if name in INTERNAL_COLUMNS else job.plan.target[name] for name in target.column_names])
     target = target.append_column(FILE_ID, pa.array(np.concatenate(file_ids) if file_ids else np.empty(0, np.int32), pa.int32()))
     target = target.append_column(ROW_ID, pa.array(np.concatenate(row_ids) if row_ids else np.empty(0, np.int64), pa.int64()))
-    source_side = joined.select([n for n in joined.column_names if n not in left.column_names]).take(pa.array(order[keep]))
+    source_rows = joined.column(_SOURCE_POSITION).take(pa.array(order[keep]))
+    source_side = src.select([n for n in src.column_names if n not in right_keys]).take(source_rows)
     for name in source_side.column_names:
         target = target.append_column(name, source_side.column(name))
     return target
