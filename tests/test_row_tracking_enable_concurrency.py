@@ -268,3 +268,74 @@ def test_writer_fails_when_the_enablement_changes_more(tmp_path: Path, monkeypat
     assert load_snapshot(str(root)).version == 3
     assert "tags" not in _info(root, 3)  # not tagged rowTrackingEnablementOnly either
     check_invariants(root, set(), first=3)
+
+
+def test_append_on_a_legacy_protocol_table_takes_the_enablement_over(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Writer 2 table (no table features): the enablement moves it to writer 7 with the legacy
+    features listed plus rowTracking / domainMetadata, still only an enablement for the writer."""
+    root = tmp_path / "t"
+    dvengine.write(pa.table({"id": pa.array(range(5), pa.int64()), "v": pa.array(range(5), pa.int64())}), str(root),
+                   mode="append", configuration={"delta.enableDeletionVectors": "false"})
+    assert load_snapshot(str(root)).protocol.min_writer_version < 7
+    _enable_first(monkeypatch, write_command, root)
+    _append(root, range(10, 13))
+    assert _info(root, 2)["tags"] == {PRESERVED: "false"} and _info(root, 2)["readVersion"] == 0
+    _check(root, {i: i for i in [*range(5), *range(10, 13)]}, 1)
+
+
+def test_takes_over_only_a_row_tracking_change() -> None:
+    """The pure rule: a winner whose protocol adds another feature too, or whose configuration
+    changes another key, is not taken over (ProtocolChangedError / MetadataChangedError)."""
+    from dvengine.commit.conflicts import TransactionFootprint, WinningCommit, check_conflicts
+    from dvengine.commit.row_tracking_conflicts import takes_over
+    from dvengine.errors import ProtocolChangedError
+    from dvengine.protocol.actions import Metadata, Protocol
+
+    ours_p = Protocol(1, 2)
+    ours_m = Metadata("t", '{"type":"struct","fields":[]}', configuration={"a": "1"})
+    names = {"delta.rowTracking.materializedRowIdColumnName": "_row-id-col-x",
+             "delta.rowTracking.materializedRowCommitVersionColumnName": "_row-commit-version-col-y"}
+    enabled = Metadata("t", ours_m.schema_string, configuration={"a": "1", **ENABLE, **names})
+    rt = Protocol(1, 7, None, ("appendOnly", "invariants", "domainMetadata", "rowTracking"))
+    more = Protocol(3, 7, ("deletionVectors",), ("appendOnly", "invariants", "deletionVectors", "domainMetadata", "rowTracking"))
+
+    def winner(p: Protocol | None, m: Metadata | None) -> WinningCommit:
+        return WinningCommit(1, p, m, (), (), frozenset(), False, "SET TBLPROPERTIES")
+
+    assert takes_over(winner(rt, enabled), ours_p, ours_m, False, False)
+    assert takes_over(winner(rt, None), ours_p, ours_m, False, False)  # addFeatureSupport("rowTracking")
+    assert not takes_over(winner(more, enabled), ours_p, ours_m, False, False)
+    with pytest.raises(ProtocolChangedError):
+        check_conflicts(winner(more, enabled), TransactionFootprint(), False)
+    other = Metadata("t", ours_m.schema_string, configuration={"a": "2", **ENABLE, **names})
+    with pytest.raises(MetadataChangedError):
+        takes_over(winner(rt, other), ours_p, ours_m, False, False)
+    with pytest.raises(MetadataChangedError):
+        takes_over(winner(rt, enabled), ours_p, ours_m, False, True)  # we change metadata too
+    assert not takes_over(winner(rt, enabled), ours_p, ours_m, True, False)  # we change the protocol too
+
+
+def _delta_style_enable(root: Path) -> None:
+    """Delta's three commits: protocol upgrade, ``ROW TRACKING BACKFILL``, then the property
+    (here a metadata-only enablement, the files all having ids by then)."""
+    DeltaTable.forPath(None, str(root)).addFeatureSupport("rowTracking")
+    snapshot = load_snapshot(str(root))
+    txn = Transaction(str(root), snapshot, "ROW TRACKING BACKFILL", {"batchId": 0})
+    txn.backfill_row_ids([f for f in snapshot.files if f.base_row_id is None])
+    txn.commit()
+    set_table_properties(str(root), ENABLE)
+
+
+def test_dv_delete_loses_to_delta_three_commit_enablement(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "t"
+    model = _table(root)
+    monkeypatch.setattr(dml_context, "Transaction", _once(lambda: _delta_style_enable(root), listed=True))
+    DeltaTable.forPath(None, str(root)).delete("id IN (2, 13)", mode="dv")
+    assert [_info(root, v)["operation"] for v in (4, 5, 6)] == ["ROW TRACKING BACKFILL", "SET TBLPROPERTIES", "DELETE"]
+    assert any("protocol" in a for a in _commit_actions(root, 3))
+    assert _info(root, 5)["tags"] == {"rowTrackingEnablementOnly": "true"}
+    assert _info(root, 6)["readVersion"] == 2 and _info(root, 6)["tags"] == {PRESERVED: "false"}
+    del model[2], model[13]
+    ids = _check(root, model, 5)
+    backfilled = {r["id"]: r["row_id"] for r in read_row_tracking(load_snapshot(str(root), version=5)).to_pylist()}
+    assert ids == {i: backfilled[i] for i in model}  # the DV'd files kept the backfill commit's ids

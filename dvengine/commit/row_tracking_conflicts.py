@@ -22,6 +22,9 @@ backfill together, which PROTOCOL.md allows), so the same rules are applied to t
   backfilled get the winner's ``baseRowId`` / ``defaultRowCommitVersion`` (a file's ids must not
   change under a DV update; Delta's rule 2), and W is tagged as not preserving row ids (it
   read no stable ids to carry). Anything else the winner changed is the usual typed conflict.
+  Delta's own three commits are met the same way: its protocol upgrade and its property commit
+  are taken over, and its ``ROW TRACKING BACKFILL`` commit (``dataChange=false`` re-adds, not a
+  conflict for anyone) lends its ids to our remove / re-add of the same paths.
 
 Everything here is a function of actions (no I/O), like :mod:`dvengine.commit.conflicts`.
 """

@@ -584,6 +584,8 @@ class Transaction:
                 self._resolve_row_level(winner, path)
             if adopts:
                 self._adopt_row_tracking(winner, protocol, metadata)
+            elif winner.operation == row_tracking.BACKFILL_OPERATION:  # Delta's own backfill commit
+                self._backfilled_ids.update(row_tracking_conflicts.backfilled_ids(winner))
             if self._backfill is not None:
                 self._resolve_backfill(winner)
             version += 1

@@ -41,6 +41,7 @@ MISSING_HIGH_WATER_MARK = -1  # Delta's RowId.MISSING_HIGH_WATER_MARK: the first
 # means "not preserved". ENABLEMENT_ONLY_TAG: "true" on an ALTER whose only property is the enable.
 PRESERVED_TAG = "delta.rowTracking.preserved"
 ENABLEMENT_ONLY_TAG = "rowTrackingEnablementOnly"
+BACKFILL_OPERATION = "ROW TRACKING BACKFILL"  # Delta's separate backfill commit (DeltaOperations.RowTrackingBackfill)
 PRESERVING_OPERATIONS = frozenset({"DELETE", "UPDATE", "MERGE", "OPTIMIZE", "REORG"})
 # The configuration keys an enablement adds (Delta's metadataConfigurationChangeAllowList for row tracking).
 ENABLEMENT_KEYS = frozenset({ENABLE, ROW_ID_COLUMN_KEY, ROW_COMMIT_VERSION_COLUMN_KEY})
