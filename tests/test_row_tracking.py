@@ -69,6 +69,8 @@ def _info(operation: str, read_version: int | None) -> dict[str, Any]:
                             "engineInfo": "Apache-Spark/4.0.0 Delta-Lake/4.0.0", "txnId": str(uuid.uuid4())}
     if read_version is not None:
         info["readVersion"] = read_version
+    if operation in ("DELETE", "UPDATE", "MERGE", "OPTIMIZE"):  # RowTracking.addPreservedRowTrackingTagIfNotSet
+        info["tags"] = {"delta.rowTracking.preserved": "true"}
     return {"commitInfo": info}
 
 
@@ -178,6 +180,37 @@ def check_invariants(root: Path, retired_ids: set[int], first: int = 0) -> None:
         assert all(r is not None and r <= mark for r in row_ids)
         if version == latest:
             assert not retired_ids & set(row_ids), f"deleted rows' ids came back: {retired_ids & set(row_ids)}"
+    check_preserved_tags(root, first)
+
+
+PRESERVED = "delta.rowTracking.preserved"
+PRESERVING = {"DELETE", "UPDATE", "MERGE", "OPTIMIZE", "REORG"}  # Delta's commands that tag (OPTIMIZE covers REORG)
+
+
+def _raw_configuration(root: Path, version: int) -> dict[str, str]:
+    configuration: dict[str, str] = {}
+    for v in range(version + 1):
+        for action in _commit_actions(root, v):
+            if "metaData" in action:
+                configuration = action["metaData"].get("configuration") or {}
+    return configuration
+
+
+def check_preserved_tags(root: Path, first: int = 0) -> None:
+    """Every dvengine commit carries Delta's ``delta.rowTracking.preserved`` exactly as Delta
+    would (raw JSON): "true" on DELETE / UPDATE / MERGE / OPTIMIZE / REORG of a table whose read
+    version had row tracking enabled, "false" when row tracking was enabled by a commit between
+    the read version and this one (the commit took that enablement over), absent otherwise."""
+    for version in range(max(first, 1), load_snapshot(str(root)).version + 1):
+        info = next(a["commitInfo"] for a in _commit_actions(root, version) if "commitInfo" in a)
+        if not info.get("engineInfo", "").startswith("dvengine"):
+            continue
+        enabled = _raw_configuration(root, info["readVersion"]).get("delta.enableRowTracking") == "true"
+        want = "true" if info["operation"] in PRESERVING and enabled else None
+        if not enabled and _raw_configuration(root, version - 1).get("delta.enableRowTracking") == "true":
+            want = "false"  # a concurrent enablement landed after our read: taken over, nothing preserved
+        got = (info.get("tags") or {}).get(PRESERVED)
+        assert got == want, f"v{version} {info['operation']}: tags {info.get('tags')}, want {PRESERVED}={want}"
 
 
 def check_model(root: Path, model: Model) -> None:

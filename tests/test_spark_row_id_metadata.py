@@ -27,6 +27,7 @@ import pytest
 from dml_helpers import spark_conf
 from dv_readers import executed_plan
 from pyspark.errors import AnalysisException
+from pyspark.sql.functions import spark_partition_id
 
 import dvengine
 from dvengine import DeltaTable
@@ -275,3 +276,67 @@ def test_typed_partition_values_filled_by_the_format(spark: Any, tmp_path: Path)
     assert got == python_plan and len(got) == n - 1
     ids = {r["id"]: r["row_id"] for r in frame.select("id", "_metadata.row_id").collect()}
     assert ids == {r["id"]: r["row_id"] for r in read_row_tracking(load_snapshot(str(root))).to_pylist()}
+
+
+def test_row_ids_of_a_file_of_several_row_groups_split_across_tasks(spark: Any, tmp_path: Path) -> None:
+    """One file of 4 row groups (written with pyarrow ``row_group_size``), read with a
+    ``maxPartitionBytes`` small enough that Spark splits it into several tasks (Parquet splits
+    by row group), after DV DELETEs and a DV UPDATE hitting every row group: each task must
+    count the physical row index from the start of the file, not of its split, and apply the
+    DV to the right rows. Truth: the Arrow reader (``read_row_tracking``) and, for rows not
+    updated, ``baseRowId`` + physical index from the raw log."""
+    root = tmp_path / "t"
+    root.mkdir()
+    config = {"delta.enableDeletionVectors": "true", "delta.enableRowTracking": "true",
+              "delta.rowTracking.materializedRowIdColumnName": "_row-id-col-" + str(uuid.uuid4()),
+              "delta.rowTracking.materializedRowCommitVersionColumnName": "_row-commit-version-col-" + str(uuid.uuid4())}
+    schema = {"type": "struct", "fields": [{"name": n, "type": "long", "nullable": True, "metadata": {}} for n in ("id", "v")]}
+    _commit(root, 0, [_info("CREATE TABLE", None),
+                      {"protocol": {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": ["deletionVectors"],
+                                    "writerFeatures": ["deletionVectors", "domainMetadata", "rowTracking"]}},
+                      {"metaData": {"id": str(uuid.uuid4()), "format": {"provider": "parquet", "options": {}},
+                                    "schemaString": json.dumps(schema), "partitionColumns": [], "configuration": config,
+                                    "createdTime": int(time.time() * 1000)}}])
+    rows, group = 40_000, 10_000
+    ids = pa.array(range(rows), pa.int64())
+    values = pa.array([(i * 2654435761) % 1_000_003 for i in range(rows)], pa.int64())  # not dictionary-friendly
+    pq.write_table(pa.table({"id": ids, "v": values}), root / "big.parquet", row_group_size=group, compression="none")
+    assert pq.ParquetFile(root / "big.parquet").metadata.num_row_groups == 4
+    small = pa.table({"id": pa.array([-3, -2, -1], pa.int64()), "v": pa.array([0, 0, 0], pa.int64())})
+    pq.write_table(small, root / "small.parquet")
+    adds = []
+    for name, table, base in (("small.parquet", small, 0), ("big.parquet", None, 3)):
+        n = rows if table is None else table.num_rows
+        stats = {"numRecords": n, "minValues": {}, "maxValues": {}, "nullCount": {}}
+        adds.append({"add": {"path": name, "partitionValues": {}, "size": (root / name).stat().st_size,
+                             "modificationTime": int(time.time() * 1000), "dataChange": True, "stats": json.dumps(stats),
+                             "baseRowId": base, "defaultRowCommitVersion": 1}})
+    _commit(root, 1, [_info("WRITE", 0), *adds, _mark(rows + 2)])
+
+    local = DeltaTable.forPath(None, str(root))
+    deleted = [0, 9_999, 10_000, 15_000, 20_001, 29_999, 30_000, 39_999]
+    local.delete(f"id IN ({', '.join(map(str, deleted))})", mode="dv")
+    updated = [5, 12_345, 25_000, 35_000]
+    local.update(f"id IN ({', '.join(map(str, updated))})", {"v": "-v"}, mode="dv")
+    big = next(f for f in load_snapshot(str(root)).files if f.path == "big.parquet")
+    assert big.deletion_vector is not None and big.deletion_vector.cardinality == len(deleted) + len(updated)
+
+    truth = {r["id"]: (r["row_id"], r["row_commit_version"]) for r in read_row_tracking(load_snapshot(str(root))).to_pylist()}
+    assert len(truth) == rows + 3 - len(deleted)
+    assert all(truth[i][0] == 3 + i for i in range(rows) if i not in deleted)  # updated rows keep theirs too
+    for vectorized in ("true", "false"):  # batches and Spark's row-by-row Parquet reader
+        with spark_conf(spark, "spark.sql.files.maxPartitionBytes", str(64 * 1024)), \
+                spark_conf(spark, "spark.sql.files.openCostInBytes", "0"), \
+                spark_conf(spark, "spark.sql.parquet.enableVectorizedReader", vectorized):
+            frame = DeltaTable.forPath(spark, str(root)).toDF().select(
+                "id", "_metadata.row_id", "_metadata.row_commit_version", "_metadata.row_index", "_metadata.file_path",
+                spark_partition_id().alias("task"))
+            got = frame.collect()
+        tasks = {r["task"] for r in got if r["file_path"].endswith("big.parquet")}
+        assert len(tasks) >= 3, f"big.parquet was not split across tasks: {tasks}"
+        assert len(got) == len(truth)
+        assert {r["id"]: (r["row_id"], r["row_commit_version"]) for r in got} == truth
+        assert len({r["row_id"] for r in got}) == len(got)
+        for r in got:
+            if r["file_path"].endswith("big.parquet"):
+                assert r["row_index"] == r["id"] and r["row_id"] == 3 + r["id"]

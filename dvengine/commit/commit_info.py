@@ -50,6 +50,7 @@ def build_commit_info(
     is_blind_append: bool,
     operation_metrics: Mapping[str, Any] | None,
     txn_id: str,
+    tags: Mapping[str, str] | None = None,
 ) -> CommitInfo:
     values: dict[str, Any] = {
         "timestamp": timestamp_ms,
@@ -62,6 +63,8 @@ def build_commit_info(
     values["isBlindAppend"] = is_blind_append
     if operation_metrics:
         values["operationMetrics"] = {k: encode_metric(v) for k, v in operation_metrics.items()}
+    if tags:
+        values["tags"] = dict(tags)  # Delta's field order: after userMetadata, before engineInfo
     values["engineInfo"] = engine_info()
     values["txnId"] = txn_id
     return CommitInfo(values)

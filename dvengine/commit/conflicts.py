@@ -68,6 +68,7 @@ class WinningCommit:
     is_blind_append: bool
     operation: str | None
     dv_updates: Mapping[str, AddFile] = field(default_factory=dict)  # path -> its re-add with a DV
+    tags: Mapping[str, str] = field(default_factory=dict)  # commitInfo.tags
 
     @classmethod
     def from_actions(cls, version: int, actions: Iterable[Action]) -> WinningCommit:
@@ -91,6 +92,7 @@ class WinningCommit:
             elif isinstance(action, CommitInfo):
                 info = action
         removed_paths = {r.path for r in removed}
+        tags = None if info is None else info.values.get("tags")
         return cls(
             version=version,
             protocol=protocol,
@@ -101,6 +103,7 @@ class WinningCommit:
             is_blind_append=info is not None and info.is_blind_append,
             operation=None if info is None else info.operation,
             dv_updates={a.path: a for a in added if a.deletion_vector is not None and a.path in removed_paths},
+            tags={str(k): str(v) for k, v in tags.items()} if isinstance(tags, dict) else {},
         )
 
     def describe(self) -> str:
@@ -231,14 +234,17 @@ def check_app_transactions(winner: WinningCommit, mine: TransactionFootprint) ->
         )
 
 
-def check_conflicts(winner: WinningCommit, mine: TransactionFootprint) -> list[str]:
+def check_conflicts(winner: WinningCommit, mine: TransactionFootprint, adopts_row_tracking: bool = False) -> list[str]:
     """Raise the first conflict between ``winner`` and ``mine``, in Delta's order.
 
-    Returns the paths whose conflict must still be decided row by row (empty unless
-    ``mine.row_level``): the caller loads their DVs and rebases or raises.
+    ``adopts_row_tracking``: the winner's protocol / metadata change only turned row tracking on
+    and the caller takes it over (:mod:`dvengine.commit.row_tracking_conflicts`), so rules 1-2 do
+    not apply to it. Returns the paths whose conflict must still be decided row by row (empty
+    unless ``mine.row_level``): the caller loads their DVs and rebases or raises.
     """
-    check_protocol(winner)
-    check_metadata(winner)
+    if not adopts_row_tracking:
+        check_protocol(winner)
+        check_metadata(winner)
     check_appends(winner, mine)
     row_level = row_level_paths(winner, mine)
     check_deleted_read_files(winner, mine, row_level)

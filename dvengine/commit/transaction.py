@@ -24,6 +24,7 @@ their rebase and their next put-if-absent.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import random
 import time
@@ -34,7 +35,7 @@ from typing import Any
 
 from pyroaring import BitMap64
 
-from dvengine.commit import in_commit_timestamps
+from dvengine.commit import in_commit_timestamps, row_tracking_conflicts
 from dvengine.commit.commit_info import build_commit_info
 from dvengine.commit.commit_lock import commit_turn, turn_taken
 from dvengine.commit.conflicts import (
@@ -193,6 +194,12 @@ class Transaction:
         self.row_id_high_water_mark: int | None = None  # the mark the committed version ended with
         self._kept_rows: dict[str, BitMap64] = {}  # rows kept but depended on (record_kept_rows)
         self.committed_metrics: dict[str, Any] | None = None  # the operationMetrics the commit carries
+        self._tags: dict[str, str] = {}  # commitInfo.tags besides the row tracking ones
+        # Row tracking enablement (row_tracking_conflicts.py): the backfill this transaction
+        # commits (path -> re-add), a winner's enablement taken over, the ids its backfill gave.
+        self._backfill: dict[str, AddFile] | None = None
+        self._adopted: tuple[Protocol, Metadata] | None = None
+        self._backfilled_ids: dict[str, AddFile] = {}
         # The read snapshot is this process's cached one, not listed now (log.blind_snapshot):
         # if its next version is taken, raise StaleSnapshotError instead of rebasing (see there).
         self.blind = False
@@ -271,6 +278,21 @@ class Transaction:
             elif isinstance(action, Txn):
                 self._footprint.app_ids.add(action.app_id)
             self._actions.append(action)
+
+    def set_tag(self, key: str, value: str) -> None:
+        """A ``commitInfo.tags`` entry (Delta's commit tags, e.g. ``rowTrackingEnablementOnly``)."""
+        self._check_open()
+        self._tags[key] = value
+
+    def backfill_row_ids(self, files: Iterable[AddFile]) -> None:
+        """Re-add ``files`` (``dataChange=false``) so the commit gives them row ids: the backfill of
+        a row tracking enablement. Not a read: a concurrent writer's changes are folded into the
+        backfill instead of conflicting with it (row_tracking_conflicts.resolve_backfill)."""
+        self._check_open()
+        if self._backfill is not None:
+            raise InvalidArgumentError("backfill_row_ids() may be called once per transaction")
+        self._backfill = {f.path: dataclasses.replace(f, data_change=False) for f in files}
+        self._actions.extend(self._backfill.values())
 
     def set_app_transaction(self, app_id: str, version: int) -> None:
         """Record an application watermark (idempotent writes); a concurrent one for the same id conflicts."""
@@ -447,8 +469,11 @@ class Transaction:
 
     def _effective_protocol_and_metadata(self) -> tuple[Protocol, Metadata]:
         snapshot = self.read_snapshot
-        protocol = self._new_protocol if self._new_protocol is not None else (None if snapshot is None else snapshot.protocol)
-        metadata = self._new_metadata if self._new_metadata is not None else (None if snapshot is None else snapshot.metadata)
+        base: tuple[Protocol | None, Metadata | None] = (
+            self._adopted if self._adopted is not None else (None, None) if snapshot is None else (snapshot.protocol, snapshot.metadata)
+        )
+        protocol = self._new_protocol if self._new_protocol is not None else base[0]
+        metadata = self._new_metadata if self._new_metadata is not None else base[1]
         if protocol is None or metadata is None:
             raise InvalidArgumentError(
                 "a transaction that creates a table (no read snapshot) must set both protocol and metadata "
@@ -479,6 +504,7 @@ class Transaction:
             is_blind_append=is_blind_append,
             operation_metrics=operation_metrics,
             txn_id=self.txn_id,
+            tags=self._commit_tags(),
         )
         if timestamp is not None:
             info = CommitInfo({"inCommitTimestamp": timestamp, **info.values})
@@ -489,6 +515,18 @@ class Transaction:
             ordered.append(new_metadata)
         ordered.extend(self._with_row_ids(version))
         return ("\n".join(action_to_line(a) for a in ordered) + "\n").encode("utf-8")
+
+    def _commit_tags(self) -> dict[str, str]:
+        """Our tags plus Delta's ``delta.rowTracking.preserved``: "false" when we took over a
+        concurrent enablement (we carried no stable ids), else what the command on the read
+        snapshot earns (row_tracking.preserved_tags)."""
+        tags = dict(self._tags)
+        if self._adopted is not None and row_tracking.enabled(self._adopted[1].configuration):
+            tags[row_tracking.PRESERVED_TAG] = "false"
+        elif row_tracking.PRESERVED_TAG not in tags:
+            read = None if self.read_snapshot is None else self.read_snapshot.metadata.configuration
+            tags.update(row_tracking.preserved_tags(self.operation, read))
+        return tags
 
     def _with_row_ids(self, version: int) -> list[Action]:
         """Our actions with fresh row ids above the newest mark, when the table tracks rows.
@@ -502,7 +540,8 @@ class Transaction:
             self.row_id_high_water_mark = None
             return list(self._actions)
         actions, self.row_id_high_water_mark = row_tracking.assign_fresh(
-            self._actions, self._row_id_mark, version, self._table_row_id_mark
+            row_tracking_conflicts.with_backfilled_ids(self._actions, self._backfilled_ids),
+            self._row_id_mark, version, self._table_row_id_mark,
         )
         return actions
 
@@ -537,10 +576,36 @@ class Transaction:
                 raise ProtocolChangedError(
                     f"this transaction creates the table at {self.table_root} but version {version} already exists"
                 )
-            for path in check_conflicts(winner, self._footprint):
+            protocol, metadata = self._effective_protocol_and_metadata()
+            adopts = row_tracking_conflicts.takes_over(
+                winner, protocol, metadata, self._new_protocol is not None, self._new_metadata is not None
+            )
+            for path in check_conflicts(winner, self._footprint, adopts):
                 self._resolve_row_level(winner, path)
+            if adopts:
+                self._adopt_row_tracking(winner, protocol, metadata)
+            elif winner.operation == row_tracking.BACKFILL_OPERATION:  # Delta's own backfill commit
+                self._backfilled_ids.update(row_tracking_conflicts.backfilled_ids(winner))
+            if self._backfill is not None:
+                self._resolve_backfill(winner)
             version += 1
         return version
+
+    def _adopt_row_tracking(self, winner: WinningCommit, protocol: Protocol, metadata: Metadata) -> None:
+        """Take over a winner's row tracking support / enablement (row_tracking_conflicts.py)."""
+        self._adopted = (
+            protocol if winner.protocol is None else winner.protocol,
+            metadata if winner.metadata is None else winner.metadata,
+        )
+        self._backfilled_ids.update(row_tracking_conflicts.backfilled_ids(winner))
+
+    def _resolve_backfill(self, winner: WinningCommit) -> None:
+        """Re-judge our backfill after ``winner`` (row_tracking_conflicts.resolve_backfill)."""
+        assert self._backfill is not None
+        old = self._backfill
+        self._backfill = row_tracking_conflicts.resolve_backfill(old, winner)
+        kept = [a for a in self._actions if not (isinstance(a, AddFile) and old.get(a.path) is a)]
+        self._actions = kept + list(self._backfill.values())
 
     def _advance_row_id_mark(self, winner_actions: Iterable[Action]) -> None:
         """Start our fresh row ids above the mark a winner committed (its ids are taken)."""

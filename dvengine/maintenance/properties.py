@@ -69,15 +69,19 @@ def set_table_properties(table_root: str, properties: Mapping[str, str]) -> int:
     if configuration.get(ENABLE_DELETION_VECTORS, "false").lower() == "true":
         protocol = with_deletion_vectors(protocol)
     protocol = in_commit_timestamps.protocol_for(protocol, configuration)  # the commit records its enablement
-    backfill: list[AddFile] = []
+    backfill: list[AddFile] | None = None
+    tags: dict[str, str] = {}
     if row_tracking.enabled(configuration) and not row_tracking.enabled(snapshot.metadata.configuration):
         protocol, configuration, backfill = _enable_row_tracking(snapshot, protocol, configuration)
+        if set(properties) == {row_tracking.ENABLE}:
+            tags[row_tracking.ENABLEMENT_ONLY_TAG] = "true"  # as Delta's ALTER TABLE tags it
     protocol = type_widening.protocol_for(protocol, configuration)
     protocol = checkpoint_v2.protocol_for_policy(protocol, configuration)
     if new_mode != NONE:  # last: a writer-7 protocol then lists it as a reader feature too
         protocol = with_column_mapping(protocol)
     return _commit(
-        snapshot, configuration, protocol, "SET TBLPROPERTIES", {"properties": dict(properties)}, backfill, schema_string
+        snapshot, configuration, protocol, "SET TBLPROPERTIES", {"properties": dict(properties)}, backfill, tags,
+        schema_string,
     )
 
 
@@ -88,15 +92,12 @@ def _enable_row_tracking(
     ``rowTracking`` and ``domainMetadata`` features, the materialized column names, and every live
     file without ``baseRowId`` / ``defaultRowCommitVersion`` re-added (``dataChange=false``) so
     the commit assigns them: Delta's backfill, done here in the enabling commit itself, which the
-    protocol allows.
+    protocol allows. Concurrent writers are folded into the backfill, not conflicts
+    (commit/row_tracking_conflicts.py).
     """
     names = [f.physical_name for f in snapshot.schema.fields]
     configuration = row_tracking.enable_configuration(configuration, names)
-    backfill = [
-        dataclasses.replace(f, data_change=False)
-        for f in snapshot.files
-        if f.base_row_id is None or f.default_row_commit_version is None
-    ]
+    backfill = [f for f in snapshot.files if f.base_row_id is None or f.default_row_commit_version is None]
     return row_tracking.with_row_tracking(protocol), configuration, backfill
 
 
@@ -125,16 +126,22 @@ def unset_table_properties(table_root: str, keys: Sequence[str], if_exists: bool
 
 
 def _commit(snapshot: Snapshot, configuration: dict[str, str], protocol: Protocol, operation: str,
-            params: dict[str, object], backfill: Sequence[AddFile] = (), schema_string: str | None = None) -> int:
-    """One metadata (and, if it changed, protocol) action, conflict-checked against the snapshot read;
+            params: dict[str, object], backfill: Sequence[AddFile] | None = None,
+            tags: Mapping[str, str] | None = None, schema_string: str | None = None) -> int:
+    """One metadata (and, if it changed, protocol) action, conflict-checked against the snapshot
+    read; with ``backfill``, the re-adds of a row tracking enablement (Transaction.backfill_row_ids);
     ``schema_string`` replaces the schema (column mapping's ids and physical names)."""
     metadata: Metadata = dataclasses.replace(
         snapshot.metadata, configuration=configuration, schema_string=schema_string or snapshot.metadata.schema_string
     )
     txn = Transaction(snapshot.table_root, snapshot, operation, params)
-    txn.record_read(backfill, None)
     txn.update_metadata(metadata)
     if protocol != snapshot.protocol:
         txn.update_protocol(protocol)
-    txn.add_actions(backfill)
+    if backfill is not None:
+        txn.backfill_row_ids(backfill)
+    else:
+        txn.record_read((), None)  # conservative, as before: any concurrent data change conflicts
+    for key, value in (tags or {}).items():
+        txn.set_tag(key, value)
     return txn.commit()

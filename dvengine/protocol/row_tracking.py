@@ -34,7 +34,17 @@ ROW_COMMIT_VERSION_COLUMN_KEY = "delta.rowTracking.materializedRowCommitVersionC
 ROW_ID_PREFIX = "_row-id-col-"
 ROW_COMMIT_VERSION_PREFIX = "_row-commit-version-col-"
 MISSING_HIGH_WATER_MARK = -1  # Delta's RowId.MISSING_HIGH_WATER_MARK: the first file gets baseRowId 0
+# commitInfo.tags Delta writes (DeltaCommitTag.scala). PRESERVED_TAG: "true" on DELETE, UPDATE,
+# MERGE and OPTIMIZE (REORG, auto compaction: the same OptimizeExecutor) of a table whose read
+# snapshot has row tracking enabled (RowTracking.addPreservedRowTrackingTagIfNotSet); "false" on a
+# commit that adopted a concurrent enablement (its rows were written before ids were kept); absent
+# means "not preserved". ENABLEMENT_ONLY_TAG: "true" on an ALTER whose only property is the enable.
 PRESERVED_TAG = "delta.rowTracking.preserved"
+ENABLEMENT_ONLY_TAG = "rowTrackingEnablementOnly"
+BACKFILL_OPERATION = "ROW TRACKING BACKFILL"  # Delta's separate backfill commit (DeltaOperations.RowTrackingBackfill)
+PRESERVING_OPERATIONS = frozenset({"DELETE", "UPDATE", "MERGE", "OPTIMIZE", "REORG"})
+# The configuration keys an enablement adds (Delta's metadataConfigurationChangeAllowList for row tracking).
+ENABLEMENT_KEYS = frozenset({ENABLE, ROW_ID_COLUMN_KEY, ROW_COMMIT_VERSION_COLUMN_KEY})
 
 
 def _true(configuration: Mapping[str, str], key: str) -> bool:
@@ -94,6 +104,15 @@ def enable_configuration(configuration: Mapping[str, str], column_names: Sequenc
     if _true(out, SUSPENDED):
         raise InvalidArgumentError(f"{ENABLE}=true cannot be set together with {SUSPENDED}=true (PROTOCOL.md)")
     return out
+
+
+def preserved_tags(operation: str, read_configuration: Mapping[str, str] | None) -> dict[str, str]:
+    """The commit tags Delta writes for ``operation`` on a table read with ``read_configuration``:
+    ``{PRESERVED_TAG: "true"}`` for the commands that keep stable ids when row tracking is enabled
+    (they carry the materialized columns), nothing otherwise (absence = not preserved)."""
+    if read_configuration is None or operation not in PRESERVING_OPERATIONS or not enabled(read_configuration):
+        return {}
+    return {PRESERVED_TAG: "true"}
 
 
 def with_row_tracking(protocol: Protocol) -> Protocol:
