@@ -172,3 +172,104 @@ def test_a_writer_finding_the_turn_taken_stages_only_inside_it(tmp_path: Path, m
     want = sort_rows([(i, i) for i in range(5000) if i not in (10, 4001)])
     assert rows_arrow(path, ["id", "v"]) == want
     assert rows_delta_rs(path, ["id", "v"]) == want
+
+
+def _table_with_taken_out_winners(path: Path, winners: list[str], monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
+    """A DV table whose commits 1..n (the ``winners`` DELETEs) are taken out again; the DML under
+    test plans on version 0 (as if it had started before them) and the holder puts them back."""
+    ids = pa.array(range(5000), pa.int64())
+    dvengine.write(pa.table({"id": ids, "v": ids}), str(path), mode="error",
+                   configuration={"delta.enableDeletionVectors": "true"})
+    stale = load_snapshot(str(path))
+    for condition in winners:
+        DeltaTable.forPath(None, path).delete(condition, mode="dv")
+    names = [path / "_delta_log" / f"{v:020d}.json" for v in range(1, len(winners) + 1)]
+    data = [n.read_bytes() for n in names]
+    for n in names:
+        n.unlink()
+    clear_snapshot_cache()
+    monkeypatch.setattr("dvengine.commands.replan.blind_snapshot", lambda *args: None)
+    monkeypatch.setattr(dml, "load_snapshot", lambda root: stale)
+    return data
+
+
+def test_a_waiting_writer_keeps_up_with_versions_linked_during_its_wait(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """While another writer holds the turn, the waiter reads (conflict rules, in-memory rebase)
+    each version linked meanwhile, so its own turn starts at the last one; the commit is the
+    same as a catch-up inside the turn would make (union DV over both winners)."""
+    path = tmp_path / "t"
+    winners = _table_with_taken_out_winners(path, ["id = 10", "id = 20"], monkeypatch)
+    checked: list[tuple[int, int, float]] = []  # (from version, next free version, when)
+    real_check = txn_module.Transaction._check_winners_from
+
+    def check(self: txn_module.Transaction, version: int) -> int:
+        reached = real_check(self, version)
+        checked.append((version, reached, time.monotonic()))
+        return reached
+
+    monkeypatch.setattr(txn_module.Transaction, "_check_winners_from", check)
+    log = str(path / "_delta_log")
+    holding, second_linked, released = threading.Event(), [], []
+
+    def holder() -> None:
+        with commit_turn(log):
+            holding.set()
+            time.sleep(0.3)  # the DML plans, finds the turn taken and waits
+            (path / "_delta_log" / "00000000000000000001.json").write_bytes(winners[0])
+            time.sleep(0.2)  # the waiter reads version 1 now, not in its turn
+            (path / "_delta_log" / "00000000000000000002.json").write_bytes(winners[1])
+            second_linked.append(time.monotonic())
+            time.sleep(0.1)
+            released.append(time.monotonic())
+
+    thread = threading.Thread(target=holder)
+    thread.start()
+    holding.wait()
+    metrics = DeltaTable.forPath(None, path).delete("id = 4001", mode="dv")
+    thread.join()
+    assert metrics["version"] == 3 and metrics["numRebasedFiles"] == 1
+    assert metrics["numCommitAttempts"] == 2  # a stale read snapshot is one lost race, as before
+    # version 1 was judged during the wait, before version 2 existed; version 2 before the release
+    assert any(v == 1 and reached == 2 and at < second_linked[0] for v, reached, at in checked)
+    assert any(v == 2 and reached == 3 and at < released[0] for v, reached, at in checked)
+    want = sort_rows([(i, i) for i in range(5000) if i not in (10, 20, 4001)])
+    assert rows_arrow(path, ["id", "v"]) == want
+    assert rows_delta_rs(path, ["id", "v"]) == want
+    assert rows_duckdb(path, ["id", "v"]) == want
+
+
+def test_a_conflict_found_while_waiting_raises_typed_and_leaves_the_turn(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A same-row winner read during the wait fails the command as it would inside the turn:
+    typed, nothing committed, and the turn is free once its holder releases it."""
+    from dvengine.errors import ConcurrentDeleteDeleteError
+
+    path = tmp_path / "t"
+    winners = _table_with_taken_out_winners(path, ["id = 4001"], monkeypatch)
+    log = str(path / "_delta_log")
+    holding, failed = threading.Event(), threading.Event()
+
+    def holder() -> None:
+        with commit_turn(log):
+            holding.set()
+            time.sleep(0.3)
+            (path / "_delta_log" / "00000000000000000001.json").write_bytes(winners[0])
+            failed.wait(5.0)  # held until the waiter has failed: the conflict was found while waiting
+
+    thread = threading.Thread(target=holder)
+    thread.start()
+    holding.wait()
+    started = time.monotonic()
+    try:
+        with pytest.raises(ConcurrentDeleteDeleteError, match="4001|row"):
+            DeltaTable.forPath(None, path).delete("id = 4001", mode="dv")
+        # found while the holder still held the turn (it holds until this command failed), well
+        # before the wait's 2 s bound, after which a writer would go ahead unlocked
+        assert time.monotonic() - started < 1.5
+    finally:
+        failed.set()
+        thread.join()
+    assert sorted(p.name for p in (path / "_delta_log").glob("*.json")) == ["00000000000000000000.json", "00000000000000000001.json"]
+    with commit_turn(log, timeout_s=1.0) as held:
+        assert held
+    want = sort_rows([(i, i) for i in range(5000) if i != 4001])
+    assert rows_arrow(path, ["id", "v"]) == want
