@@ -31,8 +31,7 @@ import logging
 import os
 import tempfile
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 try:
     import fcntl
@@ -42,10 +41,6 @@ except ImportError:  # pragma: no cover - Windows: no flock, commits run unlocke
 _LOG = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT_S = 2.0
-# How often a waiter wakes to run its ``while_waiting`` step (commit_turn). A version is linked
-# every ~3-6 ms under contention, so a wake-up finds about one new winner; the wake-up itself
-# (a stat of the next version's name when nothing landed) costs ~10 us.
-WAIT_STEP_S = 0.002
 
 
 def lock_path(log_folder: str) -> str | None:
@@ -59,22 +54,15 @@ def lock_path(log_folder: str) -> str | None:
 
 
 @contextlib.contextmanager
-def commit_turn(
-    log_folder: str, timeout_s: float = DEFAULT_TIMEOUT_S, while_waiting: Callable[[], None] | None = None
-) -> Iterator[bool]:
-    """Hold the table's commit turn while the block runs; yields whether the lock is held.
-
-    ``while_waiting``: run every ``WAIT_STEP_S`` while another writer holds the turn, so a
-    waiter can keep up with the versions linked meanwhile and hold the turn for the last one
-    only (transaction.py); an exception from it ends the wait and propagates (nothing is held).
-    """
+def commit_turn(log_folder: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> Iterator[bool]:
+    """Hold the table's commit turn while the block runs; yields whether the lock is held."""
     path = None if fcntl is None else lock_path(log_folder)
     fd = _open(path) if path is not None else None
     if fd is None:
         yield False
         return
     try:
-        held = _acquire(fd, timeout_s, while_waiting)
+        held = _acquire(fd, timeout_s)
         if not held:
             _LOG.debug("commit lock %s not acquired within %.1f s; committing without it", path, timeout_s)
         yield held
@@ -112,7 +100,7 @@ def _open(path: str) -> int | None:
         return None
 
 
-def _acquire(fd: int, timeout_s: float, while_waiting: Callable[[], None] | None = None) -> bool:
+def _acquire(fd: int, timeout_s: float) -> bool:
     """Take the lock at once if it is free; else wait in a blocking ``flock`` so the kernel wakes
     this writer the moment the holder releases it. A turn lasts about one link (or one fsync when
     a winner landed meanwhile), so polling with sleeps left the turn idle for up to a sleep after
@@ -128,10 +116,10 @@ def _acquire(fd: int, timeout_s: float, while_waiting: Callable[[], None] | None
         pass
     except OSError:
         return False  # the file system refuses locks (some network mounts): go ahead unlocked
-    return _wait_for_lock(fd, timeout_s, while_waiting)
+    return _wait_for_lock(fd, timeout_s)
 
 
-def _wait_for_lock(fd: int, timeout_s: float, while_waiting: Callable[[], None] | None = None) -> bool:
+def _wait_for_lock(fd: int, timeout_s: float) -> bool:
     assert fcntl is not None
     waiter_fd = os.dup(fd)  # closed by the waiter only: its flock can never hit a reused fd number
     taken = threading.Event()
@@ -146,13 +134,6 @@ def _wait_for_lock(fd: int, timeout_s: float, while_waiting: Callable[[], None] 
             os.close(waiter_fd)  # the caller's fd keeps the lock (flock belongs to the open file)
 
     threading.Thread(target=wait, name="dvengine-commit-turn", daemon=True).start()
-    # Timed out (or ``while_waiting`` raised): the caller closes its fd; if the waiter takes the
-    # lock later, closing its duplicate (the last reference to the open file) releases it again.
-    if while_waiting is None:
-        return taken.wait(timeout_s)
-    deadline = time.monotonic() + timeout_s
-    while not taken.wait(min(WAIT_STEP_S, max(0.0, deadline - time.monotonic()))):
-        if time.monotonic() >= deadline:
-            return False
-        while_waiting()
-    return True
+    # Timed out: the caller closes its fd; if the waiter takes the lock later, closing its
+    # duplicate (the last reference to the open file) releases it again at once.
+    return taken.wait(timeout_s)

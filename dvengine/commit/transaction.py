@@ -343,17 +343,8 @@ class Transaction:
         """Wait for the turn, then catch up, stage and link in it (the turn was taken when we came:
         its holder's commit makes anything staged before the turn stale). Winners that landed
         while we waited count as one more lost race, as a stale staged commit would."""
-        # While another writer holds the turn, keep up with the versions it and the writers
-        # before it link (conflict checks and the in-memory rebase), so the turn itself reads
-        # about one winner instead of every one that landed during the wait (~6 at 8 writers).
-        reached = [version]
-
-        def keep_up() -> None:
-            if self.store.exists(commit_file_path(self.table_root, reached[0])):
-                reached[0] = self._check_winners_from(reached[0])
-
-        with commit_turn(log, while_waiting=keep_up) as exclusive:
-            caught_up = self._catch_up(reached[0])
+        with commit_turn(log) as exclusive:
+            caught_up = self._catch_up(version)
             if caught_up != version:
                 lost += 1
                 if lost >= self.max_attempts:
