@@ -11,9 +11,11 @@ safe behaviour.
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 
-from pyroaring import BitMap64
+from pyroaring import BitMap64, FrozenBitMap64
 
 from dvengine.dv.bitmap import deserialize_bitmap, serialize_bitmap
 from dvengine.dv.descriptor import absolute_dv_path, inline_descriptor_from_serialized, new_dv_file_id
@@ -29,6 +31,39 @@ _DEFAULT_OFFSET = 1
 # Frames starting this close to the file's head are read with the version byte in one request
 # (a round trip on an object store costs more than reading a few KiB more).
 _ONE_REQUEST_PREFIX = 64 * 1024
+
+
+# Decoded inline DVs, keyed by their whole text (plus size and cardinality): the text is the
+# bitmap, so a hit is exactly what decoding would return. It serves writers on one hot file,
+# which decode the same few DVs again and again: a winner's DV in the commit race
+# (commit/rebase.py), then as the file's DV in the next command's scan; the DV a command encodes
+# inline itself (seeded by encode_deletion_vectors), when a rebase starts from it. 27 us per
+# decode of an 840-byte DV vs ~1 us for a copy (spec_notes/isolation-and-concurrency.md).
+# Only validated bitmaps are stored; callers get a mutable copy. Bounded: inline DVs are small.
+_INLINE_MEMO_ENTRIES = 64
+_INLINE_MEMO: OrderedDict[tuple[str, int, int], FrozenBitMap64] = OrderedDict()
+_INLINE_MEMO_LOCK = threading.Lock()
+
+
+def _inline_key(dv: DeletionVectorDescriptor) -> tuple[str, int, int]:
+    return (dv.path_or_inline_dv, dv.size_in_bytes, dv.cardinality)
+
+
+def _remember_inline(key: tuple[str, int, int], rows: BitMap64) -> None:
+    with _INLINE_MEMO_LOCK:
+        _INLINE_MEMO[key] = FrozenBitMap64(rows)
+        _INLINE_MEMO.move_to_end(key)
+        while len(_INLINE_MEMO) > _INLINE_MEMO_ENTRIES:
+            _INLINE_MEMO.popitem(last=False)
+
+
+def _decoded_inline(key: tuple[str, int, int]) -> BitMap64 | None:
+    with _INLINE_MEMO_LOCK:
+        found = _INLINE_MEMO.get(key)
+        if found is None:
+            return None
+        _INLINE_MEMO.move_to_end(key)
+    return BitMap64(found)
 
 
 def _read_serialized(table_root: str, dv: DeletionVectorDescriptor) -> tuple[bytes, str]:
@@ -66,15 +101,22 @@ def load_deletion_vector(table_root: str, dv: DeletionVectorDescriptor, num_reco
     or (when ``num_records``, the data file's physical row count, is given) a row index
     >= ``num_records``.
     """
-    serialized, where = _read_serialized(table_root, dv)
-    try:
-        rows = deserialize_bitmap(serialized)
-    except DeletionVectorError as exc:
-        raise DeletionVectorError(f"{where}: {exc}") from exc
-    if len(rows) != dv.cardinality:
-        raise DeletionVectorError(
-            f"{where}: descriptor says cardinality {dv.cardinality} but the bitmap holds {len(rows)} rows"
-        )
+    key = _inline_key(dv) if dv.is_inline else None
+    rows = None if key is None else _decoded_inline(key)
+    if rows is not None:
+        where = f"inline deletion vector {dv.path_or_inline_dv[:40]!r}"
+    else:
+        serialized, where = _read_serialized(table_root, dv)
+        try:
+            rows = deserialize_bitmap(serialized)
+        except DeletionVectorError as exc:
+            raise DeletionVectorError(f"{where}: {exc}") from exc
+        if len(rows) != dv.cardinality:
+            raise DeletionVectorError(
+                f"{where}: descriptor says cardinality {dv.cardinality} but the bitmap holds {len(rows)} rows"
+            )
+        if key is not None:
+            _remember_inline(key, rows)
     if num_records is not None and rows and rows.max() >= num_records:
         raise DeletionVectorError(
             f"{where}: deletes row index {rows.max()} but the data file has only {num_records} rows (numRecords)"
@@ -160,7 +202,9 @@ def encode_deletion_vectors(
     to_file: list[int] = []
     for i, payload in enumerate(serialized):
         if len(payload) <= inline_max_bytes:
-            out[i] = inline_descriptor_from_serialized(payload, len(bitmaps[i]))
+            descriptor = inline_descriptor_from_serialized(payload, len(bitmaps[i]))
+            _remember_inline(_inline_key(descriptor), bitmaps[i])
+            out[i] = descriptor
         else:
             to_file.append(i)
     if to_file:
