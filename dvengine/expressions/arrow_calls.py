@@ -51,7 +51,8 @@ _SQLGLOT_TYPES = {
     exp.DataType.Type.TINYINT: "byte", exp.DataType.Type.SMALLINT: "short", exp.DataType.Type.INT: "integer",
     exp.DataType.Type.BIGINT: "long", exp.DataType.Type.FLOAT: "float", exp.DataType.Type.DOUBLE: "double",
     exp.DataType.Type.BOOLEAN: "boolean", exp.DataType.Type.DATE: "date", exp.DataType.Type.TIMESTAMP: "timestamp",
-    exp.DataType.Type.TIMESTAMPLTZ: "timestamp", exp.DataType.Type.TIMESTAMPNTZ: "timestamp_ntz",
+    exp.DataType.Type.TIMESTAMPLTZ: "timestamp", exp.DataType.Type.TIMESTAMPTZ: "timestamp",
+    exp.DataType.Type.TIMESTAMPNTZ: "timestamp_ntz",
     exp.DataType.Type.VARCHAR: "string", exp.DataType.Type.TEXT: "string",
 }
 
@@ -334,19 +335,15 @@ class CallTranslator:
         return Val(call("abs_checked" if v.name in INTEGRAL else "abs", v.expr), v.data_type)  # ANSI: abs(MIN) fails
 
     def floor_ceil(self, node: exp.Expr) -> Val:
-        """``floor`` / ``ceil``: BIGINT. From floating point the JVM's conversion applies (NaN is 0,
-        beyond the BIGINT range saturates), exactly as Spark computes it."""
+        """``floor`` / ``ceil``: BIGINT. From floating point: NaN gives 0 and a result beyond the
+        BIGINT range fails (ARITHMETIC_OVERFLOW), as Spark 4 in ANSI mode does."""
         if node.args.get("decimals") is not None:
             raise Refused("floor/ceil with a scale returns DECIMAL")
         v = self._number(node.this, "floor/ceil")
         if v.name in INTEGRAL:
             return Val(v.expr.cast(pa.int64()), LONG)
         rounded = call("floor" if isinstance(node, exp.Floor) else "ceil", v.expr.cast(pa.float64()))
-        big, small = pc.scalar(9.223372036854775807e18), pc.scalar(-9.223372036854775808e18)  # +-2**63
-        outside = call("or_kleene", call("is_nan", rounded), call("or_kleene", call("greater_equal", rounded, big), call("less_equal", rounded, small)))
-        as_long = call("if_else", outside, pc.scalar(0.0), rounded).cast(pa.int64(), safe=False)  # exact inside
-        as_long = call("if_else", call("greater_equal", rounded, big), pc.scalar(pa.scalar(2**63 - 1, pa.int64())), as_long)
-        as_long = call("if_else", call("less_equal", rounded, small), pc.scalar(pa.scalar(-(2**63), pa.int64())), as_long)
+        as_long = call("if_else", call("is_nan", rounded), pc.scalar(0.0), rounded).cast(pa.int64(), safe=True)
         return Val(as_long, LONG)
 
     def round_(self, node: exp.Expr) -> Val:
@@ -586,12 +583,6 @@ def _isnull(t: CallTranslator, node: exp.Anonymous, args: list[exp.Expr]) -> Val
     return Val(call(kernel, inner), BOOLEAN)
 
 
-def _iff(t: CallTranslator, node: exp.Anonymous, args: list[exp.Expr]) -> Val:
-    if len(args) != 3:
-        raise Refused("iff takes three arguments")
-    return t.if_(exp.If(this=args[0], true=args[1], false=args[2]))
-
-
 def _bround(t: CallTranslator, node: exp.Anonymous, args: list[exp.Expr]) -> Val:
     if len(args) not in (1, 2):
         raise Refused("bround takes one or two arguments")
@@ -662,7 +653,6 @@ _ANONYMOUS: dict[str, Any] = {
     "pmod": lambda t, node, args: t.pmod(node, args),
     "isnull": _isnull,
     "isnotnull": _isnull,
-    "iff": _iff,
     "bround": _bround,
     "weekday": _weekday,
     "positive": _positive,

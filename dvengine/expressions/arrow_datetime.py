@@ -134,7 +134,7 @@ _PATTERN_LETTERS = {
     "DDD": "%j",
     "EEE": "%a", "EEEE": "%A", "E": "%a",
 }
-_RUN = re.compile(r"'[^']*'|([A-Za-z])\1*|[^A-Za-z']+")
+_RUN = re.compile(r"'(?:[^']|'')*'|([A-Za-z])\1*|[^A-Za-z']+")
 
 
 def strftime_pattern(pattern: str) -> str:
@@ -145,7 +145,7 @@ def strftime_pattern(pattern: str) -> str:
     for match in _RUN.finditer(pattern):
         token = match.group(0)
         if token.startswith("'"):
-            out.append("'" if token == "''" else token[1:-1].replace("%", "%%"))
+            out.append("'" if token == "''" else token[1:-1].replace("''", "'").replace("%", "%%"))
         elif token[0].isalpha():
             mapped = _PATTERN_LETTERS.get(token)
             if mapped is None:
