@@ -68,7 +68,8 @@ VALUES = [
     "round(i, 2)", "pmod(l, 3)", "pmod(i, -3)", "pmod(i, 4)", "l % 3", "i % -3", "l div 2", "i / 2", "x / 2", "l / 4",
     "year(ts) * 100 + month(ts)", "-floor(x)", "positive(i)",
     # conditionals
-    "CASE WHEN i <> 0 THEN 10 / i END", "if(i = 0, 0, 100 div i)", "coalesce(i, 0)", "nvl(s, 'none')",
+    "CASE WHEN i <> 0 THEN 10 / i END", "if(i = 0, 0, 100 div i)", "CASE WHEN l <> 0 THEN 7 % l END",
+    "CASE WHEN i <> 0 THEN pmod(9, i) ELSE -1 END", "CASE WHEN i = 0 THEN 0 ELSE 7 % i END", "coalesce(i, 0)", "nvl(s, 'none')",
     "ifnull(l, i)", "nvl2(s, 1, 2)", "if(i > 0, 'pos', 'neg')", "if(i > 0, i, -i)",
     "CASE WHEN l > 0 THEN l / 2 ELSE 0 END", "CASE i WHEN 1 THEN 'one' WHEN 0 THEN 'zero' ELSE 'other' END",
     "CASE WHEN x > 0 THEN 'p' WHEN x < 0 THEN 'n' END", "nullif(i, 1)", "greatest(i, 3, l)", "least(s, 'b')",

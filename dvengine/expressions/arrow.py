@@ -424,9 +424,8 @@ class _ValueTranslator(_Translator):
             (a, fa, ta), (b, fb, tb) = self.family_value(node.this), self.family_value(node.expression)
             if fa != "int" or fb != "int":
                 raise self.fail(node, "% is evaluated locally on integers only")
-            return _integer_remainder(a, b, ta if ta.bit_width >= tb.bit_width else tb), "int", (
-                ta if ta.bit_width >= tb.bit_width else tb
-            )
+            wider = ta if ta.bit_width >= tb.bit_width else tb
+            return _integer_remainder(a, self.divisor(b.cast(wider), wider), wider), "int", wider
         if isinstance(node, exp.Neg):
             inner, family, arrow_type = self.family_value(node.this)
             return pc.Expression._call("negate_checked", [inner]), family, arrow_type

@@ -368,14 +368,14 @@ class CallTranslator:
     def divide(self, node: exp.Expr) -> Val:
         """``a / b``: DOUBLE (Spark divides integers and floats as doubles); dividing by zero fails."""
         a, b = self._number(node.this, "/"), self._number(node.expression, "/")
-        return Val(call("divide_checked", a.expr.cast(pa.float64(), safe=False), self._divisor(b.expr.cast(pa.float64(), safe=False), 1.0)), DOUBLE)
+        return Val(call("divide_checked", a.expr.cast(pa.float64(), safe=False), self.divisor(b.expr.cast(pa.float64(), safe=False), pa.float64())), DOUBLE)
 
     def int_divide(self, node: exp.Expr) -> Val:
         """``a div b``: BIGINT, truncated; by zero and MIN div -1 fail (ANSI)."""
         a, b = self._number(node.this, "div"), self._number(node.expression, "div")
         if a.name not in INTEGRAL or b.name not in INTEGRAL:
             raise Refused("div of floating point")
-        return Val(call("divide_checked", a.expr.cast(pa.int64()), self._divisor(b.expr.cast(pa.int64()), 1)), LONG)
+        return Val(call("divide_checked", a.expr.cast(pa.int64()), self.divisor(b.expr.cast(pa.int64()), pa.int64())), LONG)
 
     def pmod(self, node: exp.Expr, args: list[exp.Expr]) -> Val:
         """``pmod(a, n)``: ``r = a % n; r < 0 ? (r + n) % n : r`` on integers of the wider type (the
@@ -387,18 +387,18 @@ class CallTranslator:
             raise Refused("pmod of floating point")
         wider = prim(max(a.name, n.name, key=NUMERIC_ORDER.index))
         arrow_type = to_arrow_type(wider)
-        x, m = coerce(a, wider), self._divisor(coerce(n, wider), 1)
+        x, m = coerce(a, wider), self.divisor(coerce(n, wider), arrow_type)
         r = _remainder(x, m, arrow_type)
         again = _remainder(call("add", r, m), m, arrow_type)
         return Val(call("if_else", call("less", r, pc.scalar(pa.scalar(0, arrow_type))), again, r), wider)
 
-    def _divisor(self, divisor: Any, one: object) -> Any:
-        """The divisor, or 1 on rows an enclosing conditional branch does not select (Arrow evaluates
-        every branch on every row; Spark does not divide there)."""
+    def divisor(self, divisor: Any, arrow_type: pa.DataType) -> Any:
+        """The divisor (of ``arrow_type``), or 1 on rows an enclosing conditional branch does not
+        select (Arrow evaluates every branch on every row; Spark does not divide there)."""
         guard = getattr(self, "_branch_guard", None)
         if guard is None:
             return divisor
-        return call("if_else", guard, divisor, pc.scalar(one).cast(_arrow_of(divisor, one)))
+        return call("if_else", guard, divisor, pc.scalar(pa.scalar(1, arrow_type)))
 
     # --- conditionals ------------------------------------------------------------------------------
 
@@ -542,10 +542,6 @@ class CallTranslator:
         if name is None:
             raise Refused(f"date_part({unit!r}, ...)")
         return dates.field(name, self._typed(args[1]))
-
-
-def _arrow_of(divisor: Any, one: object) -> pa.DataType:
-    return pa.float64() if isinstance(one, float) else pa.int64()
 
 
 def _remainder(a: Any, b: Any, arrow_type: pa.DataType) -> Any:
