@@ -18,10 +18,12 @@ import pyarrow.parquet as pq
 import pytest
 from pyarrow import acero
 
-from dvengine.errors import InvalidPredicateError
+from dvengine.engine.local.constraints import check_constraints
+from dvengine.errors import EvaluationError, InvalidPredicateError
 from dvengine.expressions import parse_predicate, parse_value_expression, to_pyarrow_expression
 from dvengine.expressions.arrow import _ValueTranslator
 from dvengine.protocol.schema import from_arrow_schema
+from dvengine.writing.constraints import bind_constraint
 
 UTC = dt.UTC
 ROWS = {
@@ -201,3 +203,12 @@ def test_letters_whose_case_differs_between_java_and_arrow_fail_instead_of_diffe
     with pytest.raises(pa.ArrowInvalid, match="upper\\(\\) of a letter"):
         _evaluate(table, "upper(s)")
     assert _evaluate(table.slice(1), "upper(s)")[0].to_pylist() == ["OK"]  # Spark's upper('ok')
+
+
+def test_a_failing_constraint_names_the_part_and_its_column() -> None:
+    rows = pa.table({"a": pa.array([1, -(2**31)], pa.int32()), "s": ["x", "stra\u00dfe"]})
+    schema = from_arrow_schema(rows.schema)
+    with pytest.raises(EvaluationError, match=r"CHECK constraint c1 .* at part 'ABS\(`a`\)' \(column 'a'\): overflow"):
+        check_constraints(rows, [bind_constraint("c1", "length(s) > 0 AND abs(a) > 0", schema)])
+    with pytest.raises(EvaluationError, match=r"at part 'UPPER\(`s`\)' \(column 's'\).*upper\(\) of a letter"):
+        check_constraints(rows, [bind_constraint("c2", "upper(s) <> ''", schema)])
