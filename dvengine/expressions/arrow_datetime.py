@@ -158,11 +158,13 @@ def strftime_pattern(pattern: str) -> str:
 
 def date_format(v: Val, pattern: str | None) -> Val:
     """``date_format(x, pattern)``: STRING in the UTC calendar. The timestamp is floored to whole
-    seconds first (Arrow's ``%S`` would print the microseconds)."""
+    seconds first (Arrow's ``%S`` would print the microseconds). Arrow's strftime costs ~0.6 s per
+    million rows on this machine (vs ~20 ms for ``CAST(ts AS DATE)``)."""
     if pattern is None:
         return Val(pc.scalar(pa.scalar(None, pa.string())), prim("string"))
-    source = as_timestamp(v)
-    tz = "UTC" if v.name != "timestamp_ntz" else None
-    seconds = _floor(source, "second").cast(pa.timestamp("s", tz=tz))
+    # the UTC wall clock as a zone-less timestamp: the same values, and Arrow's floor and strftime
+    # skip the time-zone conversion (floor 55 -> 5 ms per million rows)
+    wall = as_timestamp(v).cast(pa.timestamp("us"))
+    seconds = _floor(wall, "second").cast(pa.timestamp("s"))
     options = pc.StrftimeOptions(format=strftime_pattern(pattern), locale="C")
     return Val(pc.Expression._call("strftime", [seconds], options), prim("string"))
