@@ -1,7 +1,8 @@
 """Bound predicates to ``pyarrow.compute`` expressions, for filtering Parquet scans without Spark.
 
-Only a subset maps faithfully: comparisons, IN, BETWEEN, IS [NOT] NULL, LIKE, AND/OR/NOT and
-``+ - *``. SQL's three-valued logic is preserved: Arrow's ``&``/``|`` are Kleene operators and
+Only a subset maps faithfully: comparisons, IN, BETWEEN, IS [NOT] NULL, LIKE, AND/OR/NOT,
+``+ - * / % div``, casts and the functions of :mod:`dvengine.expressions.arrow_calls` (string,
+math, conditional and date/time functions). SQL's three-valued logic is preserved: Arrow's ``&``/``|`` are Kleene operators and
 IN is built so that ``x IN (1, NULL)`` is NULL (not FALSE) when ``x`` is not 1, which matters
 under NOT. Anything else raises InvalidPredicateError rather than risk a different answer.
 
@@ -22,6 +23,8 @@ import pyarrow.compute as pc
 from sqlglot import exp
 
 from dvengine.errors import InvalidPredicateError
+from dvengine.expressions.arrow_calls import CallTranslator
+from dvengine.expressions.arrow_types import Refused, Val, store
 from dvengine.expressions.bind import BoundExpression, BoundPredicate
 from dvengine.expressions.kinds import Kind, is_integral, kind_of
 from dvengine.expressions.literals import (
@@ -32,7 +35,7 @@ from dvengine.expressions.literals import (
     parse_number_text,
     parse_timestamp_text,
 )
-from dvengine.expressions.refs import ref_of
+from dvengine.expressions.refs import ColumnRef, ref_of
 from dvengine.protocol.schema import DataType, PrimitiveType, to_arrow_type
 
 _NULL_BOOL = pc.scalar(pa.scalar(None, pa.bool_()))
@@ -56,10 +59,17 @@ class _Typed:
     data_type: DataType | None
 
 
-class _Translator:
+class _Translator(CallTranslator):
     def __init__(self, pred: BoundExpression, rename: Mapping[str, str] | None) -> None:
         self._sql = pred.sql
         self._rename = {k.lower(): v for k, v in (rename or {}).items()}
+        self._branch_guard: Any = None
+
+    def column(self, ref: ColumnRef) -> Any:
+        return pc.field(self._rename.get(ref.key.lower(), ref.top), *ref.path[1:])
+
+    def equal(self, node: exp.Expr, left: exp.Expr, right: exp.Expr) -> Any:
+        return self._compare(node, _COMPARE[exp.EQ], left, right)
 
     def fail(self, node: exp.Expr, why: str = "") -> InvalidPredicateError:
         detail = f" ({why})" if why else ""
@@ -99,12 +109,26 @@ class _Translator:
             return pc.is_null(subject.expr)
         if isinstance(node, exp.Like) and not isinstance(node.parent, exp.Escape):
             return self._like(node)
+        if isinstance(node, exp.NullSafeEQ):
+            equal = self._compare(node, _COMPARE[exp.EQ], node.this, node.expression)
+            a, b = self.value(node.this, None).expr, self.value(node.expression, None).expr
+            both_null = pc.is_null(a) & pc.is_null(b)
+            return pc.if_else(both_null, pc.scalar(True), pc.Expression._call("coalesce", [equal, pc.scalar(False)]))
+        if isinstance(node, exp.Is) and isinstance(node.expression, exp.Boolean):
+            inner = self.boolean(node.this)
+            wanted = inner if node.expression.this else ~inner
+            return pc.Expression._call("coalesce", [wanted, pc.scalar(False)])  # x IS TRUE / FALSE is never NULL
         lit = literal_of(node)
         if lit is not None and (lit.value is None or isinstance(lit.value, bool)):
             return _NULL_BOOL if lit.value is None else pc.scalar(lit.value)
         ref = ref_of(node)
         if ref is not None and kind_of(ref.leaf.type) == Kind.BOOLEAN:
             return self.value(node, None).expr
+        if ref is None and lit is None and not isinstance(node, _BOOLEAN_SHAPES):
+            typed = self.typed(node)
+            if typed.name == "boolean":
+                return typed.expr
+            raise self.fail(node, f"it is {typed.name or 'NULL'}, not boolean")
         raise self.fail(node)
 
     def _compare(self, node: exp.Expr, build: Any, left: exp.Expr, right: exp.Expr) -> Any:
@@ -115,7 +139,7 @@ class _Translator:
         if a.expr is _NULL_BOOL or b.expr is _NULL_BOOL:
             return _NULL_BOOL
         self._check_comparable(node, a, b)
-        left_nan, right_nan = _may_be_nan(left), _may_be_nan(right)
+        left_nan, right_nan = _nan_possible(left, a), _nan_possible(right, b)
         if not (left_nan or right_nan):
             return build(a.expr, b.expr)
         # Spark orders NaN above every number and equal to itself; IEEE (Arrow) makes every
@@ -208,8 +232,11 @@ class _Translator:
             inner = self.value(node.this, None)
             if inner.kind != Kind.NUMERIC:
                 raise self.fail(node)
-            return _Typed(pc.Expression._call("negate_checked", [inner.expr]), Kind.NUMERIC, None)
-        raise self.fail(node)
+            return _Typed(pc.Expression._call("negate_checked", [inner.expr]), Kind.NUMERIC, inner.data_type)
+        typed = self.typed(node)
+        if typed.data_type is None:
+            return _Typed(_NULL_BOOL, Kind.NULL, None)
+        return _Typed(typed.expr, kind_of(typed.data_type), typed.data_type)
 
     def _literal(self, node: exp.Expr, lit: Lit, other: _Typed | None) -> _Typed:
         target = other.data_type if other is not None else None
@@ -291,6 +318,17 @@ def _literal_arrow_type(kind: Kind, target: DataType | None, value: Any) -> pa.D
     return None
 
 
+_BOOLEAN_SHAPES = (exp.And, exp.Or, exp.Not, exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE, exp.In, exp.Between, exp.Is, exp.Like)
+
+
+def _nan_possible(node: exp.Expr, typed: _Typed) -> bool:
+    """Whether a compared value may be NaN: its type is FLOAT/DOUBLE (computed and column values
+    carry their type), or, untyped, ``_may_be_nan`` says so."""
+    if typed.data_type is not None:
+        return typed.data_type.name in ("float", "double")
+    return _may_be_nan(node)
+
+
 def _may_be_nan(node: exp.Expr) -> bool:
     """Whether ``node`` may evaluate to NaN: it reads a float/double column or computes with a
     float literal (a NaN literal is refused where literals are coerced)."""
@@ -365,6 +403,13 @@ class _ValueTranslator(_Translator):
             if isinstance(lit.value, float) and math.isfinite(lit.value):
                 return pc.scalar(pa.scalar(lit.value, pa.float64())), "float", pa.float64()
             raise self.fail(node, "decimal literals in arithmetic are typed as DECIMAL by Spark")
+        if not isinstance(node, (*_ARITH, exp.Mod, exp.Neg)):
+            typed = self.typed(node)  # a function, CASE, cast ... of a numeric type
+            if typed.name in _INT_WIDTH:
+                return typed.expr, "int", to_arrow_type(typed.data_type)  # type: ignore[arg-type]
+            if typed.name in _FLOATING:
+                return typed.expr, "float", to_arrow_type(typed.data_type)  # type: ignore[arg-type]
+            raise self.fail(node, f"arithmetic on {typed.name or 'NULL'}")
         for op, fn in _ARITH.items():
             if isinstance(node, op):
                 (a, fa, ta), (b, fb, tb) = self.family_value(node.this), self.family_value(node.expression)
@@ -379,13 +424,16 @@ class _ValueTranslator(_Translator):
             (a, fa, ta), (b, fb, tb) = self.family_value(node.this), self.family_value(node.expression)
             if fa != "int" or fb != "int":
                 raise self.fail(node, "% is evaluated locally on integers only")
-            return _integer_remainder(a, b, ta if ta.bit_width >= tb.bit_width else tb), "int", (
-                ta if ta.bit_width >= tb.bit_width else tb
-            )
+            wider = ta if ta.bit_width >= tb.bit_width else tb
+            return _integer_remainder(a, self.divisor(b.cast(wider), wider), wider), "int", wider
         if isinstance(node, exp.Neg):
             inner, family, arrow_type = self.family_value(node.this)
             return pc.Expression._call("negate_checked", [inner]), family, arrow_type
         raise self.fail(node)
+
+    def arithmetic(self, node: exp.Expr) -> Val:
+        expr, _, arrow_type = self.family_value(node)
+        return Val(expr, PrimitiveType(_SPARK_NAME[arrow_type]))
 
     def assigned(self, node: exp.Expr, target: DataType) -> Any:
         """An Arrow expression of ``node`` already of the column's Arrow type (checked casts)."""
@@ -408,13 +456,11 @@ class _ValueTranslator(_Translator):
                 return column.cast(arrow_target, safe=True)
             if source_name == "float" and target_name == "double":
                 return column.cast(arrow_target)
-            raise self.fail(node, f"storing a {source_name} column into a {target_name} column")
-        if target_name in _INT_WIDTH or target_name in _FLOATING:
-            value, family, _ = self.family_value(node)
-            if family == "float" and target_name not in _FLOATING:
-                raise self.fail(node, "floating point into an integer column")
-            return value.cast(arrow_target, safe=True)
-        raise self.fail(node)
+        value = self.typed(node)
+        try:
+            return store(value, target)
+        except Refused as exc:
+            raise self.fail(node, str(exc)) from None
 
     def _assigned_literal(self, node: exp.Expr, lit: Lit, target: DataType) -> pa.Scalar:
         arrow_target = to_arrow_type(target)

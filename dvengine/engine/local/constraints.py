@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyarrow import acero
 
+from dvengine.engine.local.failures import failing_part
 from dvengine.errors import ConstraintViolationError, EvaluationError, InvalidPredicateError, NotLocallyEvaluableError
 from dvengine.expressions import to_pyarrow_expression
 from dvengine.writing.constraints import CheckConstraint
@@ -37,7 +38,8 @@ def check_constraints(rows: pa.Table, constraints: Sequence[CheckConstraint]) ->
         except InvalidPredicateError as exc:
             raise NotLocallyEvaluableError(f"CHECK constraint {c.name} ({c.sql}) cannot be evaluated in Arrow: {exc}") from exc
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ArithmeticError) as exc:
-            raise EvaluationError(f"CHECK constraint {c.name} ({c.sql}) failed while evaluating rows: {exc}") from exc
+            where = failing_part(rows, c.predicate)  # the part and its columns, as Spark's query context
+            raise EvaluationError(f"CHECK constraint {c.name} ({c.sql}) failed while evaluating rows{where}: {exc}") from exc
         if pc.all(ok).as_py():
             continue
         first = pc.index(ok, False).as_py()

@@ -15,8 +15,12 @@ from dvengine.errors import EvaluationError, InvalidPredicateError
 from dvengine.expressions import BoundPredicate, to_pyarrow_expression
 from dvengine.expressions.refs import bound_refs
 
-# Parts of an expression that can fail on a value (Spark ANSI: overflow, division by zero, bad cast).
-_FALLIBLE = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.IntDiv, exp.Mod, exp.Neg, exp.Cast, exp.TryCast)
+# Parts of an expression that can fail on a value (Spark ANSI: overflow, division by zero, bad cast;
+# upper/lower on letters Arrow cannot case-map as Java does; pmod and the like parse as Anonymous).
+_FALLIBLE = (
+    exp.Add, exp.Sub, exp.Mul, exp.Div, exp.IntDiv, exp.Mod, exp.Neg, exp.Cast, exp.TryCast, exp.Abs, exp.Floor,
+    exp.Ceil, exp.Round, exp.TsOrDsAdd, exp.DateDiff, exp.Upper, exp.Lower, exp.Anonymous,
+)
 
 
 def _fails_alone(table: pa.Table, node: exp.Expr) -> bool:
