@@ -14,7 +14,9 @@ Named and decided as Delta names them (AutoCompactBase / AutoCompactUtils in del
   MERGEs that each add one file never reaches the threshold; counting the table's files makes
   the bound hold whoever wrote them. A partition also qualifies when one of its files has more
   than OPTIMIZE's ``maxDeletedRowsRatio`` of its rows deleted by its DV (such a file is rewritten
-  even alone in its bin: purging it is the point).
+  even alone in its bin: purging it is the point). dvengine adds one trigger of its own while
+  Delta's minNumFiles is not set: ``dvengine.autoCompact.minNumTinyFiles`` (10) files under
+  ``...tinyFileSize`` (1 MiB) have those tiny files compacted, since readers pay per file.
 - the commit: one OPTIMIZE commit (``dataChange=false`` adds and removes) whose commitInfo
   operation is ``OPTIMIZE`` with ``operationParameters.auto = true``, the compacted partitions as
   ``predicate``, as Delta's ``DeltaOperations.Optimize(auto = true)`` records it.
