@@ -359,3 +359,41 @@ def test_concurrent_reader_sees_only_committed_models(tmp_path: Path) -> None:
     assert seen
     for v, rows in seen:
         assert rows == models[v], f"version {v}"
+
+
+def test_tiny_file_trigger_is_dvengines_default_and_yields_to_deltas_setting(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(env_key(ac.CONF_MIN_NUM_FILES))  # Delta's minNumFiles unset: default 50
+    s = ac.AutoCompactSettings.from_conf({}.get)
+    assert (s.min_num_files, s.min_num_tiny_files, s.tiny_file_size) == (50, 10, 1024 * 1024)
+    assert ac.AutoCompactSettings.from_conf({ac.CONF_MIN_NUM_FILES: "50"}.get).min_num_tiny_files == 0
+    both = {ac.CONF_MIN_NUM_FILES: "50", ac.CONF_MIN_NUM_TINY_FILES: "4"}
+    assert ac.AutoCompactSettings.from_conf(both.get).min_num_tiny_files == 4
+    with pytest.raises(InvalidArgumentError, match="minNumTinyFiles must be 0 \\(off\\) or at least 2, got 1"):
+        ac.AutoCompactSettings.from_conf({ac.CONF_MIN_NUM_TINY_FILES: "1"}.get)
+    with pytest.raises(InvalidArgumentError, match="tinyFileSize must not be negative"):
+        ac.AutoCompactSettings.from_conf({ac.CONF_TINY_FILE_SIZE: "-1"}.get)
+    root = str(tmp_path / "t")
+    dvengine.write(_rows(list(range(100, 5_100)), "base"), root, configuration=ON)
+    model = {i: "base" for i in range(100, 5_100)}
+    monkeypatch.setenv(env_key(ac.CONF_TINY_FILE_SIZE), str(load_snapshot(root).files[0].size - 1))
+    for i in range(9):  # the base is not tiny: 9 appends make 9 tiny files, 10 in all is the 10th
+        dvengine.write(_rows([i], "a"), root, mode="append")
+        model[i] = "a"
+    assert len(load_snapshot(root).files) == 10
+    dvengine.write(_rows([9], "a"), root, mode="append")
+    model[9] = "a"
+    info, actions = _last_op(root)
+    assert _is_auto(info)
+    removed = {a.path for a in actions if isinstance(a, RemoveFile)}
+    assert len(removed) >= 6 and all(f.num_records == 1 for f in load_snapshot(root, 10).files if f.path in removed)
+    assert len(load_snapshot(root).files) < 10
+    assert _read(root) == rows_delta_rs(root, COLS) == rows_duckdb(root, COLS) == _model_rows(model)
+    # Delta's own threshold set: only it counts (the tiny files stay until 50 small ones)
+    other = str(tmp_path / "delta")
+    monkeypatch.setenv(env_key(ac.CONF_MIN_NUM_FILES), "50")
+    dvengine.write(_rows([0], "a"), other, configuration=ON)
+    for i in range(1, 12):
+        dvengine.write(_rows([i], "a"), other, mode="append")
+    assert len(load_snapshot(other).files) == 12

@@ -7,7 +7,8 @@ rounds in lockstep (round r of each, then round r+1), so load drifts on this sha
 them alike:
 
 - ``dvengine``: auto compaction on (table property ``delta.autoOptimize.autoCompact=true``,
-  Delta's default thresholds: 50 small files per partition, 64 MiB "small", 128 MiB bins);
+  Delta's default thresholds: 50 small files per partition, 64 MiB "small", 128 MiB bins, plus
+  dvengine's default tiny-file trigger: 10 files under 1 MiB);
 - ``dvengine-nocompact``: the same with auto compaction off;
 - ``delta-rs``: ``deltalake``'s MERGE and DELETE, copy-on-write (every touched file rewritten).
 

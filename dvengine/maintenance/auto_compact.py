@@ -14,7 +14,9 @@ Named and decided as Delta names them (AutoCompactBase / AutoCompactUtils in del
   MERGEs that each add one file never reaches the threshold; counting the table's files makes
   the bound hold whoever wrote them. A partition also qualifies when one of its files has more
   than OPTIMIZE's ``maxDeletedRowsRatio`` of its rows deleted by its DV (such a file is rewritten
-  even alone in its bin: purging it is the point).
+  even alone in its bin: purging it is the point). dvengine adds one trigger of its own while
+  Delta's minNumFiles is not set: ``dvengine.autoCompact.minNumTinyFiles`` (10) files under
+  ``...tinyFileSize`` (1 MiB) have those tiny files compacted, since readers pay per file.
 - the commit: one OPTIMIZE commit (``dataChange=false`` adds and removes) whose commitInfo
   operation is ``OPTIMIZE`` with ``operationParameters.auto = true``, the compacted partitions as
   ``predicate``, as Delta's ``DeltaOperations.Optimize(auto = true)`` records it.
@@ -66,6 +68,17 @@ DEFAULT_MAX_FILE_SIZE = 128 * 1024 * 1024
 # fired, lower values rewrote large files more often.
 CONF_TIER_FRACTION = "dvengine.autoCompact.tierFraction"
 TIER_FRACTION = 0.5
+# dvengine's own second trigger, for tiny files: a partition with ``minNumTinyFiles`` files under
+# ``tinyFileSize`` has those compacted (size-tiered) even before Delta's ``minNumFiles`` small files
+# pile up. A reader pays ~0.1-0.3 ms per file whatever its size, so a stream's 100-row files (3 KB)
+# cost a full read more than their rows: up to 49 of them made the soak's end table read 1.3-1.5x a
+# fresh table. Compacting ten 3 KB files rewrites ~30 KB. Applies only while Delta's minNumFiles is
+# not set (a user who sets Delta's threshold gets Delta's behaviour) or when set itself; 0 turns it
+# off. Numbers and the choice: spec_notes/auto-compaction.md ("Tiny files").
+CONF_TINY_FILE_SIZE = "dvengine.autoCompact.tinyFileSize"
+CONF_MIN_NUM_TINY_FILES = "dvengine.autoCompact.minNumTinyFiles"
+DEFAULT_TINY_FILE_SIZE = 1024 * 1024
+DEFAULT_MIN_NUM_TINY_FILES = 10
 
 
 def _flag(key: str, raw: str) -> bool:
@@ -96,16 +109,22 @@ class AutoCompactSettings:
     min_file_size: int = DEFAULT_MAX_FILE_SIZE // 2
     max_deleted_rows_ratio: float = DEFAULT_MAX_DELETED_ROWS_RATIO
     tier_fraction: float = TIER_FRACTION
+    tiny_file_size: int = DEFAULT_TINY_FILE_SIZE
+    min_num_tiny_files: int = DEFAULT_MIN_NUM_TINY_FILES  # 0: no tiny-file trigger
 
     @classmethod
     def from_conf(cls, conf: ConfLookup) -> AutoCompactSettings:
         max_size = int(conf_number(conf, CONF_MAX_FILE_SIZE, DEFAULT_MAX_FILE_SIZE, int))
+        delta_count_set = conf(CONF_MIN_NUM_FILES) not in (None, "")
+        tiny_default = 0 if delta_count_set else DEFAULT_MIN_NUM_TINY_FILES
         settings = cls(
             min_num_files=int(conf_number(conf, CONF_MIN_NUM_FILES, DEFAULT_MIN_NUM_FILES, int)),
             max_file_size=max_size,
             min_file_size=int(conf_number(conf, CONF_MIN_FILE_SIZE, max_size // 2, int)),
             max_deleted_rows_ratio=max_deleted_rows_ratio(conf),
             tier_fraction=float(conf_number(conf, CONF_TIER_FRACTION, TIER_FRACTION, float)),
+            tiny_file_size=int(conf_number(conf, CONF_TINY_FILE_SIZE, DEFAULT_TINY_FILE_SIZE, int)),
+            min_num_tiny_files=int(conf_number(conf, CONF_MIN_NUM_TINY_FILES, tiny_default, int)),
         )
         if settings.min_num_files < 1:
             raise InvalidArgumentError(f"{CONF_MIN_NUM_FILES} must be at least 1, got {settings.min_num_files}")
@@ -115,6 +134,12 @@ class AutoCompactSettings:
             raise InvalidArgumentError(f"{CONF_MIN_FILE_SIZE} must not be negative, got {settings.min_file_size}")
         if not settings.tier_fraction > 0:
             raise InvalidArgumentError(f"{CONF_TIER_FRACTION} must be positive, got {settings.tier_fraction}")
+        if settings.min_num_tiny_files < 0 or settings.min_num_tiny_files == 1:
+            raise InvalidArgumentError(
+                f"{CONF_MIN_NUM_TINY_FILES} must be 0 (off) or at least 2, got {settings.min_num_tiny_files}"
+            )
+        if settings.tiny_file_size < 0:
+            raise InvalidArgumentError(f"{CONF_TINY_FILE_SIZE} must not be negative, got {settings.tiny_file_size}")
         return settings
 
 
@@ -163,7 +188,8 @@ def plan_auto_compaction(snapshot: Snapshot, settings: AutoCompactSettings) -> O
     """The bins to compact, or None when no partition reaches a trigger.
 
     A partition with ``min_num_files`` small files has its size-tiered pick compacted
-    (``tiered_pick``). A file whose DV hides more than ``max_deleted_rows_ratio`` of its rows is
+    (``tiered_pick``); else one with ``min_num_tiny_files`` files under ``tiny_file_size`` has
+    the size-tiered pick of those tiny files compacted (dvengine's own trigger). A file whose DV hides more than ``max_deleted_rows_ratio`` of its rows is
     purged as part of that pick, or, when no pick is due, alone (packed with other such files)
     unless it sits in the smallest tier, which the next count-triggered compaction merges anyway:
     rewriting a 100-row stream file alone because 5 of its rows were updated bought nothing (it
@@ -175,13 +201,20 @@ def plan_auto_compaction(snapshot: Snapshot, settings: AutoCompactSettings) -> O
         small = [f for f in files if f.size < settings.min_file_size]
         heavy = [f for f in files if too_many_deleted_rows(f, settings.max_deleted_rows_ratio)]
         due = len(small) >= settings.min_num_files
-        if not due:
+        tiny = [f for f in small if f.size < settings.tiny_file_size]
+        tiny_due = not due and 0 < settings.min_num_tiny_files <= len(tiny)
+        if not due and not tiny_due:
             tier = _tier_prefix(small, settings.tier_fraction)
             waiting = {f.key for f in tier} if len(tier) > 1 else set()
             heavy = [f for f in heavy if f.key not in waiting]
-        if not due and not heavy:
+        if not due and not tiny_due and not heavy:
             continue
-        picked = tiered_pick(small, settings.min_num_files, settings.tier_fraction) if due else []
+        if due:
+            picked = tiered_pick(small, settings.min_num_files, settings.tier_fraction)
+        elif tiny_due:
+            picked = tiered_pick(tiny, settings.min_num_tiny_files, settings.tier_fraction)
+        else:
+            picked = []
         picked_keys = {f.key for f in picked}
         for packed in pack_bins(picked, settings.max_file_size):
             plan.bins.append(Bin(dict(packed[0].partition_values), tuple(packed)))

@@ -8,12 +8,12 @@ does not guarantee) and columns missing from older files filled with nulls.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import contextlib
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from dvengine.dv import load_deletion_vector
@@ -21,6 +21,8 @@ from dvengine.errors import DataFileError, DeletionVectorError, LogCorruptedErro
 from dvengine.log import Snapshot
 from dvengine.protocol.actions import AddFile
 from dvengine.protocol.schema import StructField, to_arrow_field
+from dvengine.read.dv_filter import KeepSpans
+from dvengine.read.footer_cache import local_footer, open_small
 from dvengine.storage import resolve_data_path, storage_for
 
 # Files with fewer rows are decoded on the calling thread (see read_physical_rows).
@@ -63,16 +65,50 @@ def open_data_file(snapshot: Snapshot, add: AddFile) -> pq.ParquetFile:
 
 def open_data_source(snapshot: Snapshot, add: AddFile) -> tuple[str | pa.Buffer, pq.ParquetFile]:
     """:func:`open_data_file`, also returning what it was opened from (a local path, or the bytes
-    of a remote file) so more readers can open it again with the same footer (``reopen``)."""
+    of a remote file) so more readers can open it again with the same footer (``reopen``).
+    A local file's footer comes from the process's footer cache (``footer_cache``)."""
     path = resolve_data_path(snapshot.table_root, add.path)
     try:
         source = storage_for(path).parquet_source(path)
-        origin: str | pa.Buffer = source if isinstance(source, str) else source.read_buffer()
-        parquet = pq.ParquetFile(origin if isinstance(origin, str) else pa.BufferReader(origin))
+        if isinstance(source, str):
+            origin: str | pa.Buffer = source
+            parquet = pq.ParquetFile(source, metadata=local_footer(source))
+        else:
+            origin = source.read_buffer()
+            parquet = pq.ParquetFile(pa.BufferReader(origin))
     except FileNotFoundError:
-        raise LogCorruptedError(f"data file {add.path} listed in the log of {snapshot.table_root} is missing") from None
+        raise _missing(snapshot, add) from None
     except (pa.ArrowException, OSError) as exc:
         raise unreadable_data_file(snapshot, add, path, exc) from exc
+    _check_row_count(add, parquet)
+    return origin, parquet
+
+
+@contextlib.contextmanager
+def opened_for_read(snapshot: Snapshot, add: AddFile) -> Iterator[pq.ParquetFile]:
+    """A data file opened for one read: :func:`open_data_file`, except that a local file under
+    ``THREADED_READ_ROWS`` rows is opened without pyarrow's read-ahead (``footer_cache.open_small``:
+    a 100-row file's read cost 113 -> 71 us) and closed when the block ends."""
+    path = resolve_data_path(snapshot.table_root, add.path)
+    if not storage_for(path).is_local or (add.num_records or THREADED_READ_ROWS) >= THREADED_READ_ROWS:
+        yield open_data_file(snapshot, add)
+        return
+    try:
+        handle, parquet = open_small(path, local_footer(path))
+    except FileNotFoundError:
+        raise _missing(snapshot, add) from None
+    except (pa.ArrowException, OSError) as exc:
+        raise unreadable_data_file(snapshot, add, path, exc) from exc
+    with handle:
+        _check_row_count(add, parquet)
+        yield parquet
+
+
+def _missing(snapshot: Snapshot, add: AddFile) -> LogCorruptedError:
+    return LogCorruptedError(f"data file {add.path} listed in the log of {snapshot.table_root} is missing")
+
+
+def _check_row_count(add: AddFile, parquet: pq.ParquetFile) -> None:
     num_rows = parquet.metadata.num_rows
     physical = add.num_records
     if physical is not None and physical != num_rows:
@@ -80,7 +116,6 @@ def open_data_source(snapshot: Snapshot, add: AddFile) -> tuple[str | pa.Buffer,
             f"file {add.path} has {num_rows} physical rows but its stats say numRecords={physical}; "
             "row indexes of its deletion vector cannot be trusted"
         )
-    return origin, parquet
 
 
 def reopen(origin: str | pa.Buffer, parquet: pq.ParquetFile) -> pq.ParquetFile:
@@ -168,21 +203,22 @@ def read_file_arrow(
     columns: Sequence[str] | None = None,
 ) -> pa.Table:
     """Live rows of one logical file (logical names, schema order), its DV applied."""
-    parquet = open_data_file(snapshot, add)
-    table = read_physical_rows(snapshot, add, columns, parquet)
-    keep = deleted_row_mask(snapshot.table_root, add, parquet.metadata.num_rows)
+    with opened_for_read(snapshot, add) as parquet:
+        table = read_physical_rows(snapshot, add, columns, parquet)
+    keep = deleted_row_mask(snapshot.table_root, add, table.num_rows)
     return table if keep is None else drop_deleted(table, keep)
 
 
 def drop_deleted(table: pa.Table, keep: np.ndarray) -> pa.Table:
-    """``table`` without the rows ``keep`` marks False, filtered column by column.
+    """``table`` without the rows ``keep`` marks False, filtered column by column, copying only
+    the blocks that hold deleted rows (``dv_filter.KeepSpans``).
 
     ``Table.filter`` cost 1.8x the sum of its columns' filters (pyarrow 26: 9.7 vs 5.4 ms median
     for a 1M-row, 4-column file with 18,747 deleted rows, 41 alternating runs), and a file with a
     DV is filtered on every read.
     """
-    mask = pa.array(keep)
-    return pa.Table.from_arrays([pc.filter(column, mask) for column in table.columns], schema=table.schema)
+    spans = KeepSpans.of(keep)
+    return pa.Table.from_arrays([spans.apply(column) for column in table.columns], schema=table.schema)
 
 
 def _cast_physical(column: pa.ChunkedArray, target: pa.Field) -> pa.ChunkedArray:
