@@ -266,3 +266,21 @@ def test_bitmap_from_row_indexes_rejects_bad_input() -> None:
         bitmap_from_row_indexes(np.array([1.5]))
     assert bitmap_from_row_indexes(np.array([], dtype=np.int64)) == BitMap64()
     assert bitmap_from_row_indexes([5, 3, 5]) == BitMap64([3, 5])
+
+
+@pytest.mark.parametrize("rows_count", [0, 1, 50, 5_000, 200_000])
+@pytest.mark.parametrize("deleted_count", [0, 1, 40_000])
+def test_outside_equals_isin_truth(rows_count: int, deleted_count: int) -> None:
+    """``outside`` (few rows: intersect with the DV; many: test against the whole DV) gives the
+    mask a plain ``np.isin`` over the DV's rows gives, with repeats and any order."""
+    from dvengine.dv import outside
+
+    rng = np.random.default_rng(rows_count * 7 + deleted_count)
+    deleted = np.unique(rng.integers(0, 1_000_000, deleted_count))
+    rows = rng.integers(0, 1_000_000, rows_count)
+    if rows_count and deleted_count:  # make sure some rows are deleted ones, some repeated
+        rows[: min(rows_count, 10)] = deleted[: min(rows_count, 10, len(deleted))][0]
+    bitmap = bitmap_from_row_indexes(deleted)
+    got = outside(rows.astype(np.int64), bitmap)
+    assert got.dtype == np.bool_ and got.shape == rows.shape
+    assert np.array_equal(got, ~np.isin(rows, deleted))

@@ -6,7 +6,7 @@ Spark engine can run them on executors.
 
 from __future__ import annotations
 
-from dvengine.dv.bitmap import MAGIC, bitmap_from_row_indexes, deserialize_bitmap, serialize_bitmap
+from dvengine.dv.bitmap import MAGIC, bitmap_from_row_indexes, deserialize_bitmap, outside, serialize_bitmap
 from dvengine.dv.descriptor import (
     absolute_dv_path,
     dv_file_relative_path,
@@ -31,6 +31,7 @@ __all__ = [
     "inline_descriptor_from_serialized",
     "load_deletion_vector",
     "new_dv_file_id",
+    "outside",
     "read_dv_from_file_bytes",
     "serialize_bitmap",
     "write_dv_file",

@@ -90,3 +90,23 @@ def bitmap_from_row_indexes(row_indexes: npt.ArrayLike) -> BitMap64:
     packed = array("Q")
     packed.frombytes(np.ascontiguousarray(values, dtype=np.uint64).tobytes())
     return BitMap64(packed)
+
+
+def outside(row_indexes: npt.NDArray[np.int64], deleted: BitMap64) -> npt.NDArray[np.bool_]:
+    """A mask over ``row_indexes`` (any order, repeats allowed): True where the row is not in
+    ``deleted``.
+
+    Why not ``np.isin(rows, deleted.to_array())``: that turns the whole DV into an array and sorts
+    it on every call, so a MERGE that matches 50 rows of a file whose DV holds 40,000 paid for
+    the 40,000 each round, and the cost grew with the DV over a stream of upserts (issue 22's
+    drift; spec_notes/auto-compaction.md). When the rows are few, intersect them with the DV
+    (bitmap work, no sort of the DV) and test against that intersection instead.
+    """
+    if not len(deleted) or not len(row_indexes):
+        return np.ones(len(row_indexes), dtype=bool)
+    if len(row_indexes) * 8 >= len(deleted):
+        return ~np.isin(row_indexes, np.asarray(deleted.to_array(), dtype=np.int64))
+    hits = deleted & bitmap_from_row_indexes(row_indexes)
+    if not len(hits):
+        return np.ones(len(row_indexes), dtype=bool)
+    return ~np.isin(row_indexes, np.asarray(hits.to_array(), dtype=np.int64))

@@ -31,7 +31,13 @@ from dvengine.commands.change_data import DELETE, UPDATE_POSTIMAGE, UPDATE_PREIM
 from dvengine.commands.context import DmlContext
 from dvengine.commands.retirement import FileRetirement, RowRetirement, build_retirement
 from dvengine.commands.written import WrittenRows
-from dvengine.dv import absolute_dv_path, bitmap_from_row_indexes, encode_deletion_vectors, load_deletion_vector
+from dvengine.dv import (
+    absolute_dv_path,
+    bitmap_from_row_indexes,
+    encode_deletion_vectors,
+    load_deletion_vector,
+    outside,
+)
 from dvengine.engine.local.change_data import tag, write_change_rows
 from dvengine.engine.local.column_cache import cached_columns
 from dvengine.engine.local.constraints import check_constraints
@@ -145,8 +151,7 @@ def match_file(snapshot: Snapshot, add: AddFile, predicate: BoundPredicate | Non
     else:
         positions = matching_positions(table, predicate)
     if len(previously) and len(positions):
-        dead = np.asarray(previously.to_array(), dtype=np.int64)
-        positions = positions[~np.isin(positions, dead, assume_unique=True)]
+        positions = positions[outside(positions, previously)]
     rows = table.take(pa.array(positions)) if all_columns else None
     return FileMatch(add, physical, previously, positions, rows)
 

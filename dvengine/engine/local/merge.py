@@ -43,6 +43,7 @@ from dvengine.commands.merge_metrics import merge_metrics
 from dvengine.commands.replan import PlanAttempt, run_replanning
 from dvengine.commands.retirement import RowRetirement
 from dvengine.commands.write import record_marks
+from dvengine.dv import outside
 from dvengine.engine.local.change_data import MergeChanges, write_change_rows
 from dvengine.engine.local.executor import FileMatch, LocalExecutor, keep_row_ids, project
 from dvengine.errors import (
@@ -490,7 +491,7 @@ def _join_pairs(matches: Sequence[FileMatch], src: pa.Table, job: TargetJob) -> 
         local = positions[lo:hi] - offsets[file_id]
         rows = m.matched[local]
         if _carries_dead(m):
-            live = ~np.isin(rows, np.asarray(m.previously_deleted.to_array(), dtype=np.int64))
+            live = outside(rows, m.previously_deleted)
             keep[lo:hi] = live
             local, rows = local[live], rows[live]
         assert m.rows is not None
