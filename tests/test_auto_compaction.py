@@ -361,12 +361,14 @@ def test_concurrent_reader_sees_only_committed_models(tmp_path: Path) -> None:
         assert rows == models[v], f"version {v}"
 
 
-def test_tiny_file_trigger_is_dvengines_default_and_yields_to_deltas_setting(
+def test_tiny_file_trigger_is_opt_in_and_independent_of_deltas_setting(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Off by default (it lost over 10,000 soak rounds); on with minNumTinyFiles; Delta's
+    minNumFiles then still counts as Delta's."""
     monkeypatch.delenv(env_key(ac.CONF_MIN_NUM_FILES))  # Delta's minNumFiles unset: default 50
     s = ac.AutoCompactSettings.from_conf({}.get)
-    assert (s.min_num_files, s.min_num_tiny_files, s.tiny_file_size) == (50, 10, 1024 * 1024)
+    assert (s.min_num_files, s.min_num_tiny_files, s.tiny_file_size) == (50, 0, 1024 * 1024)
     assert ac.AutoCompactSettings.from_conf({ac.CONF_MIN_NUM_FILES: "50"}.get).min_num_tiny_files == 0
     both = {ac.CONF_MIN_NUM_FILES: "50", ac.CONF_MIN_NUM_TINY_FILES: "4"}
     assert ac.AutoCompactSettings.from_conf(both.get).min_num_tiny_files == 4
@@ -378,6 +380,13 @@ def test_tiny_file_trigger_is_dvengines_default_and_yields_to_deltas_setting(
     dvengine.write(_rows(list(range(100, 5_100)), "base"), root, configuration=ON)
     model = {i: "base" for i in range(100, 5_100)}
     monkeypatch.setenv(env_key(ac.CONF_TINY_FILE_SIZE), str(load_snapshot(root).files[0].size - 1))
+    # default (off): 10 tiny files stay as they are
+    off = str(tmp_path / "off")
+    dvengine.write(_rows(list(range(100, 5_100)), "base"), off, configuration=ON)
+    for i in range(10):
+        dvengine.write(_rows([i], "a"), off, mode="append")
+    assert len(load_snapshot(off).files) == 11 and not _is_auto(_last_op(off)[0])
+    monkeypatch.setenv(env_key(ac.CONF_MIN_NUM_TINY_FILES), "10")
     for i in range(9):  # the base is not tiny: 9 appends make 9 tiny files, 10 in all is the 10th
         dvengine.write(_rows([i], "a"), root, mode="append")
         model[i] = "a"
@@ -390,7 +399,8 @@ def test_tiny_file_trigger_is_dvengines_default_and_yields_to_deltas_setting(
     assert len(removed) >= 6 and all(f.num_records == 1 for f in load_snapshot(root, 10).files if f.path in removed)
     assert len(load_snapshot(root).files) < 10
     assert _read(root) == rows_delta_rs(root, COLS) == rows_duckdb(root, COLS) == _model_rows(model)
-    # Delta's own threshold set: only it counts (the tiny files stay until 50 small ones)
+    # Delta's own threshold set, the tiny trigger not: only Delta's counts (tiny files stay until 50)
+    monkeypatch.delenv(env_key(ac.CONF_MIN_NUM_TINY_FILES))
     other = str(tmp_path / "delta")
     monkeypatch.setenv(env_key(ac.CONF_MIN_NUM_FILES), "50")
     dvengine.write(_rows([0], "a"), other, configuration=ON)

@@ -68,17 +68,19 @@ DEFAULT_MAX_FILE_SIZE = 128 * 1024 * 1024
 # fired, lower values rewrote large files more often.
 CONF_TIER_FRACTION = "dvengine.autoCompact.tierFraction"
 TIER_FRACTION = 0.5
-# dvengine's own second trigger, for tiny files: a partition with ``minNumTinyFiles`` files under
-# ``tinyFileSize`` has those compacted (size-tiered) even before Delta's ``minNumFiles`` small files
-# pile up. A reader pays ~0.1-0.3 ms per file whatever its size, so a stream's 100-row files (3 KB)
-# cost a full read more than their rows: up to 49 of them made the soak's end table read 1.3-1.5x a
-# fresh table. Compacting ten 3 KB files rewrites ~30 KB. Applies only while Delta's minNumFiles is
-# not set (a user who sets Delta's threshold gets Delta's behaviour) or when set itself; 0 turns it
-# off. Numbers and the choice: spec_notes/auto-compaction.md ("Tiny files").
+# dvengine's own second trigger, for tiny files, OFF unless ``minNumTinyFiles`` is set (e.g. 10): a
+# partition with ``minNumTinyFiles`` files under ``tinyFileSize`` has those compacted (size-tiered)
+# even before Delta's ``minNumFiles`` small files pile up. A reader pays ~0.1-0.3 ms per file
+# whatever its size, so up to 49 tiny files made the soak's end table read 1.3-1.5x a fresh one
+# over 2,000 rounds; but over 10,000 rounds the trigger cost more than it saved: 1,834 compaction
+# rounds instead of 226, p50 41 vs 26 ms, total 514 vs 327 s, read 1.79x vs 1.37x, 2.9 vs 1.6 GB
+# written (same code, one setting apart; results/soak/merged-46f3963-10000 and
+# tiny-off-46f3963-10000). So Delta's thresholds alone are the default; 0 turns it off; setting
+# Delta's minNumFiles leaves it off unless set too. spec_notes/auto-compaction.md ("Tiny files").
 CONF_TINY_FILE_SIZE = "dvengine.autoCompact.tinyFileSize"
 CONF_MIN_NUM_TINY_FILES = "dvengine.autoCompact.minNumTinyFiles"
 DEFAULT_TINY_FILE_SIZE = 1024 * 1024
-DEFAULT_MIN_NUM_TINY_FILES = 10
+DEFAULT_MIN_NUM_TINY_FILES = 0  # off; see above
 
 
 def _flag(key: str, raw: str) -> bool:
@@ -115,8 +117,6 @@ class AutoCompactSettings:
     @classmethod
     def from_conf(cls, conf: ConfLookup) -> AutoCompactSettings:
         max_size = int(conf_number(conf, CONF_MAX_FILE_SIZE, DEFAULT_MAX_FILE_SIZE, int))
-        delta_count_set = conf(CONF_MIN_NUM_FILES) not in (None, "")
-        tiny_default = 0 if delta_count_set else DEFAULT_MIN_NUM_TINY_FILES
         settings = cls(
             min_num_files=int(conf_number(conf, CONF_MIN_NUM_FILES, DEFAULT_MIN_NUM_FILES, int)),
             max_file_size=max_size,
@@ -124,7 +124,7 @@ class AutoCompactSettings:
             max_deleted_rows_ratio=max_deleted_rows_ratio(conf),
             tier_fraction=float(conf_number(conf, CONF_TIER_FRACTION, TIER_FRACTION, float)),
             tiny_file_size=int(conf_number(conf, CONF_TINY_FILE_SIZE, DEFAULT_TINY_FILE_SIZE, int)),
-            min_num_tiny_files=int(conf_number(conf, CONF_MIN_NUM_TINY_FILES, tiny_default, int)),
+            min_num_tiny_files=int(conf_number(conf, CONF_MIN_NUM_TINY_FILES, DEFAULT_MIN_NUM_TINY_FILES, int)),
         )
         if settings.min_num_files < 1:
             raise InvalidArgumentError(f"{CONF_MIN_NUM_FILES} must be at least 1, got {settings.min_num_files}")
