@@ -257,10 +257,14 @@ class CallTranslator(StringCalls):
         return call("coalesce", self.boolean(node), pc.scalar(False))  # NULL selects the ELSE branch
 
     def if_(self, node: exp.Expr) -> Val:
-        cond = self._condition(node.this)
+        return self._choose(node, self._condition(node.this), "IF")
+
+    def _choose(self, node: exp.Expr, cond: Any, name: str) -> Val:
+        """``node``'s ``true`` value where ``cond`` holds, else its ``false`` value (NULL when absent);
+        each branch evaluated only on its own rows (``_branch``), as IF and nvl2 do."""
         yes = self._branch(cond, node.args["true"])
         no = self._branch(call("invert", cond), node.args["false"]) if node.args.get("false") is not None else self._typed_literal(node, None)
-        target = common_type([yes, no], "IF")
+        target = common_type([yes, no], name)
         if target is None:
             return no
         return Val(call("if_else", cond, coerce(yes, target), coerce(no, target)), target)
@@ -296,13 +300,7 @@ class CallTranslator(StringCalls):
         return Val(call("coalesce", *[coerce(v, target) for v in values]), target)
 
     def nvl2(self, node: exp.Expr) -> Val:
-        present = call("is_valid", self._typed(node.this).expr)
-        yes = self._branch(present, node.args["true"])
-        no = self._branch(call("invert", present), node.args["false"]) if node.args.get("false") is not None else self._typed_literal(node, None)
-        target = common_type([yes, no], "nvl2")
-        if target is None:
-            return no
-        return Val(call("if_else", present, coerce(yes, target), coerce(no, target)), target)
+        return self._choose(node, call("is_valid", self._typed(node.this).expr), "nvl2")
 
     def nullif(self, node: exp.Expr) -> Val:
         a = self._typed(node.this)
