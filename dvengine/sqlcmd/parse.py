@@ -26,6 +26,7 @@ from dvengine.sqlcmd.alter_parse import (
 )
 from dvengine.sqlcmd.create_parse import is_delta_create, parse_create
 from dvengine.sqlcmd.dml_parse import DIALECT, parse_delete, parse_merge, parse_update
+from dvengine.sqlcmd.insert_parse import parse_insert
 from dvengine.sqlcmd.statements import PassThrough, Statement
 from dvengine.sqlcmd.tokens import (
     parse_detail,
@@ -95,6 +96,8 @@ def parse_statement(text: str) -> Statement:
         if not isinstance(node, exp.Merge):
             raise SqlParseError(f"MERGE: cannot parse {text!r}")
         return parse_merge(node)
+    if first == "INSERT":
+        return _insert(text)
     if first == "ALTER" and is_alter_properties(text):
         return parse_alter_properties(text)
     if first == "ALTER" and is_alter_constraint(text):
@@ -104,8 +107,30 @@ def parse_statement(text: str) -> Statement:
     if first == "CREATE" and _uses_delta(text):
         node = _parse_one(text, "CREATE TABLE ... USING delta")
         if isinstance(node, exp.Create) and is_delta_create(node):
-            return parse_create(node)
+            return parse_create(node, text)
     return PassThrough(text)
+
+
+def _insert(text: str) -> Statement:
+    """An INSERT into a table is dvengine's (the runner hands names it does not know to Spark); one
+    sqlglot cannot parse is Spark's, unless it names ``delta.`path```, which only dvengine reads."""
+    if _names_delta_path(text):
+        node = _parse_one(text, "INSERT")
+    else:
+        try:
+            node = sqlglot.parse_one(text, dialect=DIALECT)
+        except ParseError:
+            return PassThrough(text)
+    parsed = parse_insert(node, text) if isinstance(node, exp.Insert) else None
+    return PassThrough(text) if parsed is None else parsed
+
+
+def _names_delta_path(text: str) -> bool:
+    tokens = tokenize(text)
+    return any(
+        a.text.lower() == "delta" and b.token_type == TokenType.DOT and c.token_type == TokenType.IDENTIFIER
+        for a, b, c in zip(tokens, tokens[1:], tokens[2:], strict=False)
+    )
 
 
 def _uses_delta(text: str) -> bool:
