@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from dvengine.errors import SqlParseError, UnsupportedFeatureError
+from dvengine.errors import InvalidArgumentError, SqlParseError, UnsupportedFeatureError
 from dvengine.sqlcmd.column_text import ColumnTexts, column_texts
 from dvengine.sqlcmd.dml_parse import DIALECT, table_ref
 from dvengine.sqlcmd.statements import ColumnDefinition, CreateTableStatement, IdentityDefinition
@@ -44,10 +44,13 @@ def _identity(what: exp.GeneratedAsIdentityColumnConstraint, column: str) -> Ide
             raise UnsupportedFeatureError(
                 f"CREATE TABLE: column {column!r}: IDENTITY option {key.upper()} is not part of Delta's identity columns"
             )
-    return IdentityDefinition(
-        bool(what.args.get("this")), _integer(what.args.get("start"), column, "START WITH", 1),
-        _integer(what.args.get("increment"), column, "INCREMENT BY", 1),
-    )
+    step = _integer(what.args.get("increment"), column, "INCREMENT BY", 1)
+    if step == 0:
+        raise InvalidArgumentError(
+            f"CREATE TABLE: column {column!r}: IDENTITY INCREMENT BY must be non-zero (Delta's "
+            "DELTA_IDENTITY_COLUMNS_ILLEGAL_STEP)"
+        )
+    return IdentityDefinition(bool(what.args.get("this")), _integer(what.args.get("start"), column, "START WITH", 1), step)
 
 
 def _column(col: exp.ColumnDef, texts: ColumnTexts | None) -> ColumnDefinition:

@@ -43,6 +43,9 @@ def parse_insert(node: exp.Insert, text: str) -> InsertStatement | None:
         target = target.this
     if not isinstance(target, exp.Table):
         return None
+    if target.args.get("partition"):  # sqlglot hangs the PARTITION spec on the table
+        raise UnsupportedFeatureError(f"INSERT: PARTITION (...) is not supported by dvengine; list the columns "
+                                      f"instead (INSERT INTO t (cols) VALUES ...): {text!r}")
     for key, what in (("partition", "PARTITION (...)"), ("exists", "IF NOT EXISTS"), ("ignore", "IGNORE"),
                       ("alternative", "OR ..."), ("conflict", "ON CONFLICT"), ("returning", "RETURNING")):
         if node.args.get(key):

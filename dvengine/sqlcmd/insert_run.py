@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 from pyarrow import acero
+from sqlglot import exp
 
 from dvengine.commands.options import no_conf
 from dvengine.commands.write_options import resolve_write_options
@@ -116,6 +117,12 @@ def resolve_default_keyword(
     return [fields[j] for j in kept], cells
 
 
+def _is_literal(node: exp.Expr) -> bool:
+    while isinstance(node, (exp.Neg, exp.Paren)):
+        node = node.this
+    return isinstance(node, (exp.Literal, exp.Boolean, exp.Null))
+
+
 def _cell_expression(text: str, f: StructField, label: str) -> pa.compute.Expression:
     try:
         bound = parse_value_expression(text, _NO_COLUMNS)
@@ -124,6 +131,12 @@ def _cell_expression(text: str, f: StructField, label: str) -> pa.compute.Expres
     try:
         return to_pyarrow_value(bound, f.type)
     except InvalidPredicateError as exc:
+        if _is_literal(bound.tree):  # a constant the column's type cannot hold: no engine would write it
+            raise SchemaMismatchError(
+                f"INSERT into {label}: VALUES {text} cannot be written to column {f.name!r} of type "
+                f"{f.type.simple_string()} (Spark's INCOMPATIBLE_DATA_FOR_TABLE / CAST_OVERFLOW_IN_TABLE_INSERT); "
+                "nothing was written"
+            ) from exc
         raise NotLocallyEvaluableError(
             f"INSERT into {label}: VALUES for column {f.name!r} ({text}) cannot be evaluated without Spark ({exc})"
         ) from exc
