@@ -30,6 +30,7 @@ from dvengine.errors import (
     SchemaMismatchError,
     SchemaViolationError,
     SqlParseError,
+    TableNotFoundError,
     UnresolvedColumnError,
     UnsupportedFeatureError,
 )
@@ -160,6 +161,10 @@ def test_create_or_replace_keeps_the_table_id_and_drops_the_rows(tmp_path: Path)
     assert next(a["metaData"]["id"] for a in commit if "metaData" in a) == table_id
     dvengine.sql(None, f"INSERT INTO delta.`{root}` (v) VALUES ('c')")
     _readers(root, ["id", "v"], [(100, "c")])
+    dvengine.sql(None, f"REPLACE TABLE delta.`{root}` (v STRING, w INT) USING delta")  # REPLACE: the table must exist
+    assert _log(root, 4)["metaData"]["schema"]["fields"][1]["name"] == "w" and rows_delta_rs(root, ["v", "w"]) == []
+    with pytest.raises(TableNotFoundError):
+        dvengine.sql(None, f"REPLACE TABLE delta.`{tmp_path / 'none'}` (v STRING) USING delta")
 
 
 # --- INSERT without Spark ---------------------------------------------------------------------------
@@ -261,17 +266,19 @@ def test_spark_insert_values_select_and_overwrite(spark: Any, tmp_path: Path) ->
     dvengine.write(spark.createDataFrame([("2024-02-01 10:00:00", "s1"), ("2024-02-02 11:00:00", "s2")], "t string, w string")
                    .selectExpr("CAST(t AS TIMESTAMP) AS t", "w"), str(source), mode="overwrite", spark=spark)
     dvengine.sql(spark, f"INSERT INTO delta.`{root}` (ts, v) SELECT t, upper(w) FROM delta.`{source}` WHERE w = 's2'")
-    _readers(root, ["d", "v"], [(dt.date(2024, 1, 2), "a"), (dt.date(2024, 1, 3), "x"), (dt.date(2024, 2, 2), "S2")])
+    dvengine.sql(spark, f"INSERT INTO delta.`{root}` BY NAME SELECT 'n' AS V, t AS ts FROM delta.`{source}` WHERE w = 's1'")
+    _readers(root, ["d", "v"], [(dt.date(2024, 1, 2), "a"), (dt.date(2024, 1, 3), "x"), (dt.date(2024, 2, 2), "S2"),
+                                (dt.date(2024, 2, 1), "n")])
     ids = [r[0] for r in rows_delta_rs(root, ["id"])]
     # Spark's writer assigns identity values per task: unique and on the START/STEP grid, not dense
-    assert len(set(ids)) == 3 and all(i >= 10 and (i - 10) % 5 == 0 for i in ids)
+    assert len(set(ids)) == 4 and all(i >= 10 and (i - 10) % 5 == 0 for i in ids)
     dvengine.sql(spark, f"INSERT OVERWRITE delta.`{root}` (ts) SELECT t FROM delta.`{source}` WHERE w = 's1'")
     _readers(root, ["d", "v"], [(dt.date(2024, 2, 1), "x")])
     (last,) = [r[0] for r in rows_delta_rs(root, ["id"])]
     assert last > max(ids) and (last - 10) % 5 == 0  # beyond the high-water mark, never reused
     with pytest.raises(SchemaMismatchError, match="not enough data columns"):
         dvengine.sql(spark, f"INSERT INTO delta.`{root}` SELECT t FROM delta.`{source}`")
-    assert latest_version(str(root)) == 3
+    assert latest_version(str(root)) == 4
     spark.sql("CREATE OR REPLACE TEMP VIEW plain_view AS SELECT 1 AS a")
     spark.sql("DROP TABLE IF EXISTS plain_parquet")
     dvengine.sql(spark, "CREATE TABLE plain_parquet (a INT) USING parquet")

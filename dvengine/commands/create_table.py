@@ -15,6 +15,10 @@ Everything that can reject the statement (types, names, partitioning, properties
 before the commit, and nothing but the commit file is written, so a failure leaves the folder as
 it was. New tables get deletion vectors on, like every table dvengine creates.
 
+``delta.feature.<name>`` properties add that feature to the protocol and are not kept in the
+configuration, as Delta does (:mod:`dvengine.protocol.feature_properties`); a column with a
+``CURRENT_DEFAULT`` needs ``allowColumnDefaults`` (:func:`dvengine.writing.defaults.check_default_definitions`).
+
 ``clustering_columns`` (``clusterBy``) makes a liquid-clustered table: the ``clustering`` and
 ``domainMetadata`` writer features and the ``delta.clustering`` domain in the same commit
 (:mod:`dvengine.maintenance.clustering`). REPLACE of a clustered table without clustering columns

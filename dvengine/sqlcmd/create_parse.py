@@ -1,4 +1,5 @@
-"""``CREATE [OR REPLACE] TABLE [IF NOT EXISTS] t (cols) USING delta ...`` from sqlglot's Spark AST.
+"""``CREATE [OR REPLACE] TABLE [IF NOT EXISTS] t (cols) USING delta ...`` (and ``REPLACE TABLE``) from
+sqlglot's Spark AST.
 
 Only what the create builder can express is accepted: columns (type, NOT NULL, COMMENT,
 ``GENERATED ALWAYS AS (expr)``, ``GENERATED {ALWAYS | BY DEFAULT} AS IDENTITY [(START WITH n

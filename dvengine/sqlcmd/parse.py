@@ -8,6 +8,7 @@ exactly as written.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 import sqlglot
@@ -108,6 +109,12 @@ def parse_statement(text: str) -> Statement:
         node = _parse_one(text, "CREATE TABLE ... USING delta")
         if isinstance(node, exp.Create) and is_delta_create(node):
             return parse_create(node, text)
+    if first == "REPLACE" and second == "TABLE" and _uses_delta(text):
+        # sqlglot has no REPLACE TABLE; it is CREATE OR REPLACE's grammar for a table that must exist
+        as_create = "CREATE OR " + text
+        node = _parse_one(as_create, "REPLACE TABLE ... USING delta")
+        if isinstance(node, exp.Create) and is_delta_create(node):
+            return dataclasses.replace(parse_create(node, as_create), or_replace=False, replace_only=True)
     return PassThrough(text)
 
 

@@ -125,6 +125,7 @@ class CreateTableStatement:
     comment: str | None = None
     cluster_by: tuple[str, ...] = ()  # CLUSTER BY (liquid clustering) columns
     or_replace: bool = False  # CREATE OR REPLACE TABLE
+    replace_only: bool = False  # REPLACE TABLE (the table must exist)
 
 
 @dataclass(frozen=True)

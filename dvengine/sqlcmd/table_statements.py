@@ -100,7 +100,9 @@ def _add_column(builder: DeltaTableBuilder, column: ColumnDefinition) -> DeltaTa
 
 
 def create_table(spark: SparkSession | None, stmt: CreateTableStatement) -> DeltaTable:
-    if stmt.or_replace:
+    if stmt.replace_only:
+        builder = DeltaTable.replace(spark)
+    elif stmt.or_replace:
         builder = DeltaTable.createOrReplace(spark)
     else:
         builder = DeltaTable.createIfNotExists(spark) if stmt.if_not_exists else DeltaTable.create(spark)
