@@ -5,7 +5,7 @@ Delta stores both expressions as SQL text in the field metadata (``delta.generat
 tree cannot give that text back: re-printing changes meaning-preserving details that other
 engines may still read differently (it turns Spark's ``CAST(ts AS DATE)`` into ``TRY_CAST``, the
 non-ANSI reading). So the column list is cut from the original text by token: top-level commas
-split the columns, and each clause's text runs from its keyword to the end of its parentheses
+(outside a nested type's ``<...>``) split the columns, and each clause's text runs from its keyword to the end of its parentheses
 (GENERATED) or to the next column clause keyword at the same depth (DEFAULT).
 """
 
@@ -20,6 +20,7 @@ from dvengine.sqlcmd.tokens import tokenize
 
 # Words that start the clause after a DEFAULT expression (Spark's colDefinitionOption).
 _CLAUSE_WORDS = ("COMMENT", "GENERATED", "CONSTRAINT", "DEFAULT")
+_NESTED_TYPES = ("STRUCT", "ARRAY", "MAP")
 
 
 @dataclass(frozen=True)
@@ -35,7 +36,8 @@ def _segments(tokens: list[Token], text: str) -> list[list[Token]]:
     if start is None:
         return []
     items: list[list[Token]] = [[]]
-    depth = 0
+    depth = angles = 0  # angles: open ``<`` of STRUCT<...> / ARRAY<...> / MAP<...> in a column type
+    previous = ""
     for token in tokens[start + 1:]:
         if token.token_type == TokenType.L_PAREN:
             depth += 1
@@ -43,9 +45,15 @@ def _segments(tokens: list[Token], text: str) -> list[list[Token]]:
             if depth == 0:
                 return [i for i in items if i]
             depth -= 1
-        elif token.token_type == TokenType.COMMA and depth == 0:
+        elif token.token_type == TokenType.LT and previous in _NESTED_TYPES:
+            angles += 1
+        elif token.token_type == TokenType.GT and angles:
+            angles -= 1
+        elif token.token_type == TokenType.COMMA and depth == 0 and angles == 0:
             items.append([])
+            previous = ""
             continue
+        previous = token.text.upper()
         items[-1].append(token)
     raise SqlParseError(f"CREATE TABLE: unbalanced parentheses in the column list of {text!r}")
 
@@ -94,3 +102,29 @@ def column_texts(text: str) -> list[ColumnTexts]:
     """Per column of ``CREATE TABLE ... (cols)``, in order: its generation and default texts."""
     tokens = tokenize(text)
     return [_column(item, text) for item in _segments(tokens, text)]
+
+
+def identity_options_in_order(text: str) -> str:
+    """``text`` with every ``IDENTITY (INCREMENT BY m START WITH n)`` written ``(START WITH n INCREMENT BY m)``.
+
+    Spark's grammar takes the two options in either order; sqlglot only START first. Only those
+    tokens are moved (the rest of the text, strings included, stays as written)."""
+    tokens = tokenize(text)
+    spans: list[tuple[int, int, str]] = []
+    for i, token in enumerate(tokens[:-1]):
+        if _word(token) != "IDENTITY" or tokens[i + 1].token_type != TokenType.L_PAREN:
+            continue
+        close = next((j for j in range(i + 2, len(tokens)) if tokens[j].token_type == TokenType.R_PAREN), None)
+        inner = tokens[i + 2:close] if close is not None else []
+        words = [_word(t) for t in inner]
+        if words[:2] != ["INCREMENT", "BY"] or "START" not in words:
+            continue
+        start = words.index("START")
+        if words[start + 1:start + 2] != ["WITH"]:
+            continue
+        step_text = text[inner[2].start:inner[start - 1].end + 1]
+        start_text = text[inner[start + 2].start:inner[-1].end + 1] if start + 2 < len(inner) else ""
+        spans.append((inner[0].start, inner[-1].end + 1, f"START WITH {start_text} INCREMENT BY {step_text}"))
+    for begin, end, replacement in reversed(spans):
+        text = text[:begin] + replacement + text[end:]
+    return text

@@ -25,6 +25,7 @@ from dvengine.sqlcmd.alter_parse import (
     parse_alter_constraint,
     parse_alter_properties,
 )
+from dvengine.sqlcmd.column_text import identity_options_in_order
 from dvengine.sqlcmd.create_parse import is_delta_create, parse_create
 from dvengine.sqlcmd.dml_parse import DIALECT, parse_delete, parse_merge, parse_update
 from dvengine.sqlcmd.insert_parse import parse_insert
@@ -106,12 +107,13 @@ def parse_statement(text: str) -> Statement:
     if first == "ALTER" and is_alter_column_type(text):
         return parse_alter_column_type(text)
     if first == "CREATE" and _uses_delta(text):
+        text = identity_options_in_order(text)
         node = _parse_one(text, "CREATE TABLE ... USING delta")
         if isinstance(node, exp.Create) and is_delta_create(node):
             return parse_create(node, text)
     if first == "REPLACE" and second == "TABLE" and _uses_delta(text):
         # sqlglot has no REPLACE TABLE; it is CREATE OR REPLACE's grammar for a table that must exist
-        as_create = "CREATE OR " + text
+        as_create = identity_options_in_order("CREATE OR " + text)
         node = _parse_one(as_create, "REPLACE TABLE ... USING delta")
         if isinstance(node, exp.Create) and is_delta_create(node):
             return dataclasses.replace(parse_create(node, as_create), or_replace=False, replace_only=True)
