@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 from dvengine.api.table import DeltaTable
 from dvengine.api.table_builder import DeltaTableBuilder, IdentityGenerator
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
 
 __version__ = "0.1.0"
@@ -100,17 +101,28 @@ def register(spark: SparkSession) -> None:
     register_format(spark)
 
 
-def sql(spark: SparkSession | None, text: str) -> DataFrame:
+@overload
+def sql(spark: SparkSession, text: str) -> DataFrame: ...
+
+
+@overload
+def sql(spark: None, text: str) -> DataFrame | pa.Table: ...
+
+
+def sql(spark: SparkSession | None, text: str) -> DataFrame | pa.Table:
     """Run SQL text (one statement, or several separated by ``;``, all parsed before any runs).
 
     Delta's DML and utility statements run on dvengine, through the same DeltaTable calls as the
     DataFrame API; anything else runs on ``spark.sql``. Returns the last statement's result, a
     Spark DataFrame shaped as Delta's SQL returns it (metrics, history rows, ...). ``spark`` None:
-    dvengine's default local session.
+    when every statement is CREATE TABLE or INSERT ... VALUES they run in-process, no JVM, and an
+    empty pyarrow Table is returned; otherwise dvengine's default local session runs them.
     """
     from dvengine.sqlcmd import run_sql
 
-    return run_sql(spark, text)
+    if spark is not None:
+        return run_sql(spark, text)
+    return run_sql(None, text)
 
 
 __all__ = [

@@ -15,6 +15,10 @@ Everything that can reject the statement (types, names, partitioning, properties
 before the commit, and nothing but the commit file is written, so a failure leaves the folder as
 it was. New tables get deletion vectors on, like every table dvengine creates.
 
+``delta.feature.<name>`` properties add that feature to the protocol and are not kept in the
+configuration, as Delta does (:mod:`dvengine.protocol.feature_properties`); a column with a
+``CURRENT_DEFAULT`` needs ``allowColumnDefaults`` (:func:`dvengine.writing.defaults.check_default_definitions`).
+
 ``clustering_columns`` (``clusterBy``) makes a liquid-clustered table: the ``clustering`` and
 ``domainMetadata`` writer features and the ``delta.clustering`` domain in the same commit
 (:mod:`dvengine.maintenance.clustering`). REPLACE of a clustered table without clustering columns
@@ -36,10 +40,12 @@ from dvengine.errors import InvalidArgumentError, TableAlreadyExistsError, Table
 from dvengine.log import Snapshot, load_snapshot, table_exists
 from dvengine.maintenance import clustering
 from dvengine.protocol.actions import DomainMetadata, Metadata, Protocol
+from dvengine.protocol.feature_properties import split_feature_properties, with_features
 from dvengine.protocol.features import check_writable, reader_features, writer_features
 from dvengine.protocol.mapping_modes import max_column_id
 from dvengine.protocol.schema import StructType
 from dvengine.storage import is_object_uri, storage_for
+from dvengine.writing.defaults import ALLOW_COLUMN_DEFAULTS, check_default_definitions
 from dvengine.writing.generated import check_generation_expressions
 from dvengine.writing.identity import check_identity_definitions
 from dvengine.writing.schema_checks import (
@@ -110,21 +116,24 @@ def _operation_parameters(definition: TableDefinition, configuration: Mapping[st
 
 def _check_definition(
     definition: TableDefinition, old: Snapshot | None
-) -> tuple[TableDefinition, tuple[str, ...], dict[str, str]]:
+) -> tuple[TableDefinition, tuple[str, ...], dict[str, str], tuple[str, ...]]:
     """The definition as committed (under column mapping its schema carries ids and physical
-    names, counting on from a replaced table's ``maxColumnId``), its partitioning and properties."""
+    names, counting on from a replaced table's ``maxColumnId``), its partitioning, properties and
+    the features its ``delta.feature.*`` properties ask for (removed from the properties, as Delta
+    does: :mod:`dvengine.protocol.feature_properties`)."""
     if not definition.schema.fields:
         raise InvalidArgumentError(f"table {definition.label} needs at least one column (addColumn / addColumns)")
     check_distinct_column_names(definition.schema)
     check_generation_expressions(definition.schema)
     check_identity_definitions(definition.schema)
     partitions = resolve_partition_columns(definition.schema, definition.partition_columns)
-    configuration = {**DEFAULT_NEW_TABLE_CONFIGURATION, **dict(definition.properties)}
+    features, properties = split_feature_properties(definition.properties)
+    configuration = {**DEFAULT_NEW_TABLE_CONFIGURATION, **properties}
     check_new_table_configuration(configuration)
     previous_max = 0 if old is None else max_column_id(old.configuration)
     schema, configuration = new_table_column_mapping(definition.schema, configuration, previous_max)
     configuration = new_table_configuration(schema, configuration)
-    return dataclasses.replace(definition, schema=schema), partitions, configuration
+    return dataclasses.replace(definition, schema=schema), partitions, configuration, features
 
 
 def _clustering_actions(definition: TableDefinition, configuration: dict[str, str], old: Snapshot | None) -> list[DomainMetadata]:
@@ -183,11 +192,15 @@ def create_table(definition: TableDefinition, mode: str) -> CreateResult:
     if not exists:
         _check_empty_location(root, definition.label)
     snapshot = load_snapshot(root) if exists else None
-    definition, partitions, configuration = _check_definition(definition, snapshot)
+    definition, partitions, configuration, features = _check_definition(definition, snapshot)
     now = int(time.time() * 1000)
     schema_string = definition.schema.to_json_string()
     params = _operation_parameters(definition, configuration)
-    wanted_protocol = new_table_protocol(definition.schema, configuration)
+    wanted_protocol = with_features(new_table_protocol(definition.schema, configuration), features)
+    old_writers = frozenset() if snapshot is None else writer_features(snapshot.protocol)
+    check_default_definitions(
+        definition.schema, ALLOW_COLUMN_DEFAULTS in writer_features(wanted_protocol) | old_writers, definition.label
+    )
     if snapshot is None:
         metadata = Metadata(
             id=str(uuid.uuid4()), schema_string=schema_string, partition_columns=partitions,

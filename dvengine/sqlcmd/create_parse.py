@@ -1,18 +1,23 @@
-"""``CREATE TABLE [IF NOT EXISTS] t (cols) USING delta ...`` from sqlglot's Spark AST.
+"""``CREATE [OR REPLACE] TABLE [IF NOT EXISTS] t (cols) USING delta ...`` (and ``REPLACE TABLE``) from
+sqlglot's Spark AST.
 
-Only what the create builder can express is accepted: columns (type, NOT NULL, COMMENT),
-PARTITIONED BY, CLUSTER BY, LOCATION, TBLPROPERTIES and the table COMMENT. Anything else Delta would act on
-(CREATE ... AS SELECT, generated columns, OR REPLACE) is refused with
-UnsupportedFeatureError naming it, rather than creating a table that lacks it.
+Only what the create builder can express is accepted: columns (type, NOT NULL, COMMENT,
+``GENERATED ALWAYS AS (expr)``, ``GENERATED {ALWAYS | BY DEFAULT} AS IDENTITY [(START WITH n
+INCREMENT BY m)]``, ``DEFAULT expr``), PARTITIONED BY, CLUSTER BY, LOCATION, TBLPROPERTIES and the
+table COMMENT. Generation and default expressions are kept as written (:mod:`dvengine.sqlcmd.column_text`),
+as Delta stores them. Anything else Delta would act on (CREATE ... AS SELECT, a column CHECK,
+PRIMARY KEY) is refused with UnsupportedFeatureError naming it, rather than creating a table that
+lacks it.
 """
 
 from __future__ import annotations
 
 from sqlglot import exp
 
-from dvengine.errors import SqlParseError, UnsupportedFeatureError
+from dvengine.errors import InvalidArgumentError, SqlParseError, UnsupportedFeatureError
+from dvengine.sqlcmd.column_text import ColumnTexts, column_texts
 from dvengine.sqlcmd.dml_parse import DIALECT, table_ref
-from dvengine.sqlcmd.statements import ColumnDefinition, CreateTableStatement
+from dvengine.sqlcmd.statements import ColumnDefinition, CreateTableStatement, IdentityDefinition
 
 
 def is_delta_create(node: exp.Create) -> bool:
@@ -24,28 +29,66 @@ def is_delta_create(node: exp.Create) -> bool:
     return any(f.name.lower() == "delta" for f in formats)
 
 
-def _column(col: exp.ColumnDef) -> ColumnDefinition:
+def _integer(node: exp.Expr | None, column: str, what: str, fallback: int) -> int:
+    if node is None:
+        return fallback
+    try:
+        return int(node.sql(dialect=DIALECT).replace(" ", ""))
+    except ValueError:
+        raise SqlParseError(f"CREATE TABLE: column {column!r}: IDENTITY {what} must be an integer, "
+                            f"got {node.sql(dialect=DIALECT)!r}") from None
+
+
+def _identity(what: exp.GeneratedAsIdentityColumnConstraint, column: str) -> IdentityDefinition:
+    for key in ("minvalue", "maxvalue", "cycle", "on_null", "expression"):
+        if what.args.get(key):
+            raise UnsupportedFeatureError(
+                f"CREATE TABLE: column {column!r}: IDENTITY option {key.upper()} is not part of Delta's identity columns"
+            )
+    step = _integer(what.args.get("increment"), column, "INCREMENT BY", 1)
+    if step == 0:
+        raise InvalidArgumentError(
+            f"CREATE TABLE: column {column!r}: IDENTITY INCREMENT BY must be non-zero (Delta's "
+            "DELTA_IDENTITY_COLUMNS_ILLEGAL_STEP)"
+        )
+    return IdentityDefinition(bool(what.args.get("this")), _integer(what.args.get("start"), column, "START WITH", 1), step)
+
+
+def _column(col: exp.ColumnDef, texts: ColumnTexts | None) -> ColumnDefinition:
     kind = col.args.get("kind")
     if kind is None:
         raise SqlParseError(f"CREATE TABLE: column {col.name!r} has no type")
     nullable = True
-    comment = None
+    comment = generated = default = None
+    identity = None
     for constraint in col.args.get("constraints") or []:
         what = constraint.args.get("kind")
         if isinstance(what, exp.NotNullColumnConstraint) and not what.args.get("allow_null"):
             nullable = False
         elif isinstance(what, exp.CommentColumnConstraint):
             comment = what.name
+        elif isinstance(what, exp.GeneratedAsIdentityColumnConstraint) and what.args.get("this") is not None:
+            identity = _identity(what, col.name)
+        elif isinstance(what, exp.ComputedColumnConstraint) and texts is not None and texts.generated_as:
+            generated = texts.generated_as
+        elif isinstance(what, exp.DefaultColumnConstraint) and texts is not None and texts.default:
+            default = texts.default
         else:
             raise UnsupportedFeatureError(
                 f"CREATE TABLE: column {col.name!r}: {constraint.sql(dialect=DIALECT)} is not supported by dvengine"
             )
-    return ColumnDefinition(col.name, kind.sql(dialect=DIALECT), nullable, comment)
+    if sum(x is not None for x in (generated, identity, default)) > 1:
+        raise SqlParseError(
+            f"CREATE TABLE: column {col.name!r} may have only one of GENERATED ALWAYS AS, IDENTITY and DEFAULT"
+        )
+    return ColumnDefinition(col.name, kind.sql(dialect=DIALECT), nullable, comment, generated, identity, default)
 
 
-def parse_create(node: exp.Create) -> CreateTableStatement:
-    if node.args.get("replace"):
-        raise UnsupportedFeatureError("CREATE OR REPLACE TABLE ... USING delta is not supported by dvengine")
+def parse_create(node: exp.Create, text: str) -> CreateTableStatement:
+    """``text`` is the statement as written: generation and default expressions are cut from it."""
+    replace = bool(node.args.get("replace"))
+    if replace and node.args.get("exists"):
+        raise SqlParseError("CREATE OR REPLACE TABLE and IF NOT EXISTS cannot be used together (Spark refuses it)")
     if node.args.get("expression") is not None:
         raise UnsupportedFeatureError("CREATE TABLE ... USING delta AS SELECT is not supported by dvengine; "
                                       "create the table, then write the query's DataFrame with format('delta')")
@@ -54,12 +97,14 @@ def parse_create(node: exp.Create) -> CreateTableStatement:
         raise SqlParseError("CREATE TABLE ... USING delta: the column list (name type, ...) is missing")
     table = table_ref(schema.this, "CREATE TABLE")
     columns = []
-    for item in schema.expressions:
+    texts = column_texts(text)
+    for index, item in enumerate(schema.expressions):
         if isinstance(item, (exp.Identifier, exp.Column)):
             raise SqlParseError(f"CREATE TABLE: column {item.name!r} has no type")
         if not isinstance(item, exp.ColumnDef):
             raise UnsupportedFeatureError(f"CREATE TABLE: {item.sql(dialect=DIALECT)} is not supported by dvengine")
-        columns.append(_column(item))
+        found = texts[index] if index < len(texts) and texts[index].name == item.name else None
+        columns.append(_column(item, found))
     partitioned: tuple[str, ...] = ()
     clustered: tuple[str, ...] = ()
     location = None
@@ -89,5 +134,6 @@ def parse_create(node: exp.Create) -> CreateTableStatement:
         else:
             raise UnsupportedFeatureError(f"CREATE TABLE: {prop.sql(dialect=DIALECT)} is not supported by dvengine")
     return CreateTableStatement(
-        table, bool(node.args.get("exists")), tuple(columns), partitioned, location, properties, comment, clustered
+        table, bool(node.args.get("exists")), tuple(columns), partitioned, location, properties, comment, clustered,
+        replace,
     )

@@ -8,6 +8,7 @@ exactly as written.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 import sqlglot
@@ -24,8 +25,10 @@ from dvengine.sqlcmd.alter_parse import (
     parse_alter_constraint,
     parse_alter_properties,
 )
+from dvengine.sqlcmd.column_text import identity_options_in_order
 from dvengine.sqlcmd.create_parse import is_delta_create, parse_create
 from dvengine.sqlcmd.dml_parse import DIALECT, parse_delete, parse_merge, parse_update
+from dvengine.sqlcmd.insert_parse import parse_insert
 from dvengine.sqlcmd.statements import PassThrough, Statement
 from dvengine.sqlcmd.tokens import (
     parse_detail,
@@ -95,6 +98,8 @@ def parse_statement(text: str) -> Statement:
         if not isinstance(node, exp.Merge):
             raise SqlParseError(f"MERGE: cannot parse {text!r}")
         return parse_merge(node)
+    if first == "INSERT":
+        return _insert(text)
     if first == "ALTER" and is_alter_properties(text):
         return parse_alter_properties(text)
     if first == "ALTER" and is_alter_constraint(text):
@@ -102,10 +107,39 @@ def parse_statement(text: str) -> Statement:
     if first == "ALTER" and is_alter_column_type(text):
         return parse_alter_column_type(text)
     if first == "CREATE" and _uses_delta(text):
+        text = identity_options_in_order(text)
         node = _parse_one(text, "CREATE TABLE ... USING delta")
         if isinstance(node, exp.Create) and is_delta_create(node):
-            return parse_create(node)
+            return parse_create(node, text)
+    if first == "REPLACE" and second == "TABLE" and _uses_delta(text):
+        # sqlglot has no REPLACE TABLE; it is CREATE OR REPLACE's grammar for a table that must exist
+        as_create = identity_options_in_order("CREATE OR " + text)
+        node = _parse_one(as_create, "REPLACE TABLE ... USING delta")
+        if isinstance(node, exp.Create) and is_delta_create(node):
+            return dataclasses.replace(parse_create(node, as_create), or_replace=False, replace_only=True)
     return PassThrough(text)
+
+
+def _insert(text: str) -> Statement:
+    """An INSERT into a table is dvengine's (the runner hands names it does not know to Spark); one
+    sqlglot cannot parse is Spark's, unless it names ``delta.`path```, which only dvengine reads."""
+    if _names_delta_path(text):
+        node = _parse_one(text, "INSERT")
+    else:
+        try:
+            node = sqlglot.parse_one(text, dialect=DIALECT)
+        except ParseError:
+            return PassThrough(text)
+    parsed = parse_insert(node, text) if isinstance(node, exp.Insert) else None
+    return PassThrough(text) if parsed is None else parsed
+
+
+def _names_delta_path(text: str) -> bool:
+    tokens = tokenize(text)
+    return any(
+        a.text.lower() == "delta" and b.token_type == TokenType.DOT and c.token_type == TokenType.IDENTIFIER
+        for a, b, c in zip(tokens, tokens[1:], tokens[2:], strict=False)
+    )
 
 
 def _uses_delta(text: str) -> bool:

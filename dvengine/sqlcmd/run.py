@@ -9,15 +9,19 @@ CREATE TABLE, catalog names) are dispatched in :mod:`dvengine.sqlcmd.table_state
 from __future__ import annotations
 
 import hashlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
+
+import pyarrow as pa
 
 from dvengine.api.table import DeltaTable
+from dvengine.errors import TableNotFoundError
 from dvengine.log import load_snapshot
 from dvengine.log.intervals import parse_interval_ms
 from dvengine.maintenance.column_type import change_column_type
 from dvengine.maintenance.history import history
 from dvengine.maintenance.vacuum import DEFAULT_DELETED_FILE_RETENTION, RETENTION_PROPERTY, vacuum
 from dvengine.sqlcmd import table_statements
+from dvengine.sqlcmd.insert_run import insert
 from dvengine.sqlcmd.parse import parse_sql
 from dvengine.sqlcmd.path_tables import PathTable, find_path_tables, substitute
 from dvengine.sqlcmd.statements import (
@@ -28,6 +32,7 @@ from dvengine.sqlcmd.statements import (
     DeleteStatement,
     DetailStatement,
     HistoryStatement,
+    InsertStatement,
     MergeSource,
     MergeStatement,
     OptimizeStatement,
@@ -122,6 +127,37 @@ def _add_clause(
     return builder.whenNotMatchedBySourceUpdate(condition, assignments)
 
 
+def insert_target(spark: SparkSession | None, ref: TableRef) -> tuple[str, str] | None:
+    """(table root, label) of an INSERT target; None for a name dvengine's catalog does not hold
+    (a Spark table or view: the statement goes to Spark unchanged)."""
+    if ref.path is not None:
+        return DeltaTable.forPath(spark, ref.path).path, ref.describe()
+    try:
+        return table_statements.table_for_name(spark, str(ref.name)).path, ref.describe()
+    except TableNotFoundError:
+        if spark is None:
+            raise
+        return None
+
+
+def runs_without_spark(stmt: Statement) -> bool:
+    """CREATE TABLE and INSERT ... VALUES need no SparkSession (their work is in-process)."""
+    return isinstance(stmt, CreateTableStatement) or (isinstance(stmt, InsertStatement) and stmt.rows is not None)
+
+
+def run_local(stmt: Statement) -> pa.Table:
+    """One statement of :func:`runs_without_spark` without a session; an empty Arrow table, as Spark
+    returns no rows for DDL and INSERT."""
+    if isinstance(stmt, CreateTableStatement):
+        table_statements.create_table(None, stmt)
+    else:
+        assert isinstance(stmt, InsertStatement)
+        target = insert_target(None, stmt.table)
+        assert target is not None
+        insert(None, stmt, target[0], target[1], None)
+    return pa.table({})
+
+
 def run_statement(spark: SparkSession, stmt: Statement) -> DataFrame:
     from dvengine.engine.spark import sql_results as results
 
@@ -160,13 +196,35 @@ def run_statement(spark: SparkSession, stmt: Statement) -> DataFrame:
     if isinstance(stmt, CreateTableStatement):
         table_statements.create_table(spark, stmt)
         return results.empty_result(spark)
+    if isinstance(stmt, InsertStatement):
+        target = insert_target(spark, stmt.table)
+        if target is None:
+            return spark_sql(spark, stmt.text)
+        insert(spark, stmt, target[0], target[1], lambda query: spark_sql(spark, query))
+        return results.empty_result(spark)
     raise AssertionError(f"unhandled statement {stmt!r}")
 
 
-def run_sql(spark: SparkSession | None, text: str) -> DataFrame:
+@overload
+def run_sql(spark: SparkSession, text: str) -> DataFrame: ...
+
+
+@overload
+def run_sql(spark: None, text: str) -> DataFrame | pa.Table: ...
+
+
+def run_sql(spark: SparkSession | None, text: str) -> DataFrame | pa.Table:
     """Parse all statements first (a syntax error anywhere runs nothing), then run them in order;
-    returns the last statement's result."""
+    returns the last statement's result. Without a session, statements that need none (CREATE
+    TABLE, INSERT ... VALUES) run in-process and return an empty Arrow table; any other statement
+    makes the whole text run on dvengine's default session."""
     statements = parse_sql(text)
+    if spark is None and all(runs_without_spark(s) for s in statements):
+        local: pa.Table | None = None
+        for stmt in statements:
+            local = run_local(stmt)
+        assert local is not None
+        return local
     if spark is None:
         from dvengine.engine.spark.session import get_or_create_session
 

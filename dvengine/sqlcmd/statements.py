@@ -95,11 +95,23 @@ class OptimizeStatement:
 
 
 @dataclass(frozen=True)
+class IdentityDefinition:
+    """``GENERATED {ALWAYS | BY DEFAULT} AS IDENTITY [(START WITH n INCREMENT BY m)]``."""
+
+    always: bool
+    start: int = 1
+    step: int = 1
+
+
+@dataclass(frozen=True)
 class ColumnDefinition:
     name: str
     data_type: str  # Spark SQL type text, e.g. "BIGINT", "DECIMAL(10, 2)"
     nullable: bool = True
     comment: str | None = None
+    generated_as: str | None = None  # GENERATED ALWAYS AS (expr): the expression as written
+    identity: IdentityDefinition | None = None
+    default: str | None = None  # DEFAULT expr: the expression as written (Delta stores the text)
 
 
 @dataclass(frozen=True)
@@ -112,6 +124,27 @@ class CreateTableStatement:
     properties: dict[str, str] = field(default_factory=dict)
     comment: str | None = None
     cluster_by: tuple[str, ...] = ()  # CLUSTER BY (liquid clustering) columns
+    or_replace: bool = False  # CREATE OR REPLACE TABLE
+    replace_only: bool = False  # REPLACE TABLE (the table must exist)
+
+
+@dataclass(frozen=True)
+class InsertStatement:
+    """``INSERT {INTO | OVERWRITE} [TABLE] t [(cols)] [BY NAME] [REPLACE WHERE cond] {VALUES ... | query}``.
+
+    ``rows``: VALUES cells as Spark SQL text, None for the DEFAULT keyword; ``query`` the SELECT
+    text otherwise. ``text`` is the statement as written, handed to Spark unchanged when ``t`` is a
+    name dvengine's catalog does not hold (a Spark table or view).
+    """
+
+    table: TableRef
+    overwrite: bool
+    columns: tuple[str, ...] | None  # None: no column list (by position over every column)
+    rows: tuple[tuple[str | None, ...], ...] | None
+    query: str | None
+    replace_where: str | None
+    by_name: bool
+    text: str
 
 
 @dataclass(frozen=True)
@@ -160,6 +193,7 @@ Statement = (
     | RestoreStatement
     | OptimizeStatement
     | CreateTableStatement
+    | InsertStatement
     | AlterPropertiesStatement
     | AlterConstraintStatement
     | AlterColumnTypeStatement

@@ -11,14 +11,23 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, cast
 
 from dvengine.api.table import DeltaTable
+from dvengine.api.table_builder import DeltaTableBuilder, IdentityGenerator
 from dvengine.maintenance.constraints import add_constraint, drop_constraint
 from dvengine.maintenance.properties import set_table_properties, unset_table_properties
-from dvengine.sqlcmd.statements import AlterConstraintStatement, AlterPropertiesStatement, CreateTableStatement
+from dvengine.protocol.ddl import parse_ddl_type
+from dvengine.protocol.schema import StructField
+from dvengine.sqlcmd.statements import (
+    AlterConstraintStatement,
+    AlterPropertiesStatement,
+    ColumnDefinition,
+    CreateTableStatement,
+)
+from dvengine.writing.defaults import CURRENT_DEFAULT
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-def table_for_name(spark: SparkSession, name: str) -> DeltaTable:
+def table_for_name(spark: SparkSession | None, name: str) -> DeltaTable:
     return DeltaTable.forName(spark, name)
 
 
@@ -71,8 +80,32 @@ def alter_constraint(spark: SparkSession | None, table: DeltaTable, stmt: AlterC
     add_constraint(table.path, stmt.name, stmt.expression, counter)
 
 
-def create_table(spark: SparkSession, stmt: CreateTableStatement) -> DeltaTable:
-    builder = DeltaTable.createIfNotExists(spark) if stmt.if_not_exists else DeltaTable.create(spark)
+def _add_column(builder: DeltaTableBuilder, column: ColumnDefinition) -> DeltaTableBuilder:
+    """One column through the builder's own arguments; a DEFAULT (which delta-spark's addColumn has no
+    argument for) as a field carrying ``CURRENT_DEFAULT``, the metadata Delta writes for it."""
+    if column.default is not None:
+        metadata: dict[str, Any] = {CURRENT_DEFAULT: column.default}
+        if column.comment is not None:
+            metadata["comment"] = column.comment
+        return builder.addColumns([StructField(column.name, parse_ddl_type(column.data_type), column.nullable, metadata)])
+    if column.identity is not None:
+        generator = IdentityGenerator(column.identity.start, column.identity.step)
+        if column.identity.always:
+            return builder.addColumn(column.name, column.data_type, nullable=column.nullable,
+                                     generatedAlwaysAs=generator, comment=column.comment)
+        return builder.addColumn(column.name, column.data_type, nullable=column.nullable,
+                                 generatedByDefaultAs=generator, comment=column.comment)
+    return builder.addColumn(column.name, column.data_type, nullable=column.nullable,
+                             generatedAlwaysAs=column.generated_as, comment=column.comment)
+
+
+def create_table(spark: SparkSession | None, stmt: CreateTableStatement) -> DeltaTable:
+    if stmt.replace_only:
+        builder = DeltaTable.replace(spark)
+    elif stmt.or_replace:
+        builder = DeltaTable.createOrReplace(spark)
+    else:
+        builder = DeltaTable.createIfNotExists(spark) if stmt.if_not_exists else DeltaTable.create(spark)
     if stmt.table.name is not None:
         builder = builder.tableName(stmt.table.name)
         if stmt.location is not None:
@@ -82,7 +115,7 @@ def create_table(spark: SparkSession, stmt: CreateTableStatement) -> DeltaTable:
         assert location is not None
         builder = builder.location(location)
     for column in stmt.columns:
-        builder = builder.addColumn(column.name, column.data_type, nullable=column.nullable, comment=column.comment)
+        builder = _add_column(builder, column)
     if stmt.partitioned_by:
         builder = builder.partitionedBy(*stmt.partitioned_by)
     if stmt.cluster_by:
