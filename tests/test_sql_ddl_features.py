@@ -304,7 +304,7 @@ def test_spark_insert_values_select_and_overwrite(spark: Any, tmp_path: Path) ->
     finally:
         spark.conf.set("spark.sql.session.timeZone", "UTC")
     (stored,) = [r[0] for r in rows_delta_rs(zoned, ["ts"])]
-    assert stored == dt.datetime(2024, 1, 3, 7, 30, tzinfo=dt.timezone.utc)
+    assert stored == dt.datetime(2024, 1, 3, 7, 30, tzinfo=dt.UTC)
     spark.sql("CREATE OR REPLACE TEMP VIEW plain_view AS SELECT 1 AS a")
     spark.sql("DROP TABLE IF EXISTS plain_parquet")
     dvengine.sql(spark, "CREATE TABLE plain_parquet (a INT) USING parquet")
