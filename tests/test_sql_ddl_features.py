@@ -296,6 +296,15 @@ def test_spark_insert_values_select_and_overwrite(spark: Any, tmp_path: Path) ->
     with pytest.raises(SchemaMismatchError, match="not enough data columns"):
         dvengine.sql(spark, f"INSERT INTO delta.`{root}` SELECT t FROM delta.`{source}`")
     assert latest_version(str(root)) == 4
+    zoned = tmp_path / "zoned"  # a session outside UTC reads zone-less TIMESTAMP literals in its zone, as Spark
+    dvengine.sql(spark, f"CREATE TABLE delta.`{zoned}` (id INT, ts TIMESTAMP) USING delta")
+    spark.conf.set("spark.sql.session.timeZone", "America/Los_Angeles")
+    try:
+        dvengine.sql(spark, f"INSERT INTO delta.`{zoned}` VALUES (1, TIMESTAMP '2024-01-02 23:30:00')")
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", "UTC")
+    (stored,) = [r[0] for r in rows_delta_rs(zoned, ["ts"])]
+    assert stored == dt.datetime(2024, 1, 3, 7, 30, tzinfo=dt.UTC)
     spark.sql("CREATE OR REPLACE TEMP VIEW plain_view AS SELECT 1 AS a")
     spark.sql("DROP TABLE IF EXISTS plain_parquet")
     dvengine.sql(spark, "CREATE TABLE plain_parquet (a INT) USING parquet")

@@ -15,7 +15,8 @@ their high-water mark, defaults of omitted columns, stats, conflict rules, auto 
   generated or identity column the column is treated as omitted when every row says DEFAULT
   (rows mixing DEFAULT and values there are refused, rather than written in two commits).
 - VALUES are evaluated and written in-process (Arrow) when every cell and every generated value
-  can be, else by Spark when a session is given; a query always by Spark. Values are cast to the column types: in-process by Arrow's
+  can be, else by Spark when a session is given (also when the table has a TIMESTAMP column and
+  the session's time zone is not UTC: Arrow reads zone-less literals as UTC); a query always by Spark. Values are cast to the column types: in-process by Arrow's
   safe cast (the writer's), on Spark by ``CAST`` (ANSI: overflow is an error).
 - ``INSERT OVERWRITE`` replaces every row; ``REPLACE WHERE cond`` (Delta's) replaces the rows
   matching ``cond``, and every inserted row must match it.
@@ -242,9 +243,19 @@ def insert(
     fields, cells = resolve_default_keyword(fields, stmt.rows, label)
     if not fields:
         raise UnsupportedFeatureError(f"INSERT into {label}: every given column is DEFAULT; name at least one column")
-    try:  # in-process first: values, then the write (generated values computed by Arrow)
-        return write_rows(local_values(fields, cells, label), root, stmt, spark)
-    except NotLocallyEvaluableError:  # raised before anything is written
-        if spark is None:
-            raise
+    if spark is None or not _zone_dependent(spark, schema):
+        try:  # in-process first: values, then the write (generated values computed by Arrow)
+            return write_rows(local_values(fields, cells, label), root, stmt, spark)
+        except NotLocallyEvaluableError:  # raised before anything is written
+            if spark is None:
+                raise
     return write_rows(spark_values(spark, fields, cells), root, stmt, spark)
+
+
+def _zone_dependent(spark: SparkSession, schema: StructType) -> bool:
+    """Whether Spark would read the VALUES differently: the Arrow evaluator takes zone-less
+    TIMESTAMP literals as UTC (dvengine's sessions run in UTC); a session in another zone reads
+    them in its own, so a table with a TIMESTAMP column then gets its VALUES from Spark."""
+    zone = str(spark.conf.get("spark.sql.session.timeZone", "UTC") or "UTC")
+    has_timestamp = any(f.type.simple_string() == "timestamp" for f in schema.fields)
+    return has_timestamp and zone.upper() not in ("UTC", "ETC/UTC", "Z", "+00:00", "GMT")
