@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, overload
 import pyarrow as pa
 
 from dvengine.api.table import DeltaTable
+from dvengine.api.table_builder import active_session
 from dvengine.errors import TableNotFoundError
 from dvengine.log import load_snapshot
 from dvengine.log.intervals import parse_interval_ms
@@ -152,7 +153,9 @@ def run_local(stmt: Statement) -> pa.Table:
         table_statements.create_table(None, stmt)
     else:
         assert isinstance(stmt, InsertStatement)
-        target = insert_target(None, stmt.table)
+        # A catalog name resolves where CREATE TABLE put it: the builders take the active session
+        # when given none (as delta-spark's do), so the name lookup does too; the rows stay in-process.
+        target = insert_target(active_session(), stmt.table)
         assert target is not None
         insert(None, stmt, target[0], target[1], None)
     return pa.table({})
