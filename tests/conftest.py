@@ -54,3 +54,11 @@ def load_expected(name: str) -> dict[str, Any]:
 
 
 GOLDEN_NAMES = sorted(p.stem for p in GOLDEN_EXPECTED.glob("*.json"))
+
+
+@pytest.fixture(params=["local", "spark"])
+def merge_engine(request: pytest.FixtureRequest) -> tuple[str, Any]:
+    """(executor name, the Spark session or None): a test run once on each executor; the session
+    is started only for the Spark run."""
+    engine = request.param
+    return engine, (request.getfixturevalue("spark") if engine == "spark" else None)

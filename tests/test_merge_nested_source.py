@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pytest
 
 import dvengine
 from dvengine import DeltaTable
@@ -54,14 +53,8 @@ def _normalized(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             for r in sorted(rows, key=lambda r: r["id"])]
 
 
-@pytest.fixture(params=["local", "spark"])
-def engine(request: pytest.FixtureRequest) -> tuple[str, Any]:
-    name = request.param
-    return name, (request.getfixturevalue("spark") if name == "spark" else None)
-
-
-def test_merge_with_struct_array_and_map_source_columns(engine: tuple[str, Any], tmp_path: Path) -> None:
-    name, spark = engine
+def test_merge_with_struct_array_and_map_source_columns(merge_engine: tuple[str, Any], tmp_path: Path) -> None:
+    name, spark = merge_engine
     path = str(tmp_path / "t")
     dvengine.write(pa.Table.from_pylist(TARGET, schema=SCHEMA), path)
     source_table = pa.Table.from_pylist(SOURCE, schema=SCHEMA)

@@ -268,12 +268,6 @@ def _merge_source(spark: Any | None, table: pa.Table) -> Any:
     return table if spark is None else spark.createDataFrame(table).alias("s")
 
 
-@pytest.fixture(params=["local", "spark"])
-def merge_engine(request: pytest.FixtureRequest) -> tuple[str, Any]:
-    engine = request.param
-    return engine, (request.getfixturevalue("spark") if engine == "spark" else None)
-
-
 def test_merge_schema_evolution_as_in_delta_spark_python_tests(merge_engine: tuple[str, Any], tmp_path: Path) -> None:
     """delta-spark's test_merge, "Schema evolution": target (key, value), source (key, extra)."""
     engine, spark = merge_engine
