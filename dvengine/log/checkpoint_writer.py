@@ -28,7 +28,8 @@ from dvengine.log.intervals import parse_interval_ms
 from dvengine.log.last_checkpoint import LastCheckpoint, last_checkpoint_path, read_last_checkpoint
 from dvengine.log.loader import load_snapshot
 from dvengine.log.snapshot import Snapshot
-from dvengine.log.tombstone_rows import FileKey, tombstone_table
+from dvengine.log.tombstone_rows import tombstone_table
+from dvengine.log.tombstones import tombstone_bytes, tombstone_key
 from dvengine.protocol.actions import AddFile, DeletionVectorDescriptor, RemoveFile
 from dvengine.storage.logstore import LogStore, log_dir, normalize_table_path
 from dvengine.storage.registry import storage_for
@@ -129,8 +130,8 @@ def _unexpired_tombstones(snapshot: Snapshot, now_ms: int) -> list[RemoveFile]:
     return [r for r in snapshot.tombstones if (r.deletion_timestamp or 0) > min_kept]
 
 
-def _tombstones_by_key(snapshot: Snapshot) -> Mapping[FileKey, RemoveFile]:
-    """Every tombstone of ``snapshot`` keyed as log replay keys them, unsorted.
+def _tombstones_by_key(snapshot: Snapshot) -> Mapping[str, bytes]:
+    """Every tombstone of ``snapshot`` as log replay keeps them (key text -> bytes), unsorted.
 
     The snapshot cache's entry of this version holds them as its replay state's dict once a
     checkpoint or VACUUM has asked for them; taking that dict skips ``Snapshot.tombstones``, which
@@ -141,7 +142,10 @@ def _tombstones_by_key(snapshot: Snapshot) -> Mapping[FileKey, RemoveFile]:
     if entry is not None and entry.with_tombstones and _same_snapshot(entry.snapshot, snapshot):
         return entry.state.tombstones
     tombstones = snapshot.tombstones  # a full replay; it may leave the cache holding them for next time
-    return {r.key: r for r in tombstones}
+    entry = snapshot_cache.get(snapshot.table_root) if snapshot_cache.cache_enabled() else None
+    if entry is not None and entry.with_tombstones and _same_snapshot(entry.snapshot, snapshot):
+        return entry.state.tombstones  # that replay filled the cache: its rows, not copies
+    return {tombstone_key(r.key): tombstone_bytes(r) for r in tombstones}
 
 
 def _same_snapshot(cached: Snapshot, snapshot: Snapshot) -> bool:
@@ -172,9 +176,7 @@ def checkpoint_bytes(snapshot: Snapshot, now_ms: int | None = None) -> tuple[byt
     head = _table_rows(snapshot) + [{"add": _add_row(add)} for add in snapshot.files]
     # The removes are encoded incrementally (tombstone_rows): they are most of a stream's
     # checkpoint and mostly the previous checkpoint's.
-    removes = tombstone_table(
-        snapshot.table_root, _tombstones_by_key(snapshot), schema, _remove_row, _min_kept_ms(snapshot, now)
-    )
+    removes = tombstone_table(snapshot.table_root, _tombstones_by_key(snapshot), schema, _min_kept_ms(snapshot, now))
     table = pa.concat_tables([pa.Table.from_pylist(head, schema=schema), removes])
     sink = pa.BufferOutputStream()
     # No column statistics: no reader of a checkpoint needs them to be correct, and computing them

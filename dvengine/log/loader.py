@@ -30,6 +30,7 @@ from dvengine.log.listing import CheckpointFiles, LogListing, list_log, list_log
 from dvengine.log.replay import ReplayState
 from dvengine.log.snapshot import Snapshot
 from dvengine.log.timestamps import commit_info_timestamp, to_epoch_ms
+from dvengine.log.tombstones import to_remove, tombstone_rows
 from dvengine.protocol.actions import Action, CommitInfo, RemoveFile
 from dvengine.protocol.features import check_readable
 from dvengine.protocol.schema import parse_schema
@@ -185,7 +186,9 @@ def _replay(store: LogStore, listing: LogListing, target: int, with_removes: boo
 
 
 def _sorted_tombstones(state: ReplayState) -> tuple[RemoveFile, ...]:
-    return tuple(sorted(state.tombstones.values(), key=lambda r: (r.path, r.key[1] or "")))
+    """The replay's tombstones as actions, sorted by (path, DV unique id)."""
+    ordered = [state.tombstones[key] for key in sorted(state.tombstones)]  # key texts sort as (path, DV id) do
+    return tuple(to_remove(row) for row in tombstone_rows(ordered))
 
 
 def _tombstones_at(store: LogStore, listing: LogListing, target: int) -> tuple[RemoveFile, ...]:
