@@ -80,8 +80,10 @@ def _updated(
 ) -> _Encoded:
     seen = previous.objects.get
     new = [(k, r) for k, r in tombstones.items() if seen(k) is not r]
-    gone = [k for k in previous.objects.keys() - tombstones.keys()]
-    gone += [k for k, _ in new if k in previous.objects]  # the same key, another remove: re-encoded
+    replaced = [k for k, _ in new if k in previous.objects]  # the same key, another remove: re-encoded
+    gone = list(replaced)
+    if len(previous.objects) > len(tombstones) - len(new) + len(replaced):  # some key left (re-added)
+        gone += previous.objects.keys() - tombstones.keys()
     table, keys, stamps = previous.table, previous.keys, previous.timestamps
     if gone:
         keep = pc.invert(pc.is_in(keys, value_set=pa.array(gone, pa.string())))
