@@ -6,7 +6,7 @@ rounds of the growing-key soak a checkpoint held 11,600 removes (tens of thousan
 rounds). Encoding them all (action -> Python dict -> ``pa.Table.from_pylist``) cost 112 ms per
 checkpoint at 11,600 rows; the tombstones of one checkpoint are mostly those of the previous one.
 So this process keeps, per table, the rows it last encoded with the tombstones they encode (keyed
-by (path, DV id), as log replay keys them), and a checkpoint encodes only the tombstones it has
+by the text of (path, DV id), as log replay keeps them), and a checkpoint encodes only the tombstones it has
 not seen and drops the rows of those that left (re-added) with one vectorized ``is_in`` filter.
 
 The previous version matched tombstones by object identity over a sorted tuple, which cost a sort
