@@ -131,25 +131,84 @@ def test_tombstone_rows_follow_keys_leaving_returning_and_re_removed(tmp_path: P
     dropped, a key removed again (another RemoveFile, later timestamp) is re-encoded, expiry is a
     filter that a later call with an earlier cutoff undoes."""
     from dvengine.log.checkpoint_schema import CHECKPOINT_SCHEMA
-    from dvengine.log.checkpoint_writer import _remove_row
     from dvengine.log.tombstone_rows import tombstone_table
+    from dvengine.log.tombstones import tombstone_bytes
     from dvengine.protocol.actions import RemoveFile
 
-    def rm(path: str, ts: int) -> RemoveFile:
-        return RemoveFile(path=path, deletion_timestamp=ts, data_change=True, size=10)
+    def rm(path: str, ts: int) -> bytes:
+        return tombstone_bytes(RemoveFile(path=path, deletion_timestamp=ts, data_change=True, size=10))
 
     def rows(table: pa.Table) -> list[tuple[str, int]]:
         return sorted((r["path"], r["deletionTimestamp"]) for r in table.column("remove").to_pylist())
 
     root = str(tmp_path / "t")
     clear_tombstone_rows()
-    first = {(p, None): rm(p, ts) for p, ts in [("a", 100), ("b", 200), ("c", 300)]}
-    assert rows(tombstone_table(root, first, CHECKPOINT_SCHEMA, _remove_row, 0)) == [("a", 100), ("b", 200), ("c", 300)]
-    second = {("a", None): first[("a", None)], ("c", None): rm("c", 900), ("d", None): rm("d", 400)}  # b left, c again
-    got = tombstone_table(root, second, CHECKPOINT_SCHEMA, _remove_row, 0)
+    first = {f"{p}\x00": rm(p, ts) for p, ts in [("a", 100), ("b", 200), ("c", 300)]}
+    assert rows(tombstone_table(root, first, CHECKPOINT_SCHEMA, 0)) == [("a", 100), ("b", 200), ("c", 300)]
+    second = {"a\x00": first["a\x00"], "c\x00": rm("c", 900), "d\x00": rm("d", 400)}  # b left, c again
+    got = tombstone_table(root, second, CHECKPOINT_SCHEMA, 0)
     assert rows(got) == [("a", 100), ("c", 900), ("d", 400)]
-    assert rows(tombstone_table(root, second, CHECKPOINT_SCHEMA, _remove_row, 350)) == [("c", 900), ("d", 400)]
-    assert rows(tombstone_table(root, second, CHECKPOINT_SCHEMA, _remove_row, 0)) == rows(got)  # expiry undone
+    assert rows(tombstone_table(root, second, CHECKPOINT_SCHEMA, 350)) == [("c", 900), ("d", 400)]
+    assert rows(tombstone_table(root, second, CHECKPOINT_SCHEMA, 0)) == rows(got)  # expiry undone
     clear_tombstone_rows()
-    fresh = tombstone_table(root, second, CHECKPOINT_SCHEMA, _remove_row, 0)
+    fresh = tombstone_table(root, second, CHECKPOINT_SCHEMA, 0)
     assert sorted(got.to_pylist(), key=repr) == sorted(fresh.to_pylist(), key=repr)
+
+
+def _varied_removes() -> list[Any]:
+    from dvengine.protocol.actions import DeletionVectorDescriptor, RemoveFile
+
+    dv_u = DeletionVectorDescriptor("u", "ab^-aqEH.-t@S}K{vb[*k^", 34, 3, offset=1, max_row_index=99)
+    dv_i = DeletionVectorDescriptor("i", "wi5b=000010000siXQKl0rr91000f55c8Xg0@@D72lkbi5=-{L", 0, 2)
+    return [
+        RemoveFile(path="a.parquet", deletion_timestamp=5, data_change=True, extended_file_metadata=True,
+                   partition_values={"p": "x", "q": None}, size=10, stats='{"numRecords":3}', tags={"t": "1"},
+                   deletion_vector=dv_u, base_row_id=7, default_row_commit_version=2),
+        RemoveFile(path="b%20c.parquet", deletion_timestamp=None, data_change=False),
+        RemoveFile(path="d.parquet", deletion_timestamp=9, extended_file_metadata=False, partition_values={},
+                   size=0, deletion_vector=dv_i),
+    ]
+
+
+def test_tombstone_rows_are_untracked_and_encode_as_the_dict_encoder_did() -> None:
+    """The replay state's tombstones (dvengine/log/tombstones.py) give back the same actions,
+    leave the garbage collector nothing to track, and encode to the rows the per-dict encoder
+    (``_remove_row`` and ``pa.Table.from_pylist``, the V2 writer's path) produces."""
+    import gc
+
+    from dvengine.log.checkpoint_schema import REMOVE
+    from dvengine.log.checkpoint_writer import _remove_row
+    from dvengine.log.replay import ReplayState
+    from dvengine.log.tombstones import remove_column, to_remove, tombstone_rows
+
+    removes = _varied_removes()
+    state = ReplayState()
+    state.apply_commit(removes)
+    assert not gc.is_tracked(state.tombstones)
+    assert not gc.is_tracked(dict(state.tombstones))  # the snapshot cache's copies neither
+    rows = tombstone_rows(state.tombstones[k] for k in sorted(state.tombstones))
+    assert [to_remove(row) for row in rows] == sorted(removes, key=lambda r: r.path)
+    expected = pa.array([_remove_row(r) for r in removes], REMOVE)
+    assert remove_column(rows).to_pylist() == expected.to_pylist()
+    assert remove_column(rows).equals(expected.cast(REMOVE))
+
+
+def test_checkpoint_equals_a_from_scratch_dict_encoding_of_the_snapshot(tmp_path: Path) -> None:
+    """The classic checkpoint written with cached, columnar removes holds the same rows as one
+    built from the snapshot's actions one dict per row (``split_rows``, as the V2 writer does)."""
+    from dvengine.log.checkpoint_writer import checkpoint_schema_for, split_rows
+
+    table = tmp_path / "t"
+    clear_tombstone_rows()
+    _stream(table, 7)  # checkpoints 3..12 reuse encoded rows; the snapshot cache carries tombstones
+    DeltaTable.forPath(None, str(table)).delete("id = 20")
+    snapshot = load_snapshot(str(table))
+    now = int(time.time() * 1000)
+    data, n_actions, n_adds = checkpoint_bytes(snapshot, now_ms=now)
+    table_rows, file_rows = split_rows(snapshot, now)
+    scratch = pa.Table.from_pylist(table_rows + file_rows, schema=checkpoint_schema_for(snapshot))
+    written = pq.read_table(pa.BufferReader(data))
+    assert written.schema.equals(scratch.schema)
+    assert sorted(written.to_pylist(), key=repr) == sorted(scratch.to_pylist(), key=repr)
+    assert n_actions == scratch.num_rows and n_adds == len(snapshot.files)
+    assert sum(1 for r in file_rows if "remove" in r) == len(_expected_tombstones(table, snapshot.version)) > 5

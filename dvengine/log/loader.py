@@ -30,6 +30,7 @@ from dvengine.log.listing import CheckpointFiles, LogListing, list_log, list_log
 from dvengine.log.replay import ReplayState
 from dvengine.log.snapshot import Snapshot
 from dvengine.log.timestamps import commit_info_timestamp, to_epoch_ms
+from dvengine.log.tombstones import to_remove, tombstone_rows
 from dvengine.protocol.actions import Action, CommitInfo, RemoveFile
 from dvengine.protocol.features import check_readable
 from dvengine.protocol.schema import parse_schema
@@ -184,12 +185,15 @@ def _replay(store: LogStore, listing: LogListing, target: int, with_removes: boo
     return state, start
 
 
-def _sorted_tombstones(state: ReplayState) -> tuple[RemoveFile, ...]:
-    return tuple(sorted(state.tombstones.values(), key=lambda r: (r.path, r.key[1] or "")))
+def _sorted_tombstones(tombstones: Mapping[str, bytes]) -> tuple[RemoveFile, ...]:
+    """The replay's tombstones as actions, sorted by (path, DV unique id)."""
+    ordered = [tombstones[key] for key in sorted(tombstones)]  # key texts sort as (path, DV id) do
+    return tuple(to_remove(row) for row in tombstone_rows(ordered))
 
 
-def _tombstones_at(store: LogStore, listing: LogListing, target: int) -> tuple[RemoveFile, ...]:
-    """Full replay including the checkpoint's removes (VACUUM and checkpoint writing only).
+def _tombstone_map_at(store: LogStore, listing: LogListing, target: int) -> dict[str, bytes]:
+    """Full replay including the checkpoint's removes (VACUUM and checkpoint writing only): the
+    tombstones as replay keeps them (:mod:`dvengine.log.tombstones`).
 
     When the cache holds this version, it keeps the complete tombstones from now on and carries
     them forward with each tail, so the next checkpoint does not re-read these removes.
@@ -203,7 +207,15 @@ def _tombstones_at(store: LogStore, listing: LogListing, target: int) -> tuple[R
                 entry, state=snapshot_cache.cacheable_state(state, with_tombstones=True), with_tombstones=True
             ),
         )
-    return _sorted_tombstones(state)
+    return state.tombstones
+
+
+def replayed_tombstones(snapshot: Snapshot) -> Mapping[str, bytes]:
+    """Every tombstone of ``snapshot`` (key text -> bytes), from a listing-based replay of its
+    version with the checkpoint's removes; for the checkpoint writer, which needs no
+    ``RemoveFile`` objects (building and sorting them cost more than the replay at 24,000)."""
+    store = storage_for(snapshot.table_root)
+    return _tombstone_map_at(store, list_log(store, snapshot.table_root), snapshot.version)
 
 
 def _build_snapshot(
@@ -226,9 +238,9 @@ def _build_snapshot(
         metadata=state.metadata,
         files=tuple(sorted(state.files.values(), key=lambda a: (a.path, a.key[1] or ""))),
         load_tombstones=(
-            (lambda: _sorted_tombstones(state))
+            (lambda: _sorted_tombstones(state.tombstones))
             if with_tombstones
-            else (lambda: _tombstones_at(store, list_log(store, table_root), target))
+            else (lambda: _sorted_tombstones(_tombstone_map_at(store, list_log(store, table_root), target)))
         ),
         app_transactions=live_app_transactions(state.txns, state.metadata.configuration),
         domain_metadata=dict(state.domains),

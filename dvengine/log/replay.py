@@ -4,7 +4,8 @@ Rules (PROTOCOL.md "Action Reconciliation"):
 - the newest protocol and metaData win; txn is per appId; domainMetadata is per domain and a
   ``removed`` one deletes its domain;
 - an ``add`` of (path, dvId) makes that logical file live and clears a tombstone of the same key;
-- a ``remove`` of (path, dvId) retires exactly that logical file and becomes a tombstone.
+- a ``remove`` of (path, dvId) retires exactly that logical file and becomes a tombstone, kept
+  kept as atomic values (:mod:`dvengine.log.tombstones`: the garbage collector never sees them).
 
 Within one commit Delta Spark writes ``remove(path, oldDv)`` and ``add(path, newDv)`` in any
 order. Because keys include the DV id those two never collide, so applying a commit's removes
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from dvengine.log.tombstones import tombstone_bytes, tombstone_key
 from dvengine.protocol.actions import (
     Action,
     AddFile,
@@ -37,7 +39,8 @@ class ReplayState:
         self.protocol: Protocol | None = None
         self.metadata: Metadata | None = None
         self.files: dict[FileKey, AddFile] = {}
-        self.tombstones: dict[FileKey, RemoveFile] = {}
+        # tombstone_key(key) -> tombstone_bytes(remove)
+        self.tombstones: dict[str, bytes] = {}
         self.txns: dict[str, Txn] = {}
         self.domains: dict[str, DomainMetadata] = {}
         self.last_commit_info: CommitInfo | None = None
@@ -69,8 +72,9 @@ class ReplayState:
         for remove in removes:
             key = remove.key
             self.files.pop(key, None)
-            self.tombstones[key] = remove
+            self.tombstones[tombstone_key(key)] = tombstone_bytes(remove)
         for add in adds:
             key = add.key
             self.files[key] = add
-            self.tombstones.pop(key, None)
+            if self.tombstones:
+                self.tombstones.pop(tombstone_key(key), None)

@@ -12,7 +12,6 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
-from types import MappingProxyType
 from typing import Any
 
 from dvengine.errors import ProtocolError
@@ -64,9 +63,12 @@ class FileStats:
         tight = obj.get("tightBounds")
         return cls(
             num_records=None if num is None else int(num),
-            min_values=MappingProxyType(dict(obj.get("minValues") or {})),
-            max_values=MappingProxyType(dict(obj.get("maxValues") or {})),
-            null_count=MappingProxyType(dict(obj.get("nullCount") or {})),
+            # Plain dicts, typed read-only (Mapping): a MappingProxyType around each was three
+            # objects per cached stats string for the garbage collector to track and walk (a
+            # dict of numbers and strings is untracked); a long stream caches one per file version.
+            min_values=dict(obj.get("minValues") or {}),
+            max_values=dict(obj.get("maxValues") or {}),
+            null_count=dict(obj.get("nullCount") or {}),
             tight_bounds=None if tight is None else bool(tight),
         )
 
