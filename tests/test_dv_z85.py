@@ -93,7 +93,7 @@ def test_size_within_last_group_accepted(size: int) -> None:
 
 @given(st.binary(max_size=400))
 def test_short_and_long_texts_decode_alike(data: bytes) -> None:
-    # Texts up to 200 characters take a plain-Python path, longer ones the numpy one: decoding
+    # Texts up to 120 characters take a plain-Python path, longer ones the numpy one: decoding
     # the same bytes repeated past the threshold must give the same prefix.
     text = _reference_encode(data)
     assert z85_decode(text, len(data)) == data
