@@ -57,7 +57,7 @@ if os.environ.get("DV_TRACE") and "--worker" in sys.argv:
         for m in ["commit", "_catch_up", "_serialize", "_run_post_commit_hooks", "_check_winners_from", "_write_rebased", "_resolve_row_level", "_commit_staged_in_turn"]:
             wrap(tx.Transaction, m, "txn." + m)
         wrap(tx, "_read_commit_if_exists", "read_winner")
-        for m in ["stage_commit", "restage", "link_staged", "sync_dir", "discard_staged", "exists", "list_dir", "list_dir_after"]:
+        for m in ["stage_commit", "link_staged", "sync_dir", "discard_staged", "exists", "list_dir", "list_dir_after"]:
             if not hasattr(local.LocalStorage, m):
                 continue
             wrap(local.LocalStorage, m, "fs." + m)
