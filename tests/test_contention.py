@@ -13,7 +13,7 @@ from pathlib import Path
 
 from interop import rows_duckdb
 
-from dvengine.bench.contention import model_rows, run_contention
+from dvengine.bench.contention import model_rows, operations, run_contention
 
 WRITERS = 8
 OPS = 12
@@ -34,3 +34,20 @@ def test_eight_writers_on_one_file_surface_no_conflict(tmp_path: Path) -> None:
     # before the last writer process has torn its interpreter down
     assert 0 < result.elapsed_s < result.process_elapsed_s
     assert result.ops_per_s == result.committed / result.elapsed_s
+
+
+def test_same_total_baseline_runs_every_writers_operations_in_one_process(tmp_path: Path) -> None:
+    """The bench's same-total baseline: one process runs the W writers' W*N operations (every
+    writer's rows, round robin) and ends on the table W concurrent writers end on, so it passes
+    the same verification; one process never races, so nothing is retried."""
+    writers, ops, rows = 4, 5, 2_000
+    assert sorted(operations(None, writers, ops)) == sorted(
+        op for w in range(writers) for op in operations(w, writers, ops)
+    )
+    result = run_contention(str(tmp_path / "serial"), rows, writers, ops, row_level=True, serial=True)
+    assert result.errors == [] and result.serial
+    assert result.committed == writers * ops
+    assert result.versions_gap_free and result.each_op_once and result.rows_match_model
+    assert result.delta_rs_matches is True
+    assert rows_duckdb(str(tmp_path / "serial"), ["id", "v"]) == model_rows(rows, writers, ops)
+    assert result.internal_retries == 0 and result.surfaced_conflicts == 0

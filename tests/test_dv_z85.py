@@ -89,3 +89,24 @@ def test_size_not_matching_text_raises(size: int) -> None:
 @pytest.mark.parametrize("size", [5, 6, 7, 8])
 def test_size_within_last_group_accepted(size: int) -> None:
     assert len(z85_decode("HelloWorld", size)) == size
+
+
+@given(st.binary(max_size=400))
+def test_short_and_long_texts_decode_alike(data: bytes) -> None:
+    # Texts up to 120 characters take a plain-Python path, longer ones the numpy one: decoding
+    # the same bytes repeated past the threshold must give the same prefix.
+    text = _reference_encode(data)
+    assert z85_decode(text, len(data)) == data
+    longer = data + b"\x00" * ((-len(data)) % 4)
+    long_text = _reference_encode(longer * 60)
+    assert z85_decode(long_text)[: len(longer)] == longer
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("0000000000Hel\"o", "outside the Z85 alphabet: '\"' at position 13"),
+    ("00000#####", "group '#####' at position 5"),
+    ("Helé0", "non-ASCII"),
+])
+def test_short_bad_text_names_the_position(text: str, message: str) -> None:
+    with pytest.raises(DeletionVectorError, match=message.replace("*", "\\*")):
+        z85_decode(text)

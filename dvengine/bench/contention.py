@@ -8,6 +8,13 @@ surfaced to callers, races retried inside dvengine (commit attempts beyond the f
 rebased, ops/s over the DML window: from the common start signal to the moment the last writer
 finished its last DML (not to its process exit: interpreter teardown is no part of the workload).
 
+Two baselines for "W writers vs one writer", both reported (spec_notes/isolation-and-concurrency.md,
+"Which baseline"): ``vs W=1`` divides by one writer doing its own N operations (the table grows by
+N commits), ``vs 1xW*N`` by one writer process doing *the same W*N operations* the W writers do
+(every writer's rows, in round-robin order), so both sides end on the same table: the same log
+length, the same files added by UPDATEs, the same checkpoints. Only the second one isolates what
+concurrency costs from what a W times longer run costs.
+
 Every run is verified: versions 1..W*N gap-free, each operation's predicate in exactly one
 commit, and the rows equal the model (all writers' changes; disjoint rows, so order-free) through
 dvengine's Arrow reader and, when installed, delta-rs and DuckDB's delta extension.
@@ -52,6 +59,7 @@ class RunResult:
     writers: int
     ops_per_writer: int
     row_level: bool
+    serial: bool = False  # one process ran all ``writers`` writers' operations (the same-total baseline)
     committed: int = 0
     surfaced_conflicts: int = 0
     internal_retries: int = 0
@@ -101,8 +109,17 @@ def model_rows(rows: int, writers: int, ops: int) -> list[tuple[int, int]]:
     return sorted(out.items())
 
 
-def run_writer(root: str, writer: int, writers: int, ops: int, start_file: str, out_file: str) -> None:
-    """One writer process: wait for the start signal, run its operations, write what happened."""
+def operations(writer: int | None, writers: int, ops: int) -> list[tuple[int, bool]]:
+    """(row, is DELETE) in the order one process runs them: writer ``writer``'s own, or with
+    ``writer=None`` every writer's, op ``k`` of writers 0..W-1 before op ``k+1`` (the serial
+    baseline: the same operations and the same final table as W concurrent writers)."""
+    lanes = range(writers) if writer is None else [writer]
+    return [(w + writers * k, is_delete(k)) for k in range(ops) for w in lanes]
+
+
+def run_writer(root: str, writer: int | None, writers: int, ops: int, start_file: str, out_file: str) -> None:
+    """One writer process: wait for the start signal, run its operations, write what happened
+    (``writer=None``: all W writers' operations, one after the other)."""
     table = DeltaTable.forPath(None, root)
     table.toArrow(columns=["id"])
     # Warm: every module a DML needs is imported before the start (the SQL dialect alone took
@@ -115,12 +132,12 @@ def run_writer(root: str, writer: int, writers: int, ops: int, start_file: str, 
         time.sleep(0.001)
     records: list[dict[str, Any]] = []
     cpu_start = time.process_time()
-    for k, x in enumerate(writer_rows(writer, writers, ops)):
+    for x, delete in operations(writer, writers, ops):
         surfaced = 0
         kinds: list[str] = []
         while True:
             try:
-                if is_delete(k):
+                if delete:
                     metrics = table.delete(f"id = {x}", engine="local")
                 else:
                     metrics = table.update(f"id = {x}", {"v": str(-x)}, engine="local")
@@ -193,20 +210,22 @@ def _duckdb_matches(root: str, model: list[tuple[int, int]]) -> bool | None:
     return [tuple(r) for r in rows] == model
 
 
-def run_contention(root: str, rows: int, writers: int, ops: int, row_level: bool) -> RunResult:
-    """Create the hot table at ``root`` (must not exist), run the writers, verify."""
+def run_contention(root: str, rows: int, writers: int, ops: int, row_level: bool, serial: bool = False) -> RunResult:
+    """Create the hot table at ``root`` (must not exist), run the writers, verify. ``serial``: one
+    process runs all ``writers`` writers' operations instead (the same-total baseline); the table
+    it ends with, and so the verification, is the same."""
     create_hot_table(root, rows)
-    result = RunResult(writers, ops, row_level)
+    result = RunResult(writers, ops, row_level, serial)
     work = tempfile.mkdtemp(prefix="dvengine-contention-")
     start_file = os.path.join(work, "start")
     env = {**os.environ, CONF_ENV: "true" if row_level else "false"}
     procs = []
     outs = []
     try:
-        for w in range(writers):
-            out = os.path.join(work, f"writer-{w}.json")
+        for w in ["all"] if serial else [str(w) for w in range(writers)]:
+            out = os.path.join(work, f"{'serial' if serial else 'writer'}-{w}.json")
             outs.append(out)
-            cmd = [sys.executable, "-m", "dvengine.bench.contention", "--worker", root, str(w), str(writers), str(ops), start_file, out]
+            cmd = [sys.executable, "-m", "dvengine.bench.contention", "--worker", root, w, str(writers), str(ops), start_file, out]
             procs.append(subprocess.Popen(cmd, env=env))
         while not all(os.path.exists(f"{out}.ready") for out in outs):  # every writer imported and ready
             if any(p.poll() is not None for p in procs):
@@ -255,6 +274,12 @@ def _uptime() -> str:
         return "unknown"
 
 
+def _ratio_cell(r: dict[str, Any], key: str) -> str:
+    if r.get(key) is None:
+        return "-"
+    return f"{r[key]:.2f}x ({r[key + '_min']:.2f}-{r[key + '_max']:.2f})"
+
+
 def _markdown(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
     lines = [
         "# Contention: W writer processes x N single-row DML on one file",
@@ -262,31 +287,70 @@ def _markdown(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
         f"rows {meta['rows']}, {meta['ops']} ops per writer, {meta['repeats']} rounds of every W (median, min-max of ops/s); "
         f"load average before {meta['load_before']}, after {meta['load_after']}",
         "",
-        "| row-level | W | committed | conflicts surfaced | retries inside | files rebased | ops/s median (min-max) | vs W=1, same round: median (min-max) | writer CPU ms/op | DML window s (to process exit s) | verified |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "Ratios are medians of each round's own ratio (min-max over rounds). `vs W=1`: one writer doing its own "
+        f"{meta['ops']} ops. `vs 1xW*N`: one writer process doing the same W*{meta['ops']} ops as the W writers "
+        "(same rows, same final table; rows `1xW*N` below).",
+        "",
+        "| row-level | W | committed | conflicts surfaced | retries inside | files rebased | ops/s median (min-max) | vs W=1, same round: median (min-max) | vs 1xW*N, same round: median (min-max) | writer CPU ms/op | DML window s (to process exit s) | verified |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
+        who = f"1x{r['writers']}*{r['ops_per_writer']}" if r["serial"] else str(r["writers"])
         lines.append(
-            f"| {'on' if r['row_level'] else 'off'} | {r['writers']} | {r['committed']} | {r['surfaced_conflicts']} | "
+            f"| {'on' if r['row_level'] else 'off'} | {who} | {r['committed']} | {r['surfaced_conflicts']} | "
             f"{r['internal_retries']} | {r['rebased_files']} | {r['ops_per_s']:.1f} ({r['ops_min']:.1f}-{r['ops_max']:.1f}) | "
-            f"{r['vs_one']:.2f}x ({r['vs_one_min']:.2f}-{r['vs_one_max']:.2f}) | {r['cpu_ms_per_op']:.1f} | "
+            f"{_ratio_cell(r, 'vs_one')} | {_ratio_cell(r, 'vs_serial')} | {r['cpu_ms_per_op']:.1f} | "
             f"{r['window_s']:.2f} ({r['process_s']:.2f}) | {r['verified']} |"
         )
     return "\n".join(lines) + "\n"
+
+
+def _ratios(runs: list[RunResult], bases: list[RunResult] | None) -> dict[str, float] | None:
+    """Median and range of each round's ratio of ``runs`` to ``bases`` (None: no baseline)."""
+    if not bases:
+        return None
+    ratios = [r.ops_per_s / b.ops_per_s for r, b in zip(runs, bases, strict=True) if b.ops_per_s]
+    if not ratios:
+        return None
+    return {"": statistics.median(ratios), "_min": min(ratios), "_max": max(ratios)}
+
+
+def _summary_row(runs: list[RunResult], ones: list[RunResult] | None, serial: list[RunResult] | None) -> dict[str, Any]:
+    rates = [r.ops_per_s for r in runs]
+    row: dict[str, Any] = {
+        **asdict(runs[0]),
+        "committed": sum(r.committed for r in runs),
+        "surfaced_conflicts": sum(r.surfaced_conflicts for r in runs),
+        "internal_retries": sum(r.internal_retries for r in runs),
+        "rebased_files": sum(r.rebased_files for r in runs),
+        "ops_per_s": statistics.median(rates), "ops_min": min(rates), "ops_max": max(rates),
+        "cpu_ms_per_op": statistics.median(1000 * r.cpu_s / r.committed for r in runs if r.committed),
+        "window_s": statistics.median(r.elapsed_s for r in runs),
+        "process_s": statistics.median(r.process_elapsed_s for r in runs),
+        "verified": all(r.verified for r in runs),
+        "runs": [asdict(r) for r in runs],
+    }
+    for key, bases in (("vs_one", ones), ("vs_serial", serial)):
+        ratios = _ratios(runs, bases)
+        row[key] = None if ratios is None else ratios[""]
+        if ratios is not None:
+            row[key + "_min"], row[key + "_max"] = ratios["_min"], ratios["_max"]
+    return row
 
 
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] == "--worker":
         root, w, writers, ops, start_file, out = args[1:7]
+        writer = None if w == "all" else int(w)
         profile_dir = os.environ.get(PROFILE_ENV)
         if not profile_dir:
-            run_writer(root, int(w), int(writers), int(ops), start_file, out)
+            run_writer(root, writer, int(writers), int(ops), start_file, out)
             return 0
         import cProfile
 
         profiler = cProfile.Profile(time.process_time)  # CPU, not wall: writers share 2 cores
-        profiler.runcall(run_writer, root, int(w), int(writers), int(ops), start_file, out)
+        profiler.runcall(run_writer, root, writer, int(writers), int(ops), start_file, out)
         profiler.dump_stats(os.path.join(profile_dir, f"writer-{w}-of-{writers}.prof"))
         return 0
     parser = argparse.ArgumentParser(prog="python -m dvengine.bench.contention", description=__doc__.split("\n")[0])
@@ -296,6 +360,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--row-level", choices=["on", "off", "both"], default="both")
     parser.add_argument("--out", default="bench-results/contention")
+    parser.add_argument("--same-total", choices=["on", "off"], default="on",
+                        help="also run one writer doing the W writers' W*N ops (the same-total baseline) for every W > 1")
     opts = parser.parse_args(args)
     settings = {"on": [True], "off": [False], "both": [True, False]}[opts.row_level]
     meta: dict[str, Any] = {"rows": opts.rows, "ops": opts.ops, "repeats": opts.repeats, "load_before": _uptime()}
@@ -303,38 +369,25 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="dvengine-contention-tables-") as tmp:
         for row_level in settings:
             # Rounds: every W once per round, so a change of the machine's load (other engineers'
-            # work) hits all W alike; "vs W=1" is the median of each round's own ratio.
+            # work) hits all W alike; each ratio is the median of each round's own ratio. The
+            # same-total baseline of W runs right after W, in the same round.
             by_writers: dict[int, list[RunResult]] = {w: [] for w in opts.writers}
+            serial: dict[int, list[RunResult]] = {w: [] for w in opts.writers if w > 1 and opts.same_total == "on"}
             for rep in range(opts.repeats):
-                for writers in opts.writers:
-                    root = os.path.join(tmp, f"t-{row_level}-{writers}-{rep}")
-                    run = run_contention(root, opts.rows, writers, opts.ops, row_level)
-                    shutil.rmtree(root, ignore_errors=True)
-                    print(f"row-level={row_level} W={writers} rep={rep}: {run.ops_per_s:.1f} ops/s, "
-                          f"surfaced {run.surfaced_conflicts}, verified {run.verified}", flush=True)
-                    by_writers[writers].append(run)
+                for count in opts.writers:
+                    for one_process in [False, True] if count in serial else [False]:
+                        root = os.path.join(tmp, f"t-{row_level}-{count}-{rep}-{one_process}")
+                        run = run_contention(root, opts.rows, count, opts.ops, row_level, serial=one_process)
+                        shutil.rmtree(root, ignore_errors=True)
+                        who = f"1x{count}*{opts.ops}" if one_process else f"W={count}"
+                        print(f"row-level={row_level} {who} rep={rep}: {run.ops_per_s:.1f} ops/s, "
+                              f"surfaced {run.surfaced_conflicts}, verified {run.verified}", flush=True)
+                        (serial[count] if one_process else by_writers[count]).append(run)
             ones = by_writers.get(1)
-            for runs in by_writers.values():
-                rates = [r.ops_per_s for r in runs]
-                median = statistics.median(rates)
-                ratios = [r.ops_per_s / o.ops_per_s for r, o in zip(runs, ones, strict=True) if o.ops_per_s] if ones else []
-                row = {
-                    **asdict(runs[0]),
-                    "committed": sum(r.committed for r in runs),
-                    "surfaced_conflicts": sum(r.surfaced_conflicts for r in runs),
-                    "internal_retries": sum(r.internal_retries for r in runs),
-                    "rebased_files": sum(r.rebased_files for r in runs),
-                    "ops_per_s": median, "ops_min": min(rates), "ops_max": max(rates),
-                    "vs_one": statistics.median(ratios) if ratios else float("nan"),
-                    "vs_one_min": min(ratios) if ratios else float("nan"),
-                    "vs_one_max": max(ratios) if ratios else float("nan"),
-                    "cpu_ms_per_op": statistics.median(1000 * r.cpu_s / r.committed for r in runs if r.committed),
-                    "window_s": statistics.median(r.elapsed_s for r in runs),
-                    "process_s": statistics.median(r.process_elapsed_s for r in runs),
-                    "verified": all(r.verified for r in runs),
-                    "runs": [asdict(r) for r in runs],
-                }
-                summary.append(row)
+            for count, runs in by_writers.items():
+                summary.append(_summary_row(runs, ones, serial.get(count)))
+                if count in serial:
+                    summary.append(_summary_row(serial[count], ones, None))
     meta["load_after"] = _uptime()
     out_dir = Path(opts.out)
     out_dir.mkdir(parents=True, exist_ok=True)

