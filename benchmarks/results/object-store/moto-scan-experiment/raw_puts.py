@@ -11,7 +11,7 @@ def busy(ms):
     while time.perf_counter() - t < ms / 1000:
         x += 1
 import subprocess
-proc = subprocess.Popen([sys.executable, '/tmp/h23c/moto_memo.py', '-H', '127.0.0.1', '-p', str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+proc = subprocess.Popen([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), 'moto_memo_launcher.py'), '-H', '127.0.0.1', '-p', str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 time.sleep(3)
 if True:
     _create_bucket(ep, "bench")
