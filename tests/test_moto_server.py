@@ -138,3 +138,18 @@ def test_bench_counts_every_request_the_server_logs(launched: tuple[int, str]) -
     while _server_requests(log_path) - before < len(sent) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert _server_requests(log_path) - before == len(sent)
+
+
+def test_bench_alternates_dvengine_folder_and_store() -> None:
+    """The object-store bench times dvengine's folder and store contenders of one kind op by op in
+    turn (their ratio is the target), and each delta-rs contender on its own."""
+    from dvengine.bench.object_store import KEPT, _groups
+
+    names = [f"{who}, {where}{suffix}" for suffix in ("", KEPT) for who, where in
+             (("dvengine", "local folder"), ("dvengine", "object store"), ("delta-rs", "local folder"), ("delta-rs", "object store"))]
+    assert _groups(names) == [
+        ["dvengine, local folder", "dvengine, object store"], ["delta-rs, local folder"], ["delta-rs, object store"],
+        [f"dvengine, local folder{KEPT}", f"dvengine, object store{KEPT}"], [f"delta-rs, local folder{KEPT}"],
+        [f"delta-rs, object store{KEPT}"],
+    ]
+    assert _groups(["dvengine, object store"]) == [["dvengine, object store"]]  # --table-uri without a folder peer

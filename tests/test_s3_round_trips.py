@@ -30,8 +30,8 @@ from dvengine.faults import COMMIT_BEFORE_LINK
 from dvengine.log import load_snapshot
 from dvengine.maintenance.vacuum import vacuum
 from dvengine.storage import objects
-from dvengine.storage.base import CONDITIONAL_PUT_PROBE_PREFIX
-from dvengine.storage.registry import request_counts
+from dvengine.storage.base import BACKGROUND_PUT, CONDITIONAL_PUT_PROBE_PREFIX
+from dvengine.storage.registry import request_counts, request_seconds
 
 COLUMNS = ["id", "part", "val"]
 Row = tuple[Any, ...]
@@ -76,15 +76,16 @@ def bucket(s3_server: S3Server) -> str:  # noqa: F811
 
 @pytest.fixture
 def read_paths(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
-    """Every object path dvengine GETs whole, in order."""
+    """Every object path dvengine GETs whole, in order (log commits through ``read_bytes``, Parquet
+    files through ``parquet_source``: both send their GET through ``_get``)."""
     seen: list[str] = []
-    real = objects.ObjectStorage.read_bytes
+    real = objects.ObjectStorage._get
 
-    def recording(self: objects.ObjectStorage, path: str) -> bytes:
+    def recording(self: objects.ObjectStorage, path: str) -> Any:
         seen.append(path)
         return real(self, path)
 
-    monkeypatch.setattr(objects.ObjectStorage, "read_bytes", recording)
+    monkeypatch.setattr(objects.ObjectStorage, "_get", recording)
     yield seen
 
 
@@ -126,15 +127,20 @@ def test_point_dml_round_trips(
     del model[0]
     requests = Requests()
     for key in (5, 110, 170):
+        seconds = request_seconds()
         DeltaTable.forPath(None, uri, storage_options=opts).delete(f"id = {key}", engine="local")
         del model[key]
         assert requests.take() == {**listing, "PUT": 1}, f"DELETE id = {key}"
+        timed = request_seconds()  # the bench's "in requests": the commit PUT was timed, in the caller
+        assert timed["PUT"] > seconds.get("PUT", 0.0) and timed.get(BACKGROUND_PUT) == seconds.get(BACKGROUND_PUT)
     table = DeltaTable.forPath(None, uri, storage_options=opts)
     assert requests.take() == {}  # the cached snapshot answers the existence check
     # the first reads delta-rs's file (one GET); the second finds it in the column cache; the third
     # updates the row the first moved into a file this process wrote and still holds: no GET either
     for i, key in enumerate((250, 330, 250)):
+        seconds = request_seconds()
         table.update(f"id = {key}", {"val": str(-1 - i)}, engine="local")
+        assert request_seconds()[BACKGROUND_PUT] > seconds.get(BACKGROUND_PUT, 0.0)  # the new file's PUT, timed apart
         model[key] = (key, f"p{key % 3}", -1 - i)
         expected = {**listing, "PUT": 2, **({"GET": 1} if i == 0 else {})}
         assert requests.take() == expected, f"UPDATE id = {key}"

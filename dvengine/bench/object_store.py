@@ -32,7 +32,9 @@ import dvengine
 from dvengine.api.table import DeltaTable
 from dvengine.bench.outputs import write_report
 from dvengine.bench.results import machine_facts
-from dvengine.storage.registry import request_counts
+from dvengine.storage import pending
+from dvengine.storage.base import BACKGROUND_PUT
+from dvengine.storage.registry import request_counts, request_seconds
 
 Op = Callable[[int], None]
 
@@ -173,10 +175,35 @@ def _stats(values: list[float]) -> dict[str, float]:
     }
 
 
+def _groups(names: list[str]) -> list[list[str]]:
+    """Contenders timed together, op by op: dvengine's folder and store contenders of the same kind
+    (by path, kept) alternate, so that the ratio the target is read against compares commands run
+    a few milliseconds apart, not two blocks a minute apart on a machine whose load moves; each
+    delta-rs contender (hundreds of ms per command) runs on its own."""
+    groups: list[list[str]] = []
+    for name in names:
+        partner = name.replace("dvengine, object store", "dvengine, local folder")
+        if partner != name and partner in names:
+            next(g for g in groups if partner in g).append(name)
+        else:
+            groups.append([name])
+    return groups
+
+
+def _blocked_seconds() -> float:
+    """Seconds the calling thread has spent waiting for object-store answers so far: requests it
+    sent itself, plus its waits for PUTs sent in the background (not the part its work hid)."""
+    by_kind = request_seconds()
+    return sum(v for k, v in by_kind.items() if k != BACKGROUND_PUT) + pending.waited_seconds()
+
+
 def run(
     table_uri: str, options: dict[str, str] | None, rows: int, files: int, ops: int, server_log: str | None = None
 ) -> dict[str, Any]:
-    """Time ``ops`` point DELETEs and UPDATEs per contender on fresh tables; count requests per command."""
+    """Time ``ops`` point DELETEs and UPDATEs per contender on fresh tables; count requests per command.
+
+    dvengine's folder and store contenders alternate op by op (``_groups``); each op also records
+    how long the command waited for the store (``in_requests``) and so the rest of its time."""
     work = tempfile.mkdtemp(prefix="dvengine-objbench-")
     run_id = uuid.uuid4().hex[:8]
     contenders: dict[str, tuple[str, dict[str, str] | None]] = {}
@@ -188,36 +215,52 @@ def run(
     keys = np.random.default_rng(7).choice(rows, size=2 * ops + 1, replace=False).tolist()
     results: dict[str, Any] = {}
     try:
-        for name, (table, opts) in contenders.items():
-            build_base(table, rows, files, opts)
-            delete, update = _ops(name, table, opts)
-            delete(int(keys[-1]))  # warm-up (imports, connection pool), not timed
-            timings: dict[str, list[float]] = {"delete": [], "update": []}
-            requests: dict[str, list[int]] = {"delete": [], "update": []}
-            by_kind: dict[str, dict[str, int]] = {}  # "kind:total" -> requests by kind of one such command
+        for group in _groups(list(contenders)):
+            ops_of: dict[str, tuple[Op, Op]] = {}
+            for name in group:
+                table, opts = contenders[name]
+                build_base(table, rows, files, opts)
+                ops_of[name] = _ops(name, table, opts)
+            for name in group:
+                ops_of[name][0](int(keys[-1]))  # warm-up (imports, connection pool), not timed
+            timings: dict[str, dict[str, list[float]]] = {name: {"delete": [], "update": []} for name in group}
+            blocked: dict[str, dict[str, list[float]]] = {name: {"delete": [], "update": []} for name in group}
+            requests: dict[str, dict[str, list[int]]] = {name: {"delete": [], "update": []} for name in group}
+            by_kind: dict[str, dict[str, dict[str, int]]] = {name: {} for name in group}
             for i in range(ops):
-                for kind, op, key in (("delete", delete, keys[2 * i]), ("update", update, keys[2 * i + 1])):
-                    client_before, server_before = request_counts(), _server_requests(server_log)
-                    started = time.perf_counter()
-                    op(int(key))
-                    timings[kind].append(time.perf_counter() - started)
-                    client_after = request_counts()
-                    if name.startswith("dvengine"):
-                        diff = {k: client_after.get(k, 0) - client_before.get(k, 0) for k in client_after}
-                        requests[kind].append(sum(diff.values()))
-                        by_kind.setdefault(f"{kind}:{sum(diff.values())}", {k: v for k, v in diff.items() if v})
-                    elif server_log is not None and opts is not None:
-                        time.sleep(0.05)  # let the server flush its log line
-                        requests[kind].append(_server_requests(server_log) - server_before)
-            check = DeltaTable.forPath(None, table, storage_options=opts).toArrow()
-            marked = int(np.count_nonzero(check.column("value").to_numpy() < 0))
-            if check.num_rows != rows - ops - 1 or marked != ops:
-                raise AssertionError(f"{name}: {check.num_rows} rows / {marked} updated, expected {rows - ops - 1} / {ops}")
-            results[name] = {
-                kind: {**_stats(v), "requests_per_command": statistics.median(requests[kind]) if requests[kind] else None,
-                       "requests_by_kind": by_kind.get(f"{kind}:{_median_int(requests[kind])}")}
-                for kind, v in timings.items()
-            }
+                for kind, key in (("delete", keys[2 * i]), ("update", keys[2 * i + 1])):
+                    for name in group if i % 2 == 0 else group[::-1]:
+                        op = ops_of[name][0 if kind == "delete" else 1]
+                        is_rs_store = name.startswith("delta-rs") and contenders[name][1] is not None
+                        server_before = _server_requests(server_log) if is_rs_store else 0
+                        client_before, blocked_before = request_counts(), _blocked_seconds()
+                        started = time.perf_counter()
+                        op(int(key))
+                        timings[name][kind].append(time.perf_counter() - started)
+                        client_after, blocked_after = request_counts(), _blocked_seconds()
+                        if name.startswith("dvengine"):
+                            blocked[name][kind].append(blocked_after - blocked_before)
+                            diff = {k: client_after.get(k, 0) - client_before.get(k, 0) for k in client_after}
+                            requests[name][kind].append(sum(diff.values()))
+                            by_kind[name].setdefault(f"{kind}:{sum(diff.values())}", {k: v for k, v in diff.items() if v})
+                        elif server_log is not None and is_rs_store:
+                            time.sleep(0.05)  # let the server flush its log line
+                            requests[name][kind].append(_server_requests(server_log) - server_before)
+            for name in group:
+                table, opts = contenders[name]
+                check = DeltaTable.forPath(None, table, storage_options=opts).toArrow()
+                marked = int(np.count_nonzero(check.column("value").to_numpy() < 0))
+                if check.num_rows != rows - ops - 1 or marked != ops:
+                    raise AssertionError(f"{name}: {check.num_rows} rows / {marked} updated, expected {rows - ops - 1} / {ops}")
+                results[name] = {
+                    kind: {
+                        **_stats(v),
+                        **_split(v, blocked[name][kind]),
+                        "requests_per_command": statistics.median(requests[name][kind]) if requests[name][kind] else None,
+                        "requests_by_kind": by_kind[name].get(f"{kind}:{_median_int(requests[name][kind])}"),
+                    }
+                    for kind, v in timings[name].items()
+                }
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return {
@@ -225,8 +268,19 @@ def run(
         "rows": rows,
         "files": files,
         "ops_per_kind": ops,
+        "alternating": [g for g in _groups(list(contenders)) if len(g) > 1],
         "machine": machine_facts(None),
         "results": results,
+    }
+
+
+def _split(totals: list[float], blocked: list[float]) -> dict[str, float]:
+    """p50 of the time a command waited for the store and of the rest of it (dvengine contenders)."""
+    if not blocked:
+        return {}
+    return {
+        "in_requests_p50_ms": round(1000 * statistics.median(blocked), 2),
+        "rest_p50_ms": round(1000 * statistics.median(t - b for t, b in zip(totals, blocked, strict=True)), 2),
     }
 
 
@@ -239,7 +293,8 @@ def to_markdown(report: dict[str, Any]) -> str:
         "per contender on a fresh table, each committing. Without a suffix every call opens the table by path "
         "(`DeltaTable.forPath(...).delete(...)`, delta-rs `DeltaTable(uri).delete(...)`), as a job running one "
         "command per invocation would; \"(kept table)\" contenders open it once and reuse the table object. "
-        "Warm (one untimed call first, in the same process).",
+        "Warm (one untimed call first, in the same process). dvengine's folder and store contenders of the same "
+        "kind alternate op by op (the ratios compare commands run milliseconds apart); delta-rs's run on their own.",
         f"Load before/after: {report.get('load_before', '?')} / {report.get('load_after', '?')}.",
         "",
         "| contender | DELETE p50 ms (p10-p90) | UPDATE p50 ms (p10-p90) | requests per DELETE / UPDATE |",
@@ -265,6 +320,23 @@ def to_markdown(report: dict[str, Any]) -> str:
                 f"| dvengine store / dvengine folder{suffix} | {ratio(store, folder, 'delete')} | {ratio(store, folder, 'update')} |",
                 f"| dvengine store / delta-rs store{suffix} | {ratio(store, rs, 'delete')} | {ratio(store, rs, 'update')} |",
             ]
+        split = [name for name in res if name.startswith("dvengine") and "in_requests_p50_ms" in res[name]["delete"]]
+        if split:
+            lines += [
+                "",
+                "Where a dvengine command's time goes (p50 ms): waiting for the store's answers (requests it sent, "
+                "and its wait for a data PUT sent in the background), and the rest (planning, encoding, the "
+                "folder's writes, fsyncs and link).",
+                "",
+                "| contender | DELETE total / in requests / rest | UPDATE total / in requests / rest |",
+                "|---|---:|---:|",
+            ]
+            for name in split:
+                d, u = res[name]["delete"], res[name]["update"]
+                lines.append(
+                    f"| {name} | {d['p50_ms']} / {d['in_requests_p50_ms']} / {d['rest_p50_ms']} "
+                    f"| {u['p50_ms']} / {u['in_requests_p50_ms']} / {u['rest_p50_ms']} |"
+                )
         kinds = res["dvengine, object store"]["delete"]["requests_by_kind"]
         if kinds:
             lines += ["", "dvengine requests of a median DELETE by kind: " + ", ".join(f"{k} {v}" for k, v in sorted(kinds.items()))]

@@ -18,6 +18,11 @@ import pyarrow as pa
 # leaves one behind; VACUUM reclaims it once it is old enough not to be a running probe.
 CONDITIONAL_PUT_PROBE_PREFIX = ".dvengine-conditional-put-probe-"
 
+# Kind under which an object-store client times the PUTs it sends on a worker (storage/pending.py):
+# the caller did not wait for them as such, only for what was left of them when its commit needed
+# the file (``pending.waited_seconds``).
+BACKGROUND_PUT = "PUT in background"
+
 
 class FileAlreadyExists(Exception):
     """Raised by :meth:`Storage.put_if_absent` when the target exists (a lost commit race)."""

@@ -26,6 +26,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 
@@ -38,6 +39,8 @@ MAX_IN_FLIGHT = 4
 _lock = threading.Lock()
 _in_flight: dict[str, Future[None]] = {}
 _pool: list[ThreadPoolExecutor] = []
+# Seconds callers spent blocked in wait_for (the part of background PUTs their work did not hide).
+_waited = [0.0]
 
 
 def _after_fork_in_child() -> None:
@@ -105,12 +108,23 @@ def wait_for(paths: Iterable[str]) -> None:
         return
     futures = [f for f in (_take(p) for p in paths) if f is not None]
     failure: BaseException | None = None
+    started = time.perf_counter()
     for future in futures:
         exc = future.exception()
         if exc is not None and failure is None:
             failure = exc
+    if futures:
+        with _lock:
+            _waited[0] += time.perf_counter() - started
     if failure is not None:
         raise failure
+
+
+def waited_seconds() -> float:
+    """Seconds callers of :func:`wait_for` have been blocked so far in this process (the bench
+    reports how much of a command's time its requests took from this and the clients' counters)."""
+    with _lock:
+        return _waited[0]
 
 
 def settle(path: str) -> None:

@@ -46,3 +46,14 @@ def request_counts() -> dict[str, int]:
             for kind, n in store.requests.items():
                 total[kind] = total.get(kind, 0) + n
     return total
+
+
+def request_seconds() -> dict[str, float]:
+    """Seconds this process's object-store requests took so far, by kind (``PUT in background``:
+    PUTs sent on a worker, which the caller waited for only in part, see ``pending.waited_seconds``)."""
+    total: dict[str, float] = {}
+    with _lock:
+        for store in _stores.values():
+            for kind, seconds in store.request_seconds.items():
+                total[kind] = total.get(kind, 0.0) + seconds
+    return total
