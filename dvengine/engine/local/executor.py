@@ -39,9 +39,10 @@ from dvengine.dv import (
     outside,
 )
 from dvengine.engine.local.change_data import tag, write_change_rows
-from dvengine.engine.local.column_cache import cached_columns
+from dvengine.engine.local.column_cache import cached_columns, cached_derived
 from dvengine.engine.local.constraints import check_constraints
 from dvengine.engine.local.failures import evaluation_error
+from dvengine.engine.local.key_index import KeyIndex, build_key_index, is_integer_column, point_lookup
 from dvengine.engine.local.writer import write_data_files
 from dvengine.errors import InvalidPredicateError, SchemaViolationError
 from dvengine.expressions import BoundExpression, BoundPredicate, to_pyarrow_expression, to_pyarrow_value
@@ -149,11 +150,22 @@ def match_file(snapshot: Snapshot, add: AddFile, predicate: BoundPredicate | Non
     if predicate is None:
         positions = np.arange(physical, dtype=np.int64)
     else:
-        positions = matching_positions(table, predicate)
+        lookup = point_lookup(predicate)
+        column = None if lookup is None else table.column(lookup.column)
+        if lookup is not None and column is not None and is_integer_column(column):
+            positions = key_index(snapshot, add, lookup.column, column).rows_of(lookup.values)
+        else:
+            positions = matching_positions(table, predicate)
     if len(previously) and len(positions):
         positions = positions[outside(positions, previously)]
     rows = table.take(pa.array(positions)) if all_columns else None
     return FileMatch(add, physical, previously, positions, rows)
+
+
+def key_index(snapshot: Snapshot, add: AddFile, name: str, column: pa.ChunkedArray) -> KeyIndex:
+    """The sorted index of ``add``'s integer column ``name`` (its values are ``column``), built
+    once per immutable file and kept in the column cache (``key_index`` module)."""
+    return cached_derived(snapshot, add, f"index:{name}", lambda: (len(column), build_key_index(column)))[1]
 
 
 def surviving_rows(snapshot: Snapshot, add: AddFile, dead: BitMap64 | None) -> pa.Table:

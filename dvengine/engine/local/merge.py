@@ -45,7 +45,8 @@ from dvengine.commands.retirement import RowRetirement
 from dvengine.commands.write import record_marks
 from dvengine.dv import outside
 from dvengine.engine.local.change_data import MergeChanges, write_change_rows
-from dvengine.engine.local.executor import FileMatch, LocalExecutor, keep_row_ids, project
+from dvengine.engine.local.executor import FileMatch, LocalExecutor, keep_row_ids, key_index, project
+from dvengine.engine.local.key_index import is_integer_column
 from dvengine.errors import (
     EvaluationError,
     InvalidArgumentError,
@@ -63,7 +64,7 @@ from dvengine.expressions import (
     to_pyarrow_value,
 )
 from dvengine.expressions.identifiers import quote_identifier
-from dvengine.expressions.refs import bound_refs, ref_of
+from dvengine.expressions.refs import REF_KEY, ColumnRef, bound_refs, column_node, ref_of
 from dvengine.expressions.trees import conjuncts
 from dvengine.log import Snapshot, load_snapshot
 from dvengine.planning.decisions import DmlOptions
@@ -164,6 +165,7 @@ def _literal_sql(value: object, f: StructField) -> str:
 def _derive_target_predicate(source: pa.Table, keys: Sequence[_Key], target_schema: StructType) -> BoundPredicate | None:
     """Target-only predicate every matchable row satisfies: key IN (source keys) or within [min, max]."""
     conjuncts = []
+    lists: list[tuple[_Key, list[object]]] = []
     for key in keys:
         column = pc.drop_null(source.column(key.source.name))
         quoted = quote_identifier(key.target.name)
@@ -173,6 +175,7 @@ def _derive_target_predicate(source: pa.Table, keys: Sequence[_Key], target_sche
         distinct = pc.unique(column)
         if len(distinct) <= IN_LIST_MAX:
             values = sorted(distinct.to_pylist())
+            lists.append((key, values))
             conjuncts.append(f"{quoted} IN ({', '.join(_literal_sql(v, key.target) for v in values)})")
         else:
             bounds = pc.min_max(column).as_py()
@@ -181,7 +184,44 @@ def _derive_target_predicate(source: pa.Table, keys: Sequence[_Key], target_sche
             )
     if not conjuncts:
         return None
+    if len(lists) == len(conjuncts):
+        built = _integer_in_lists(lists)
+        if built is not None:
+            return built
     return parse_predicate(" AND ".join(f"({c})" for c in conjuncts), target_schema)
+
+
+_INTEGER_RANGES = {"byte": 2**7, "short": 2**15, "integer": 2**31, "long": 2**63}
+
+
+def _integer_in_lists(lists: Sequence[tuple[_Key, list[object]]]) -> BoundPredicate | None:
+    """``key IN (values) AND ...`` bound directly, for integer keys whose values fit the column.
+
+    Parsing and binding the text of a 100-value IN list, a new one every round, cost ~2.6 ms of a
+    ~20 ms upsert round (sqlglot tokenizing, the binder's type check, the generator's deep copy);
+    building the tree the binder would build costs ~0.2 ms. The tree is the binder's: a
+    back-quoted column carrying its ColumnRef, integer literals (negative ones as ``-`` of a
+    literal, as the parser reads them). Anything else (strings, dates, a value outside the
+    column's range, which the binder and the Arrow translation judge) takes the text path."""
+    tree: exp.Expr | None = None
+    for key, values in lists:
+        limit = _INTEGER_RANGES.get(key.target.type.name)
+        if limit is None or not all(isinstance(v, int) and -limit <= v < limit for v in values):
+            return None
+        column = column_node([key.target.name])
+        column.meta[REF_KEY] = ColumnRef(None, (key.target.name,), (key.target,))
+        items = [exp.Literal.number(v) if v >= 0 else exp.Neg(this=exp.Literal.number(-v)) for v in values]  # type: ignore[operator]
+        node = exp.In(this=column, expressions=items)
+        tree = node if tree is None else exp.And(this=tree, expression=node)
+    if tree is None:
+        return None
+    names = frozenset(key.target.name for key, _ in lists)
+    return BoundPredicate(
+        sql=str(tree.sql(dialect="spark", comments=False, copy=False)),  # a fresh tree: nothing to protect
+        columns=names,
+        qualified_columns=frozenset((None, n) for n in names),
+        tree=tree,
+    )
 
 
 class _Plan:
@@ -584,7 +624,7 @@ def run_target_locally(executor: LocalExecutor) -> TargetRunner:
 
     def run(ctx: DmlContext, src: pa.Table, job: TargetJob, changes: MergeChanges | None) -> TargetResult:
         started = time.monotonic()
-        matches = executor.physical_files(ctx, ctx.plan.candidates)
+        matches = _joinable_rows(ctx, executor.physical_files(ctx, ctx.plan.candidates), src, job)
         side = merge_target_side(matches, src, job, changes)
         retired = RowRetirement()
         if side.retire:
@@ -601,6 +641,32 @@ def run_target_locally(executor: LocalExecutor) -> TargetRunner:
         return TargetResult(side.counts, side.matched_sources, retired, [], side.outputs + survivors, kept)
 
     return run
+
+
+def _joinable_rows(ctx: DmlContext, matches: list[FileMatch], src: pa.Table, job: TargetJob) -> list[FileMatch]:
+    """``matches`` (every physical row of each candidate file) narrowed to the live rows whose
+    first join key equals some source key, found through each file's cached sorted key index
+    (``key_index`` module): the hash join then sees ~the source's size instead of the table's
+    (1.5M target rows / 7 files, 100 keys: the join cost ~7 ms a round and grew with the table).
+    A superset of the rows the join pairs (other keys and the residual still decide), so the
+    result is the same; not with NOT MATCHED BY SOURCE clauses (they act on the other rows) or a
+    non-integer first key (kept as before)."""
+    if job.by_source or not job.keys or _family(job.keys[0].target) != "int":
+        return matches
+    name = job.keys[0].target.name
+    keys = pc.drop_null(src.column("__ks0"))
+    wanted = np.unique(np.asarray(keys.to_numpy(), dtype=np.int64))
+    narrowed: list[FileMatch] = []
+    for m in matches:
+        assert m.rows is not None
+        column = m.rows.column(name)
+        if not is_integer_column(column) or len(m.matched) != m.physical_rows:
+            return matches
+        rows = key_index(ctx.snapshot, m.add, name, column).rows_of(wanted)
+        if len(m.previously_deleted) and len(rows):
+            rows = rows[outside(rows, m.previously_deleted)]
+        narrowed.append(FileMatch(m.add, m.physical_rows, m.previously_deleted, rows, m.rows.take(pa.array(rows))))
+    return narrowed
 
 
 def _run(
