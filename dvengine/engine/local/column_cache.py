@@ -84,6 +84,15 @@ def cached_columns(
     return _cached(_key(snapshot, add, columns, ""), read)
 
 
+def holds_columns(snapshot: Snapshot, add: AddFile, columns: Sequence[str] | None) -> bool:
+    """Whether ``cached_columns`` would likely answer from memory (no file check, no LRU touch):
+    callers use it to keep cheap work off the thread pool."""
+    if _budget() == 0:
+        return False
+    with _LOCK:
+        return _key(snapshot, add, columns, "") in _ENTRIES
+
+
 def cached_derived(
     snapshot: Snapshot, add: AddFile, what: str, build: Callable[[], tuple[int, V]]
 ) -> tuple[int, V]:

@@ -39,7 +39,7 @@ from dvengine.dv import (
     outside,
 )
 from dvengine.engine.local.change_data import tag, write_change_rows
-from dvengine.engine.local.column_cache import cached_columns, cached_derived
+from dvengine.engine.local.column_cache import cached_columns, cached_derived, holds_columns
 from dvengine.engine.local.constraints import check_constraints
 from dvengine.engine.local.failures import evaluation_error
 from dvengine.engine.local.key_index import KeyIndex, build_key_index, is_integer_column, point_lookup
@@ -91,6 +91,16 @@ def parallel_map(function: Callable[[T], R], items: Sequence[T]) -> list[R]:
         return [function(item) for item in items]
     with ThreadPoolExecutor(max_workers=min(len(items), _num_threads())) as pool:
         return list(pool.map(function, items))
+
+
+def cached_first_map(function: Callable[[T], R], items: Sequence[T], cached: Callable[[T], bool]) -> list[R]:
+    """``function`` over ``items``, in order: items whose data is in memory on this thread, the
+    rest on the pool. Once a file's columns are cached, a match is a few lookups of Python work
+    that threads only make contend for the GIL: matching 28 cached files cost 1.45 ms in a loop
+    and 4.1 ms through the pool (``physical_file``: 1.0 vs 7.8 ms); the pool is for decoding."""
+    misses = [i for i, item in enumerate(items) if not cached(item)]
+    computed = dict(zip(misses, parallel_map(function, [items[i] for i in misses]), strict=True))
+    return [computed[i] if i in computed else function(item) for i, item in enumerate(items)]
 
 
 def project(table: pa.Table, expressions: Sequence[Any], names: Sequence[str]) -> pa.Table:
@@ -266,13 +276,19 @@ class LocalExecutor:
     def _matches(self, ctx: DmlContext, files: Sequence[AddFile], predicate: BoundPredicate | None, all_columns: bool) -> list[FileMatch]:
         cached: dict[str, FileMatch] = ctx.engine_state.setdefault(_STATE_MATCHES, {})
         missing = [add for add in files if add.path not in cached or (all_columns and cached[add.path].rows is None)]
-        for match in parallel_map(lambda add: self._match_file(ctx, add, predicate, all_columns), missing):
+        wanted = None if all_columns else (sorted(predicate.columns) if predicate is not None else [])
+        for match in cached_first_map(
+            lambda add: self._match_file(ctx, add, predicate, all_columns), missing, lambda add: holds_columns(ctx.snapshot, add, wanted)
+        ):
             cached[match.add.path] = match
         return [cached[add.path] for add in files]
 
     def physical_files(self, ctx: DmlContext, files: Sequence[AddFile]) -> list[FileMatch]:
-        """``physical_file`` of each file, on the thread pool (nothing cached in the context)."""
-        return parallel_map(lambda add: physical_file(ctx.snapshot, add), files)
+        """``physical_file`` of each file, those not in the column cache on the thread pool
+        (nothing cached in the context)."""
+        return cached_first_map(
+            lambda add: physical_file(ctx.snapshot, add), files, lambda add: holds_columns(ctx.snapshot, add, None)
+        )
 
     # --- retiring rows ---------------------------------------------------------------------------
 
