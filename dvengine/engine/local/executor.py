@@ -42,7 +42,7 @@ from dvengine.engine.local.change_data import tag, write_change_rows
 from dvengine.engine.local.column_cache import cached_columns, cached_derived, holds_columns
 from dvengine.engine.local.constraints import check_constraints
 from dvengine.engine.local.failures import evaluation_error
-from dvengine.engine.local.key_index import KeyIndex, build_key_index, is_integer_column, point_lookup
+from dvengine.engine.local.key_index import KeyIndex, PointLookup, build_key_index, is_integer_column, point_lookup
 from dvengine.engine.local.writer import write_data_files
 from dvengine.errors import InvalidPredicateError, SchemaViolationError
 from dvengine.expressions import BoundExpression, BoundPredicate, to_pyarrow_expression, to_pyarrow_value
@@ -163,10 +163,16 @@ def _deletion_vector(snapshot: Snapshot, add: AddFile, physical: int) -> BitMap6
     return load_deletion_vector(snapshot.table_root, add.deletion_vector, num_records=physical)
 
 
-def match_file(snapshot: Snapshot, add: AddFile, predicate: BoundPredicate | None, all_columns: bool) -> FileMatch:
+_UNSET: Any = object()
+
+
+def match_file(
+    snapshot: Snapshot, add: AddFile, predicate: BoundPredicate | None, all_columns: bool, lookup: PointLookup | None = _UNSET
+) -> FileMatch:
     """The live rows of one file where ``predicate`` is TRUE (all live rows when None); with
     ``all_columns`` the matched rows themselves too. Needs only the snapshot's table root, schema
-    and partition columns, so a Spark task can call it for the files it was handed."""
+    and partition columns, so a Spark task can call it for the files it was handed. ``lookup``:
+    ``point_lookup(predicate)`` worked out once for many files (else here)."""
     columns: Iterable[str] | None = None if all_columns else (predicate.columns if predicate is not None else ())
     wanted = None if columns is None else sorted(columns)
 
@@ -177,7 +183,8 @@ def match_file(snapshot: Snapshot, add: AddFile, predicate: BoundPredicate | Non
     if predicate is None:
         positions = np.arange(physical, dtype=np.int64)
     else:
-        lookup = point_lookup(predicate)
+        if lookup is _UNSET:
+            lookup = point_lookup(predicate)
         column = None if lookup is None else table.column(lookup.column)
         if lookup is not None and column is not None and is_integer_column(column):
             positions = key_index(snapshot, add, lookup.column, column).rows_of(lookup.values)
@@ -287,15 +294,20 @@ class LocalExecutor:
 
     # --- matching -------------------------------------------------------------------------------
 
-    def _match_file(self, ctx: DmlContext, add: AddFile, predicate: BoundPredicate | None, all_columns: bool) -> FileMatch:
-        return match_file(ctx.snapshot, add, predicate, all_columns)
+    def _match_file(
+        self, ctx: DmlContext, add: AddFile, predicate: BoundPredicate | None, all_columns: bool, lookup: PointLookup | None
+    ) -> FileMatch:
+        return match_file(ctx.snapshot, add, predicate, all_columns, lookup)
 
     def _matches(self, ctx: DmlContext, files: Sequence[AddFile], predicate: BoundPredicate | None, all_columns: bool) -> list[FileMatch]:
         cached: dict[str, FileMatch] = ctx.engine_state.setdefault(_STATE_MATCHES, {})
         missing = [add for add in files if add.path not in cached or (all_columns and cached[add.path].rows is None)]
         wanted = None if all_columns else (sorted(predicate.columns) if predicate is not None else [])
+        lookup = point_lookup(predicate)  # once for all files
         for match in cached_first_map(
-            lambda add: self._match_file(ctx, add, predicate, all_columns), missing, lambda add: holds_columns(ctx.snapshot, add, wanted)
+            lambda add: self._match_file(ctx, add, predicate, all_columns, lookup),
+            missing,
+            lambda add: holds_columns(ctx.snapshot, add, wanted),
         ):
             cached[match.add.path] = match
         return [cached[add.path] for add in files]
