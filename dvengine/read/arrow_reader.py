@@ -22,6 +22,7 @@ from dvengine.log import Snapshot
 from dvengine.protocol.actions import AddFile
 from dvengine.protocol.schema import StructField, to_arrow_field
 from dvengine.read.dv_filter import KeepSpans
+from dvengine.read.dv_spans_cache import keep_spans
 from dvengine.read.footer_cache import local_footer, open_small
 from dvengine.storage import resolve_data_path, storage_for
 
@@ -118,10 +119,15 @@ def _check_row_count(add: AddFile, parquet: pq.ParquetFile) -> None:
         )
 
 
-def reopen(origin: str | pa.Buffer, parquet: pq.ParquetFile) -> pq.ParquetFile:
+def reopen(origin: str | pa.Buffer, parquet: pq.ParquetFile, read_dictionary: Sequence[str] = ()) -> pq.ParquetFile:
     """A second reader of a file opened by :func:`open_data_source`, sharing its parsed footer
-    (one ``ParquetFile`` is not documented as safe to read from two threads at once)."""
-    return pq.ParquetFile(origin if isinstance(origin, str) else pa.BufferReader(origin), metadata=parquet.metadata)
+    (one ``ParquetFile`` is not documented as safe to read from two threads at once);
+    ``read_dictionary``: columns to read as Arrow dictionaries (``many_files``)."""
+    return pq.ParquetFile(
+        origin if isinstance(origin, str) else pa.BufferReader(origin),
+        metadata=parquet.metadata,
+        read_dictionary=list(read_dictionary) or None,
+    )
 
 
 def physical_row_count(snapshot: Snapshot, add: AddFile) -> int:
@@ -205,8 +211,8 @@ def read_file_arrow(
     """Live rows of one logical file (logical names, schema order), its DV applied."""
     with opened_for_read(snapshot, add) as parquet:
         table = read_physical_rows(snapshot, add, columns, parquet)
-    keep = deleted_row_mask(snapshot.table_root, add, table.num_rows)
-    return table if keep is None else drop_deleted(table, keep)
+    spans = keep_spans(snapshot.table_root, add, table.num_rows)
+    return table if spans is None else pa.Table.from_arrays([spans.apply(c) for c in table.columns], schema=table.schema)
 
 
 def drop_deleted(table: pa.Table, keep: np.ndarray) -> pa.Table:

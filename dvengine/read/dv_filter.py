@@ -76,6 +76,13 @@ class KeepSpans:
             start_block = stop_block
         return cls(tuple(spans), int(np.count_nonzero(keep)))
 
+    @property
+    def nbytes(self) -> int:
+        """Bytes the spans keep alive (their masks and kept-row indexes)."""
+        return sum(
+            (0 if s.mask is None else s.mask.nbytes) + (0 if s.indexes is None else s.indexes.nbytes) for s in self.spans
+        )
+
     def apply(self, column: pa.ChunkedArray) -> pa.ChunkedArray:
         """``column`` (all the file's physical rows) without the deleted rows."""
         gather = _fixed_width(column.type)

@@ -35,13 +35,13 @@ from dvengine.protocol.schema import to_arrow_schema
 from dvengine.read.arrow_reader import (
     THREADED_READ_ROWS,
     FileColumns,
-    deleted_row_mask,
     open_data_source,
     read_columns,
     read_file_arrow,
     reopen,
 )
 from dvengine.read.dv_filter import KeepSpans
+from dvengine.read.dv_spans_cache import keep_spans
 
 # Tasks run at once (the CPU count, at least 2: reading also waits on I/O).
 _READ_THREADS = max(2, os.cpu_count() or 1)
@@ -56,7 +56,8 @@ class _Opened:
     """A large file opened for column tasks: where it is, its footer, and its DV's spans, worked
     out by the first column task that needs them (after its decode, while the other columns
     decode): worked out when the file was opened they held up every column task (~2-3 ms for a
-    1M-row file with 42,000 deleted rows, the pool idle meanwhile)."""
+    1M-row file with 42,000 deleted rows, the pool idle meanwhile). The spans of an unchanged DV
+    come from the process's cache (``dv_spans_cache``)."""
 
     def __init__(self, snapshot: Snapshot, add: AddFile) -> None:
         self.origin, self.parquet = open_data_source(snapshot, add)
@@ -67,8 +68,7 @@ class _Opened:
     def spans(self) -> KeepSpans | None:
         with self._lock:
             if self._spans is None:
-                keep = deleted_row_mask(self._snapshot.table_root, self._add, self.parquet.metadata.num_rows)
-                self._spans = (None if keep is None else KeepSpans.of(keep),)
+                self._spans = (keep_spans(self._snapshot.table_root, self._add, self.parquet.metadata.num_rows),)
             return self._spans[0]
 
     def live_rows(self) -> int:
@@ -77,11 +77,45 @@ class _Opened:
 
 
 def _read_column(snapshot: Snapshot, add: AddFile, opened: _Opened, name: str) -> pa.ChunkedArray:
-    """One column of a large file, its deleted rows dropped."""
-    table = read_columns(snapshot, add, reopen(opened.origin, opened.parquet), [name], threads=False)
-    column = table.column(0)
+    """One column of a large file, its deleted rows dropped.
+
+    A string or binary column that Parquet stores dictionary-encoded throughout
+    (``_dictionary_dense``) is read as an Arrow dictionary, its deleted rows dropped from the
+    indexes, and only then expanded to plain values: Parquet's own expansion while decoding cost
+    more than Arrow's (a 1.45M-row column of 2 KB, 'r<round>' tags: 22.7 ms decoded plainly,
+    4.2 ms as a dictionary + 7.0 ms expanded), and filtering int32 indexes costs less than
+    filtering strings (0.6 vs 3.3 ms with 3.4 % of the rows deleted). The values are the same."""
+    dictionary = _dictionary_dense(opened.parquet, name)
+    parquet = reopen(opened.origin, opened.parquet, [name] if dictionary else ())
+    column = read_columns(snapshot, add, parquet, [name], threads=False).column(0)
     spans = opened.spans()
-    return column if spans is None else spans.apply(column)
+    if spans is not None:
+        column = spans.apply(column)
+    if dictionary and pa.types.is_dictionary(column.type):
+        column = column.cast(column.type.value_type)
+    return column
+
+
+def _dictionary_dense(parquet: pq.ParquetFile, name: str) -> bool:
+    """Whether the top-level string/binary column ``name`` is dictionary-encoded in (nearly) every
+    row of every row group, as far as the footer tells: a dictionary page, and under 1.5 bytes per
+    value uncompressed, dictionary page included. A plain value costs at least 4 bytes (its
+    length), so at most ~a third of the values fell back to plain encoding, and a large dictionary
+    (high cardinality) does not pass either: Arrow would hash such values into a dictionary, which
+    costs more than decoding unique values plainly (13 tags with NULLs: 0.64 bytes a value;
+    distinct 10-character strings: 16)."""
+    kind = parquet.schema_arrow.field(name).type
+    if not (pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_binary(kind) or pa.types.is_large_binary(kind)):
+        return False
+    meta = parquet.metadata
+    index = parquet.schema_arrow.get_field_index(name)
+    if meta.num_row_groups == 0 or index < 0:
+        return False
+    for g in range(meta.num_row_groups):
+        chunk = meta.row_group(g).column(index)
+        if chunk.path_in_schema != name or not chunk.has_dictionary_page or chunk.total_uncompressed_size * 2 > chunk.num_values * 3:
+            return False
+    return True
 
 
 def _read_files(snapshot: Snapshot, files: Sequence[AddFile], columns: Sequence[str] | None) -> list[pa.Table]:

@@ -18,6 +18,10 @@ with a DataFileError as an uncached read would, never be DV'd from a stale copy.
 are not checked (a HEAD per file per round would cost what the cache saves; their objects are
 written once under unique names). The total is bounded by ``DVENGINE_EXECUTION_COLUMNCACHEBYTES``
 (default 256 MiB; 0 turns the cache off), least recently used first out.
+
+The same budget and LRU hold what is derived from a cached column and costs more than a
+lookup to rebuild: the sorted key index of ``key_index`` (``cached_derived``), under the same
+key plus what it is (``"index:<column>"``), so it lives and dies with the file's entry.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from typing import Protocol, TypeVar, cast
 
 import pyarrow as pa
 
@@ -37,12 +42,23 @@ from dvengine.storage.uris import is_object_uri
 ENV_BYTES = "DVENGINE_EXECUTION_COLUMNCACHEBYTES"
 DEFAULT_BYTES = 256 * 1024 * 1024
 
-Key = tuple[str, int, int, tuple[str, ...] | None, str, tuple[str, ...]]
+# (path, size, mtime, columns, schema, partition columns, what: "" for columns, else the derived kind)
+Key = tuple[str, int, int, tuple[str, ...] | None, str, tuple[str, ...], str]
+
+
+class Sized(Protocol):
+    """Anything the cache holds: it must say how many bytes it keeps alive."""
+
+    @property
+    def nbytes(self) -> int: ...
+
+
+V = TypeVar("V", bound=Sized)
 
 _LOCK = threading.Lock()
-# (physical rows, columns, (size, mtime_ns) of a local file when read, None on object stores)
+# (physical rows, value, (size, mtime_ns) of a local file when read, None on object stores)
 Fingerprint = tuple[int, int] | None
-_ENTRIES: OrderedDict[Key, tuple[int, pa.Table, Fingerprint]] = OrderedDict()
+_ENTRIES: OrderedDict[Key, tuple[int, Sized, Fingerprint]] = OrderedDict()
 _SIZE = [0]
 
 
@@ -65,40 +81,68 @@ def cached_columns(
     read: Callable[[], tuple[int, pa.Table]],
 ) -> tuple[int, pa.Table]:
     """(physical rows, columns of ``add``) from the cache, else from ``read()`` (then remembered)."""
-    budget = _budget()
-    if budget == 0:
-        return read()
-    path = resolve_data_path(snapshot.table_root, add.path)
-    key: Key = (
-        path,
+    return _cached(_key(snapshot, add, columns, ""), read)
+
+
+def holds_columns(snapshot: Snapshot, add: AddFile, columns: Sequence[str] | None) -> bool:
+    """Whether ``cached_columns`` would likely answer from memory (no file check, no LRU touch):
+    callers use it to keep cheap work off the thread pool."""
+    if _budget() == 0:
+        return False
+    with _LOCK:
+        return _key(snapshot, add, columns, "") in _ENTRIES
+
+
+def cached_derived(
+    snapshot: Snapshot, add: AddFile, what: str, build: Callable[[], tuple[int, V]]
+) -> tuple[int, V]:
+    """(physical rows, ``what`` derived from ``add``'s data) from the cache, else ``build()``.
+
+    ``what`` names the derived value and everything it depends on besides the file and the
+    schema (e.g. ``"index:id"``); ``build`` must return the same kind of value for the same
+    ``what``. Shares the budget, the LRU and the local-file checks of ``cached_columns``."""
+    return _cached(_key(snapshot, add, None, what), build)
+
+
+def _key(snapshot: Snapshot, add: AddFile, columns: Sequence[str] | None, what: str) -> Key:
+    return (
+        resolve_data_path(snapshot.table_root, add.path),
         add.size,
         add.modification_time,
         None if columns is None else tuple(columns),
         snapshot.metadata.schema_string,
         tuple(snapshot.partition_columns),
+        what,
     )
+
+
+def _cached(key: Key, read: Callable[[], tuple[int, V]]) -> tuple[int, V]:
+    budget = _budget()
+    if budget == 0:
+        return read()
+    path = key[0]
     with _LOCK:
         hit = _ENTRIES.get(key)
         if hit is not None:
             _ENTRIES.move_to_end(key)
     if hit is not None:
-        rows, table, fingerprint = hit
+        rows, value, fingerprint = hit
         if fingerprint is None or _fingerprint(path) == fingerprint:
-            return rows, table
+            return rows, cast(V, value)  # one key, one kind of value (cached_derived's contract)
         _drop(key)
     fingerprint = None if is_object_uri(path) else _fingerprint(path)
-    value = read()
-    size = value[1].nbytes
+    fresh = read()
+    size = fresh[1].nbytes
     if size > budget // 4 or (fingerprint is None and not is_object_uri(path)):
-        return value  # one huge file would flush everything else; a vanished file is not cached
+        return fresh  # one huge file would flush everything else; a vanished file is not cached
     with _LOCK:
         if key not in _ENTRIES:
-            _ENTRIES[key] = (value[0], value[1], fingerprint)
+            _ENTRIES[key] = (fresh[0], fresh[1], fingerprint)
             _SIZE[0] += size
         while _SIZE[0] > budget and _ENTRIES:
             _old_key, (_rows, old, _print) = _ENTRIES.popitem(last=False)
             _SIZE[0] -= old.nbytes
-    return value
+    return fresh
 
 
 def _fingerprint(path: str) -> tuple[int, int] | None:

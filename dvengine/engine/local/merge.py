@@ -63,7 +63,7 @@ from dvengine.expressions import (
     to_pyarrow_value,
 )
 from dvengine.expressions.identifiers import quote_identifier
-from dvengine.expressions.refs import bound_refs, ref_of
+from dvengine.expressions.refs import REF_KEY, ColumnRef, bound_refs, column_node, ref_of
 from dvengine.expressions.trees import conjuncts
 from dvengine.log import Snapshot, load_snapshot
 from dvengine.planning.decisions import DmlOptions
@@ -164,6 +164,7 @@ def _literal_sql(value: object, f: StructField) -> str:
 def _derive_target_predicate(source: pa.Table, keys: Sequence[_Key], target_schema: StructType) -> BoundPredicate | None:
     """Target-only predicate every matchable row satisfies: key IN (source keys) or within [min, max]."""
     conjuncts = []
+    lists: list[tuple[_Key, list[object]]] = []
     for key in keys:
         column = pc.drop_null(source.column(key.source.name))
         quoted = quote_identifier(key.target.name)
@@ -173,6 +174,7 @@ def _derive_target_predicate(source: pa.Table, keys: Sequence[_Key], target_sche
         distinct = pc.unique(column)
         if len(distinct) <= IN_LIST_MAX:
             values = sorted(distinct.to_pylist())
+            lists.append((key, values))
             conjuncts.append(f"{quoted} IN ({', '.join(_literal_sql(v, key.target) for v in values)})")
         else:
             bounds = pc.min_max(column).as_py()
@@ -181,7 +183,44 @@ def _derive_target_predicate(source: pa.Table, keys: Sequence[_Key], target_sche
             )
     if not conjuncts:
         return None
+    if len(lists) == len(conjuncts):
+        built = _integer_in_lists(lists)
+        if built is not None:
+            return built
     return parse_predicate(" AND ".join(f"({c})" for c in conjuncts), target_schema)
+
+
+_INTEGER_RANGES = {"byte": 2**7, "short": 2**15, "integer": 2**31, "long": 2**63}
+
+
+def _integer_in_lists(lists: Sequence[tuple[_Key, list[object]]]) -> BoundPredicate | None:
+    """``key IN (values) AND ...`` bound directly, for integer keys whose values fit the column.
+
+    Parsing and binding the text of a 100-value IN list, a new one every round, cost ~2.6 ms of a
+    ~20 ms upsert round (sqlglot tokenizing, the binder's type check, the generator's deep copy);
+    building the tree the binder would build costs ~0.2 ms. The tree is the binder's: a
+    back-quoted column carrying its ColumnRef, integer literals (negative ones as ``-`` of a
+    literal, as the parser reads them). Anything else (strings, dates, a value outside the
+    column's range, which the binder and the Arrow translation judge) takes the text path."""
+    tree: exp.Expr | None = None
+    for key, values in lists:
+        limit = _INTEGER_RANGES.get(key.target.type.name)
+        if limit is None or not all(isinstance(v, int) and -limit <= v < limit for v in values):
+            return None
+        column = column_node([key.target.name])
+        column.meta[REF_KEY] = ColumnRef(None, (key.target.name,), (key.target,))
+        items = [exp.Literal.number(v) if v >= 0 else exp.Neg(this=exp.Literal.number(-v)) for v in values]  # type: ignore[operator]
+        node = exp.In(this=column, expressions=items)
+        tree = node if tree is None else exp.And(this=tree, expression=node)
+    if tree is None:
+        return None
+    names = frozenset(key.target.name for key, _ in lists)
+    return BoundPredicate(
+        sql=str(tree.sql(dialect="spark", comments=False, copy=False)),  # a fresh tree: nothing to protect
+        columns=names,
+        qualified_columns=frozenset((None, n) for n in names),
+        tree=tree,
+    )
 
 
 class _Plan:
@@ -584,7 +623,7 @@ def run_target_locally(executor: LocalExecutor) -> TargetRunner:
 
     def run(ctx: DmlContext, src: pa.Table, job: TargetJob, changes: MergeChanges | None) -> TargetResult:
         started = time.monotonic()
-        matches = executor.physical_files(ctx, ctx.plan.candidates)
+        matches = _joinable_rows(ctx, executor, src, job)
         side = merge_target_side(matches, src, job, changes)
         retired = RowRetirement()
         if side.retire:
@@ -601,6 +640,21 @@ def run_target_locally(executor: LocalExecutor) -> TargetRunner:
         return TargetResult(side.counts, side.matched_sources, retired, [], side.outputs + survivors, kept)
 
     return run
+
+
+def _joinable_rows(ctx: DmlContext, executor: LocalExecutor, src: pa.Table, job: TargetJob) -> list[FileMatch]:
+    """The candidate files' rows the hash join needs: with an integer first join key and no NOT
+    MATCHED BY SOURCE clause (those act on the other rows), only each file's live rows whose key
+    equals some source key, found through the file's cached sorted key index (``key_index``
+    module, ``executor.key_rows``): the join then sees ~the source's size instead of the table's
+    (1.5M target rows / 7 files, 100 keys: the join cost ~7 ms a round and grew with the table).
+    A superset of the rows the join pairs (other keys and the residual still decide), so the
+    result is the same. Otherwise every physical row of every file, as before."""
+    if job.by_source or not job.keys or _family(job.keys[0].target) != "int":
+        return executor.physical_files(ctx, ctx.plan.candidates)
+    keys = pc.drop_null(src.column("__ks0"))
+    wanted = np.unique(np.asarray(keys.to_numpy(), dtype=np.int64))
+    return executor.key_rows(ctx, ctx.plan.candidates, job.keys[0].target.name, wanted)
 
 
 def _run(
