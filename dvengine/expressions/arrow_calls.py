@@ -27,7 +27,10 @@ from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
 
 from dvengine.errors import InvalidPredicateError
+from dvengine.expressions import arrow_casts as casts
 from dvengine.expressions import arrow_datetime as dates
+from dvengine.expressions import arrow_hash as hashes
+from dvengine.expressions import arrow_math as math_calls
 from dvengine.expressions.arrow_strings import StringCalls, call
 from dvengine.expressions.arrow_types import (
     FLOATING,
@@ -163,7 +166,10 @@ class CallTranslator(StringCalls):
             else:
                 raise Refused(f"CAST to {to.sql('spark') if isinstance(to, exp.Expr) else to}")
         target = prim(name)
-        return Val(cast(self._typed(node.this), target), target)
+        source = self._typed(node.this)
+        if source.name == "string" and name != "string":
+            return Val(casts.from_string(source, target), target)
+        return Val(cast(source, target), target)
 
     # --- math ------------------------------------------------------------------------------------
 
@@ -193,15 +199,15 @@ class CallTranslator(StringCalls):
         return self.round_value(node.this, node.args.get("decimals"), "half_towards_infinity")
 
     def round_value(self, value: exp.Expr, digits_node: exp.Expr | None, mode: str) -> Val:
-        """``round`` (HALF_UP) / ``bround`` (HALF_EVEN) of integers. Spark rounds a DOUBLE through its
-        shortest decimal string (``round(1.005, 2)`` is 1.01, Arrow's binary rounding gives 1.0), so
-        floating point is refused. Rounding past the type's range fails (Spark wraps)."""
+        """``round`` (HALF_UP) / ``bround`` (HALF_EVEN). Integers: Arrow's kernel; rounding past the
+        type's range fails (Spark wraps). FLOAT / DOUBLE: ``arrow_math.round_floating`` (Spark rounds
+        the shortest decimal text, not the binary value)."""
         digits = 0 if digits_node is None else self._literal_int(digits_node, "the digits of round()")
         v = self._number(value, "round()")
-        if v.name not in INTEGRAL:
-            raise Refused(f"round() of {v.name}: Spark rounds through the decimal representation")
         if digits is None:
             return Val(pc.scalar(pa.scalar(None, to_arrow_type(v.data_type))), v.data_type)  # type: ignore[arg-type]
+        if v.name in FLOATING:
+            return math_calls.round_floating(v, digits, "half_up" if mode == "half_towards_infinity" else "half_even")
         if digits >= 0:
             return v
         if digits < -18:
@@ -310,16 +316,33 @@ class CallTranslator(StringCalls):
         return Val(call("if_else", same, pc.scalar(pa.scalar(None, to_arrow_type(a.data_type))), a.expr), a.data_type)
 
     def extreme(self, node: exp.Expr) -> Val:
-        """``greatest`` / ``least``: NULLs skipped (NULL only when all are). Spark orders NaN above
-        every number and Arrow ignores it, so floating point is refused."""
+        """``greatest`` / ``least``: NULLs skipped (NULL only when all are). Floating point goes
+        through ``arrow_math.extreme_floating`` (Spark orders NaN above every number; Arrow's
+        element-wise max ignores it)."""
         values = [self._typed(a) for a in (node.this, *node.expressions)]
         target = common_type(values, "greatest/least")
         if target is None:
             return values[0]
-        if target.name in FLOATING or target.name not in (*INTEGRAL, "string", "date", "timestamp", "timestamp_ntz", "boolean"):
+        if target.name in FLOATING:
+            return Val(math_calls.extreme_floating([coerce(v, target) for v in values], isinstance(node, exp.Greatest)), target)
+        if target.name not in (*INTEGRAL, "string", "date", "timestamp", "timestamp_ntz", "boolean"):
             raise Refused(f"greatest/least of {target.name}")
         kernel = "max_element_wise" if isinstance(node, exp.Greatest) else "min_element_wise"
         return Val(call(kernel, *[coerce(v, target) for v in values], options=pc.ElementWiseAggregateOptions(skip_nulls=True)), target)
+
+    def sqrt(self, node: exp.Expr) -> Val:
+        """``sqrt(x)``: DOUBLE, NaN for negatives (IEEE square root is exact in both)."""
+        v = self._number(node.this, "sqrt()")
+        return Val(call("sqrt", v.expr.cast(pa.float64(), safe=False)), DOUBLE)
+
+    # --- hashes ----------------------------------------------------------------------------------
+
+    def digest(self, node: exp.Expr) -> Val:
+        algorithm = "md5" if isinstance(node, exp.MD5) else "sha1"
+        return hashes.digest(self._typed(node.this), algorithm)
+
+    def sha2(self, node: exp.Expr) -> Val:
+        return hashes.sha2(self._typed(node.this), self._literal_int(node.args.get("length"), "the bit length of sha2()"))
 
     def isnan(self, node: exp.Expr) -> Val:
         v = self._number(node.this, "isnan()")
@@ -420,6 +443,10 @@ def _isnull(t: CallTranslator, node: exp.Anonymous, args: list[exp.Expr]) -> Val
     return Val(call(kernel, inner), BOOLEAN)
 
 
+def _arity(node: exp.Anonymous, count: str) -> Val:
+    raise Refused(f"{node.name}() takes {count} argument{'s' if count != 'one' else ''}")
+
+
 def _bround(t: CallTranslator, node: exp.Anonymous, args: list[exp.Expr]) -> Val:
     if len(args) not in (1, 2):
         raise Refused("bround takes one or two arguments")
@@ -474,6 +501,10 @@ _HANDLERS: dict[type[exp.Expr], Any] = {
     exp.Nvl2: CallTranslator.nvl2,
     exp.Nullif: CallTranslator.nullif,
     exp.Greatest: CallTranslator.extreme,
+    exp.Sqrt: CallTranslator.sqrt,
+    exp.MD5: CallTranslator.digest,
+    exp.SHA: CallTranslator.digest,
+    exp.SHA2: CallTranslator.sha2,
     exp.Least: CallTranslator.extreme,
     exp.IsNan: CallTranslator.isnan,
     exp.TsOrDsToDate: CallTranslator.to_date,
@@ -483,6 +514,9 @@ _HANDLERS: dict[type[exp.Expr], Any] = {
     exp.TsOrDsAdd: CallTranslator.date_add,
     exp.DateDiff: CallTranslator.datediff,
     exp.Extract: CallTranslator.extract,
+    exp.AddMonths: lambda t, node: dates.add_months(t._typed(node.this), t._typed(node.expression)),
+    exp.LastDay: lambda t, node: dates.last_day(t._typed(node.this)),
+    exp.Pad: CallTranslator.pad,
     exp.TimeStrToTime: _as_timestamp,
 }
 
@@ -495,5 +529,8 @@ _ANONYMOUS: dict[str, Any] = {
     "positive": _positive,
     "date_part": lambda t, node, args: t.date_part(node, args),
     "char_length": _unary_anonymous("length"),
+    "hash": lambda t, node, args: hashes.hash_values([t._typed(a) for a in args], "murmur3"),
+    "xxhash64": lambda t, node, args: hashes.hash_values([t._typed(a) for a in args], "xxhash64"),
+    "crc32": lambda t, node, args: hashes.crc32(t._typed(args[0])) if len(args) == 1 else _arity(node, "one"),
 }
 

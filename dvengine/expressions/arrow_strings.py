@@ -184,3 +184,36 @@ class StringCalls:
         if not search:
             return Val(text, STRING)  # Spark returns the string unchanged
         return Val(call("replace_substring", text, options=pc.ReplaceSubstringOptions(search, replacement)), STRING)
+
+    def pad(self, node: exp.Expr) -> Val:
+        """``lpad`` / ``rpad(s, len, pad = ' ')`` with literal len and pad, in code points: a string
+        longer than len is cut to len; an empty pad leaves a shorter string as it is; len <= 0
+        gives ''. ``rpad`` is ``(s || pad*len)[:len]``; ``lpad`` with one pad character is Arrow's
+        ``utf8_lpad``, with more it prepends ``(pad*len)[:len - length(s)]`` row by row."""
+        left = bool(node.args.get("is_left"))
+        width = self._literal_int(node.expression, "the length of lpad/rpad")
+        fill = self._literal_text(node.args.get("fill_pattern"), "the padding of lpad/rpad") if node.args.get("fill_pattern") is not None else " "
+        text = self._string(node.this)
+        null = pc.scalar(pa.scalar(None, pa.string()))
+        if width is None or fill is None:
+            return Val(null, STRING)
+        if width <= 0:
+            return Val(call("if_else", call("is_null", text), null, pc.scalar("")), STRING)
+        cut = call("utf8_slice_codeunits", text, options=pc.SliceOptions(0, width))
+        if not fill:
+            return Val(cut, STRING)
+        repeated = (fill * (width // len(fill) + 1))[:width]
+        if not left:
+            joined = call("binary_join_element_wise", text, pc.scalar(repeated), pc.scalar(""))
+            return Val(call("utf8_slice_codeunits", joined, options=pc.SliceOptions(0, width)), STRING)
+        if len(fill) == 1:
+            padded = call("utf8_lpad", text, options=pc.PadOptions(width=width, padding=fill))
+            return Val(call("if_else", call("greater_equal", call("utf8_length", text), pc.scalar(width)), cut, padded), STRING)
+
+        def lpad_rows(array: pa.Array) -> pa.Array:
+            return pa.array([None if s is None else s[:width] if len(s) >= width else repeated[: width - len(s)] + s
+                             for s in array.to_pylist()], pa.string())
+
+        from dvengine.expressions.arrow_udfs import call_udf
+
+        return Val(call_udf(f"lpad_{width}_{fill.encode().hex()}", lpad_rows, [(text, pa.string())], pa.string()), STRING)
