@@ -136,7 +136,7 @@ class CallTranslator(StringCalls):
             if -(2**63) <= value < 2**63:
                 return Val(pc.scalar(pa.scalar(value, pa.int64())), LONG)
             raise Refused("integer literal out of BIGINT range")
-        if isinstance(value, float) and math.isfinite(value):
+        if isinstance(value, float):  # 1.5E0, or CAST('NaN' AS DOUBLE) folded
             return Val(pc.scalar(pa.scalar(value, pa.float64())), DOUBLE)
         if isinstance(value, decimal.Decimal):
             if isinstance(node, (exp.Cast, exp.TryCast)) and node.to.this in (exp.DataType.Type.DOUBLE, exp.DataType.Type.FLOAT):
