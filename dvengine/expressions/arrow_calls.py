@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
-import math
 from typing import Any
 
 import pyarrow as pa
