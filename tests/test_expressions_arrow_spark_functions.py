@@ -25,6 +25,12 @@ import pyarrow.parquet as pq
 import pytest
 from test_expressions_arrow_functions import _SPARK_TYPES, _evaluate, _same
 
+from dvengine.errors import InvalidPredicateError
+from dvengine.expressions import parse_value_expression
+from dvengine.expressions.arrow import _ValueTranslator
+from dvengine.expressions.spark_sql import to_spark_sql
+from dvengine.protocol.schema import from_arrow_schema
+
 UTC = dt.UTC
 N = 14
 
@@ -81,6 +87,9 @@ VALUES = [
     "lpad(s, 6, 'xy')", "lpad(s, 3, 'x')", "lpad(s, 5)", "lpad(s, 0, 'x')", "lpad(s, -1, 'x')", "lpad(s, 5, '')",
     "rpad(s, 6, 'xy')", "rpad(s, 2)", "rpad(s, 8, '\u00e9\U0001f600')", "lpad(s, 8, '\u00e9\U0001f600')",
     "lpad(s, NULL, 'x')", "rpad(s, 4, NULL)",
+    # units as Spark reads them: unknown abbreviations give NULL (sqlglot would rewrite 'Q' to QUARTER)
+    "date_trunc('Q', ts)", "date_trunc('WK', ts)", "date_trunc('quarter', ts)", "date_trunc('D', ts)", "date_trunc('mon', ts)",
+    "trunc(d, 'Q')", "trunc(d, 'mon')", "trunc(d, 'YY')", "trunc(ts, 'W')",
     # casts from strings (ANSI)
     "CAST(si AS INT)", "CAST(si AS BIGINT)", "CAST(sl AS BIGINT)", "CAST(sd AS DOUBLE)",
     "CAST(sd AS FLOAT)", "CAST(sb AS BOOLEAN)", "CAST(sdt AS DATE)", "CAST(sts AS TIMESTAMP)",
@@ -188,6 +197,19 @@ def test_failing_rows_match_spark(spark: Any, tmp_path: Path) -> None:
             with pytest.raises(pa.ArrowInvalid, match="CAST_INVALID_INPUT") as ours:
                 _evaluate(one, text)
             assert f"'{value}'" in str(ours.value), (text, value, str(ours.value))
+
+
+def test_date_trunc_units_reach_spark_as_written() -> None:
+    """The Spark executor runs the bound tree regenerated as text: the unit must be the user's
+    ('Q' gives NULL in Spark; sqlglot's own parser would send 'QUARTER'), and a column unit must stay
+    a column (sqlglot would send the constant 'U'); the Arrow evaluator refuses a column unit."""
+    schema = from_arrow_schema(pa.schema([("ts", pa.timestamp("us", tz="UTC")), ("d", pa.date32()), ("u", pa.string())]))
+    assert "'Q'" in to_spark_sql(parse_value_expression("date_trunc('Q', ts)", schema))
+    assert "`u`" in to_spark_sql(parse_value_expression("date_trunc(u, ts)", schema))
+    assert "`u`" in to_spark_sql(parse_value_expression("trunc(d, u)", schema))
+    bound = parse_value_expression("date_trunc(u, ts)", schema)
+    with pytest.raises(InvalidPredicateError, match="unit must be a string literal"):
+        _ValueTranslator(bound, None).typed(bound.tree)
 
 
 def test_forms_not_parsed_here_fail_instead_of_differing() -> None:

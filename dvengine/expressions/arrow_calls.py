@@ -370,6 +370,8 @@ class CallTranslator(StringCalls):
         return dates.date_format(self._typed(node.this), str(exp.Literal.string(spark_pattern[1:-1].replace("\\'", "'")).this))
 
     def date_trunc(self, node: exp.Expr) -> Val:
+        """A ``TimestampTrunc`` node (a tree not parsed by ``expressions.dialect``): its unit was
+        already rewritten by sqlglot, so only the unabbreviated names are taken as written."""
         unit = node.args.get("unit")
         text = self._literal_text(unit, "the date_trunc unit") if not isinstance(unit, exp.Var) else str(unit.name)
         return dates.date_trunc(text, self._typed(node.this))
@@ -378,6 +380,19 @@ class CallTranslator(StringCalls):
         unit = node.args.get("unit")
         text = self._literal_text(unit, "the trunc unit") if not isinstance(unit, exp.Var) else str(unit.name)
         return dates.trunc(self._typed(node.this), text)
+
+    def truncate_call(self, node: exp.Anonymous, args: list[exp.Expr]) -> Val:
+        """``date_trunc(unit, x)`` / ``trunc(d, unit)`` as written (``expressions.dialect``): the unit
+        must be a string literal (Spark reads a column unit row by row; not evaluated here), and one
+        Spark does not know gives NULL ('Q', 'WK', 'D' ...), as in Spark."""
+        if len(args) != 2:
+            raise Refused(f"{node.name}() takes two arguments")
+        is_date_trunc = str(node.name).lower() == "date_trunc"
+        unit_node, value = (args[0], args[1]) if is_date_trunc else (args[1], args[0])
+        unit = self._literal_text(unit_node, f"the {str(node.name).lower()} unit")
+        if is_date_trunc:
+            return dates.date_trunc(unit, self._typed(value))
+        return dates.trunc(self._typed(value), unit)
 
     def date_add(self, node: exp.Expr) -> Val:
         unit = node.args.get("unit")
@@ -527,6 +542,8 @@ _ANONYMOUS: dict[str, Any] = {
     "weekday": _weekday,
     "positive": _positive,
     "date_part": lambda t, node, args: t.date_part(node, args),
+    "date_trunc": lambda t, node, args: t.truncate_call(node, args),
+    "trunc": lambda t, node, args: t.truncate_call(node, args),
     "char_length": _unary_anonymous("length"),
     "hash": lambda t, node, args: hashes.hash_values([t._typed(a) for a in args], "murmur3"),
     "xxhash64": lambda t, node, args: hashes.hash_values([t._typed(a) for a in args], "xxhash64"),
