@@ -54,6 +54,9 @@ EDGE = pa.table({
     "ts": _col([dt.datetime(2024, 1, 31, 23, 59, 59, 999999, UTC), dt.datetime(1969, 12, 31, 23, 0, tzinfo=UTC), None,
                 dt.datetime(2024, 5, 10, 10, 0, tzinfo=UTC)], pa.timestamp("us", tz="UTC")),
     "b": _col([True, False, None, True], pa.bool_()),
+    # regular expression subjects: line terminators Java's '.' skips, a vertical tab (Java's \\s), non-ASCII
+    "r": _col(["a1b2", "line\n", "x\ry", "x\u2028y", "", "aaab", "foo.bar", "tab\tsep", "v\x0bt", "\u00c4\u00d6x9",
+               None, "abc123def", "x\u0085y", "\U0001f600z7"], pa.string()),
     # texts Spark's ANSI casts accept
     "si": _col([" 12 ", "\t-7\n", "+5", "00012", "2147483647", "-2147483648", "0", "-0", "\x0112\x7f", None], pa.string()),
     "sl": _col(["9223372036854775807", "-9223372036854775808", " 42 ", "+0", None], pa.string()),
@@ -87,6 +90,13 @@ VALUES = [
     "lpad(s, 6, 'xy')", "lpad(s, 3, 'x')", "lpad(s, 5)", "lpad(s, 0, 'x')", "lpad(s, -1, 'x')", "lpad(s, 5, '')",
     "rpad(s, 6, 'xy')", "rpad(s, 2)", "rpad(s, 8, '\u00e9\U0001f600')", "lpad(s, 8, '\u00e9\U0001f600')",
     "lpad(s, NULL, 'x')", "rpad(s, 4, NULL)",
+    # regular expressions (Java's semantics on RE2)
+    "r rlike '[0-9]+'", "r rlike '^a'", "r rlike 'x.y'", "r rlike '\\\\s'", "r rlike '^\\\\S+'", "r rlike '[\\\\s]'",
+    "regexp_like(r, 'a{2,}')", "r rlike '\\\\d\\\\w'", "r rlike '.'", "r rlike ''", "r rlike 'a|^\\\\z'",
+    "regexp_replace(r, '[0-9]', '#')", "regexp_replace(r, '(a)(b)?', '<$1|$2>')", "regexp_replace(r, '\\\\.', '\\\\$')",
+    "regexp_replace(r, '.', '_')", "regexp_replace(r, '[^a-z]+?', '')", "regexp_replace(r, 'a', NULL)",
+    "regexp_extract(r, '([a-z]+)([0-9]+)', 2)", "regexp_extract(r, '([a-z]+)([0-9]+)', 0)", "regexp_extract(r, '(x)|(y)', 2)",
+    "regexp_extract(r, '[^a-z]+', 0)", "regexp_extract(r, '((a)|b)+', 2)", "regexp_extract(r, '(?:x)(.)', 1)",
     # units as Spark reads them: unknown abbreviations give NULL (sqlglot would rewrite 'Q' to QUARTER)
     "date_trunc('Q', ts)", "date_trunc('WK', ts)", "date_trunc('quarter', ts)", "date_trunc('D', ts)", "date_trunc('mon', ts)",
     "trunc(d, 'Q')", "trunc(d, 'mon')", "trunc(d, 'YY')", "trunc(ts, 'W')",
@@ -176,6 +186,8 @@ RANDOM_VALUES = [
     "round(x)", "round(x, 1)", "round(x, 2)", "round(x, 3)", "round(x, -1)", "bround(x, 1)", "bround(x, 2)",
     "bround(x, 3)", "round(f, 2)", "greatest(x, f)", "least(x, f, 0.0E0)",
     "hash(s)", "hash(s, i, l, x, d, ts)", "xxhash64(s)", "xxhash64(s, i, l, x, f, d, ts)", "crc32(s)", "sha2(s, 256)",
+    "s rlike '[a-z]{3}'", "regexp_replace(s, '[0-9]+', '#')", "regexp_extract(s, '([A-Z])(.)', 2)",
+    "regexp_replace(s, '(\\\\w)(\\\\s)', '$2$1')",
     "add_months(d, m)", "last_day(d)", "lpad(s, 40, 'ab')", "rpad(s, 40, '-')",
     "CAST(si AS INT)", "CAST(sd AS DOUBLE)", "CAST(sd AS FLOAT)", "CAST(sdt AS DATE)", "CAST(sts AS TIMESTAMP)",
 ]
@@ -210,6 +222,33 @@ def test_date_trunc_units_reach_spark_as_written() -> None:
     bound = parse_value_expression("date_trunc(u, ts)", schema)
     with pytest.raises(InvalidPredicateError, match="unit must be a string literal"):
         _ValueTranslator(bound, None).typed(bound.tree)
+
+
+def test_dollar_matches_as_in_java_or_fails(spark: Any, tmp_path: Path) -> None:
+    """Java's ``$`` also matches before a final line terminator: without one the answers agree; with
+    one the evaluator fails rather than answer differently."""
+    plain = pa.table({"id": pa.array([0, 1, 2], pa.int64()), "r": pa.array(["abc", "ab", None])})
+    mismatches = _compare(spark, tmp_path, plain, ["r rlike 'c$'", "r rlike '^ab$'", "regexp_replace(r, 'b$', 'B')"], "dollar")
+    assert not mismatches, mismatches
+    with pytest.raises(pa.ArrowInvalid, match="line terminator"):
+        _evaluate(pa.table({"r": pa.array(["abc\n"])}), "r rlike 'c$'")
+
+
+def test_regular_expressions_outside_the_common_core_are_refused() -> None:
+    schema = from_arrow_schema(pa.schema([("r", pa.string())]))
+    for text, reason in {
+        "r rlike '(a)\\\\1'": "escape \\1", "r rlike '(?i)a'": "flags", "r rlike 'a(?=b)'": "look-around",
+        "r rlike '\\\\bx'": "escape \\b", "r rlike '\\\\p{Alpha}'": "escape \\p", "r rlike 'a++'": "possessive",
+        "r rlike '[a[b]]'": "nested", "r rlike '[a&&b]'": "intersected", "r rlike 'a{'": "literal '{'",
+        "regexp_replace(r, 'b*', '-')": "empty string", "regexp_replace(r, '(a)', '$2')": "group 2",
+        "regexp_extract(r, '(a)', 2)": "group 2", "r rlike s": "must be a string literal",
+    }.items():
+        if " s" in text:
+            schema = from_arrow_schema(pa.schema([("r", pa.string()), ("s", pa.string())]))
+        bound = parse_value_expression(text, schema)
+        with pytest.raises(InvalidPredicateError, match="cannot be evaluated in Arrow") as info:
+            _ValueTranslator(bound, None).typed(bound.tree)
+        assert reason in str(info.value), (text, str(info.value))
 
 
 def test_forms_not_parsed_here_fail_instead_of_differing() -> None:

@@ -531,6 +531,9 @@ _HANDLERS: dict[type[exp.Expr], Any] = {
     exp.AddMonths: lambda t, node: dates.add_months(t._typed(node.this), t._typed(node.expression)),
     exp.LastDay: lambda t, node: dates.last_day(t._typed(node.this)),
     exp.Pad: CallTranslator.pad,
+    exp.RegexpLike: CallTranslator.rlike,
+    exp.RegexpReplace: CallTranslator.regexp_replace,
+    exp.RegexpExtract: CallTranslator.regexp_extract,
     exp.TimeStrToTime: _as_timestamp,
 }
 

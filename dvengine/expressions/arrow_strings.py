@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from sqlglot import exp
 
+from dvengine.expressions import arrow_regex as regex
 from dvengine.expressions.arrow_types import INTEGRAL, Refused, Val, cast, prim
 from dvengine.expressions.literals import literal_of
 
@@ -217,3 +218,58 @@ class StringCalls:
         from dvengine.expressions.arrow_udfs import call_udf
 
         return Val(call_udf(f"lpad_{width}_{fill.encode().hex()}", lpad_rows, [(text, pa.string())], pa.string()), STRING)
+
+    # --- regular expressions (arrow_regex) --------------------------------------------------------
+
+    def _regex(self, node: exp.Expr, text: Any) -> tuple[Any, regex.Pattern | None]:
+        """The pattern of ``node`` (a literal) in RE2 form, and ``text`` guarded: rows ending in a
+        line terminator fail when the pattern has ``$`` (Java's ``$`` also matches before it)."""
+        source = self._literal_text(node.expression, "the regular expression")
+        if source is None:
+            return text, None
+        pattern = regex.translate(source)
+        if pattern.dollar:
+            ends = call("match_substring_regex", text, options=pc.MatchSubstringOptions(regex.ENDS_WITH_TERMINATOR))
+            text = fail_rows(ends, "a regular expression with '$' on a value ending in a line terminator "
+                             "(Java's '$' also matches before it): not evaluated in Arrow", text)
+        return text, pattern
+
+    def rlike(self, node: exp.Expr) -> Val:
+        """``s RLIKE p`` / ``regexp_like``: whether p matches anywhere in s (Java's ``find``)."""
+        if node.args.get("flag") is not None:
+            raise Refused("regexp_like with flags")
+        text, pattern = self._regex(node, self._string(node.this))
+        if pattern is None:
+            return Val(pc.scalar(pa.scalar(None, pa.bool_())), BOOLEAN)
+        return Val(call("match_substring_regex", text, options=pc.MatchSubstringOptions(pattern.re2)), BOOLEAN)
+
+    def regexp_replace(self, node: exp.Expr) -> Val:
+        """``regexp_replace(s, p, r)``: every match replaced (Java's ``replaceAll``)."""
+        for extra in ("position", "occurrence", "modifiers"):
+            value = node.args.get(extra)
+            if value is not None and not (extra == "position" and self._literal_int(value, "the position of regexp_replace") == 1):
+                raise Refused(f"regexp_replace with a {extra}")
+        text, pattern = self._regex(node, self._string(node.this))
+        rewrite = self._literal_text(node.args.get("replacement"), "the replacement of regexp_replace")
+        if pattern is None or rewrite is None:
+            return Val(pc.scalar(pa.scalar(None, pa.string())), STRING)
+        if regex.matches_empty(pattern.re2):
+            raise Refused("regexp_replace with a pattern that matches the empty string (Java and RE2 replace empty matches differently)")
+        options = pc.ReplaceSubstringOptions(pattern.re2, regex.replacement(rewrite, pattern.groups))
+        return Val(call("replace_substring_regex", text, options=options), STRING)
+
+    def regexp_extract(self, node: exp.Expr) -> Val:
+        """``regexp_extract(s, p, idx = 1)``: group idx of the first match; '' when nothing matches
+        or the group did not take part; idx beyond the groups fails, as in Spark (refused here)."""
+        index = self._literal_int(node.args.get("group"), "the group of regexp_extract")
+        text, pattern = self._regex(node, self._string(node.this))
+        if pattern is None or index is None:
+            return Val(pc.scalar(pa.scalar(None, pa.string())), STRING)
+        if not 0 <= index <= pattern.groups:
+            raise Refused(f"regexp_extract of group {index}: the pattern has {pattern.groups} (Spark fails)")
+        numbered = regex.numbered_groups(pattern.re2)
+        struct = call("extract_regex", text, options=pc.ExtractRegexOptions(numbered))
+        group = call("struct_field", struct, options=pc.StructFieldOptions([index]))
+        matched = call("match_substring_regex", text, options=pc.MatchSubstringOptions(pattern.re2))
+        value = call("if_else", matched, call("coalesce", group, pc.scalar("")), pc.scalar(""))
+        return Val(call("if_else", call("is_null", text), pc.scalar(pa.scalar(None, pa.string())), value), STRING)
