@@ -105,7 +105,8 @@ FAILING = {
 # The evaluator refuses these, naming the part it cannot evaluate
 REFUSED = {
     "date_format(ts, 'hh a')": "'hh'",
-    "to_date(s, 'yyyy-MM-dd')": "to_date with a format",
+    "to_date(s, 'dd MMM yyyy')": "'MMM'",
+    "date_format(d, 'y')": "'y'",
     "CAST(x AS STRING)": "CAST from double to string",
     "CAST(s AS DECIMAL(10, 2))": "CAST to DECIMAL",
     "ln(x)": "LN",

@@ -65,6 +65,9 @@ EDGE = pa.table({
     "sb": _col([" true ", "Y", "1", "no", "F", "yes", "0", "t", "FALSE", None], pa.string()),
     "sdt": _col([" 2024-1-5 ", "2024", "2024-02", "2024-02-29T10:00", "2024-02-03 garbage", "0001-01-01",
                  "9999-12-31", "\t2000-2-9\n", "2024-12-31 ", None], pa.string()),
+    "p1": _col(["2024-01-05", "1900-02-28", "2000-02-29", "0100-12-31", None], pa.string()),
+    "p2": _col(["05/01/2024", "29/02/2024", None], pa.string()),
+    "p3": _col(["2024-1-5T1:2:3", "2024-12-31T23:59:59", "1969-12-31T0:0:0", "2024-01-05T10:00:09"], pa.string()),
     "sts": _col(["2024-02-03 10:11:12.5", "2024-02-03T10:11", "2024-02-03 10:11:12+02:00", "2024-02-03 10:11:12Z",
                  "2024-02-03", "2024-02-03 1:2:3", "2024-02-03 10:11:12.1234567", "2024-02-03T23:59:59.999999-05:30",
                  "1969-12-31 23:59:59.5", "2024", "2024-3", " 2024-02-03 10:11:12 ", None], pa.string()),
@@ -97,6 +100,10 @@ VALUES = [
     "regexp_replace(r, '.', '_')", "regexp_replace(r, '[^a-z]+?', '')", "regexp_replace(r, 'a', NULL)",
     "regexp_extract(r, '([a-z]+)([0-9]+)', 2)", "regexp_extract(r, '([a-z]+)([0-9]+)', 0)", "regexp_extract(r, '(x)|(y)', 2)",
     "regexp_extract(r, '[^a-z]+', 0)", "regexp_extract(r, '((a)|b)+', 2)", "regexp_extract(r, '(?:x)(.)', 1)",
+    # parsing with a pattern, and the pattern as written (sqlglot would turn 'y' into 'yyyy')
+    "to_date(p1, 'yyyy-MM-dd')", "to_timestamp(p1, 'yyyy-MM-dd')", "to_date(p2, 'dd/MM/yyyy')",
+    "to_timestamp(p3, \"yyyy-M-d'T'H:m:s\")", "to_date(p3, \"yyyy-M-d'T'H:m:s\")", "to_date(sdt)",
+    "date_format(sts, 'yyyy-MM-dd HH:mm')", "date_format(d, \"yyyy'%Y'MM\")", "to_date(p1, NULL)",
     # units as Spark reads them: unknown abbreviations give NULL (sqlglot would rewrite 'Q' to QUARTER)
     "date_trunc('Q', ts)", "date_trunc('WK', ts)", "date_trunc('quarter', ts)", "date_trunc('D', ts)", "date_trunc('mon', ts)",
     "trunc(d, 'Q')", "trunc(d, 'mon')", "trunc(d, 'YY')", "trunc(ts, 'W')",
@@ -106,8 +113,11 @@ VALUES = [
     "CAST(CAST(i AS STRING) AS INT)", "CAST(CAST(d AS STRING) AS DATE)",
 ]
 
-# Spark fails on these rows (ANSI); so must the evaluator, with Spark's error class and the value
+# Spark fails on these rows (ANSI); so must the evaluator, with Spark's error class (CAST_INVALID_INPUT
+# for casts, CANNOT_PARSE_TIMESTAMP for patterns) and the value
 FAILING = {
+    "to_date(s, 'yyyy-MM-dd')": ["2024-1-5", "bad", "2024-02-30", " 2024-01-05", "2024-01-05x", "24-01-05"],
+    "to_timestamp(s, 'yyyy-MM-dd HH:mm:ss')": ["2024-01-05 24:00:00", "2024-01-05 10:61:00", "2024-01-05"],
     "CAST(s AS INT)": ["1.7", "", "1e3", "99999999999", "2147483648", ".5", "5.", "12 3", "\u00a012", "\uff11"],
     "CAST(s AS BIGINT)": ["9223372036854775808", "-9223372036854775809", "1" * 30, "0x10"],
     "CAST(s AS TINYINT)": ["128", "-129"],
@@ -205,8 +215,9 @@ def test_failing_rows_match_spark(spark: Any, tmp_path: Path) -> None:
             path = _write(tmp_path, one, f"f{k}_{j}")
             with pytest.raises(Exception) as spark_error:
                 spark.read.parquet(path).selectExpr(text).collect()
-            assert "CAST_INVALID_INPUT" in str(spark_error.value), (text, value, str(spark_error.value)[:300])
-            with pytest.raises(pa.ArrowInvalid, match="CAST_INVALID_INPUT") as ours:
+            error_class = "CAST_INVALID_INPUT" if text.startswith("CAST") else "CANNOT_PARSE_TIMESTAMP"
+            assert error_class in str(spark_error.value), (text, value, str(spark_error.value)[:300])
+            with pytest.raises(pa.ArrowInvalid, match=error_class) as ours:
                 _evaluate(one, text)
             assert f"'{value}'" in str(ours.value), (text, value, str(ours.value))
 

@@ -352,10 +352,34 @@ class CallTranslator(StringCalls):
     # --- dates -----------------------------------------------------------------------------------
 
     def to_date(self, node: exp.Expr) -> Val:
+        """``to_date(x)``: a STRING is cast as ``CAST(x AS DATE)`` (Spark's rule without a pattern)."""
         if node.args.get("format") is not None:
             raise Refused("to_date with a format")
         v = self._typed(node.this)
+        if v.name == "string":
+            return Val(casts.from_string(v, prim("date")), prim("date"))
         return Val(dates.as_date(v), prim("date"))
+
+    def parse_call(self, node: exp.Anonymous, args: list[exp.Expr]) -> Val:
+        """``to_date(s, pattern)`` / ``to_timestamp(s, pattern)`` as written (``expressions.dialect``)."""
+        if len(args) != 2:
+            raise Refused(f"{node.name}() takes one or two arguments")
+        pattern = self._literal_text(args[1], f"the pattern of {str(node.name).lower()}")
+        target = "date" if str(node.name).lower() == "to_date" else "timestamp"
+        if pattern is None:
+            return Val(pc.scalar(pa.scalar(None, to_arrow_type(prim(target)))), prim(target))
+        return casts.parse_with_pattern(self._typed(args[0]), pattern, target)
+
+    def date_format_call(self, node: exp.Anonymous, args: list[exp.Expr]) -> Val:
+        """``date_format(x, pattern)`` as written (``expressions.dialect``); a STRING x is cast to
+        TIMESTAMP first, as Spark's implicit cast does."""
+        if len(args) != 2:
+            raise Refused("date_format takes two arguments")
+        pattern = self._literal_text(args[1], "the date_format pattern")
+        v = self._typed(args[0])
+        if v.name == "string":
+            v = Val(casts.from_string(v, prim("timestamp")), prim("timestamp"))
+        return dates.date_format(v, pattern)
 
     def date_format(self, node: exp.Expr) -> Val:
         """sqlglot stores the pattern translated to its own time format; the Spark pattern is what
@@ -546,6 +570,9 @@ _ANONYMOUS: dict[str, Any] = {
     "positive": _positive,
     "date_part": lambda t, node, args: t.date_part(node, args),
     "date_trunc": lambda t, node, args: t.truncate_call(node, args),
+    "date_format": lambda t, node, args: t.date_format_call(node, args),
+    "to_date": lambda t, node, args: t.parse_call(node, args),
+    "to_timestamp": lambda t, node, args: t.parse_call(node, args),
     "trunc": lambda t, node, args: t.truncate_call(node, args),
     "char_length": _unary_anonymous("length"),
     "hash": lambda t, node, args: hashes.hash_values([t._typed(a) for a in args], "murmur3"),

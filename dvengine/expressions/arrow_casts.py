@@ -23,13 +23,14 @@ message does; the caller adds the expression and column.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dvengine.expressions.arrow_types import INTEGRAL, Refused, Val, prim
+from dvengine.expressions.arrow_types import INTEGRAL, Refused, Val, null_of, prim
 from dvengine.expressions.arrow_udfs import call_udf, invalid, valid
 from dvengine.protocol.schema import DataType, to_arrow_type
 
@@ -138,14 +139,14 @@ def _to_boolean(array: pa.Array) -> pa.Array:
 
 
 def _field(parts: pa.StructArray, name: str, default: int) -> np.ndarray[Any, Any]:
-    column = parts.field(name)
+    column = pc.struct_field(parts, name)  # NULL where the row did not match
     filled = pc.if_else(pc.equal(pc.fill_null(column, ""), ""), str(default), column)
     return np.asarray(pc.cast(filled, pa.int64()).to_numpy(zero_copy_only=False), dtype=np.int64)
 
 
 def _days(parts: pa.StructArray, ok: np.ndarray[Any, Any]) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
     """(days since 1970-01-01, valid date) of the regex groups ``sign y m d`` of rows ``ok``."""
-    sign = np.where(np.asarray(pc.fill_null(pc.equal(parts.field("sign"), "-"), False).to_numpy(zero_copy_only=False), dtype=bool), -1, 1)
+    sign = np.where(np.asarray(pc.fill_null(pc.equal(pc.struct_field(parts, "sign"), "-"), False).to_numpy(zero_copy_only=False), dtype=bool), -1, 1)
     year = sign * _field(parts, "y", 1970)
     month = _field(parts, "m", 1)
     day = _field(parts, "d", 1)
@@ -181,10 +182,10 @@ def _to_timestamp(target: str) -> Any:
         parts = pc.extract_regex(pc.if_else(pa.array(shaped), text, "1970"), _TS_RE)
         days, possible = _days(parts, shaped)
         hour, minute, second = _field(parts, "H", 0), _field(parts, "M", 0), _field(parts, "S", 0)
-        fraction = pc.utf8_slice_codeunits(pc.binary_join_element_wise(pc.fill_null(parts.field("f"), ""), "000000", ""), 0, 6)
+        fraction = pc.utf8_slice_codeunits(pc.binary_join_element_wise(pc.fill_null(pc.struct_field(parts, "f"), ""), "000000", ""), 0, 6)
         micros = np.asarray(pc.cast(fraction, pa.int64()).to_numpy(zero_copy_only=False), dtype=np.int64)
         possible &= (hour <= 23) & (minute <= 59) & (second <= 59)
-        zone = parts.field("z")
+        zone = pc.struct_field(parts, "z")
         offset = _zone_seconds(zone)
         zoned = present & np.asarray(pc.fill_null(pc.not_equal(zone, ""), False).to_numpy(zero_copy_only=False), dtype=bool)
         if target == "timestamp_ntz" and zoned.any():
@@ -231,3 +232,94 @@ def from_string(v: Val, target: DataType) -> Any:
     else:
         raise Refused(f"CAST from string to {to} is not evaluated in Arrow")
     return call_udf(name, fn, [(v.expr, pa.string())], to_arrow_type(target))
+
+
+# --- to_date / to_timestamp with a pattern ------------------------------------------------------
+
+# Spark (java.time) pattern letters read here -> (regex group, digits): a doubled letter is a fixed
+# width, a single one 1 or more digits (java.time's appendValue(field)); yyyy exactly 4 digits
+# (more need a sign in java.time's strict parsing, which is not read here)
+_PATTERN_FIELDS = {
+    "yyyy": ("y", "[0-9]{4}"),
+    "MM": ("m", "[0-9]{2}"), "M": ("m", "[0-9]{1,9}"),
+    "dd": ("d", "[0-9]{2}"), "d": ("d", "[0-9]{1,9}"),
+    "HH": ("H", "[0-9]{2}"), "H": ("H", "[0-9]{1,9}"),
+    "mm": ("M", "[0-9]{2}"), "m": ("M", "[0-9]{1,9}"),
+    "ss": ("S", "[0-9]{2}"), "s": ("S", "[0-9]{1,9}"),
+}
+_PATTERN_RUN = re.compile(r"'(?:[^']|'')*'|([A-Za-z])\1*|[^A-Za-z']+")
+
+
+def pattern_regex(pattern: str, with_time: bool) -> str:
+    """A Spark datetime pattern as an anchored RE2 regex with groups ``sign y m d H M S f z``;
+    Refused naming the first letters not read here (text months, 12-hour clocks, fractions, zones
+    ...), a field given twice, or two adjacent fields of which one has a variable width."""
+    parts = ["^(?P<sign>)"]
+    seen: set[str] = set()
+    previous_variable: bool | None = None  # None: the previous token was not a field
+    for match in _PATTERN_RUN.finditer(pattern):
+        token = match.group(0)
+        if token[0].isalpha():
+            field = _PATTERN_FIELDS.get(token)
+            if field is None or (field[0] in "HMS" and not with_time):
+                raise Refused(f"datetime pattern letters {token!r} are not parsed in Arrow")
+            name, digits = field
+            if name in seen:
+                raise Refused(f"datetime pattern field {token!r} given twice")
+            variable = len(token) == 1
+            if previous_variable is not None and (variable or previous_variable):
+                raise Refused(f"datetime pattern {pattern!r}: adjacent fields of variable width")
+            seen.add(name)
+            parts.append(f"(?P<{name}>{digits})")
+            previous_variable = variable
+            continue
+        text = token[1:-1].replace("''", "'") if token.startswith("'") else token
+        if token == "''":
+            text = "'"
+        parts.append("".join(f"\\x{{{ord(c):x}}}" for c in text))
+        previous_variable = None if text else previous_variable
+    for name in "ymdHMS":
+        if name not in seen:
+            parts.append(f"(?P<{name}>)")
+    parts.append("(?P<f>)(?P<z>)$")
+    return "".join(parts)
+
+
+def _cannot_parse(text: str) -> pa.ArrowInvalid:
+    return invalid("CANNOT_PARSE_TIMESTAMP", f"Text '{text}' could not be parsed.")
+
+
+_EPOCH_TEXT = ""
+
+
+def _parse_with(regex: str, target: str) -> Any:
+    def run(array: pa.Array) -> pa.Array:
+        present = valid(array)
+        shaped = _matches(array, regex)
+        parts = pc.extract_regex(pc.if_else(pa.array(shaped), array, _EPOCH_TEXT), regex)
+        days, possible = _days(parts, shaped)
+        hour, minute, second = _field(parts, "H", 0), _field(parts, "M", 0), _field(parts, "S", 0)
+        possible &= (hour <= 23) & (minute <= 59) & (second <= 59)
+        bad = present & ~possible
+        if bad.any():
+            raise _cannot_parse(_first_bad(array, bad))
+        if target == "date":
+            return pa.array(np.where(possible, days, 0).astype(np.int32), mask=~present).cast(pa.date32())
+        total = (days * 86400 + hour * 3600 + minute * 60 + second) * 1_000_000
+        return pa.array(np.where(possible, total, 0), mask=~present).cast(pa.timestamp("us", tz="UTC"))
+
+    return run
+
+
+def parse_with_pattern(v: Val, pattern: str, target: str) -> Val:
+    """``to_date(s, pattern)`` (DATE) / ``to_timestamp(s, pattern)`` (TIMESTAMP, UTC session) of a
+    STRING: the whole text must match (no trimming); an impossible date or time fails with
+    ``[CANNOT_PARSE_TIMESTAMP]``, as Spark in ANSI mode; missing fields default to 1970-01-01 00:00."""
+    if v.data_type is None:
+        return Val(null_of(prim(target)), prim(target))
+    if v.name != "string":
+        raise Refused(f"to_{target} of a {v.name} value with a pattern")
+    regex = pattern_regex(pattern, with_time=True)  # to_date reads the time too (and checks it)
+    out_type = pa.date32() if target == "date" else pa.timestamp("us", tz="UTC")
+    name = f"parse_{target}_{pattern.encode().hex()}"
+    return Val(call_udf(name, _parse_with(regex, target), [(v.expr, pa.string())], out_type), prim(target))
