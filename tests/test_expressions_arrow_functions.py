@@ -109,7 +109,7 @@ REFUSED = {
     "date_format(d, 'y')": "'y'",
     "CAST(x AS STRING)": "CAST from double to string",
     "CAST(s AS DECIMAL(10, 2))": "CAST to DECIMAL",
-    "ln(x)": "LN",
+    "cbrt(x)": "CBRT",
     "pow(x, 2)": "POWER",
     "substring(s, i, 2)": "substring position must be an integer literal",
     "x * 1.5": "DECIMAL",

@@ -81,6 +81,8 @@ VALUES = [
     "greatest(x, 1.0E0)", "least(x, 1.0E0)", "greatest(x, f, i)", "least(x, CAST(NULL AS DOUBLE), f)",
     "greatest(-x, x)", "least(CAST('NaN' AS DOUBLE), x)",
     "sqrt(x)", "sqrt(i)", "sqrt(l)",
+    # logarithms and exp as StrictMath (fdlibm) computes them; NULL for arguments <= 0
+    "ln(x)", "log(x)", "log(2.0E0, x)", "log2(x)", "log10(x)", "exp(x)", "ln(i)", "log(i, l)", "log10(l)", "exp(f)",
     # hashes
     "hash(s)", "hash(i)", "hash(l)", "hash(x)", "hash(f)", "hash(d)", "hash(ts)", "hash(b)", "hash(s, i, x, NULL, d)",
     "hash(NULL)", "xxhash64(s)", "xxhash64(i)", "xxhash64(l)", "xxhash64(x)", "xxhash64(f)", "xxhash64(d, ts, b)",
@@ -196,6 +198,7 @@ RANDOM_VALUES = [
     "round(x)", "round(x, 1)", "round(x, 2)", "round(x, 3)", "round(x, -1)", "bround(x, 1)", "bround(x, 2)",
     "bround(x, 3)", "round(f, 2)", "greatest(x, f)", "least(x, f, 0.0E0)",
     "hash(s)", "hash(s, i, l, x, d, ts)", "xxhash64(s)", "xxhash64(s, i, l, x, f, d, ts)", "crc32(s)", "sha2(s, 256)",
+    "ln(abs(x))", "log10(abs(x))", "log(3, abs(x))", "exp(x / 1000000)", "exp(-abs(x))",
     "s rlike '[a-z]{3}'", "regexp_replace(s, '[0-9]+', '#')", "regexp_extract(s, '([A-Z])(.)', 2)",
     "regexp_replace(s, '(\\\\w)(\\\\s)', '$2$1')",
     "add_months(d, m)", "last_day(d)", "lpad(s, 40, 'ab')", "rpad(s, 40, '-')",

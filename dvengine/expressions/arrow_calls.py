@@ -329,6 +329,18 @@ class CallTranslator(StringCalls):
         kernel = "max_element_wise" if isinstance(node, exp.Greatest) else "min_element_wise"
         return Val(call(kernel, *[coerce(v, target) for v in values], options=pc.ElementWiseAggregateOptions(skip_nulls=True)), target)
 
+    def logarithm(self, node: exp.Expr) -> Val:
+        """``ln(x)`` (sqlglot's Ln, also ``log(x)``) and ``log(b, x)`` (Log, also ``log2``): DOUBLE."""
+        if isinstance(node, exp.Ln):
+            return Val(math_calls.ln(self._number(node.this, "ln()").expr.cast(pa.float64(), safe=False)), DOUBLE)
+        if node.args.get("expression") is None:
+            return Val(math_calls.ln(self._number(node.this, "log()").expr.cast(pa.float64(), safe=False)), DOUBLE)
+        base = self._number(node.this, "log()").expr.cast(pa.float64(), safe=False)
+        return Val(math_calls.log_base(base, self._number(node.expression, "log()").expr.cast(pa.float64(), safe=False)), DOUBLE)
+
+    def exp_(self, node: exp.Expr) -> Val:
+        return Val(math_calls.exp(self._number(node.this, "exp()").expr.cast(pa.float64(), safe=False)), DOUBLE)
+
     def sqrt(self, node: exp.Expr) -> Val:
         """``sqrt(x)``: DOUBLE, NaN for negatives (IEEE square root is exact in both)."""
         v = self._number(node.this, "sqrt()")
@@ -540,6 +552,9 @@ _HANDLERS: dict[type[exp.Expr], Any] = {
     exp.Nullif: CallTranslator.nullif,
     exp.Greatest: CallTranslator.extreme,
     exp.Sqrt: CallTranslator.sqrt,
+    exp.Ln: CallTranslator.logarithm,
+    exp.Log: CallTranslator.logarithm,
+    exp.Exp: CallTranslator.exp_,
     exp.MD5: CallTranslator.digest,
     exp.SHA: CallTranslator.digest,
     exp.SHA2: CallTranslator.sha2,
@@ -577,6 +592,8 @@ _ANONYMOUS: dict[str, Any] = {
     "char_length": _unary_anonymous("length"),
     "hash": lambda t, node, args: hashes.hash_values([t._typed(a) for a in args], "murmur3"),
     "xxhash64": lambda t, node, args: hashes.hash_values([t._typed(a) for a in args], "xxhash64"),
+    "log10": lambda t, node, args: Val(math_calls.log10(t._number(args[0], "log10()").expr.cast(pa.float64(), safe=False)), DOUBLE)
+    if len(args) == 1 else _arity(node, "one"),
     "crc32": lambda t, node, args: hashes.crc32(t._typed(args[0])) if len(args) == 1 else _arity(node, "one"),
 }
 

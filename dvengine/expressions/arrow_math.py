@@ -1,5 +1,7 @@
 """Spark's floating-point math in Arrow: ``round`` / ``bround`` of FLOAT and DOUBLE, ``greatest`` /
-``least`` with Spark's NaN ordering, ``sqrt``.
+``least`` with Spark's NaN ordering, ``ln`` / ``log`` / ``log2`` / ``log10`` / ``exp`` as Java's
+StrictMath computes them (``arrow_fdlibm``). ``pow`` is not evaluated (fdlibm's ``e_pow.c`` is not
+ported; the C library's differs in the last place on ~10 % of inputs).
 
 Rounding. Spark rounds a DOUBLE ``d`` as ``BigDecimal(Double.toString(d)).setScale(s, mode)
 .toDouble``: through its shortest decimal text, so ``round(1.005, 2)`` is 1.01 where Arrow's
@@ -26,6 +28,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from dvengine.expressions import arrow_fdlibm as fdlibm
 from dvengine.expressions.arrow_types import Val
 from dvengine.expressions.arrow_udfs import call_udf, valid, values
 
@@ -103,3 +106,44 @@ def extreme_floating(exprs: list[Any], greatest: bool) -> Any:
         take = _call("and_kleene", _call("is_valid", e), _call("or_kleene", _call("is_null", result), better))
         result = _call("if_else", _call("coalesce", take, pc.scalar(False)), e, result)
     return result
+
+
+# --- logarithms and exp: Java's StrictMath (fdlibm), see arrow_fdlibm ------------------------------
+
+
+def _fdlibm_udf(fn: Any) -> Any:
+    def run(array: pa.Array) -> pa.Array:
+        return pa.array(fn(values(array, np.float64)), pa.float64(), mask=~valid(array))
+
+    return run
+
+
+def _fdlibm(name: str, expr: Any) -> Any:
+    return call_udf(f"strictmath_{name}", _fdlibm_udf(getattr(fdlibm, name)), [(expr, pa.float64())], pa.float64())
+
+
+def _positive_or_null(x: Any, value: Any) -> Any:
+    """``value`` where ``x > 0`` or NaN; NULL where ``x <= 0`` (Spark's logarithms: no -Infinity)."""
+    return _call("if_else", _call("less_equal", x, pc.scalar(0.0)), pc.scalar(pa.scalar(None, pa.float64())), value)
+
+
+def ln(x: Any) -> Any:
+    """``ln(x)`` / ``log(x)``: StrictMath.log; NULL for x <= 0."""
+    return _positive_or_null(x, _fdlibm("log", x))
+
+
+def log10(x: Any) -> Any:
+    """``log10(x)``: StrictMath.log10 (not log(x) / log(10)); NULL for x <= 0."""
+    return _positive_or_null(x, _fdlibm("log10", x))
+
+
+def log_base(base: Any, x: Any) -> Any:
+    """``log(b, x)`` (``log2(x)`` is ``log(2, x)``): StrictMath.log(x) / StrictMath.log(b); NULL when
+    either is <= 0."""
+    quotient = _call("divide", _fdlibm("log", x), _fdlibm("log", base))
+    return _positive_or_null(base, _positive_or_null(x, quotient))
+
+
+def exp(x: Any) -> Any:
+    """``exp(x)``: StrictMath.exp."""
+    return _fdlibm("exp", x)

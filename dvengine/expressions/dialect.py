@@ -11,7 +11,9 @@ evaluator reads the unit itself (``arrow_calls``).
 
 Datetime patterns go through sqlglot's own time format and back, which is not faithful either:
 ``'y'`` comes back as ``'yyyy'`` (a different parser in Spark) and a quoted ``'%Y'`` as ``'%yyyy'``.
-``date_format`` and the two-argument ``to_date`` / ``to_timestamp`` are therefore kept as written too.
+``date_format`` and the two-argument ``to_date`` / ``to_timestamp`` are therefore kept as written too,
+and so is ``log10(x)``, which sqlglot turns into ``LOG(10, x)``: Spark computes that as
+``log(x) / log(10)``, not ``StrictMath.log10(x)``, and the two differ in the last place.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ class _Parser(SparkParser):
         "DATE_FORMAT": _verbatim("DATE_FORMAT"),
         "TO_DATE": _verbatim_with_pattern("TO_DATE"),
         "TO_TIMESTAMP": _verbatim_with_pattern("TO_TIMESTAMP"),
+        "LOG10": _verbatim("LOG10"),
     }
 
 
