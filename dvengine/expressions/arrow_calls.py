@@ -1,12 +1,15 @@
 """Function calls, CASE / IF, casts and typed literals as Arrow expressions with Spark's semantics.
 
 The functions are those CHECK constraints and generation expressions commonly use, from Delta's
-allow-list (``AllowedUserProvidedExpressions``): string (``arrow_strings``), math (abs, floor, ceil, round on integers, pmod, ``/``, ``div``),
-conditional (coalesce, nvl, nvl2, if, CASE, nullif, greatest/least on non-floating types, isnull,
-``<=>``) and date/time (``arrow_datetime``). Each maps to ``pyarrow.compute`` kernels; no row is
-handled in Python. Where Spark and Arrow could disagree on some input (floating point rounding,
-NaN ordering, special-cased Unicode letters) the construct is refused, or the rows where they would
-disagree fail the command, never silently take a different value.
+allow-list (``AllowedUserProvidedExpressions``): string (``arrow_strings``, regular expressions in
+``arrow_regex``), math (abs, floor, ceil, round / bround, pmod, ``/``, ``div``, sqrt, logarithms and
+exp in ``arrow_math``), conditional (coalesce, nvl, nvl2, if, CASE, nullif, greatest/least, isnull,
+``<=>``), hashes (``arrow_hash``), string casts and parsing (``arrow_casts``) and date/time
+(``arrow_datetime``). Most map to ``pyarrow.compute`` kernels; what no kernel computes as Spark does
+is a vectorized routine registered as an Arrow function (``arrow_udfs``). Where Spark and Arrow
+could disagree on some input (special-cased Unicode letters, Java regex constructs) the construct
+is refused, or the rows where they would disagree fail the command, never silently take a
+different value.
 
 Arrow evaluates every branch of a conditional on every row, so a branch that fails (an overflow, a
 division by zero) on a row the condition does not select fails the command where Spark would not
