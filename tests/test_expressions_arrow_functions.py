@@ -104,18 +104,20 @@ FAILING = {
 }
 # The evaluator refuses these, naming the part it cannot evaluate
 REFUSED = {
-    "round(x, 1)": "decimal representation",
-    "greatest(x, 1.0E0)": "greatest/least of double",
     "date_format(ts, 'hh a')": "'hh'",
-    "to_date(s, 'yyyy-MM-dd')": "to_date with a format",
-    "CAST(s AS INT)": "CAST from string to integer",
+    "to_date(s, 'dd MMM yyyy')": "'MMM'",
+    "date_format(d, 'y')": "'y'",
     "CAST(x AS STRING)": "CAST from double to string",
-    "md5(s)": "MD5",
+    "CAST(s AS DECIMAL(10, 2))": "CAST to DECIMAL",
+    "cbrt(x)": "CBRT",
+    "pow(x, 2)": "POWER",
     "substring(s, i, 2)": "substring position must be an integer literal",
     "x * 1.5": "DECIMAL",
     "coalesce(s, i)": "mixes string and integer",
     "date_trunc('HOUR', n)": "TIMESTAMP_NTZ",
-    "add_months(d, 1)": "ADD_MONTHS",
+    "date_trunc(s, ts)": "unit must be a string literal",
+    "add_months(d, l)": "add_months by a long",
+    "lpad(s, i, 'x')": "length of lpad/rpad must be an integer literal",
 }
 
 

@@ -1,12 +1,15 @@
 """Function calls, CASE / IF, casts and typed literals as Arrow expressions with Spark's semantics.
 
 The functions are those CHECK constraints and generation expressions commonly use, from Delta's
-allow-list (``AllowedUserProvidedExpressions``): string (``arrow_strings``), math (abs, floor, ceil, round on integers, pmod, ``/``, ``div``),
-conditional (coalesce, nvl, nvl2, if, CASE, nullif, greatest/least on non-floating types, isnull,
-``<=>``) and date/time (``arrow_datetime``). Each maps to ``pyarrow.compute`` kernels; no row is
-handled in Python. Where Spark and Arrow could disagree on some input (floating point rounding,
-NaN ordering, special-cased Unicode letters) the construct is refused, or the rows where they would
-disagree fail the command, never silently take a different value.
+allow-list (``AllowedUserProvidedExpressions``): string (``arrow_strings``, regular expressions in
+``arrow_regex``), math (abs, floor, ceil, round / bround, pmod, ``/``, ``div``, sqrt, logarithms and
+exp in ``arrow_math``), conditional (coalesce, nvl, nvl2, if, CASE, nullif, greatest/least, isnull,
+``<=>``), hashes (``arrow_hash``), string casts and parsing (``arrow_casts``) and date/time
+(``arrow_datetime``). Most map to ``pyarrow.compute`` kernels; what no kernel computes as Spark does
+is a vectorized routine registered as an Arrow function (``arrow_udfs``). Where Spark and Arrow
+could disagree on some input (special-cased Unicode letters, Java regex constructs) the construct
+is refused, or the rows where they would disagree fail the command, never silently take a
+different value.
 
 Arrow evaluates every branch of a conditional on every row, so a branch that fails (an overflow, a
 division by zero) on a row the condition does not select fails the command where Spark would not
@@ -18,7 +21,6 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
-import math
 from typing import Any
 
 import pyarrow as pa
@@ -27,7 +29,10 @@ from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
 
 from dvengine.errors import InvalidPredicateError
+from dvengine.expressions import arrow_casts as casts
 from dvengine.expressions import arrow_datetime as dates
+from dvengine.expressions import arrow_hash as hashes
+from dvengine.expressions import arrow_math as math_calls
 from dvengine.expressions.arrow_strings import StringCalls, call
 from dvengine.expressions.arrow_types import (
     FLOATING,
@@ -133,7 +138,7 @@ class CallTranslator(StringCalls):
             if -(2**63) <= value < 2**63:
                 return Val(pc.scalar(pa.scalar(value, pa.int64())), LONG)
             raise Refused("integer literal out of BIGINT range")
-        if isinstance(value, float) and math.isfinite(value):
+        if isinstance(value, float):  # 1.5E0, or CAST('NaN' AS DOUBLE) folded
             return Val(pc.scalar(pa.scalar(value, pa.float64())), DOUBLE)
         if isinstance(value, decimal.Decimal):
             if isinstance(node, (exp.Cast, exp.TryCast)) and node.to.this in (exp.DataType.Type.DOUBLE, exp.DataType.Type.FLOAT):
@@ -163,7 +168,10 @@ class CallTranslator(StringCalls):
             else:
                 raise Refused(f"CAST to {to.sql('spark') if isinstance(to, exp.Expr) else to}")
         target = prim(name)
-        return Val(cast(self._typed(node.this), target), target)
+        source = self._typed(node.this)
+        if source.name == "string" and name != "string":
+            return Val(casts.from_string(source, target), target)
+        return Val(cast(source, target), target)
 
     # --- math ------------------------------------------------------------------------------------
 
@@ -193,15 +201,15 @@ class CallTranslator(StringCalls):
         return self.round_value(node.this, node.args.get("decimals"), "half_towards_infinity")
 
     def round_value(self, value: exp.Expr, digits_node: exp.Expr | None, mode: str) -> Val:
-        """``round`` (HALF_UP) / ``bround`` (HALF_EVEN) of integers. Spark rounds a DOUBLE through its
-        shortest decimal string (``round(1.005, 2)`` is 1.01, Arrow's binary rounding gives 1.0), so
-        floating point is refused. Rounding past the type's range fails (Spark wraps)."""
+        """``round`` (HALF_UP) / ``bround`` (HALF_EVEN). Integers: Arrow's kernel; rounding past the
+        type's range fails (Spark wraps). FLOAT / DOUBLE: ``arrow_math.round_floating`` (Spark rounds
+        the shortest decimal text, not the binary value)."""
         digits = 0 if digits_node is None else self._literal_int(digits_node, "the digits of round()")
         v = self._number(value, "round()")
-        if v.name not in INTEGRAL:
-            raise Refused(f"round() of {v.name}: Spark rounds through the decimal representation")
         if digits is None:
             return Val(pc.scalar(pa.scalar(None, to_arrow_type(v.data_type))), v.data_type)  # type: ignore[arg-type]
+        if v.name in FLOATING:
+            return math_calls.round_floating(v, digits, "half_up" if mode == "half_towards_infinity" else "half_even")
         if digits >= 0:
             return v
         if digits < -18:
@@ -310,16 +318,45 @@ class CallTranslator(StringCalls):
         return Val(call("if_else", same, pc.scalar(pa.scalar(None, to_arrow_type(a.data_type))), a.expr), a.data_type)
 
     def extreme(self, node: exp.Expr) -> Val:
-        """``greatest`` / ``least``: NULLs skipped (NULL only when all are). Spark orders NaN above
-        every number and Arrow ignores it, so floating point is refused."""
+        """``greatest`` / ``least``: NULLs skipped (NULL only when all are). Floating point goes
+        through ``arrow_math.extreme_floating`` (Spark orders NaN above every number; Arrow's
+        element-wise max ignores it)."""
         values = [self._typed(a) for a in (node.this, *node.expressions)]
         target = common_type(values, "greatest/least")
         if target is None:
             return values[0]
-        if target.name in FLOATING or target.name not in (*INTEGRAL, "string", "date", "timestamp", "timestamp_ntz", "boolean"):
+        if target.name in FLOATING:
+            return Val(math_calls.extreme_floating([coerce(v, target) for v in values], isinstance(node, exp.Greatest)), target)
+        if target.name not in (*INTEGRAL, "string", "date", "timestamp", "timestamp_ntz", "boolean"):
             raise Refused(f"greatest/least of {target.name}")
         kernel = "max_element_wise" if isinstance(node, exp.Greatest) else "min_element_wise"
         return Val(call(kernel, *[coerce(v, target) for v in values], options=pc.ElementWiseAggregateOptions(skip_nulls=True)), target)
+
+    def logarithm(self, node: exp.Expr) -> Val:
+        """``ln(x)`` (sqlglot's Ln, also ``log(x)``) and ``log(b, x)`` (Log, also ``log2``): DOUBLE."""
+        if isinstance(node, exp.Ln):
+            return Val(math_calls.ln(self._number(node.this, "ln()").expr.cast(pa.float64(), safe=False)), DOUBLE)
+        if node.args.get("expression") is None:
+            return Val(math_calls.ln(self._number(node.this, "log()").expr.cast(pa.float64(), safe=False)), DOUBLE)
+        base = self._number(node.this, "log()").expr.cast(pa.float64(), safe=False)
+        return Val(math_calls.log_base(base, self._number(node.expression, "log()").expr.cast(pa.float64(), safe=False)), DOUBLE)
+
+    def exp_(self, node: exp.Expr) -> Val:
+        return Val(math_calls.exp(self._number(node.this, "exp()").expr.cast(pa.float64(), safe=False)), DOUBLE)
+
+    def sqrt(self, node: exp.Expr) -> Val:
+        """``sqrt(x)``: DOUBLE, NaN for negatives (IEEE square root is exact in both)."""
+        v = self._number(node.this, "sqrt()")
+        return Val(call("sqrt", v.expr.cast(pa.float64(), safe=False)), DOUBLE)
+
+    # --- hashes ----------------------------------------------------------------------------------
+
+    def digest(self, node: exp.Expr) -> Val:
+        algorithm = "md5" if isinstance(node, exp.MD5) else "sha1"
+        return hashes.digest(self._typed(node.this), algorithm)
+
+    def sha2(self, node: exp.Expr) -> Val:
+        return hashes.sha2(self._typed(node.this), self._literal_int(node.args.get("length"), "the bit length of sha2()"))
 
     def isnan(self, node: exp.Expr) -> Val:
         v = self._number(node.this, "isnan()")
@@ -330,10 +367,34 @@ class CallTranslator(StringCalls):
     # --- dates -----------------------------------------------------------------------------------
 
     def to_date(self, node: exp.Expr) -> Val:
+        """``to_date(x)``: a STRING is cast as ``CAST(x AS DATE)`` (Spark's rule without a pattern)."""
         if node.args.get("format") is not None:
             raise Refused("to_date with a format")
         v = self._typed(node.this)
+        if v.name == "string":
+            return Val(casts.from_string(v, prim("date")), prim("date"))
         return Val(dates.as_date(v), prim("date"))
+
+    def parse_call(self, node: exp.Anonymous, args: list[exp.Expr]) -> Val:
+        """``to_date(s, pattern)`` / ``to_timestamp(s, pattern)`` as written (``expressions.dialect``)."""
+        if len(args) != 2:
+            raise Refused(f"{node.name}() takes one or two arguments")
+        pattern = self._literal_text(args[1], f"the pattern of {str(node.name).lower()}")
+        target = "date" if str(node.name).lower() == "to_date" else "timestamp"
+        if pattern is None:
+            return Val(pc.scalar(pa.scalar(None, to_arrow_type(prim(target)))), prim(target))
+        return casts.parse_with_pattern(self._typed(args[0]), pattern, target)
+
+    def date_format_call(self, node: exp.Anonymous, args: list[exp.Expr]) -> Val:
+        """``date_format(x, pattern)`` as written (``expressions.dialect``); a STRING x is cast to
+        TIMESTAMP first, as Spark's implicit cast does."""
+        if len(args) != 2:
+            raise Refused("date_format takes two arguments")
+        pattern = self._literal_text(args[1], "the date_format pattern")
+        v = self._typed(args[0])
+        if v.name == "string":
+            v = Val(casts.from_string(v, prim("timestamp")), prim("timestamp"))
+        return dates.date_format(v, pattern)
 
     def date_format(self, node: exp.Expr) -> Val:
         """sqlglot stores the pattern translated to its own time format; the Spark pattern is what
@@ -348,6 +409,8 @@ class CallTranslator(StringCalls):
         return dates.date_format(self._typed(node.this), str(exp.Literal.string(spark_pattern[1:-1].replace("\\'", "'")).this))
 
     def date_trunc(self, node: exp.Expr) -> Val:
+        """A ``TimestampTrunc`` node (a tree not parsed by ``expressions.dialect``): its unit was
+        already rewritten by sqlglot, so only the unabbreviated names are taken as written."""
         unit = node.args.get("unit")
         text = self._literal_text(unit, "the date_trunc unit") if not isinstance(unit, exp.Var) else str(unit.name)
         return dates.date_trunc(text, self._typed(node.this))
@@ -356,6 +419,19 @@ class CallTranslator(StringCalls):
         unit = node.args.get("unit")
         text = self._literal_text(unit, "the trunc unit") if not isinstance(unit, exp.Var) else str(unit.name)
         return dates.trunc(self._typed(node.this), text)
+
+    def truncate_call(self, node: exp.Anonymous, args: list[exp.Expr]) -> Val:
+        """``date_trunc(unit, x)`` / ``trunc(d, unit)`` as written (``expressions.dialect``): the unit
+        must be a string literal (Spark reads a column unit row by row; not evaluated here), and one
+        Spark does not know gives NULL ('Q', 'WK', 'D' ...), as in Spark."""
+        if len(args) != 2:
+            raise Refused(f"{node.name}() takes two arguments")
+        is_date_trunc = str(node.name).lower() == "date_trunc"
+        unit_node, value = (args[0], args[1]) if is_date_trunc else (args[1], args[0])
+        unit = self._literal_text(unit_node, f"the {str(node.name).lower()} unit")
+        if is_date_trunc:
+            return dates.date_trunc(unit, self._typed(value))
+        return dates.trunc(self._typed(value), unit)
 
     def date_add(self, node: exp.Expr) -> Val:
         unit = node.args.get("unit")
@@ -420,6 +496,10 @@ def _isnull(t: CallTranslator, node: exp.Anonymous, args: list[exp.Expr]) -> Val
     return Val(call(kernel, inner), BOOLEAN)
 
 
+def _arity(node: exp.Anonymous, count: str) -> Val:
+    raise Refused(f"{node.name}() takes {count} argument{'s' if count != 'one' else ''}")
+
+
 def _bround(t: CallTranslator, node: exp.Anonymous, args: list[exp.Expr]) -> Val:
     if len(args) not in (1, 2):
         raise Refused("bround takes one or two arguments")
@@ -474,6 +554,13 @@ _HANDLERS: dict[type[exp.Expr], Any] = {
     exp.Nvl2: CallTranslator.nvl2,
     exp.Nullif: CallTranslator.nullif,
     exp.Greatest: CallTranslator.extreme,
+    exp.Sqrt: CallTranslator.sqrt,
+    exp.Ln: CallTranslator.logarithm,
+    exp.Log: CallTranslator.logarithm,
+    exp.Exp: CallTranslator.exp_,
+    exp.MD5: CallTranslator.digest,
+    exp.SHA: CallTranslator.digest,
+    exp.SHA2: CallTranslator.sha2,
     exp.Least: CallTranslator.extreme,
     exp.IsNan: CallTranslator.isnan,
     exp.TsOrDsToDate: CallTranslator.to_date,
@@ -483,6 +570,12 @@ _HANDLERS: dict[type[exp.Expr], Any] = {
     exp.TsOrDsAdd: CallTranslator.date_add,
     exp.DateDiff: CallTranslator.datediff,
     exp.Extract: CallTranslator.extract,
+    exp.AddMonths: lambda t, node: dates.add_months(t._typed(node.this), t._typed(node.expression)),
+    exp.LastDay: lambda t, node: dates.last_day(t._typed(node.this)),
+    exp.Pad: CallTranslator.pad,
+    exp.RegexpLike: CallTranslator.rlike,
+    exp.RegexpReplace: CallTranslator.regexp_replace,
+    exp.RegexpExtract: CallTranslator.regexp_extract,
     exp.TimeStrToTime: _as_timestamp,
 }
 
@@ -494,6 +587,16 @@ _ANONYMOUS: dict[str, Any] = {
     "weekday": _weekday,
     "positive": _positive,
     "date_part": lambda t, node, args: t.date_part(node, args),
+    "date_trunc": lambda t, node, args: t.truncate_call(node, args),
+    "date_format": lambda t, node, args: t.date_format_call(node, args),
+    "to_date": lambda t, node, args: t.parse_call(node, args),
+    "to_timestamp": lambda t, node, args: t.parse_call(node, args),
+    "trunc": lambda t, node, args: t.truncate_call(node, args),
     "char_length": _unary_anonymous("length"),
+    "hash": lambda t, node, args: hashes.hash_values([t._typed(a) for a in args], "murmur3"),
+    "xxhash64": lambda t, node, args: hashes.hash_values([t._typed(a) for a in args], "xxhash64"),
+    "log10": lambda t, node, args: Val(math_calls.log10(t._number(args[0], "log10()").expr.cast(pa.float64(), safe=False)), DOUBLE)
+    if len(args) == 1 else _arity(node, "one"),
+    "crc32": lambda t, node, args: hashes.crc32(t._typed(args[0])) if len(args) == 1 else _arity(node, "one"),
 }
 

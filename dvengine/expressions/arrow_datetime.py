@@ -1,6 +1,6 @@
 """Spark's date and time functions as Arrow kernels: the ones Delta allows in generation expressions
 and that CHECK constraints commonly use (year ... second, date_format, to_date, date_trunc, trunc,
-date_add, datediff).
+date_add, datediff, add_months, last_day).
 
 Spark evaluates them in the session time zone; dvengine's Spark sessions run in UTC and Arrow
 reads TIMESTAMP columns as ``timestamp[us, tz=UTC]``, so the calendar fields agree. A DATE given
@@ -13,10 +13,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from dvengine.expressions.arrow_types import TEMPORAL, Refused, Val, cast, prim
+from dvengine.expressions.arrow_udfs import call_udf, valid, values
 
 _UTC = pa.timestamp("us", tz="UTC")
 INT = prim("integer")
@@ -168,3 +170,41 @@ def date_format(v: Val, pattern: str | None) -> Val:
     seconds = _floor(wall, "second").cast(pa.timestamp("s"))
     options = pc.StrftimeOptions(format=strftime_pattern(pattern), locale="C")
     return Val(pc.Expression._call("strftime", [seconds], options), prim("string"))
+
+
+def _month_start_days(days: Any) -> Any:
+    months = days.astype("datetime64[D]").astype("datetime64[M]")
+    return months, months.astype("datetime64[D]").astype(np.int64)
+
+
+def _add_months_udf(dates_array: pa.Array, months_array: pa.Array) -> pa.Array:
+    days = values(dates_array.cast(pa.int32()), np.int64)
+    months, start = _month_start_days(days)
+    target = months + values(months_array, np.int64).astype("timedelta64[M]")
+    first = target.astype("datetime64[D]").astype(np.int64)
+    length = (target + np.timedelta64(1, "M")).astype("datetime64[D]").astype(np.int64) - first
+    result = first + np.minimum(days - start, length - 1)
+    mask = ~(valid(dates_array) & valid(months_array))
+    return pa.array(result.astype(np.int32), mask=mask).cast(pa.date32())
+
+
+def _last_day_udf(dates_array: pa.Array) -> pa.Array:
+    months, _ = _month_start_days(values(dates_array.cast(pa.int32()), np.int64))
+    result = (months + np.timedelta64(1, "M")).astype("datetime64[D]").astype(np.int64) - 1
+    return pa.array(result.astype(np.int32), mask=~valid(dates_array)).cast(pa.date32())
+
+
+def add_months(v: Val, months: Val) -> Val:
+    """``add_months(d, n)``: DATE; the day is kept, or clamped to the end of a shorter month
+    (``add_months('2024-01-31', 1)`` is 2024-02-29), as Java's ``LocalDate.plusMonths``. n must be
+    a TINYINT / SMALLINT / INT (Spark's ANSI coercion does not narrow a BIGINT)."""
+    if months.data_type is None:
+        return Val(pc.scalar(pa.scalar(None, pa.date32())), prim("date"))
+    if months.name not in ("byte", "short", "integer"):
+        raise Refused(f"add_months by a {months.name} number of months")
+    return Val(call_udf("add_months", _add_months_udf, [(as_date(v), pa.date32()), (months.expr, pa.int32())], pa.date32()), prim("date"))
+
+
+def last_day(v: Val) -> Val:
+    """``last_day(d)``: the DATE ending d's month."""
+    return Val(call_udf("last_day", _last_day_udf, [(as_date(v), pa.date32())], pa.date32()), prim("date"))

@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from sqlglot import exp
 
+from dvengine.expressions import arrow_regex as regex
 from dvengine.expressions.arrow_types import INTEGRAL, Refused, Val, cast, prim
 from dvengine.expressions.literals import literal_of
 
@@ -184,3 +185,91 @@ class StringCalls:
         if not search:
             return Val(text, STRING)  # Spark returns the string unchanged
         return Val(call("replace_substring", text, options=pc.ReplaceSubstringOptions(search, replacement)), STRING)
+
+    def pad(self, node: exp.Expr) -> Val:
+        """``lpad`` / ``rpad(s, len, pad = ' ')`` with literal len and pad, in code points: a string
+        longer than len is cut to len; an empty pad leaves a shorter string as it is; len <= 0
+        gives ''. ``rpad`` is ``(s || pad*len)[:len]``; ``lpad`` with one pad character is Arrow's
+        ``utf8_lpad``, with more it prepends ``(pad*len)[:len - length(s)]`` row by row."""
+        left = bool(node.args.get("is_left"))
+        width = self._literal_int(node.expression, "the length of lpad/rpad")
+        fill = self._literal_text(node.args.get("fill_pattern"), "the padding of lpad/rpad") if node.args.get("fill_pattern") is not None else " "
+        text = self._string(node.this)
+        null = pc.scalar(pa.scalar(None, pa.string()))
+        if width is None or fill is None:
+            return Val(null, STRING)
+        if width <= 0:
+            return Val(call("if_else", call("is_null", text), null, pc.scalar("")), STRING)
+        cut = call("utf8_slice_codeunits", text, options=pc.SliceOptions(0, width))
+        if not fill:
+            return Val(cut, STRING)
+        repeated = (fill * (width // len(fill) + 1))[:width]
+        if not left:
+            joined = call("binary_join_element_wise", text, pc.scalar(repeated), pc.scalar(""))
+            return Val(call("utf8_slice_codeunits", joined, options=pc.SliceOptions(0, width)), STRING)
+        if len(fill) == 1:
+            padded = call("utf8_lpad", text, options=pc.PadOptions(width=width, padding=fill))
+            return Val(call("if_else", call("greater_equal", call("utf8_length", text), pc.scalar(width)), cut, padded), STRING)
+
+        def lpad_rows(array: pa.Array) -> pa.Array:
+            return pa.array([None if s is None else s[:width] if len(s) >= width else repeated[: width - len(s)] + s
+                             for s in array.to_pylist()], pa.string())
+
+        from dvengine.expressions.arrow_udfs import call_udf
+
+        return Val(call_udf(f"lpad_{width}_{fill.encode().hex()}", lpad_rows, [(text, pa.string())], pa.string()), STRING)
+
+    # --- regular expressions (arrow_regex) --------------------------------------------------------
+
+    def _regex(self, node: exp.Expr, text: Any) -> tuple[Any, regex.Pattern | None]:
+        """The pattern of ``node`` (a literal) in RE2 form, and ``text`` guarded: rows ending in a
+        line terminator fail when the pattern has ``$`` (Java's ``$`` also matches before it)."""
+        source = self._literal_text(node.expression, "the regular expression")
+        if source is None:
+            return text, None
+        pattern = regex.translate(source)
+        if pattern.dollar:
+            ends = call("match_substring_regex", text, options=pc.MatchSubstringOptions(regex.ENDS_WITH_TERMINATOR))
+            text = fail_rows(ends, "a regular expression with '$' on a value ending in a line terminator "
+                             "(Java's '$' also matches before it): not evaluated in Arrow", text)
+        return text, pattern
+
+    def rlike(self, node: exp.Expr) -> Val:
+        """``s RLIKE p`` / ``regexp_like``: whether p matches anywhere in s (Java's ``find``)."""
+        if node.args.get("flag") is not None:
+            raise Refused("regexp_like with flags")
+        text, pattern = self._regex(node, self._string(node.this))
+        if pattern is None:
+            return Val(pc.scalar(pa.scalar(None, pa.bool_())), BOOLEAN)
+        return Val(call("match_substring_regex", text, options=pc.MatchSubstringOptions(pattern.re2)), BOOLEAN)
+
+    def regexp_replace(self, node: exp.Expr) -> Val:
+        """``regexp_replace(s, p, r)``: every match replaced (Java's ``replaceAll``)."""
+        for extra in ("position", "occurrence", "modifiers"):
+            value = node.args.get(extra)
+            if value is not None and not (extra == "position" and self._literal_int(value, "the position of regexp_replace") == 1):
+                raise Refused(f"regexp_replace with a {extra}")
+        text, pattern = self._regex(node, self._string(node.this))
+        rewrite = self._literal_text(node.args.get("replacement"), "the replacement of regexp_replace")
+        if pattern is None or rewrite is None:
+            return Val(pc.scalar(pa.scalar(None, pa.string())), STRING)
+        if regex.matches_empty(pattern.re2):
+            raise Refused("regexp_replace with a pattern that matches the empty string (Java and RE2 replace empty matches differently)")
+        options = pc.ReplaceSubstringOptions(pattern.re2, regex.replacement(rewrite, pattern.groups))
+        return Val(call("replace_substring_regex", text, options=options), STRING)
+
+    def regexp_extract(self, node: exp.Expr) -> Val:
+        """``regexp_extract(s, p, idx = 1)``: group idx of the first match; '' when nothing matches
+        or the group did not take part; idx beyond the groups fails, as in Spark (refused here)."""
+        index = self._literal_int(node.args.get("group"), "the group of regexp_extract")
+        text, pattern = self._regex(node, self._string(node.this))
+        if pattern is None or index is None:
+            return Val(pc.scalar(pa.scalar(None, pa.string())), STRING)
+        if not 0 <= index <= pattern.groups:
+            raise Refused(f"regexp_extract of group {index}: the pattern has {pattern.groups} (Spark fails)")
+        numbered = regex.numbered_groups(pattern.re2)
+        struct = call("extract_regex", text, options=pc.ExtractRegexOptions(numbered))
+        group = call("struct_field", struct, options=pc.StructFieldOptions([index]))
+        matched = call("match_substring_regex", text, options=pc.MatchSubstringOptions(pattern.re2))
+        value = call("if_else", matched, call("coalesce", group, pc.scalar("")), pc.scalar(""))
+        return Val(call("if_else", call("is_null", text), pc.scalar(pa.scalar(None, pa.string())), value), STRING)

@@ -4,8 +4,9 @@ The Arrow evaluator may only compute a value when its result equals what Spark (
 session time zone UTC, as dvengine's sessions run) gives for every row, or fails where Spark
 fails. Types decide much of that: ``year(ts)`` is an INT, ``floor(x)`` a BIGINT, ``a / b`` a
 DOUBLE, ``coalesce(int_col, 0L)`` a BIGINT. This module holds those rules; each conversion Spark
-performs differently from Arrow (float to string, string to number or date, decimals) is refused
-here with the reason, and the command then runs on Spark.
+performs differently from Arrow (float to string, decimals) is refused here with the reason, and
+the command then runs on Spark. Strings are parsed by ``arrow_casts`` (an explicit CAST only: Spark's
+store assignment rejects a string into a number column at analysis).
 """
 
 from __future__ import annotations

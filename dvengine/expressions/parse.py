@@ -14,6 +14,7 @@ from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
 from dvengine.errors import InvalidPredicateError
+from dvengine.expressions.dialect import DvSpark
 from dvengine.expressions.functions import function_name, is_aggregate, is_non_deterministic
 
 _ANSI_ESCAPES = re.compile(r"\x1b\[[0-9;]*m")
@@ -73,7 +74,7 @@ def parse_sql(text: object) -> exp.Expr:
     if not text.strip():
         raise InvalidPredicateError('an expression must not be empty; write e.g. "id < 10"')
     try:
-        statements = [s for s in sqlglot.parse(text, read="spark") if s is not None]
+        statements = [s for s in sqlglot.parse(text, read=DvSpark) if s is not None]
     except (ParseError, TokenError) as exc:
         message = _ANSI_ESCAPES.sub("", str(exc)).strip()
         raise _fail(text, f"syntax error: {message}") from None

@@ -13,6 +13,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from dvengine.errors import SqlParseError, UnsupportedFeatureError
+from dvengine.expressions.dialect import DvSpark
 from dvengine.sqlcmd.statements import (
     DeleteStatement,
     MergeSource,
@@ -22,7 +23,7 @@ from dvengine.sqlcmd.statements import (
     UpdateStatement,
 )
 
-DIALECT = "spark"
+DIALECT = DvSpark  # Spark, with date_trunc / trunc kept as written (see expressions.dialect)
 
 
 def table_ref(table: exp.Expr, part: str) -> TableRef:
