@@ -109,18 +109,18 @@ def test_rewrites_happen_in_the_same_pass(spark: Any, tmp_path: Path, spied: lis
     assert_all_readers(spark, path, COLS, model)
 
 
-# upper(name), spelled with md5(), which the embedded (Arrow) evaluator cannot evaluate:
+# upper(name), spelled with initcap(), which the embedded (Arrow) evaluator cannot evaluate:
 # substring(x, 1, 0) is '' in Spark.
-_UPPER_VIA_MD5 = "concat(upper(name), substring(md5(name), 1, 0))"
+_UPPER_VIA_INITCAP = "concat(upper(name), substring(initcap(name), 1, 0))"
 
 
 def test_strategy_follows_what_the_embedded_evaluator_can_do(spark: Any, tmp_path: Path, spied: list[str]) -> None:
     path = tmp_path / "t"
     model = _table(path, files=2, rows_per_file=500)
     table = DeltaTable.forPath(spark, path)
-    table.deleteMetrics("length(md5(name)) = 32 AND length(name) = 2 AND id < 10", engine="spark")  # md5(): row plan
+    table.deleteMetrics("length(initcap(name)) = 2 AND length(name) = 2 AND id < 10", engine="spark")  # initcap(): row plan
     assert spied == []
-    table.updateMetrics("id < 20", {"name": _UPPER_VIA_MD5}, engine="spark")  # md5(): row plan
+    table.updateMetrics("id < 20", {"name": _UPPER_VIA_INITCAP}, engine="spark")  # initcap(): row plan
     assert spied == []
     with spark_dml_strategy(spark, "rows"):
         table.deleteMetrics("id = 30", engine="spark")
@@ -160,5 +160,5 @@ def test_forcing_file_tasks_on_what_they_cannot_evaluate_is_refused(spark: Any, 
     before = folder_state(path)
     refused = pytest.raises(InvalidArgumentError, match=r"dmlStrategy=files, but UPDATE cannot run as file tasks.*'name'")
     with spark_dml_strategy(spark, "files"), refused:
-        DeltaTable.forPath(spark, path).updateMetrics("id = 1", {"name": _UPPER_VIA_MD5}, engine="spark")
+        DeltaTable.forPath(spark, path).updateMetrics("id = 1", {"name": _UPPER_VIA_INITCAP}, engine="spark")
     assert folder_state(path) == before
