@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any, overload
 import pyarrow as pa
 
 from dvengine.api.table import DeltaTable
-from dvengine.api.table_builder import active_session
 from dvengine.errors import TableNotFoundError
 from dvengine.log import load_snapshot
 from dvengine.log.intervals import parse_interval_ms
@@ -160,9 +159,9 @@ def run_local(stmt: Statement) -> pa.Table:
         run_column_statement(resolve_table(None, stmt.table).path, stmt)
     else:
         assert isinstance(stmt, InsertStatement)
-        # A catalog name resolves where CREATE TABLE put it: the builders take the active session
-        # when given none (as delta-spark's do), so the name lookup does too; the rows stay in-process.
-        target = insert_target(active_session(), stmt.table)
+        # A catalog name resolves where CREATE TABLE put it (api.table_support.warehouse_of: the
+        # active session's warehouse, else the environment's); the rows stay in-process.
+        target = insert_target(None, stmt.table)
         assert target is not None
         insert(None, stmt, target[0], target[1], None)
     return pa.table({})
