@@ -22,6 +22,7 @@ from dvengine.maintenance.history import history
 from dvengine.maintenance.vacuum import DEFAULT_DELETED_FILE_RETENTION, RETENTION_PROPERTY, vacuum
 from dvengine.sqlcmd import table_statements
 from dvengine.sqlcmd.column_statements import COLUMN_STATEMENTS, run_column_statement
+from dvengine.sqlcmd.ctas import create_table_as_select
 from dvengine.sqlcmd.insert_run import insert
 from dvengine.sqlcmd.parse import parse_sql
 from dvengine.sqlcmd.path_tables import PathTable, find_path_tables, substitute
@@ -29,6 +30,7 @@ from dvengine.sqlcmd.statements import (
     AlterColumnTypeStatement,
     AlterConstraintStatement,
     AlterPropertiesStatement,
+    CreateTableAsSelectStatement,
     CreateTableStatement,
     DeleteStatement,
     DetailStatement,
@@ -207,6 +209,9 @@ def run_statement(spark: SparkSession, stmt: Statement) -> DataFrame:
         return results.empty_result(spark)
     if isinstance(stmt, CreateTableStatement):
         table_statements.create_table(spark, stmt)
+        return results.empty_result(spark)
+    if isinstance(stmt, CreateTableAsSelectStatement):
+        create_table_as_select(spark, stmt, lambda query: spark_sql(spark, query))
         return results.empty_result(spark)
     if isinstance(stmt, InsertStatement):
         target = insert_target(spark, stmt.table)

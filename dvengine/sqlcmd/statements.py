@@ -228,9 +228,8 @@ class CreateTableAsSelectStatement:
     """``CREATE [OR REPLACE] TABLE [IF NOT EXISTS] t USING delta [PARTITIONED BY ...] [LOCATION ...]
     [TBLPROPERTIES ...] [COMMENT ...] AS query`` (or ``REPLACE TABLE ... AS query``).
 
-    ``query`` is the query's SQL text as written; ``rows`` / ``names`` are set when it is a plain
-    ``VALUES`` list (cells as Spark SQL text, column names from ``AS v(a, b)`` or Spark's
-    ``col1, col2, ...``), which dvengine evaluates without a session."""
+    ``query`` is the query's SQL text as written; Spark runs it (``delta.`path``` in it read by
+    dvengine) and dvengine writes its rows."""
 
     table: TableRef
     query: str
@@ -241,8 +240,6 @@ class CreateTableAsSelectStatement:
     location: str | None = None
     properties: dict[str, str] = field(default_factory=dict)
     comment: str | None = None
-    rows: tuple[tuple[str, ...], ...] | None = None
-    names: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
