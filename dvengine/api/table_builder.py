@@ -15,12 +15,11 @@ makes a liquid-clustered table (:mod:`dvengine.maintenance.clustering`).
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from dvengine.api.table_support import warehouse_of
+from dvengine.api.table_support import active_session, warehouse_of
 from dvengine.commands.create_table import (
     CREATE,
     CREATE_IF_NOT_EXISTS,
@@ -62,15 +61,6 @@ def _is_spark_type(value: object, class_name: str | None = None) -> bool:
     if class_name is None:
         return any(base.__name__ == "DataType" for base in cls.__mro__)
     return cls.__name__ == class_name
-
-
-def active_session() -> SparkSession | None:
-    """The active SparkSession when pyspark is already in use (never imports it, never starts one)."""
-    if "pyspark.sql" not in sys.modules:
-        return None
-    from dvengine.engine.spark.session import active_session as spark_active_session
-
-    return spark_active_session()
 
 
 class DeltaTableBuilder:

@@ -9,6 +9,7 @@ Spark conf or, without a session, from the environment (``dvengine.commands.opti
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
@@ -60,11 +61,25 @@ def object_store_options(
     return merged
 
 
-def warehouse_of(spark: SparkSession | None) -> str | None:
-    """The session's warehouse dir (``dvengine.catalog.warehouseDir`` first), None without a session."""
-    if spark is None:
+def active_session() -> SparkSession | None:
+    """The active SparkSession when pyspark is already in use (never imports it, never starts one)."""
+    if "pyspark.sql" not in sys.modules:
         return None
-    value = spark.conf.get(catalog.WAREHOUSE_OVERRIDE_CONF, None) or spark.conf.get(catalog.WAREHOUSE_CONF, None)
+    from dvengine.engine.spark.session import active_session as spark_active_session
+
+    return spark_active_session()
+
+
+def warehouse_of(spark: SparkSession | None) -> str | None:
+    """The warehouse dir names resolve in: ``spark``'s, else the active session's (as delta-spark's
+    builders take the active session when given none), ``dvengine.catalog.warehouseDir`` first;
+    None without any session (then :func:`dvengine.storage.catalog.warehouse_dir` reads the
+    environment). The one resolver of ``forName``, the builders and ``dvengine.sql``'s names, so a
+    name one of them registers is found by the others, with or without a session."""
+    session = spark if spark is not None else active_session()
+    if session is None:
+        return None
+    value = session.conf.get(catalog.WAREHOUSE_OVERRIDE_CONF, None) or session.conf.get(catalog.WAREHOUSE_CONF, None)
     return None if value is None else str(value)
 
 

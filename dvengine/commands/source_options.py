@@ -6,7 +6,8 @@ one engine-neutral place, so that a bad value fails with a typed error naming op
 before a job starts or a file is written. Options Delta would honour but dvengine does not
 implement yet raise ``UnsupportedFeatureError`` instead of being ignored: ignoring
 ``replaceWhere`` would silently overwrite the whole table. Options unknown to Delta are ignored,
-as Spark and Delta ignore them.
+as Spark and Delta ignore them. ``delta.*`` options become the table properties of a table the write
+creates, as in Delta 2.1+ (:func:`dvengine.protocol.config_keys.delta_properties`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from dvengine.errors import InvalidArgumentError, UnsupportedFeatureError
+from dvengine.protocol.config_keys import delta_properties
 
 # Delta options with a meaning dvengine does not implement (lower case: Spark's map is case-insensitive).
 # Change data feed reads (readChangeFeed, startingVersion, ...) go to ``dvengine.changes``.
@@ -84,6 +86,8 @@ class WriteRequest:
     replace_where: str | None
     txn_app_id: str | None = None  # txnAppId / txnVersion: an idempotent write
     txn_version: str | None = None
+    # ``delta.*`` options: the table properties of a table this write creates (ignored when it exists)
+    configuration: dict[str, str] | None = None
 
 
 def parse_write_options(
@@ -106,5 +110,6 @@ def parse_write_options(
     overwrite = _is_true("overwriteSchema", opts["overwriteschema"]) if "overwriteschema" in opts else None
     parts = tuple(partition_by) if partition_by is not None else None
     return WriteRequest(
-        where, mode, parts, merge, overwrite, opts.get("replacewhere"), opts.get("txnappid"), opts.get("txnversion")
+        where, mode, parts, merge, overwrite, opts.get("replacewhere"), opts.get("txnappid"), opts.get("txnversion"),
+        delta_properties(options) or None,
     )

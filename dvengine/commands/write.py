@@ -25,6 +25,7 @@ from dvengine.errors import InvalidArgumentError, TableAlreadyExistsError
 from dvengine.expressions import parse_predicate
 from dvengine.log import Snapshot, load_snapshot, table_exists
 from dvengine.protocol.actions import AddFile, Metadata
+from dvengine.protocol.feature_properties import split_feature_properties, with_features
 from dvengine.protocol.features import check_writable
 from dvengine.protocol.schema import StructType
 from dvengine.writing.constraints import check_no_invariants, table_constraints
@@ -114,7 +115,9 @@ def plan_write(
             raise TableAlreadyExistsError(f"a Delta table already exists at {table_root}; use mode='append' or 'overwrite'")
     params: dict[str, Any] = {"mode": _DELTA_MODE_NAMES[mode]}
     if snapshot is None:
-        config = {**DEFAULT_NEW_TABLE_CONFIGURATION, **dict(configuration or {})}
+        # ``delta.feature.<name>`` asks for the feature in the protocol and is not kept, as at CREATE TABLE
+        features, given = split_feature_properties(dict(configuration or {}))
+        config = {**DEFAULT_NEW_TABLE_CONFIGURATION, **given}
         check_new_table_configuration(config)
         match_columns(data_schema, data_schema)  # duplicate names (case-insensitive) are refused here
         partition_columns = resolve_partition_columns(data_schema, partition_by or ())
@@ -128,7 +131,7 @@ def plan_write(
             configuration=config,
             created_time=int(time.time() * 1000),
         )
-        protocol = new_table_protocol(table_schema, config)
+        protocol = with_features(new_table_protocol(table_schema, config), features)
         check_writable(protocol, metadata)
         params["partitionBy"] = list(partition_columns)
         txn = Transaction(table_root, None, "WRITE", params)

@@ -3,6 +3,8 @@
 Properties are validated as when a table is created (``writing.properties``), so a bad value
 fails here, naming key and value, instead of in whatever later commit first reads it. Turning a
 feature on by its property also upgrades the protocol in the same commit, as Delta does:
+``delta.feature.<name> = supported`` adds that feature (and is not kept in the configuration, as
+Delta's ``filterProtocolPropsFromTableProps``),
 ``delta.enableChangeDataFeed=true`` adds the ``changeDataFeed`` writer feature (writer 4 on a
 legacy protocol), ``delta.enableDeletionVectors=true`` the ``deletionVectors`` reader-writer
 feature. ``delta.columnMapping.mode`` = ``name`` on an unmapped table upgrades it as Delta does,
@@ -24,6 +26,7 @@ from dvengine.errors import InvalidArgumentError, UnsupportedFeatureError
 from dvengine.log import Snapshot, checkpoint_v2, load_snapshot
 from dvengine.protocol import row_tracking, type_widening
 from dvengine.protocol.actions import AddFile, Metadata, Protocol
+from dvengine.protocol.feature_properties import split_feature_properties, with_features
 from dvengine.protocol.features import (
     ENABLE_CHANGE_DATA_FEED,
     check_writable,
@@ -54,10 +57,13 @@ def set_table_properties(table_root: str, properties: Mapping[str, str]) -> int:
     for key in properties:
         if key in _NOT_SETTABLE:
             raise UnsupportedFeatureError(f"changing table property {key} is not supported by dvengine; nothing was changed")
+    # ``delta.feature.<name>`` adds the feature to the protocol and is not kept (as at CREATE):
+    # Delta's documented way to turn on allowColumnDefaults before ALTER COLUMN ... SET DEFAULT.
+    features, plain = split_feature_properties({k: str(v) for k, v in properties.items()})
     snapshot = load_snapshot(table_root)
     check_writable(snapshot.protocol, snapshot.metadata)
-    configuration = {**snapshot.metadata.configuration, **{k: str(v) for k, v in properties.items()}}
-    protocol = snapshot.protocol
+    configuration = {**snapshot.metadata.configuration, **plain}
+    protocol = with_features(snapshot.protocol, features)
     schema_string = snapshot.metadata.schema_string
     old_mode, new_mode = snapshot.column_mapping_mode, requested_mode(configuration)
     check_mode_change(old_mode, new_mode, table_root)

@@ -24,6 +24,7 @@ from dvengine.protocol.schema import StructField, to_arrow_field
 from dvengine.read.dv_filter import KeepSpans
 from dvengine.read.dv_spans_cache import keep_spans
 from dvengine.read.footer_cache import local_footer, open_small
+from dvengine.read.mapped_nested import to_logical
 from dvengine.storage import resolve_data_path, storage_for
 
 # Files with fewer rows are decoded on the calling thread (see read_physical_rows).
@@ -168,7 +169,8 @@ class FileColumns:
             if f.name.lower() in self.partition:
                 arrays.append(pa.array([part_values.get(f.name)] * num_rows, type=target.type))
             elif f.physical_name in read:
-                arrays.append(_cast_physical(read[f.physical_name], target))
+                by_name = to_logical(read[f.physical_name], f, target.type)  # nested fields by physical name
+                arrays.append(_cast_physical(read[f.physical_name], target) if by_name is None else by_name)
             else:
                 arrays.append(pa.nulls(num_rows, type=target.type))
             fields.append(target.with_nullable(True))

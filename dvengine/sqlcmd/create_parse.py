@@ -5,19 +5,27 @@ Only what the create builder can express is accepted: columns (type, NOT NULL, C
 ``GENERATED ALWAYS AS (expr)``, ``GENERATED {ALWAYS | BY DEFAULT} AS IDENTITY [(START WITH n
 INCREMENT BY m)]``, ``DEFAULT expr``), PARTITIONED BY, CLUSTER BY, LOCATION, TBLPROPERTIES and the
 table COMMENT. Generation and default expressions are kept as written (:mod:`dvengine.sqlcmd.column_text`),
-as Delta stores them. Anything else Delta would act on (CREATE ... AS SELECT, a column CHECK,
-PRIMARY KEY) is refused with UnsupportedFeatureError naming it, rather than creating a table that
+as Delta stores them. ``CREATE ... AS query`` becomes a
+:class:`CreateTableAsSelectStatement` (the query's text as written). Anything else Delta would act
+on (a column CHECK, PRIMARY KEY) is refused with UnsupportedFeatureError naming it, rather than creating a table that
 lacks it.
 """
 
 from __future__ import annotations
 
 from sqlglot import exp
+from sqlglot.tokenizer_core import TokenType
 
 from dvengine.errors import InvalidArgumentError, SqlParseError, UnsupportedFeatureError
 from dvengine.sqlcmd.column_text import ColumnTexts, column_texts
 from dvengine.sqlcmd.dml_parse import DIALECT, table_ref
-from dvengine.sqlcmd.statements import ColumnDefinition, CreateTableStatement, IdentityDefinition
+from dvengine.sqlcmd.statements import (
+    ColumnDefinition,
+    CreateTableAsSelectStatement,
+    CreateTableStatement,
+    IdentityDefinition,
+)
+from dvengine.sqlcmd.tokens import tokenize
 
 
 def is_delta_create(node: exp.Create) -> bool:
@@ -84,27 +92,24 @@ def _column(col: exp.ColumnDef, texts: ColumnTexts | None) -> ColumnDefinition:
     return ColumnDefinition(col.name, kind.sql(dialect=DIALECT), nullable, comment, generated, identity, default)
 
 
-def parse_create(node: exp.Create, text: str) -> CreateTableStatement:
-    """``text`` is the statement as written: generation and default expressions are cut from it."""
-    replace = bool(node.args.get("replace"))
-    if replace and node.args.get("exists"):
-        raise SqlParseError("CREATE OR REPLACE TABLE and IF NOT EXISTS cannot be used together (Spark refuses it)")
-    if node.args.get("expression") is not None:
-        raise UnsupportedFeatureError("CREATE TABLE ... USING delta AS SELECT is not supported by dvengine; "
-                                      "create the table, then write the query's DataFrame with format('delta')")
-    schema = node.this
-    if not isinstance(schema, exp.Schema):
-        raise SqlParseError("CREATE TABLE ... USING delta: the column list (name type, ...) is missing")
-    table = table_ref(schema.this, "CREATE TABLE")
-    columns = []
-    texts = column_texts(text)
-    for index, item in enumerate(schema.expressions):
-        if isinstance(item, (exp.Identifier, exp.Column)):
-            raise SqlParseError(f"CREATE TABLE: column {item.name!r} has no type")
-        if not isinstance(item, exp.ColumnDef):
-            raise UnsupportedFeatureError(f"CREATE TABLE: {item.sql(dialect=DIALECT)} is not supported by dvengine")
-        found = texts[index] if index < len(texts) and texts[index].name == item.name else None
-        columns.append(_column(item, found))
+def _query_text(text: str) -> str:
+    """The query of ``CREATE ... AS query`` as written: from the first top-level ``AS`` followed by
+    SELECT / VALUES / WITH / FROM / '(' to the end (sqlglot's re-print could change spellings)."""
+    tokens = tokenize(text)
+    depth = 0
+    starts = ("SELECT", "VALUES", "WITH", "FROM", "TABLE")
+    for i, token in enumerate(tokens[:-1]):
+        depth += {TokenType.L_PAREN: 1, TokenType.R_PAREN: -1}.get(token.token_type, 0)
+        after = tokens[i + 1]
+        if depth == 0 and token.token_type == TokenType.ALIAS and (
+            after.token_type == TokenType.L_PAREN or (after.token_type != TokenType.STRING and after.text.upper() in starts)
+        ):
+            return text[after.start:].strip()
+    raise SqlParseError(f"CREATE TABLE ... AS: cannot find the query in {text!r}")
+
+
+def _table_options(node: exp.Create) -> tuple[tuple[str, ...], tuple[str, ...], str | None, str | None, dict[str, str]]:
+    """(partitioned by, cluster by, location, comment, properties) of a CREATE's property list."""
     partitioned: tuple[str, ...] = ()
     clustered: tuple[str, ...] = ()
     location = None
@@ -133,6 +138,49 @@ def parse_create(node: exp.Create, text: str) -> CreateTableStatement:
             properties[prop.name] = prop.args["value"].name
         else:
             raise UnsupportedFeatureError(f"CREATE TABLE: {prop.sql(dialect=DIALECT)} is not supported by dvengine")
+    return partitioned, clustered, location, comment, properties
+
+
+def parse_create_as_select(node: exp.Create, text: str) -> CreateTableAsSelectStatement:
+    """``CREATE [OR REPLACE] TABLE [IF NOT EXISTS] t USING delta ... AS query``."""
+    if isinstance(node.this, exp.Schema):
+        raise SqlParseError("CREATE TABLE ... AS SELECT: a column list may not be given; the query's columns are the "
+                            "table's (Spark's 'Schema may not be specified in a Create Table As Select')")
+    table = table_ref(node.this, "CREATE TABLE ... AS SELECT")
+    partitioned, clustered, location, comment, properties = _table_options(node)
+    if clustered:
+        raise UnsupportedFeatureError("CREATE TABLE ... CLUSTER BY ... AS SELECT is not supported by dvengine; create the "
+                                      "clustered table first, then INSERT the query")
+    if comment is not None:
+        raise UnsupportedFeatureError("CREATE TABLE ... COMMENT ... AS SELECT is not supported by dvengine (the write that "
+                                      "creates the table records no description); create the table first, then INSERT")
+    return CreateTableAsSelectStatement(
+        table, _query_text(text), bool(node.args.get("exists")), bool(node.args.get("replace")), False, partitioned,
+        location, properties,
+    )
+
+
+def parse_create(node: exp.Create, text: str) -> CreateTableStatement | CreateTableAsSelectStatement:
+    """``text`` is the statement as written: generation and default expressions are cut from it."""
+    replace = bool(node.args.get("replace"))
+    if replace and node.args.get("exists"):
+        raise SqlParseError("CREATE OR REPLACE TABLE and IF NOT EXISTS cannot be used together (Spark refuses it)")
+    if node.args.get("expression") is not None:
+        return parse_create_as_select(node, text)
+    schema = node.this
+    if not isinstance(schema, exp.Schema):
+        raise SqlParseError("CREATE TABLE ... USING delta: the column list (name type, ...) is missing")
+    table = table_ref(schema.this, "CREATE TABLE")
+    columns = []
+    texts = column_texts(text)
+    for index, item in enumerate(schema.expressions):
+        if isinstance(item, (exp.Identifier, exp.Column)):
+            raise SqlParseError(f"CREATE TABLE: column {item.name!r} has no type")
+        if not isinstance(item, exp.ColumnDef):
+            raise UnsupportedFeatureError(f"CREATE TABLE: {item.sql(dialect=DIALECT)} is not supported by dvengine")
+        found = texts[index] if index < len(texts) and texts[index].name == item.name else None
+        columns.append(_column(item, found))
+    partitioned, clustered, location, comment, properties = _table_options(node)
     return CreateTableStatement(
         table, bool(node.args.get("exists")), tuple(columns), partitioned, location, properties, comment, clustered,
         replace,

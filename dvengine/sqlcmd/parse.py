@@ -17,6 +17,7 @@ from sqlglot.errors import ParseError
 from sqlglot.tokenizer_core import TokenType
 
 from dvengine.errors import SqlParseError
+from dvengine.sqlcmd.alter_columns_parse import column_statement_kind, parse_alter_columns
 from dvengine.sqlcmd.alter_parse import (
     is_alter_column_type,
     is_alter_constraint,
@@ -100,6 +101,8 @@ def parse_statement(text: str) -> Statement:
         return parse_merge(node)
     if first == "INSERT":
         return _insert(text)
+    if first == "ALTER" and (kind := column_statement_kind(text)) is not None:
+        return parse_alter_columns(text, kind)
     if first == "ALTER" and is_alter_properties(text):
         return parse_alter_properties(text)
     if first == "ALTER" and is_alter_constraint(text):

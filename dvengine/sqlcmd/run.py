@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any, overload
 import pyarrow as pa
 
 from dvengine.api.table import DeltaTable
-from dvengine.api.table_builder import active_session
 from dvengine.errors import TableNotFoundError
 from dvengine.log import load_snapshot
 from dvengine.log.intervals import parse_interval_ms
@@ -22,6 +21,8 @@ from dvengine.maintenance.column_type import change_column_type
 from dvengine.maintenance.history import history
 from dvengine.maintenance.vacuum import DEFAULT_DELETED_FILE_RETENTION, RETENTION_PROPERTY, vacuum
 from dvengine.sqlcmd import table_statements
+from dvengine.sqlcmd.column_statements import COLUMN_STATEMENTS, run_column_statement
+from dvengine.sqlcmd.ctas import create_table_as_select
 from dvengine.sqlcmd.insert_run import insert
 from dvengine.sqlcmd.parse import parse_sql
 from dvengine.sqlcmd.path_tables import PathTable, find_path_tables, substitute
@@ -29,6 +30,7 @@ from dvengine.sqlcmd.statements import (
     AlterColumnTypeStatement,
     AlterConstraintStatement,
     AlterPropertiesStatement,
+    CreateTableAsSelectStatement,
     CreateTableStatement,
     DeleteStatement,
     DetailStatement,
@@ -61,7 +63,7 @@ def table_retention_hours(table_root: str) -> float:
     return parse_interval_ms(configured) / 3_600_000
 
 
-def resolve_table(spark: SparkSession, ref: TableRef) -> DeltaTable:
+def resolve_table(spark: SparkSession | None, ref: TableRef) -> DeltaTable:
     if ref.path is not None:
         return DeltaTable.forPath(spark, ref.path)
     return table_statements.table_for_name(spark, str(ref.name))
@@ -142,8 +144,12 @@ def insert_target(spark: SparkSession | None, ref: TableRef) -> tuple[str, str] 
 
 
 def runs_without_spark(stmt: Statement) -> bool:
-    """CREATE TABLE and INSERT ... VALUES need no SparkSession (their work is in-process)."""
-    return isinstance(stmt, CreateTableStatement) or (isinstance(stmt, InsertStatement) and stmt.rows is not None)
+    """CREATE TABLE, the ALTER TABLE column statements and INSERT ... VALUES need no SparkSession
+    (their work is in-process)."""
+    return (
+        isinstance(stmt, (CreateTableStatement, *COLUMN_STATEMENTS))
+        or (isinstance(stmt, InsertStatement) and stmt.rows is not None)
+    )
 
 
 def run_local(stmt: Statement) -> pa.Table:
@@ -151,11 +157,13 @@ def run_local(stmt: Statement) -> pa.Table:
     returns no rows for DDL and INSERT."""
     if isinstance(stmt, CreateTableStatement):
         table_statements.create_table(None, stmt)
+    elif isinstance(stmt, COLUMN_STATEMENTS):
+        run_column_statement(resolve_table(None, stmt.table).path, stmt)
     else:
         assert isinstance(stmt, InsertStatement)
-        # A catalog name resolves where CREATE TABLE put it: the builders take the active session
-        # when given none (as delta-spark's do), so the name lookup does too; the rows stay in-process.
-        target = insert_target(active_session(), stmt.table)
+        # A catalog name resolves where CREATE TABLE put it (api.table_support.warehouse_of: the
+        # active session's warehouse, else the environment's); the rows stay in-process.
+        target = insert_target(None, stmt.table)
         assert target is not None
         insert(None, stmt, target[0], target[1], None)
     return pa.table({})
@@ -196,8 +204,14 @@ def run_statement(spark: SparkSession, stmt: Statement) -> DataFrame:
     if isinstance(stmt, AlterPropertiesStatement):
         table_statements.alter_properties(resolve_table(spark, stmt.table), stmt)
         return results.empty_result(spark)
+    if isinstance(stmt, COLUMN_STATEMENTS):
+        run_column_statement(resolve_table(spark, stmt.table).path, stmt)
+        return results.empty_result(spark)
     if isinstance(stmt, CreateTableStatement):
         table_statements.create_table(spark, stmt)
+        return results.empty_result(spark)
+    if isinstance(stmt, CreateTableAsSelectStatement):
+        create_table_as_select(spark, stmt, lambda query: spark_sql(spark, query))
         return results.empty_result(spark)
     if isinstance(stmt, InsertStatement):
         target = insert_target(spark, stmt.table)

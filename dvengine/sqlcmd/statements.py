@@ -177,6 +177,72 @@ class AlterConstraintStatement:
 
 
 @dataclass(frozen=True)
+class AddColumnDefinition:
+    """One column of ``ALTER TABLE t ADD COLUMN[S]``: ``path`` is the parent struct's path plus the name."""
+
+    path: tuple[str, ...]
+    data_type: str  # Spark SQL type text
+    nullable: bool = True
+    comment: str | None = None
+    default: str | None = None  # refused by Delta on ADD COLUMNS, kept to say so
+    position: str | None = None  # "FIRST" or "AFTER <name>"
+
+
+@dataclass(frozen=True)
+class AddColumnsStatement:
+    """``ALTER TABLE t ADD COLUMN[S] [(]col type [COMMENT c] [FIRST | AFTER x], ...[)]``."""
+
+    table: TableRef
+    columns: tuple[AddColumnDefinition, ...]
+
+
+@dataclass(frozen=True)
+class RenameColumnStatement:
+    """``ALTER TABLE t RENAME COLUMN a.b TO c`` (column mapping tables)."""
+
+    table: TableRef
+    column: tuple[str, ...]
+    new_name: str
+
+
+@dataclass(frozen=True)
+class DropColumnsStatement:
+    """``ALTER TABLE t DROP COLUMN[S] [IF EXISTS] [(]a, b.c[)]`` (column mapping tables)."""
+
+    table: TableRef
+    columns: tuple[tuple[str, ...], ...]
+    if_exists: bool = False
+
+
+@dataclass(frozen=True)
+class AlterColumnDefaultStatement:
+    """``ALTER TABLE t ALTER [COLUMN] c SET DEFAULT expr`` (``default`` as written) or ``DROP DEFAULT`` (None)."""
+
+    table: TableRef
+    column: tuple[str, ...]
+    default: str | None
+
+
+@dataclass(frozen=True)
+class CreateTableAsSelectStatement:
+    """``CREATE [OR REPLACE] TABLE [IF NOT EXISTS] t USING delta [PARTITIONED BY ...] [LOCATION ...]
+    [TBLPROPERTIES ...] [COMMENT ...] AS query`` (or ``REPLACE TABLE ... AS query``).
+
+    ``query`` is the query's SQL text as written; Spark runs it (``delta.`path``` in it read by
+    dvengine) and dvengine writes its rows."""
+
+    table: TableRef
+    query: str
+    if_not_exists: bool = False
+    or_replace: bool = False
+    replace_only: bool = False
+    partitioned_by: tuple[str, ...] = ()
+    location: str | None = None
+    properties: dict[str, str] = field(default_factory=dict)
+    comment: str | None = None
+
+
+@dataclass(frozen=True)
 class PassThrough:
     """Anything else: handed to ``spark.sql`` unchanged."""
 
@@ -197,5 +263,10 @@ Statement = (
     | AlterPropertiesStatement
     | AlterConstraintStatement
     | AlterColumnTypeStatement
+    | AddColumnsStatement
+    | RenameColumnStatement
+    | DropColumnsStatement
+    | AlterColumnDefaultStatement
+    | CreateTableAsSelectStatement
     | PassThrough
 )

@@ -1,0 +1,413 @@
+"""ALTER TABLE column changes that touch only the schema: ADD COLUMNS, RENAME COLUMN, DROP COLUMNS,
+ALTER COLUMN SET / DROP DEFAULT.
+
+Each is one commit carrying a new ``metaData`` and no file actions, as Delta's
+``AlterTable{AddColumns,DropColumns,ChangeColumn}DeltaCommand`` do; no data file is read or written.
+
+- RENAME / DROP need column mapping (PROTOCOL.md "Column Mapping": readers find a column's data by
+  its physical name or id, so the logical name can change and a dropped column's data can stay in
+  the files, unread). On a table without it Delta refuses them (DELTA_UNSUPPORTED_RENAME_COLUMN /
+  DELTA_UNSUPPORTED_DROP_COLUMN): files are read by logical name there, so a rename would orphan
+  the data. The field keeps its id and physical name; ``partitionColumns`` follows a renamed
+  partition column. Dropping a partition column (DELTA_UNSUPPORTED_DROP_PARTITION_COLUMN) or a
+  clustering column is refused, and so is renaming or dropping a column a CHECK constraint or a
+  generation expression reads (DELTA_CONSTRAINT_DEPENDENT_COLUMN_CHANGE /
+  DELTA_GENERATED_COLUMNS_DEPENDENT_COLUMN_CHANGE): Delta does not rewrite those expressions.
+- ADD COLUMNS: nullable columns only ("NOT NULL in ALTER TABLE ADD COLUMNS" is not supported by
+  Delta: old rows have no value), no DEFAULT (WRONG_COLUMN_DEFAULTS_FOR_DELTA_ALTER_TABLE_ADD_COLUMN_NOT_SUPPORTED),
+  at the end or at ``FIRST`` / ``AFTER c``, inside a struct by a dotted path. Under column mapping
+  each new field gets the next id and a ``col-<uuid>`` physical name.
+- SET DEFAULT stores the expression text in ``CURRENT_DEFAULT`` (existing rows are unchanged;
+  later inserts fill it); it needs the ``allowColumnDefaults`` feature
+  (WRONG_COLUMN_DEFAULTS_FOR_DELTA_FEATURE_NOT_ENABLED) and may read no column. DROP DEFAULT
+  removes the key.
+
+Every refusal is a typed error naming the column, raised before anything is written.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import ParseError
+
+from dvengine.commit.transaction import Transaction
+from dvengine.errors import (
+    InvalidArgumentError,
+    InvalidPredicateError,
+    OperationNotAllowedError,
+    UnsupportedFeatureError,
+)
+from dvengine.expressions import parse_value_expression
+from dvengine.log import Snapshot, load_snapshot
+from dvengine.maintenance.clustering import clustering_columns
+from dvengine.protocol.features import check_writable, writer_features
+from dvengine.protocol.schema import DataType, StructField, StructType
+from dvengine.writing.constraints import CONSTRAINT_PREFIX
+from dvengine.writing.defaults import ALLOW_COLUMN_DEFAULTS, CURRENT_DEFAULT
+from dvengine.writing.generated import GENERATION_EXPRESSION, generation_expressions
+from dvengine.writing.identity import is_identity
+from dvengine.writing.schema_merge import assign_column_mapping, protocol_for_schema
+
+Path = tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class NewColumn:
+    """One column of ALTER TABLE ADD COLUMNS: ``path`` is the parent struct's path plus the new name."""
+
+    path: Path
+    data_type: DataType
+    nullable: bool = True
+    comment: str | None = None
+    default: str | None = None
+    position: str | None = None  # None (at the end), "FIRST" or "AFTER <name>"
+
+
+def _show(path: Sequence[str]) -> str:
+    return ".".join(path)
+
+
+def _find(struct: StructType, path: Sequence[str], table: str) -> list[int]:
+    """Indexes (case-insensitive, as Spark's resolver) of the fields along ``path``; the parents must be structs."""
+    indexes: list[int] = []
+    current: DataType = struct
+    for depth, name in enumerate(path):
+        if not isinstance(current, StructType):
+            raise InvalidArgumentError(
+                f"column {_show(path)!r}: {_show(path[:depth])!r} is not a struct in table {table}; nothing was changed"
+            )
+        matches = [i for i, f in enumerate(current.fields) if f.name.lower() == name.lower()]
+        if not matches:
+            raise InvalidArgumentError(f"table {table} has no column {_show(path)!r}; nothing was changed")
+        indexes.append(matches[0])
+        current = current.fields[matches[0]].type
+    return indexes
+
+
+def _replace_at(struct: StructType, indexes: Sequence[int], change: Any) -> StructType:
+    """``struct`` with the field list of the struct holding ``indexes[-1]`` passed through
+    ``change(fields, index) -> fields``."""
+    fields = list(struct.fields)
+    if len(indexes) == 1:
+        return StructType(tuple(change(fields, indexes[0])))
+    inner = fields[indexes[0]]
+    assert isinstance(inner.type, StructType)
+    fields[indexes[0]] = dataclasses.replace(inner, type=_replace_at(inner.type, indexes[1:], change))
+    return StructType(tuple(fields))
+
+
+def _references(sql: str) -> list[Path]:
+    """The column paths an expression reads (lower case), from sqlglot's Spark parse; a text it
+    cannot parse reads everything (the caller then refuses conservatively)."""
+    try:
+        tree = sqlglot.parse_one(sql, dialect="spark")
+    except ParseError:
+        return [("*",)]
+    out: list[Path] = []
+    for column in tree.find_all(exp.Column):
+        out.append(tuple(part.name.lower() for part in column.parts))
+    for dot in tree.find_all(exp.Dot):  # struct access written a.b.c parses as Dot over Column
+        names = [n.name.lower() for n in dot.find_all(exp.Identifier)]
+        if names:
+            out.append(tuple(names))
+    return out
+
+
+def _depends(reads: list[Path], column: Path) -> bool:
+    """Whether an expression reading ``reads`` depends on ``column``: it reads the column, a field
+    inside it, or the struct holding it."""
+    target = tuple(p.lower() for p in column)
+    for ref in reads:
+        if ref == ("*",):
+            return True
+        n = min(len(ref), len(target))
+        if ref[:n] == target[:n]:
+            return True
+    return False
+
+
+def _check_dependents(snapshot: Snapshot, column: Path, what: str) -> None:
+    """Delta's checkDependentExpressions: no CHECK constraint and no generation expression may read it."""
+    configuration = snapshot.metadata.configuration
+    constraints = {k[len(CONSTRAINT_PREFIX):]: v for k, v in configuration.items() if k.startswith(CONSTRAINT_PREFIX)}
+    found = {name: sql for name, sql in constraints.items() if _depends(_references(sql), column)}
+    if found:
+        shown = "; ".join(f"{n}: {s}" for n, s in sorted(found.items()))
+        raise OperationNotAllowedError(
+            f"{what} {_show(column)!r}: CHECK constraint(s) read the column ({shown}); drop them first "
+            "(Delta's DELTA_CONSTRAINT_DEPENDENT_COLUMN_CHANGE); nothing was changed"
+        )
+    generated = {
+        name: sql for name, sql in generation_expressions(snapshot.schema).items()
+        if name.lower() != column[0].lower() or len(column) > 1
+        if _depends(_references(sql), column)
+    }
+    if generated:
+        shown = "; ".join(f"{n}: {s}" for n, s in generated.items())
+        raise OperationNotAllowedError(
+            f"{what} {_show(column)!r}: generated column(s) read the column ({shown}) "
+            "(Delta's DELTA_GENERATED_COLUMNS_DEPENDENT_COLUMN_CHANGE); nothing was changed"
+        )
+
+
+def _commit(snapshot: Snapshot, schema: StructType, operation: str, params: dict[str, Any],
+            partition_columns: Sequence[str] | None = None, configuration: dict[str, str] | None = None) -> int:
+    """One metaData (and, if the schema needs it, protocol) action; a concurrent metadata change conflicts."""
+    metadata = dataclasses.replace(
+        snapshot.metadata,
+        schema_string=schema.to_json_string(),
+        partition_columns=tuple(partition_columns) if partition_columns is not None else snapshot.metadata.partition_columns,
+        configuration=configuration if configuration is not None else snapshot.metadata.configuration,
+    )
+    txn = Transaction(snapshot.table_root, snapshot, operation, params)
+    txn.record_read([], None)
+    txn.update_metadata(metadata)
+    protocol = protocol_for_schema(snapshot.protocol, schema)
+    if protocol is not None:
+        txn.update_protocol(protocol)
+    return txn.commit()
+
+
+def _mapped_snapshot(table_root: str, what: str, code: str) -> Snapshot:
+    snapshot = load_snapshot(table_root)
+    check_writable(snapshot.protocol, snapshot.metadata)
+    if snapshot.column_mapping_mode == "none":
+        raise UnsupportedFeatureError(
+            f"{what} is not supported for table {table_root}: it has no column mapping (Delta's {code}). Enable it "
+            "with ALTER TABLE ... SET TBLPROPERTIES ('delta.columnMapping.mode' = 'name'); nothing was changed"
+        )
+    return snapshot
+
+
+def rename_column(table_root: str, column: Sequence[str], new_name: str) -> int:
+    """``ALTER TABLE t RENAME COLUMN a.b TO c``: the field keeps its id and physical name."""
+    path = tuple(column)
+    snapshot = _mapped_snapshot(table_root, f"RENAME COLUMN {_show(path)}", "DELTA_UNSUPPORTED_RENAME_COLUMN")
+    indexes = _find(snapshot.schema, path, table_root)
+    old = _field_at(snapshot.schema, indexes)
+    if not new_name or not new_name.strip():
+        raise InvalidArgumentError(f"RENAME COLUMN {_show(path)!r}: the new name is empty; nothing was changed")
+    if new_name == old.name:
+        raise InvalidArgumentError(f"RENAME COLUMN {_show(path)!r}: the new name is the old one; nothing was changed")
+    siblings = _parent_fields(snapshot.schema, indexes)
+    if any(f.name.lower() == new_name.lower() and f is not old for f in siblings):
+        raise InvalidArgumentError(
+            f"RENAME COLUMN {_show(path)!r} TO {new_name!r}: a column named {new_name!r} already exists in table "
+            f"{table_root} (Delta's DELTA_DUPLICATE_COLUMNS_FOUND); nothing was changed"
+        )
+    _check_dependents(snapshot, path, "RENAME COLUMN")
+
+    def rename(fields: list[StructField], i: int) -> list[StructField]:
+        fields[i] = dataclasses.replace(fields[i], name=new_name)
+        return fields
+
+    schema = _replace_at(snapshot.schema, indexes, rename)
+    partitions = snapshot.metadata.partition_columns
+    if len(path) == 1:
+        partitions = tuple(new_name if p.lower() == old.name.lower() else p for p in partitions)
+    new_path = (*[p for p in _names_at(snapshot.schema, indexes[:-1])], new_name)
+    params = {"oldColumnPath": _show(_names_at(snapshot.schema, indexes)), "newColumnPath": _show(new_path)}
+    return _commit(snapshot, schema, "RENAME COLUMN", params, partitions)
+
+
+def drop_columns(table_root: str, columns: Sequence[Sequence[str]], if_exists: bool = False) -> int | None:
+    """``ALTER TABLE t DROP COLUMN[S] [IF EXISTS] a, b.c``: the data stays in the files, unread.
+    Returns None when IF EXISTS found none of them (nothing committed)."""
+    paths = [tuple(c) for c in columns]
+    what = f"DROP COLUMN {', '.join(_show(p) for p in paths)}"
+    snapshot = _mapped_snapshot(table_root, what, "DELTA_UNSUPPORTED_DROP_COLUMN")
+    schema = snapshot.schema
+    dropped: list[Path] = []
+    for path in paths:
+        try:
+            indexes = _find(schema, path, table_root)
+        except InvalidArgumentError:
+            if if_exists:
+                continue
+            raise
+        names = _names_at(schema, indexes)
+        if len(path) == 1 and names[0] in snapshot.metadata.partition_columns:
+            raise UnsupportedFeatureError(
+                f"DROP COLUMN {names[0]!r}: it is a partition column of table {table_root} (Delta's "
+                "DELTA_UNSUPPORTED_DROP_PARTITION_COLUMN); nothing was changed"
+            )
+        if len(path) == 1 and names[0] in clustering_columns(snapshot):
+            raise UnsupportedFeatureError(
+                f"DROP COLUMN {names[0]!r}: it is a clustering column of table {table_root} (Delta's "
+                "DELTA_UNSUPPORTED_DROP_CLUSTERING_COLUMN); nothing was changed"
+            )
+        _check_dependents(snapshot, path, "DROP COLUMN")
+        if len(_parent_fields(schema, indexes)) == 1:
+            raise InvalidArgumentError(
+                f"DROP COLUMN {_show(path)!r}: it is the only field of its {'table' if len(path) == 1 else 'struct'} "
+                f"(Delta's DELTA_DROP_COLUMN_ON_SINGLE_FIELD_SCHEMA); nothing was changed"
+            )
+        schema = _replace_at(schema, indexes, lambda fields, i: fields[:i] + fields[i + 1:])
+        dropped.append(names)
+    if not dropped:
+        return None
+    return _commit(snapshot, schema, "DROP COLUMNS", {"columns": json.dumps([_show(p) for p in dropped])})
+
+
+def add_columns(table_root: str, columns: Sequence[NewColumn]) -> int:
+    """``ALTER TABLE t ADD COLUMN[S] (...)``: nullable columns without DEFAULT, as Delta allows."""
+    if not columns:
+        raise InvalidArgumentError("ADD COLUMNS needs at least one column")
+    snapshot = load_snapshot(table_root)
+    check_writable(snapshot.protocol, snapshot.metadata)
+    schema = snapshot.schema
+    logged: list[dict[str, Any]] = []
+    for column in columns:
+        shown = _show(column.path)
+        if not column.nullable:
+            raise UnsupportedFeatureError(
+                f"ADD COLUMNS {shown!r}: NOT NULL in ALTER TABLE ADD COLUMNS is not supported by Delta (existing rows "
+                "have no value); nothing was changed"
+            )
+        if column.default is not None:
+            raise UnsupportedFeatureError(
+                f"ADD COLUMNS {shown!r}: DEFAULT values are not supported when adding columns to an existing Delta table "
+                "(Delta's WRONG_COLUMN_DEFAULTS_FOR_DELTA_ALTER_TABLE_ADD_COLUMN_NOT_SUPPORTED); add the column, then "
+                "ALTER COLUMN ... SET DEFAULT; nothing was changed"
+            )
+        parent = column.path[:-1]
+        parent_indexes = _find(schema, parent, table_root) if parent else []
+        if parent and not isinstance(_field_at(schema, parent_indexes).type, StructType):
+            raise InvalidArgumentError(f"ADD COLUMNS {shown!r}: {_show(parent)!r} is not a struct; nothing was changed")
+        siblings = _child_fields(schema, parent_indexes)
+        name = column.path[-1]
+        if any(f.name.lower() == name.lower() for f in siblings):
+            raise InvalidArgumentError(
+                f"ADD COLUMNS {shown!r}: table {table_root} already has that column (Delta's "
+                "DELTA_DUPLICATE_COLUMNS_FOUND); nothing was changed"
+            )
+        metadata: dict[str, Any] = {} if column.comment is None else {"comment": column.comment}
+        new_field = StructField(name, column.data_type, True, metadata)
+        at = _position(siblings, column.position, shown, table_root)
+        fields = (*siblings[:at], new_field, *siblings[at:])
+        schema = _with_child_fields(schema, parent_indexes, fields)
+        entry: dict[str, Any] = {"column": {"name": shown, "type": new_field.type.to_json(), "nullable": True,
+                                            "metadata": metadata}}
+        if column.position is not None:
+            entry["position"] = column.position.upper() if column.position.upper() == "FIRST" else column.position
+        logged.append(entry)
+    schema, configuration = assign_column_mapping(schema, snapshot.metadata.configuration)
+    return _commit(snapshot, schema, "ADD COLUMNS", {"columns": json.dumps(logged)}, configuration=configuration)
+
+
+def set_column_default(table_root: str, column: Sequence[str], default: str | None) -> int:
+    """``ALTER TABLE t ALTER COLUMN c SET DEFAULT expr`` (``default`` as written) or ``DROP DEFAULT`` (None)."""
+    path = tuple(column)
+    shown = _show(path)
+    snapshot = load_snapshot(table_root)
+    check_writable(snapshot.protocol, snapshot.metadata)
+    indexes = _find(snapshot.schema, path, table_root)
+    field = _field_at(snapshot.schema, indexes)
+    if default is not None:
+        if ALLOW_COLUMN_DEFAULTS not in writer_features(snapshot.protocol):
+            raise OperationNotAllowedError(
+                f"ALTER COLUMN {shown!r} SET DEFAULT: table {table_root} does not support the table feature "
+                f"{ALLOW_COLUMN_DEFAULTS} (Delta's WRONG_COLUMN_DEFAULTS_FOR_DELTA_FEATURE_NOT_ENABLED); run ALTER TABLE "
+                "... SET TBLPROPERTIES ('delta.feature.allowColumnDefaults' = 'supported') first; nothing was changed"
+            )
+        if len(path) > 1:
+            raise UnsupportedFeatureError(
+                f"ALTER COLUMN {shown!r} SET DEFAULT: defaults are for top-level columns (Spark keeps them on table "
+                "columns); nothing was changed"
+            )
+        if GENERATION_EXPRESSION in field.metadata or is_identity(field):
+            raise InvalidArgumentError(
+                f"ALTER COLUMN {shown!r} SET DEFAULT: the column is a generated or identity column, whose value the "
+                "table computes; nothing was changed"
+            )
+        try:
+            parse_value_expression(default, StructType(()))
+        except InvalidPredicateError as exc:
+            raise type(exc)(
+                f"ALTER COLUMN {shown!r} SET DEFAULT {default}: {exc} (a DEFAULT value may not read columns); "
+                "nothing was changed"
+            ) from exc
+        metadata = {**field.metadata, CURRENT_DEFAULT: default}
+    else:
+        metadata = {k: v for k, v in field.metadata.items() if k != CURRENT_DEFAULT}
+    changed = dataclasses.replace(field, metadata=metadata)
+
+    def put(fields: list[StructField], i: int) -> list[StructField]:
+        fields[i] = changed
+        return fields
+
+    schema = _replace_at(snapshot.schema, indexes, put)
+    logged = {"name": _show(_names_at(snapshot.schema, indexes)), "type": changed.type.to_json(),
+              "nullable": changed.nullable, "metadata": dict(metadata)}
+    return _commit(snapshot, schema, "CHANGE COLUMN", {"column": json.dumps(logged)})
+
+
+def _position(siblings: Sequence[StructField], position: str | None, shown: str, table: str) -> int:
+    """Where ADD COLUMNS puts a column among ``siblings``: the end, ``FIRST`` or ``AFTER name``."""
+    if position is None:
+        return len(siblings)
+    if position.upper() == "FIRST":
+        return 0
+    after = position.split(None, 1)[1]
+    matches = [i for i, f in enumerate(siblings) if f.name.lower() == after.lower()]
+    if not matches:
+        raise InvalidArgumentError(f"ADD COLUMNS {shown!r} AFTER {after!r}: table {table} has no column {after!r}; "
+                                   "nothing was changed")
+    return matches[0] + 1
+
+
+def _child_fields(struct: StructType, indexes: Sequence[int]) -> tuple[StructField, ...]:
+    """The fields of the struct at ``indexes`` (the table's own for none)."""
+    if not indexes:
+        return struct.fields
+    holder = _field_at(struct, indexes)
+    assert isinstance(holder.type, StructType)
+    return holder.type.fields
+
+
+def _with_child_fields(struct: StructType, indexes: Sequence[int], fields: Sequence[StructField]) -> StructType:
+    if not indexes:
+        return StructType(tuple(fields))
+
+    def put(outer: list[StructField], i: int) -> list[StructField]:
+        outer[i] = dataclasses.replace(outer[i], type=StructType(tuple(fields)))
+        return outer
+
+    return _replace_at(struct, indexes, put)
+
+
+def _field_at(struct: StructType, indexes: Sequence[int]) -> StructField:
+    current: StructType = struct
+    field = None
+    for i in indexes:
+        field = current.fields[i]
+        if isinstance(field.type, StructType):
+            current = field.type
+    assert field is not None
+    return field
+
+
+def _parent_fields(struct: StructType, indexes: Sequence[int]) -> tuple[StructField, ...]:
+    if len(indexes) == 1:
+        return struct.fields
+    parent = _field_at(struct, indexes[:-1])
+    assert isinstance(parent.type, StructType)
+    return parent.type.fields
+
+
+def _names_at(struct: StructType, indexes: Sequence[int]) -> Path:
+    names: list[str] = []
+    current: StructType = struct
+    for i in indexes:
+        field = current.fields[i]
+        names.append(field.name)
+        if isinstance(field.type, StructType):
+            current = field.type
+    return tuple(names)

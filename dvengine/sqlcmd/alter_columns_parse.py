@@ -1,0 +1,213 @@
+"""``ALTER TABLE`` column statements: ``ADD COLUMN[S]``, ``RENAME COLUMN``, ``DROP COLUMN[S]`` and
+``ALTER [COLUMN] c SET DEFAULT expr`` / ``DROP DEFAULT`` (Spark's grammar, which Delta uses).
+
+The statement kind and the column paths are read token by token (as :mod:`dvengine.sqlcmd.alter_parse`
+does for the other ALTER forms), so a DEFAULT expression is kept exactly as written: Delta stores
+its text in ``CURRENT_DEFAULT``. ADD COLUMNS' column list goes through sqlglot's Spark parser, which
+knows Spark's types (nested ``STRUCT<...>`` included) and the ``FIRST`` / ``AFTER`` positions.
+"""
+
+from __future__ import annotations
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import ParseError
+from sqlglot.tokenizer_core import TokenType
+
+from dvengine.errors import SqlParseError
+from dvengine.sqlcmd.dml_parse import DIALECT
+from dvengine.sqlcmd.statements import (
+    AddColumnDefinition,
+    AddColumnsStatement,
+    AlterColumnDefaultStatement,
+    DropColumnsStatement,
+    RenameColumnStatement,
+    Statement,
+)
+from dvengine.sqlcmd.tokens import TokenCursor, tokenize
+
+PART = "ALTER TABLE"
+
+
+def _after_table(text: str) -> TokenCursor | None:
+    """A cursor just after ``ALTER TABLE <table>``, None when the text is not such a statement."""
+    cur = TokenCursor(text, tokenize(text), text)
+    if not cur.accept("ALTER", "TABLE"):
+        return None
+    try:
+        cur.table(PART)
+    except SqlParseError:
+        return None
+    return cur
+
+
+def column_statement_kind(text: str) -> str | None:
+    """``add``, ``rename``, ``drop`` or ``default`` for the column statements this module parses, else None."""
+    cur = _after_table(text)
+    if cur is None:
+        return None
+    if cur.word() == "ADD" and cur.word(1) in ("COLUMN", "COLUMNS"):
+        return "add"
+    if cur.word() == "RENAME" and cur.word(1) == "COLUMN":
+        return "rename"
+    if cur.word() == "DROP" and cur.word(1) in ("COLUMN", "COLUMNS"):
+        return "drop"
+    if cur.word() in ("ALTER", "CHANGE"):
+        words = [cur.word(i) for i in range(len(cur.tokens) - cur.pos)]
+        for i in range(1, len(words) - 1):
+            if words[i] in ("SET", "DROP") and words[i + 1] == "DEFAULT":
+                return "default"
+    return None
+
+
+def _path(cur: TokenCursor, stop: tuple[str, ...], part: str) -> tuple[str, ...]:
+    """A dotted column path (backquotes allowed) up to a word in ``stop``, a comma, ')' or the end."""
+    names: list[str] = []
+    while (token := cur.peek()) is not None:
+        if token.token_type in (TokenType.COMMA, TokenType.R_PAREN) or (
+            token.token_type != TokenType.IDENTIFIER and token.text.upper() in stop
+        ):
+            break
+        if token.token_type == TokenType.DOT:
+            cur.pos += 1
+            continue
+        if token.token_type in (TokenType.STRING, TokenType.NUMBER, TokenType.L_PAREN):
+            raise SqlParseError(f"{part}: expected a column name at {token.text!r} in {cur.text!r}")
+        names.append(token.text)
+        cur.pos += 1
+    if not names:
+        raise SqlParseError(f"{part}: expected a column name in {cur.text!r}")
+    return tuple(names)
+
+
+def parse_rename_column(text: str) -> RenameColumnStatement:
+    part = "ALTER TABLE ... RENAME COLUMN"
+    cur = TokenCursor(text, tokenize(text), text)
+    cur.expect("ALTER", "TABLE", part=part)
+    table = cur.table(part)
+    cur.expect("RENAME", "COLUMN", part=part)
+    column = _path(cur, ("TO",), part)
+    cur.expect("TO", part=part)
+    new = _path(cur, (), part)
+    cur.end(part)
+    if len(new) != 1:
+        raise SqlParseError(f"{part}: the new name must be a single name, got {'.'.join(new)!r} (Spark's grammar)")
+    return RenameColumnStatement(table, column, new[0])
+
+
+def parse_drop_columns(text: str) -> DropColumnsStatement:
+    part = "ALTER TABLE ... DROP COLUMNS"
+    cur = TokenCursor(text, tokenize(text), text)
+    cur.expect("ALTER", "TABLE", part=part)
+    table = cur.table(part)
+    cur.expect("DROP", part=part)
+    if not (cur.accept("COLUMNS") or cur.accept("COLUMN")):
+        raise SqlParseError(f"{part}: expected COLUMN or COLUMNS in {text!r}")
+    if_exists = cur.accept("IF", "EXISTS")
+    opening = cur.peek()
+    parenthesized = opening is not None and opening.token_type == TokenType.L_PAREN
+    if parenthesized:
+        cur.pos += 1
+    columns = [_path(cur, (), part)]
+    while (token := cur.peek()) is not None and token.token_type == TokenType.COMMA:
+        cur.pos += 1
+        columns.append(_path(cur, (), part))
+    if parenthesized:
+        closing = cur.peek()
+        if closing is None or closing.token_type != TokenType.R_PAREN:
+            raise SqlParseError(f"{part}: expected ')' in {text!r}")
+        cur.pos += 1
+    cur.end(part)
+    return DropColumnsStatement(table, tuple(columns), if_exists)
+
+
+def parse_column_default(text: str) -> AlterColumnDefaultStatement:
+    """``ALTER TABLE t {ALTER|CHANGE} [COLUMN] c {SET DEFAULT expr | DROP DEFAULT}``; the expression
+    is the rest of the text, as written."""
+    part = "ALTER TABLE ... ALTER COLUMN ... DEFAULT"
+    cur = TokenCursor(text, tokenize(text), text)
+    cur.expect("ALTER", "TABLE", part=part)
+    table = cur.table(part)
+    if not (cur.accept("ALTER") or cur.accept("CHANGE")):
+        raise SqlParseError(f"{part}: expected ALTER COLUMN in {text!r}")
+    cur.accept("COLUMN")
+    column = _path(cur, ("SET", "DROP"), part)
+    if cur.accept("DROP", "DEFAULT"):
+        cur.end(part)
+        return AlterColumnDefaultStatement(table, column, None)
+    cur.expect("SET", "DEFAULT", part=part)
+    token = cur.peek()
+    if token is None:
+        raise SqlParseError(f"{part}: SET DEFAULT needs an expression in {text!r}")
+    default = text[token.start:].strip()
+    return AlterColumnDefaultStatement(table, column, default)
+
+
+def _column_path(node: exp.Expr) -> tuple[str, ...]:
+    if isinstance(node, exp.Dot):
+        return (*_column_path(node.this), node.expression.name)
+    if isinstance(node, exp.Column):
+        return tuple(p.name for p in node.parts)
+    return (node.name,)
+
+
+def _definition(col: exp.ColumnDef, text: str) -> AddColumnDefinition:
+    kind = col.args.get("kind")
+    path = _column_path(col.this)
+    if kind is None:
+        raise SqlParseError(f"ALTER TABLE ... ADD COLUMNS: column {'.'.join(path)!r} has no type in {text!r}")
+    nullable = True
+    comment = default = None
+    for constraint in col.args.get("constraints") or []:
+        what = constraint.args.get("kind")
+        if isinstance(what, exp.NotNullColumnConstraint) and not what.args.get("allow_null"):
+            nullable = False
+        elif isinstance(what, exp.CommentColumnConstraint):
+            comment = what.name
+        elif isinstance(what, exp.DefaultColumnConstraint):
+            default = what.this.sql(dialect=DIALECT)
+        else:
+            raise SqlParseError(
+                f"ALTER TABLE ... ADD COLUMNS: column {'.'.join(path)!r}: {constraint.sql(dialect=DIALECT)} is not a "
+                "clause Delta takes here"
+            )
+    position = None
+    where = col.args.get("position")
+    if isinstance(where, exp.ColumnPosition):
+        kind_text = str(where.args.get("position") or "").upper()
+        position = "FIRST" if kind_text == "FIRST" else f"AFTER {where.this.name}"
+    return AddColumnDefinition(path, kind.sql(dialect=DIALECT), nullable, comment, default, position)
+
+
+def parse_add_columns(text: str) -> AddColumnsStatement:
+    part = "ALTER TABLE ... ADD COLUMNS"
+    cur = TokenCursor(text, tokenize(text), text)
+    cur.expect("ALTER", "TABLE", part=part)
+    table = cur.table(part)
+    try:
+        node = sqlglot.parse_one(text, dialect=DIALECT)
+    except ParseError as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise SqlParseError(f"{part}: cannot parse {text!r}: {first}") from exc
+    if not isinstance(node, exp.Alter):
+        raise SqlParseError(f"{part}: cannot parse {text!r}")
+    defs: list[exp.ColumnDef] = []
+    for action in node.args.get("actions") or []:
+        items = action.expressions if isinstance(action, exp.Schema) else [action]
+        for item in items:
+            if not isinstance(item, exp.ColumnDef):
+                raise SqlParseError(f"{part}: {item.sql(dialect=DIALECT)!r} is not a column definition in {text!r}")
+            defs.append(item)
+    if not defs:
+        raise SqlParseError(f"{part}: no column given in {text!r}")
+    return AddColumnsStatement(table, tuple(_definition(d, text) for d in defs))
+
+
+def parse_alter_columns(text: str, kind: str) -> Statement:
+    if kind == "add":
+        return parse_add_columns(text)
+    if kind == "rename":
+        return parse_rename_column(text)
+    if kind == "drop":
+        return parse_drop_columns(text)
+    return parse_column_default(text)

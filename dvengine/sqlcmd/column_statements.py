@@ -1,0 +1,34 @@
+"""Run the ALTER TABLE column statements (ADD / RENAME / DROP COLUMN, SET / DROP DEFAULT).
+
+Each is one metadata-only commit by :mod:`dvengine.maintenance.column_changes`; none needs a
+SparkSession, so ``dvengine.sql(None, ...)`` runs them in-process like CREATE TABLE.
+"""
+
+from __future__ import annotations
+
+from dvengine.maintenance.column_changes import NewColumn, add_columns, drop_columns, rename_column, set_column_default
+from dvengine.protocol.ddl import parse_ddl_type
+from dvengine.sqlcmd.statements import (
+    AddColumnsStatement,
+    AlterColumnDefaultStatement,
+    DropColumnsStatement,
+    RenameColumnStatement,
+)
+
+ColumnStatement = AddColumnsStatement | RenameColumnStatement | DropColumnsStatement | AlterColumnDefaultStatement
+COLUMN_STATEMENTS = (AddColumnsStatement, RenameColumnStatement, DropColumnsStatement, AlterColumnDefaultStatement)
+
+
+def run_column_statement(table_root: str, stmt: ColumnStatement) -> int | None:
+    """The committed version (None when DROP COLUMNS IF EXISTS found nothing to drop)."""
+    if isinstance(stmt, AddColumnsStatement):
+        columns = [
+            NewColumn(c.path, parse_ddl_type(c.data_type), c.nullable, c.comment, c.default, c.position)
+            for c in stmt.columns
+        ]
+        return add_columns(table_root, columns)
+    if isinstance(stmt, RenameColumnStatement):
+        return rename_column(table_root, stmt.column, stmt.new_name)
+    if isinstance(stmt, DropColumnsStatement):
+        return drop_columns(table_root, stmt.columns, stmt.if_exists)
+    return set_column_default(table_root, stmt.column, stmt.default)
