@@ -39,8 +39,10 @@ def _from_words(hi: Any, lo: Any) -> Any:
     return ((hi.astype(np.int32).view(np.uint32).astype(np.uint64) << np.uint64(32)) | lo.astype(np.uint64)).view(np.float64)
 
 
-def log(x: Any) -> Any:
-    """fdlibm ``__ieee754_log`` of a float64 array (``log(0) = -inf``, negatives NaN)."""
+def _decompose(x: Any) -> tuple[Any, Any, Any, Any, Any, Any, Any]:
+    """The prologue fdlibm's log and log10 share: subnormals scaled by 2**54 (their exponent
+    corrected), then the high/low words, the unbiased exponent k and the zero / negative /
+    inf-or-NaN masks the epilogue (``_log_edges``) needs."""
     x = np.asarray(x, dtype=np.float64).copy()
     with np.errstate(all="ignore"):
         hx, lx = _words(x)
@@ -53,6 +55,22 @@ def log(x: Any) -> Any:
         hx, lx = _words(x)
         special = hx >= 0x7FF00000
         k += (hx.astype(np.int64) >> 20) - 1023
+    return x, hx, lx, k, zero, negative, special
+
+
+def _log_edges(out: Any, x: Any, zero: Any, negative: Any, special: Any) -> Any:
+    """fdlibm's answers where the polynomial does not apply: inf/NaN in -> x + x, negative -> NaN,
+    zero -> -inf."""
+    with np.errstate(all="ignore"):
+        out = np.where(special, x + x, out)
+        out = np.where(negative & ~zero, np.nan, out)
+        return np.where(zero, -np.inf, out)
+
+
+def log(x: Any) -> Any:
+    """fdlibm ``__ieee754_log`` of a float64 array (``log(0) = -inf``, negatives NaN)."""
+    x, hx, lx, k, zero, negative, special = _decompose(x)
+    with np.errstate(all="ignore"):
         hx = hx & 0x000FFFFF
         i = (hx + 0x95F64) & 0x100000
         xn = _from_words(hx | (i ^ 0x3FF00000), lx)
@@ -74,10 +92,7 @@ def log(x: Any) -> Any:
         with_hfsq = np.where(k == 0, f - (hfsq - s * (hfsq + r)), dk * _LN2_HI - ((hfsq - (s * (hfsq + r) + dk * _LN2_LO)) - f))
         without = np.where(k == 0, f - s * (f - r), dk * _LN2_HI - ((s * (f - r) - dk * _LN2_LO) - f))
         out = np.where(tiny, tiny_value, np.where(big, with_hfsq, without))
-        out = np.where(special, x + x, out)
-        out = np.where(negative & ~zero, np.nan, out)
-        out = np.where(zero, -np.inf, out)
-    return out
+    return _log_edges(out, x, zero, negative, special)
 
 
 def exp(x: Any) -> Any:
@@ -127,24 +142,11 @@ _IVLN10, _LOG10_2HI, _LOG10_2LO = _d("3FDBCB7B1526E50E"), _d("3FD34413509F6000")
 
 def log10(x: Any) -> Any:
     """fdlibm ``__ieee754_log10``: the exponent split off, the rest through ``log``."""
-    x = np.asarray(x, dtype=np.float64).copy()
+    x, hx, lx, k, zero, negative, special = _decompose(x)
     with np.errstate(all="ignore"):
-        hx, lx = _words(x)
-        k = np.zeros(len(x), dtype=np.int64)
-        zero = ((hx & 0x7FFFFFFF) == 0) & (lx == 0)
-        negative = hx < 0
-        subnormal = (hx < 0x00100000) & ~zero & ~negative
-        k[subnormal] -= 54
-        x[subnormal] *= _TWO54
-        hx, lx = _words(x)
-        special = hx >= 0x7FF00000
-        k += (hx.astype(np.int64) >> 20) - 1023
         i = (k < 0).astype(np.int64)
         xm = _from_words((hx & 0x000FFFFF) | ((0x3FF - i) << 20).astype(np.int32), lx)
         y = (k + i).astype(np.float64)
         z = y * _LOG10_2LO + _IVLN10 * log(xm)
         out = z + y * _LOG10_2HI
-        out = np.where(special, x + x, out)
-        out = np.where(negative & ~zero, np.nan, out)
-        out = np.where(zero, -np.inf, out)
-    return out
+    return _log_edges(out, x, zero, negative, special)
