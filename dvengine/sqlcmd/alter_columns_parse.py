@@ -15,6 +15,7 @@ from sqlglot.errors import ParseError
 from sqlglot.tokenizer_core import TokenType
 
 from dvengine.errors import SqlParseError
+from dvengine.sqlcmd.alter_parse import open_alter_column
 from dvengine.sqlcmd.dml_parse import DIALECT
 from dvengine.sqlcmd.statements import (
     AddColumnDefinition,
@@ -125,12 +126,7 @@ def parse_column_default(text: str) -> AlterColumnDefaultStatement:
     """``ALTER TABLE t {ALTER|CHANGE} [COLUMN] c {SET DEFAULT expr | DROP DEFAULT}``; the expression
     is the rest of the text, as written."""
     part = "ALTER TABLE ... ALTER COLUMN ... DEFAULT"
-    cur = TokenCursor(text, tokenize(text), text)
-    cur.expect("ALTER", "TABLE", part=part)
-    table = cur.table(part)
-    if not (cur.accept("ALTER") or cur.accept("CHANGE")):
-        raise SqlParseError(f"{part}: expected ALTER COLUMN in {text!r}")
-    cur.accept("COLUMN")
+    cur, table = open_alter_column(text, part)
     column = _path(cur, ("SET", "DROP"), part)
     if cur.accept("DROP", "DEFAULT"):
         cur.end(part)

@@ -14,7 +14,12 @@ from __future__ import annotations
 from sqlglot.tokenizer_core import TokenType
 
 from dvengine.errors import SqlParseError
-from dvengine.sqlcmd.statements import AlterColumnTypeStatement, AlterConstraintStatement, AlterPropertiesStatement
+from dvengine.sqlcmd.statements import (
+    AlterColumnTypeStatement,
+    AlterConstraintStatement,
+    AlterPropertiesStatement,
+    TableRef,
+)
 from dvengine.sqlcmd.tokens import TokenCursor, tokenize
 
 PART = "ALTER TABLE ... TBLPROPERTIES"
@@ -37,15 +42,22 @@ def is_alter_column_type(text: str) -> bool:
     )
 
 
-def parse_alter_column_type(text: str) -> AlterColumnTypeStatement:
-    """``ALTER TABLE t ALTER|CHANGE [COLUMN] a.b TYPE <type>``; the type is the rest of the text."""
-    part = "ALTER TABLE ... ALTER COLUMN ... TYPE"
+def open_alter_column(text: str, part: str) -> tuple[TokenCursor, TableRef]:
+    """The cursor past ``ALTER TABLE t {ALTER|CHANGE} [COLUMN]``, and ``t``: the opening every
+    single-column ALTER statement shares (type, default)."""
     cur = TokenCursor(text, tokenize(text), text)
     cur.expect("ALTER", "TABLE", part=part)
     table = cur.table(part)
     if not (cur.accept("ALTER") or cur.accept("CHANGE")):
         raise SqlParseError(f"{part}: expected ALTER COLUMN or CHANGE COLUMN in {text!r}")
     cur.accept("COLUMN")
+    return cur, table
+
+
+def parse_alter_column_type(text: str) -> AlterColumnTypeStatement:
+    """``ALTER TABLE t ALTER|CHANGE [COLUMN] a.b TYPE <type>``; the type is the rest of the text."""
+    part = "ALTER TABLE ... ALTER COLUMN ... TYPE"
+    cur, table = open_alter_column(text, part)
     names: list[str] = []
     while (token := cur.peek()) is not None and token.text.upper() != "TYPE":
         if token.token_type != TokenType.DOT:
