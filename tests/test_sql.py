@@ -383,7 +383,7 @@ def test_a_delta_spark_sql_script_gives_what_the_dataframe_api_gives(spark: Any,
 
 
 def test_create_table_parses_columns_partitioning_location_and_properties() -> None:
-    from dvengine.sqlcmd.statements import ColumnDefinition, CreateTableStatement
+    from dvengine.sqlcmd.statements import ColumnDefinition, CreateTableAsSelectStatement, CreateTableStatement
 
     (stmt, other) = parse_sql(
         "CREATE TABLE IF NOT EXISTS db.ev (id BIGINT NOT NULL, amount DECIMAL(10,2), tag STRING COMMENT 'a tag') "
@@ -397,8 +397,8 @@ def test_create_table_parses_columns_partitioning_location_and_properties() -> N
         ("tag",), "/data/ev", {"delta.appendOnly": "true"},
     )
     assert other == PassThrough("CREATE TABLE pq (a INT) USING parquet")
-    with pytest.raises(UnsupportedFeatureError, match="AS SELECT"):
-        parse_sql("CREATE TABLE delta.`/x` USING delta AS SELECT 1 AS a")
+    (ctas,) = parse_sql("CREATE TABLE delta.`/x` USING delta AS SELECT 1 AS a")  # CTAS: tests/test_sql_ctas.py
+    assert ctas == CreateTableAsSelectStatement(TableRef(path="/x"), "SELECT 1 AS a")
 
 
 def test_vacuum_without_retain_uses_the_tables_retention(spark: Any, tmp_path: Path) -> None:
