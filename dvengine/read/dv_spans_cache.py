@@ -19,24 +19,17 @@ cache saves). The total is bounded by ``MAX_BYTES`` (the spans' masks and kept-r
 
 from __future__ import annotations
 
-import os
-import threading
-from collections import OrderedDict
-
 import numpy as np
 
 from dvengine.dv import absolute_dv_path, load_deletion_vector
 from dvengine.protocol.actions import AddFile
 from dvengine.read.dv_filter import KeepSpans
-from dvengine.storage.uris import is_object_uri
+from dvengine.storage.file_checked_cache import FileCheckedCache
 
 MAX_BYTES = 128 * 1024 * 1024
 
 _Key = tuple[str, str, int, int, int]
-_Fingerprint = tuple[int, int] | None
-_LOCK = threading.Lock()
-_ENTRIES: OrderedDict[_Key, tuple[KeepSpans, _Fingerprint]] = OrderedDict()
-_SIZE = [0]
+_CACHE: FileCheckedCache[_Key, KeepSpans] = FileCheckedCache(lambda: MAX_BYTES, lambda spans: spans.nbytes)
 
 
 def keep_spans(table_root: str, add: AddFile, num_rows: int) -> KeepSpans | None:
@@ -44,55 +37,17 @@ def keep_spans(table_root: str, add: AddFile, num_rows: int) -> KeepSpans | None
     dv = add.deletion_vector
     if dv is None:
         return None
+
+    def build() -> KeepSpans:
+        deleted = load_deletion_vector(table_root, dv, num_records=num_rows)
+        keep = np.ones(num_rows, dtype=bool)
+        if len(deleted):
+            keep[np.asarray(deleted.to_array(), dtype=np.int64)] = False
+        return KeepSpans.of(keep)
+
     key: _Key = (table_root, dv.unique_id, dv.size_in_bytes, dv.cardinality, num_rows)
-    path = None if dv.is_inline else absolute_dv_path(table_root, dv)
-    checked = path is not None and not is_object_uri(path)
-    with _LOCK:
-        hit = _ENTRIES.get(key)
-        if hit is not None:
-            _ENTRIES.move_to_end(key)
-    if hit is not None:
-        spans, fingerprint = hit
-        if not checked or _fingerprint(path) == fingerprint:
-            return spans
-        _drop(key)
-    fingerprint = _fingerprint(path) if checked else None
-    deleted = load_deletion_vector(table_root, dv, num_records=num_rows)
-    keep = np.ones(num_rows, dtype=bool)
-    if len(deleted):
-        keep[np.asarray(deleted.to_array(), dtype=np.int64)] = False
-    spans = KeepSpans.of(keep)
-    size = spans.nbytes
-    if size > MAX_BYTES // 4 or (checked and fingerprint is None):
-        return spans
-    with _LOCK:
-        if key not in _ENTRIES:
-            _ENTRIES[key] = (spans, fingerprint)
-            _SIZE[0] += size
-        while _SIZE[0] > MAX_BYTES and _ENTRIES:
-            _old, (old, _print) = _ENTRIES.popitem(last=False)
-            _SIZE[0] -= old.nbytes
-    return spans
-
-
-def _fingerprint(path: str | None) -> tuple[int, int] | None:
-    if path is None:
-        return None
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return st.st_size, st.st_mtime_ns
-
-
-def _drop(key: _Key) -> None:
-    with _LOCK:
-        entry = _ENTRIES.pop(key, None)
-        if entry is not None:
-            _SIZE[0] -= entry[0].nbytes
+    return _CACHE.get(key, None if dv.is_inline else absolute_dv_path(table_root, dv), build)
 
 
 def clear_dv_spans_cache() -> None:
-    with _LOCK:
-        _ENTRIES.clear()
-        _SIZE[0] = 0
+    _CACHE.clear()

@@ -27,8 +27,6 @@ key plus what it is (``"index:<column>"``), so it lives and dies with the file's
 from __future__ import annotations
 
 import os
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Protocol, TypeVar, cast
 
@@ -36,8 +34,8 @@ import pyarrow as pa
 
 from dvengine.log import Snapshot
 from dvengine.protocol.actions import AddFile
+from dvengine.storage.file_checked_cache import FileCheckedCache
 from dvengine.storage.logstore import resolve_data_path
-from dvengine.storage.uris import is_object_uri
 
 ENV_BYTES = "DVENGINE_EXECUTION_COLUMNCACHEBYTES"
 DEFAULT_BYTES = 256 * 1024 * 1024
@@ -55,11 +53,6 @@ class Sized(Protocol):
 
 V = TypeVar("V", bound=Sized)
 
-_LOCK = threading.Lock()
-# (physical rows, value, (size, mtime_ns) of a local file when read, None on object stores)
-Fingerprint = tuple[int, int] | None
-_ENTRIES: OrderedDict[Key, tuple[int, Sized, Fingerprint]] = OrderedDict()
-_SIZE = [0]
 
 
 def _budget() -> int:
@@ -72,6 +65,10 @@ def _budget() -> int:
         from dvengine.errors import InvalidArgumentError
 
         raise InvalidArgumentError(f"{ENV_BYTES} must be a number of bytes, got {raw!r}") from None
+
+
+# (physical rows, value); the file checks and the LRU are FileCheckedCache's
+_CACHE: FileCheckedCache[Key, tuple[int, Sized]] = FileCheckedCache(_budget, lambda entry: entry[1].nbytes)
 
 
 def cached_columns(
@@ -87,10 +84,7 @@ def cached_columns(
 def holds_columns(snapshot: Snapshot, add: AddFile, columns: Sequence[str] | None) -> bool:
     """Whether ``cached_columns`` would likely answer from memory (no file check, no LRU touch):
     callers use it to keep cheap work off the thread pool."""
-    if _budget() == 0:
-        return False
-    with _LOCK:
-        return _key(snapshot, add, columns, "") in _ENTRIES
+    return _budget() != 0 and _CACHE.holds(_key(snapshot, add, columns, ""))
 
 
 def cached_derived(
@@ -117,51 +111,9 @@ def _key(snapshot: Snapshot, add: AddFile, columns: Sequence[str] | None, what: 
 
 
 def _cached(key: Key, read: Callable[[], tuple[int, V]]) -> tuple[int, V]:
-    budget = _budget()
-    if budget == 0:
-        return read()
-    path = key[0]
-    with _LOCK:
-        hit = _ENTRIES.get(key)
-        if hit is not None:
-            _ENTRIES.move_to_end(key)
-    if hit is not None:
-        rows, value, fingerprint = hit
-        if fingerprint is None or _fingerprint(path) == fingerprint:
-            return rows, cast(V, value)  # one key, one kind of value (cached_derived's contract)
-        _drop(key)
-    fingerprint = None if is_object_uri(path) else _fingerprint(path)
-    fresh = read()
-    size = fresh[1].nbytes
-    if size > budget // 4 or (fingerprint is None and not is_object_uri(path)):
-        return fresh  # one huge file would flush everything else; a vanished file is not cached
-    with _LOCK:
-        if key not in _ENTRIES:
-            _ENTRIES[key] = (fresh[0], fresh[1], fingerprint)
-            _SIZE[0] += size
-        while _SIZE[0] > budget and _ENTRIES:
-            _old_key, (_rows, old, _print) = _ENTRIES.popitem(last=False)
-            _SIZE[0] -= old.nbytes
-    return fresh
-
-
-def _fingerprint(path: str) -> tuple[int, int] | None:
-    """(size, mtime_ns) of a local file; None when it is gone."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return st.st_size, st.st_mtime_ns
-
-
-def _drop(key: Key) -> None:
-    with _LOCK:
-        entry = _ENTRIES.pop(key, None)
-        if entry is not None:
-            _SIZE[0] -= entry[1].nbytes
+    # one key, one kind of value (cached_derived's contract)
+    return cast(tuple[int, V], _CACHE.get(key, key[0], read))
 
 
 def clear_column_cache() -> None:
-    with _LOCK:
-        _ENTRIES.clear()
-        _SIZE[0] = 0
+    _CACHE.clear()
