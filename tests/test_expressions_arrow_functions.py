@@ -144,11 +144,15 @@ def _same(a: Any, b: Any) -> bool:
 _SPARK_TYPES = {"int": "integer", "bigint": "long", "smallint": "short", "tinyint": "byte"}
 
 
-def test_values_and_types_match_spark(spark: Any, tmp_path: Path) -> None:
-    table = _table()
-    pq.write_table(table, tmp_path / "rows.parquet")
-    df = spark.read.parquet(str(tmp_path / "rows.parquet"))
-    texts = VALUES + [f"({p})" for p in PREDICATES]
+def _write(tmp_path: Path, table: pa.Table, name: str) -> str:
+    path = tmp_path / f"{name}.parquet"
+    pq.write_table(table, path)
+    return str(path)
+
+
+def _compare(spark: Any, tmp_path: Path, table: pa.Table, texts: list[str], name: str) -> list[str]:
+    """Mismatches between Spark and the evaluator (values and result types) over ``table``."""
+    df = spark.read.parquet(_write(tmp_path, table, name))
     result = df.selectExpr("id", *[f"{t} AS e{k}" for k, t in enumerate(texts)]).orderBy("id")
     spark_rows = result.collect()
     spark_types = {f.name: f.dataType.simpleString() for f in result.schema.fields}
@@ -164,6 +168,11 @@ def test_values_and_types_match_spark(spark: Any, tmp_path: Path) -> None:
                 value = value.astimezone(UTC).replace(tzinfo=None)  # pyspark gives naive session-zone (UTC) times
             if not _same(value, expected):
                 mismatches.append(f"{text} row {row['id']}: {value!r}, Spark {expected!r}")
+    return mismatches
+
+
+def test_values_and_types_match_spark(spark: Any, tmp_path: Path) -> None:
+    mismatches = _compare(spark, tmp_path, _table(), VALUES + [f"({p})" for p in PREDICATES], "rows")
     assert not mismatches, "\n".join(mismatches)
 
 

@@ -21,9 +21,8 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
-from test_expressions_arrow_functions import _SPARK_TYPES, _evaluate, _same
+from test_expressions_arrow_functions import _compare, _evaluate, _write
 
 from dvengine.errors import InvalidPredicateError
 from dvengine.expressions import parse_value_expression
@@ -130,33 +129,6 @@ FAILING = {
                         "2023-02-29", ""],
     "CAST(s AS TIMESTAMP)": ["2024-02-03 25:00", "2024-02-30 10:00", "2024-02-03 10:60", "abc", ""],
 }
-
-
-def _write(tmp_path: Path, table: pa.Table, name: str) -> str:
-    path = tmp_path / f"{name}.parquet"
-    pq.write_table(table, path)
-    return str(path)
-
-
-def _compare(spark: Any, tmp_path: Path, table: pa.Table, texts: list[str], name: str) -> list[str]:
-    """Mismatches between Spark and the evaluator (values and result types) over ``table``."""
-    df = spark.read.parquet(_write(tmp_path, table, name))
-    result = df.selectExpr("id", *[f"{t} AS e{k}" for k, t in enumerate(texts)]).orderBy("id")
-    spark_rows = result.collect()
-    spark_types = {f.name: f.dataType.simpleString() for f in result.schema.fields}
-    mismatches = []
-    for k, text in enumerate(texts):
-        got, type_name = _evaluate(table, text)
-        want_type = _SPARK_TYPES.get(spark_types[f"e{k}"], spark_types[f"e{k}"])
-        if type_name != want_type:
-            mismatches.append(f"{text}: type {type_name}, Spark {want_type}")
-        for row, value in zip(spark_rows, got.to_pylist()):
-            expected = row[f"e{k}"]
-            if isinstance(value, dt.datetime) and value.tzinfo is not None:
-                value = value.astimezone(UTC).replace(tzinfo=None)  # pyspark gives naive session-zone (UTC) times
-            if not _same(value, expected):
-                mismatches.append(f"{text} row {row['id']}: {value!r}, Spark {expected!r}")
-    return mismatches
 
 
 def test_edge_values_and_types_match_spark(spark: Any, tmp_path: Path) -> None:
