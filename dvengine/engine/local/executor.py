@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -166,6 +166,14 @@ def _deletion_vector(snapshot: Snapshot, add: AddFile, physical: int) -> BitMap6
 _UNSET: Any = object()
 
 
+def matched_columns(predicate: BoundPredicate | None, all_columns: bool) -> list[str] | None:
+    """The columns ``match_file`` reads (None: all), sorted: the column cache's key, so callers
+    asking whether a file is cached (``holds_columns``) must ask with exactly this."""
+    if all_columns:
+        return None
+    return sorted(predicate.columns) if predicate is not None else []
+
+
 def match_file(
     snapshot: Snapshot, add: AddFile, predicate: BoundPredicate | None, all_columns: bool, lookup: PointLookup | None = _UNSET
 ) -> FileMatch:
@@ -173,9 +181,7 @@ def match_file(
     ``all_columns`` the matched rows themselves too. Needs only the snapshot's table root, schema
     and partition columns, so a Spark task can call it for the files it was handed. ``lookup``:
     ``point_lookup(predicate)`` worked out once for many files (else here)."""
-    columns: Iterable[str] | None = None if all_columns else (predicate.columns if predicate is not None else ())
-    wanted = None if columns is None else sorted(columns)
-
+    wanted = matched_columns(predicate, all_columns)
     physical, table = cached_columns(snapshot, add, wanted, lambda: _read(snapshot, add, wanted))
     if all_columns:
         table = with_stable_ids(snapshot, add, table)  # rows copied or updated keep their stable ids
@@ -302,7 +308,7 @@ class LocalExecutor:
     def _matches(self, ctx: DmlContext, files: Sequence[AddFile], predicate: BoundPredicate | None, all_columns: bool) -> list[FileMatch]:
         cached: dict[str, FileMatch] = ctx.engine_state.setdefault(_STATE_MATCHES, {})
         missing = [add for add in files if add.path not in cached or (all_columns and cached[add.path].rows is None)]
-        wanted = None if all_columns else (sorted(predicate.columns) if predicate is not None else [])
+        wanted = matched_columns(predicate, all_columns)
         lookup = point_lookup(predicate)  # once for all files
         for match in cached_first_map(
             lambda add: self._match_file(ctx, add, predicate, all_columns, lookup),
