@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, overload
 
 from dvengine.api.table import DeltaTable
 from dvengine.api.table_builder import DeltaTableBuilder, IdentityGenerator
+from dvengine.log.background_checkpoints import wait_for_checkpoints
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -134,5 +135,6 @@ __all__ = [
     "jar_path",
     "register",
     "sql",
+    "wait_for_checkpoints",
     "write",
 ]

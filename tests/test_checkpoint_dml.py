@@ -15,6 +15,7 @@ from typing import Any
 from dml_helpers import make_table
 from interop import assert_all_readers
 
+import dvengine
 from dvengine import DeltaTable, write
 from dvengine.log import load_snapshot
 
@@ -44,6 +45,7 @@ def test_state_from_our_checkpoint_reads_identically_everywhere(spark: Any, tmp_
     model = [r for r in model if r[0] != 19]
 
     assert table.version() == 11
+    dvengine.wait_for_checkpoints()  # version 10's is written on a background thread
     log = root / "_delta_log"
     assert (log / "00000000000000000010.checkpoint.parquet").exists()
     assert json.loads((log / "_last_checkpoint").read_text())["version"] == 10

@@ -61,6 +61,7 @@ def _stream(table: Path, rounds: int) -> None:
     for r in range(rounds):
         dvengine.write(pa.table({"id": [1000 + r]}), str(table), mode="append")
         DeltaTable.forPath(None, str(table)).delete(f"id = {r} OR id = {1000 + r - 1}")
+    dvengine.wait_for_checkpoints()  # written on a background thread
 
 
 def test_incremental_checkpoints_hold_exactly_the_logs_tombstones(tmp_path: Path) -> None:
@@ -108,6 +109,7 @@ def test_post_commit_cleanup_is_skipped_only_while_nothing_can_have_expired(tmp_
     dvengine.write(pa.table({"id": [1]}), str(table), configuration={"delta.logRetentionDuration": "interval 2 days"})
     for i in range(10):
         dvengine.write(pa.table({"id": [i]}), str(table), mode="append")  # version 10 checkpoints and cleans
+    dvengine.wait_for_checkpoints()  # on a background thread
     config = load_snapshot(str(table)).configuration
     now = int(time.time() * 1000)
     assert not expired_logs_possible(str(table), config, now_ms=now)

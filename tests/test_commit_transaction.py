@@ -7,7 +7,6 @@ import logging
 import multiprocessing
 import os
 import threading
-import types
 from pathlib import Path
 from typing import Any
 
@@ -269,17 +268,17 @@ def test_retries_through_several_lost_races(tmp_path: Path) -> None:
 
 
 def test_checkpoint_failure_only_warns(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: Any) -> None:
+    """The part of the checkpoint hook that runs in the committing thread (deciding it is due);
+    a failure of the background write is tests/test_background_checkpoints.py's."""
     root = str(tmp_path / "t")
     create_table(root)
-    fake = types.ModuleType("dvengine.log.checkpoint_writer")
 
-    def boom(table_root: str, version: int, **kwargs: Any) -> bool:
+    def boom(table_root: str, version: int, **kwargs: Any) -> None:
         raise OSError("disk full")
 
-    fake.maybe_checkpoint = boom  # type: ignore[attr-defined]
     import dvengine.commit.transaction as transaction_module
 
-    monkeypatch.setattr(transaction_module, "maybe_checkpoint", fake.maybe_checkpoint)
+    monkeypatch.setattr(transaction_module, "due_checkpoint", boom)
     with caplog.at_level(logging.WARNING):
         assert append(root, "x.parquet") == 1
     assert "checkpoint failed" in caplog.text
@@ -289,11 +288,9 @@ def test_checkpoint_called_with_committed_version(tmp_path: Path, monkeypatch: p
     root = str(tmp_path / "t")
     create_table(root)
     calls: list[tuple[str, int]] = []
-    fake = types.ModuleType("dvengine.log.checkpoint_writer")
-    fake.maybe_checkpoint = lambda r, v, **kw: calls.append((r, v)) or False  # type: ignore[attr-defined]
     import dvengine.commit.transaction as transaction_module
 
-    monkeypatch.setattr(transaction_module, "maybe_checkpoint", fake.maybe_checkpoint)
+    monkeypatch.setattr(transaction_module, "due_checkpoint", lambda r, v, **kw: calls.append((r, v)))
     append(root, "x.parquet")
     assert calls == [(os.path.realpath(root), 1)]
 

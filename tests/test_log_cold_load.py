@@ -52,6 +52,7 @@ def _table(root: str, commits: int) -> None:
             dvengine.write(_rows([1000 + v]), root, mode="append")
         else:
             DeltaTable.forPath(None, root).delete(f"id = {v}", mode="dv")
+    dvengine.wait_for_checkpoints()  # written on a background thread
     clear_snapshot_cache()
 
 

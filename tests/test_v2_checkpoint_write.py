@@ -109,7 +109,8 @@ def test_v2_checkpoint_with_sidecar_is_read_by_every_reader(tmp_path: Path) -> N
 def test_interval_checkpoints_of_a_v2_table_are_v2(tmp_path: Path) -> None:
     root = _delta_spark_v2_table(tmp_path / "t")
     set_table_properties(root, {"delta.checkpointInterval": "2"})  # version 1
-    dvengine.write(_ints(range(3)), root, mode="append")  # version 2: maybe_checkpoint writes it
+    dvengine.write(_ints(range(3)), root, mode="append")  # version 2: due, written in the background
+    dvengine.wait_for_checkpoints()
     log = Path(root, "_delta_log")
     assert len(list(log.glob(f"{2:020d}.checkpoint.*.parquet"))) == 1 and not list(log.glob("*.checkpoint.parquet"))
     _only_the_checkpoint_left(root, 2)

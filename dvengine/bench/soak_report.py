@@ -34,6 +34,12 @@ def render_markdown(report: dict[str, Any]) -> str:
             f"{r['read_end_s'] / r['read_fresh_s']:.2f} | {r['bytes_written'] / 1e6:.0f} | "
             f"{'yes' if r['correct'] else 'NO: ' + '; '.join(r['problems'])} |"
         )
+    waits = [(name, r["background_wait_s"]) for name, r in res.items() if r.get("background_wait_s")]
+    if waits:
+        lines += ["", "Background work (dvengine's checkpoints, written off the committing thread) waited for "
+                  + ("before each other contender's round" if len(res) > 1 else "at the end")
+                  + ", counted in the total, not in any round: "
+                  + ", ".join(f"{name} {w:.1f} s" for name, w in waits) + "."]
     lines += ["", "p50 per decile (ms):", "", "| contender | " + " | ".join(f"d{i + 1}" for i in range(10)) + " |",
               "|---|" + "---|" * 10]
     for name, r in res.items():

@@ -64,7 +64,8 @@ from dvengine.errors import (
     ProtocolChangedError,
     TableAlreadyExistsError,
 )
-from dvengine.log.checkpoint_writer import maybe_checkpoint
+from dvengine.log.background_checkpoints import hand_over
+from dvengine.log.checkpoint_writer import due_checkpoint
 from dvengine.log.commit_file import parse_actions
 from dvengine.log.filenames import commit_file_name
 from dvengine.log.loader import read_commit_actions
@@ -677,10 +678,12 @@ class Transaction:
             self.rebased_files += 1
 
     def _run_post_commit_hooks(self, version: int) -> None:
-        """Checkpoint if the policy says so. The commit is durable already, so a failure only warns."""
+        """Checkpoint if the policy says so, off this thread. The commit is durable already, so a failure only warns."""
         try:
             _, metadata = self._effective_protocol_and_metadata()
-            maybe_checkpoint(self.table_root, version, configuration=metadata.configuration)
+            due = due_checkpoint(self.table_root, version, configuration=metadata.configuration)
+            if due is not None:
+                hand_over(due)  # written on a background thread (dvengine.log.background_checkpoints)
         except Exception:
             _LOG.warning("commit %d of %s succeeded but writing its checkpoint failed", version, self.table_root, exc_info=True)
 

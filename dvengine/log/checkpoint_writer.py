@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
@@ -34,7 +35,16 @@ from dvengine.storage.logstore import LogStore, log_dir, normalize_table_path
 from dvengine.storage.registry import storage_for
 from dvengine.storage.uris import join
 
-__all__ = ["checkpoint_interval", "cleanup_expired_logs", "maybe_checkpoint", "parse_interval_ms", "write_checkpoint"]
+__all__ = [
+    "DueCheckpoint",
+    "checkpoint_interval",
+    "cleanup_expired_logs",
+    "due_checkpoint",
+    "maybe_checkpoint",
+    "parse_interval_ms",
+    "write_checkpoint",
+    "write_due_checkpoint",
+]
 
 DEFAULT_CHECKPOINT_INTERVAL = 10
 DEFAULT_DELETED_FILE_RETENTION = "interval 1 week"
@@ -170,14 +180,21 @@ def checkpoint_schema_for(snapshot: Snapshot) -> pa.Schema:
     return CLUSTERED_CHECKPOINT_SCHEMA if clustered else CHECKPOINT_SCHEMA
 
 
-def checkpoint_bytes(snapshot: Snapshot, now_ms: int | None = None) -> tuple[bytes, int, int]:
-    """(Parquet bytes, number of actions, number of adds) of the checkpoint of ``snapshot``."""
+def checkpoint_bytes(
+    snapshot: Snapshot, now_ms: int | None = None, tombstones: Mapping[str, bytes] | None = None
+) -> tuple[bytes, int, int]:
+    """(Parquet bytes, number of actions, number of adds) of the checkpoint of ``snapshot``.
+
+    ``tombstones``: every tombstone of ``snapshot`` as replay keeps them, when the caller took them
+    already (:func:`due_checkpoint`); otherwise they are looked up here.
+    """
     now = int(time.time() * 1000) if now_ms is None else now_ms
     schema = checkpoint_schema_for(snapshot)
     head = _table_rows(snapshot) + [{"add": _add_row(add)} for add in snapshot.files]
     # The removes are encoded incrementally (tombstone_rows): they are most of a stream's
     # checkpoint and mostly the previous checkpoint's.
-    removes = tombstone_table(snapshot.table_root, _tombstones_by_key(snapshot), schema, _min_kept_ms(snapshot, now))
+    by_key = _tombstones_by_key(snapshot) if tombstones is None else tombstones
+    removes = tombstone_table(snapshot.table_root, by_key, schema, _min_kept_ms(snapshot, now))
     table = pa.concat_tables([pa.Table.from_pylist(head, schema=schema), removes])
     sink = pa.BufferOutputStream()
     # No column statistics: no reader of a checkpoint needs them to be correct, and computing them
@@ -191,12 +208,17 @@ def checkpoint_bytes(snapshot: Snapshot, now_ms: int | None = None) -> tuple[byt
     return sink.getvalue().to_pybytes(), table.num_rows, len(snapshot.files)
 
 
-def write_checkpoint(snapshot: Snapshot, store: LogStore | None = None, now_ms: int | None = None) -> str:
+def write_checkpoint(
+    snapshot: Snapshot,
+    store: LogStore | None = None,
+    now_ms: int | None = None,
+    tombstones: Mapping[str, bytes] | None = None,
+) -> str:
     """Write the checkpoint of ``snapshot`` and update ``_last_checkpoint``; return its path.
 
     ``<version>.checkpoint.parquet`` (classic, V1 spec), or, on a table with the ``v2Checkpoint``
     feature and ``delta.checkpointPolicy=v2``, a UUID-named V2 checkpoint with a sidecar
-    (:mod:`dvengine.log.checkpoint_v2`).
+    (:mod:`dvengine.log.checkpoint_v2`). ``tombstones``: see :func:`checkpoint_bytes`.
     """
     st = storage_for(snapshot.table_root) if store is None else store
     log_path = log_dir(snapshot.table_root)
@@ -208,7 +230,7 @@ def write_checkpoint(snapshot: Snapshot, store: LogStore | None = None, now_ms: 
         _advance_last_checkpoint(st, log_path, LastCheckpoint(snapshot.version, size=num_actions, size_in_bytes=size,
                                                               num_of_add_files=num_adds))
         return path
-    data, num_actions, num_adds = checkpoint_bytes(snapshot, now_ms)
+    data, num_actions, num_adds = checkpoint_bytes(snapshot, now_ms, tombstones)
     path = join(log_path, checkpoint_file_name(snapshot.version))
     st.write(path, data)  # temp file + rename: atomic, and rewriting the same version is harmless
     _advance_last_checkpoint(st, log_path, LastCheckpoint(snapshot.version, size=num_actions, size_in_bytes=len(data),
@@ -234,28 +256,75 @@ def checkpoint_interval(configuration: Any) -> int:
     return value
 
 
-def maybe_checkpoint(
-    table_root: str, version: int, cleanup_logs: bool = True, configuration: Mapping[str, str] | None = None
-) -> bool:
-    """After committing ``version``: checkpoint it when ``version % delta.checkpointInterval == 0``.
+@dataclass(frozen=True)
+class DueCheckpoint:
+    """A checkpoint a commit made due, with everything writing it needs taken at commit time.
 
-    Then (like Delta Spark) remove expired log files unless ``cleanup_logs`` is False or the
-    table disables it. Returns True when a checkpoint was written. A committer that knows the
-    table properties passes ``configuration``, so the nine commits in ten that need no checkpoint
-    do not load the snapshot (~15 ms on a 20-file table with a checkpoint).
+    ``snapshot`` and ``tombstones`` are immutable (the snapshot cache never mutates a state it
+    handed out), so the checkpoint can be written later, on another thread, while this process
+    goes on committing: it still describes exactly ``snapshot.version``.
+    """
+
+    snapshot: Snapshot
+    tombstones: Mapping[str, bytes] | None  # None: V2 checkpoints, which take the snapshot's own
+    cleanup_logs: bool
+
+    @property
+    def table_root(self) -> str:
+        return self.snapshot.table_root
+
+    @property
+    def version(self) -> int:
+        return self.snapshot.version
+
+
+def due_checkpoint(
+    table_root: str, version: int, cleanup_logs: bool = True, configuration: Mapping[str, str] | None = None
+) -> DueCheckpoint | None:
+    """After committing ``version``: the checkpoint it makes due (``version % delta.checkpointInterval
+    == 0``), or None. A committer that knows the table properties passes ``configuration``, so the
+    nine commits in ten that need no checkpoint do not load the snapshot (~15 ms on a 20-file
+    table with a checkpoint).
+
+    Cheap when this process's snapshot cache holds ``version`` with its tombstones (every
+    checkpoint of a process after its first): one cache lookup. The first checkpoint of a process
+    replays the log with the removes here, in the caller, so that the cache carries the
+    tombstones forward from this version on (taken later, the cache may have moved past it).
     """
     if version <= 0:
-        return False
+        return None
     if configuration is not None and version % checkpoint_interval(configuration) != 0:
-        return False
+        return None
     root = normalize_table_path(table_root)
     snapshot = load_snapshot(root, version=version)
     if version % checkpoint_interval(snapshot.configuration) != 0:
-        return False
-    write_checkpoint(snapshot)
-    snapshot_cache.note_checkpoint(root, version)  # no blind commit on a cached snapshot older than it
-    if cleanup_logs and expired_logs_possible(root, snapshot.configuration):
+        return None
+    tombstones = None if uses_v2_checkpoints(snapshot) else _tombstones_by_key(snapshot)
+    return DueCheckpoint(snapshot, tombstones, cleanup_logs)
+
+
+def write_due_checkpoint(due: DueCheckpoint) -> str:
+    """Write ``due`` and (like Delta Spark) remove expired log files unless the caller or the
+    table disables it; return the checkpoint's path."""
+    root = due.table_root
+    path = write_checkpoint(due.snapshot, tombstones=due.tombstones)
+    snapshot_cache.note_checkpoint(root, due.version)  # no blind commit on a cached snapshot older than it
+    if due.cleanup_logs and expired_logs_possible(root, due.snapshot.configuration):
         cleanup_expired_logs(root)
+    return path
+
+
+def maybe_checkpoint(
+    table_root: str, version: int, cleanup_logs: bool = True, configuration: Mapping[str, str] | None = None
+) -> bool:
+    """After committing ``version``: write its checkpoint now when it is due (:func:`due_checkpoint`),
+    then remove expired log files; True when a checkpoint was written. The committer's own hook
+    goes through :mod:`dvengine.log.background_checkpoints` instead, which writes it off the
+    committing thread."""
+    due = due_checkpoint(table_root, version, cleanup_logs, configuration)
+    if due is None:
+        return False
+    write_due_checkpoint(due)
     return True
 
 
