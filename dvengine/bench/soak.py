@@ -491,6 +491,7 @@ def run_soak(rounds: int, shape: str, rows: int, out: Path, read_every: int, see
         gc_rounds: dict[str, list[list[float]]] = {c.name: [] for c in runners}
         cpu: dict[str, list[float]] = {c.name: [] for c in runners}  # process CPU time per round
         settled: dict[str, float] = {c.name: 0.0 for c in runners}  # waits for background work
+        synced: dict[str, float] = {c.name: 0.0 for c in runners}  # writeback between contenders
         first_versions: dict[str, list[int]] = {c.name: [] for c in runners}  # each round's first commit
         for c in runners:
             reads[c.name].append((0, _best_of(c.read, 1)))
@@ -518,6 +519,15 @@ def run_soak(rounds: int, shape: str, rows: int, out: Path, read_every: int, see
                     t1 = time.perf_counter()
                     c.settle()
                     settled[c.name] += time.perf_counter() - t1
+                if len(runners) > 1:
+                    # Write back this contender's dirty pages before the next one runs: delta-rs
+                    # rewrites ~20 MB a round without fsync, and the next dvengine commit's fsync
+                    # then waited for that writeback (10,000 rounds at 6afb082: 73 of dvengine's
+                    # 100 slowest rounds spent most of their wall time waiting, CPU median 27 ms
+                    # of 138). Untimed; reported per contender.
+                    t2 = time.perf_counter()
+                    os.sync()
+                    synced[c.name] += time.perf_counter() - t2
                 cpu[c.name].append(time.process_time() - cpu0)
                 gc_after = clock.reading()
                 gc_rounds[c.name].append([(gc_after[0] - gc_before[0]) * 1000, gc_after[1] - gc_before[1],
@@ -561,6 +571,7 @@ def run_soak(rounds: int, shape: str, rows: int, out: Path, read_every: int, see
             results[c.name] = {
                 "total_s": sum(ls) + settled[c.name],
                 "background_wait_s": settled[c.name],
+                "sync_after_rounds_s": synced[c.name],
                 "p50_per_decile_ms": _deciles(ls),
                 "p50_ms": _p(ls, 50),
                 "p99_ms": _p(ls, 99),

@@ -40,6 +40,11 @@ def render_markdown(report: dict[str, Any]) -> str:
                   + ("before each other contender's round" if len(res) > 1 else "at the end")
                   + ", counted in the total, not in any round: "
                   + ", ".join(f"{name} {w:.1f} s" for name, w in waits) + "."]
+    syncs = [(name, r["sync_after_rounds_s"]) for name, r in res.items() if r.get("sync_after_rounds_s")]
+    if syncs:
+        lines += ["", "Dirty pages written back (`os.sync()`) after each contender's round, so that one "
+                  "contender's writeback never lands in another's timed round; not counted in any total: "
+                  + ", ".join(f"{name} {w:.1f} s" for name, w in syncs) + "."]
     lines += ["", "p50 per decile (ms):", "", "| contender | " + " | ".join(f"d{i + 1}" for i in range(10)) + " |",
               "|---|" + "---|" * 10]
     for name, r in res.items():
