@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable as RsTable
 from dml_helpers import spark_conf
@@ -148,6 +149,23 @@ def test_expired_watermark_is_ignored(tmp_path: Path) -> None:
     assert dvengine.write(_data([1]), str(path), mode="append", txnAppId="a", txnVersion=1) == 1  # not a repeat now
     with pytest.raises(InvalidArgumentError, match="setTransactionRetentionDuration"):
         dvengine.write(_data([1]), str(tmp_path / "u"), configuration={"delta.setTransactionRetentionDuration": "soon"})
+
+
+def test_a_checkpoint_written_after_expiry_leaves_the_expired_watermark_out(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    conf = {"delta.setTransactionRetentionDuration": "interval 1 seconds"}
+    dvengine.write(_data([1]), str(path), configuration=conf, txnAppId="old", txnVersion=4)
+    time.sleep(1.1)
+    dvengine.write(_data([2]), str(path), mode="append", txnAppId="new", txnVersion=7)
+    write_checkpoint(load_snapshot(str(path)))
+    for commit in (path / "_delta_log").glob("*.json"):  # only the checkpoint can still tell
+        commit.unlink()
+    checkpoint = next((path / "_delta_log").glob("*.checkpoint.parquet"))
+    txns = [row for row in pq.read_table(checkpoint).column("txn").to_pylist() if row is not None]
+    assert [(t["appId"], t["version"]) for t in txns] == [("new", 7)]
+    rs = RsTable(str(path))
+    assert rs.transaction_version("old") is None and rs.transaction_version("new") == 7
+    assert rows_arrow(path, ["id"]) == rows_delta_rs(path, ["id"]) == [(1,), (2,)]
 
 
 def test_concurrent_writers_of_one_app_id_conflict_typed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
