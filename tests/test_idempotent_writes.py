@@ -125,13 +125,18 @@ def test_bad_txn_conf_is_refused_naming_the_key(tmp_path: Path, monkeypatch: pyt
     assert _versions(path) == [0]
 
 
-def test_checkpoints_keep_txn_and_expiry_drops_it(tmp_path: Path) -> None:
+def _keep_only_a_checkpoint(path: Path) -> None:
+    """Checkpoint the latest version and delete every JSON commit: only the checkpoint can still tell."""
+    write_checkpoint(load_snapshot(str(path)))
+    for commit in (path / "_delta_log").glob("*.json"):
+        commit.unlink()
+
+
+def test_checkpoints_keep_txn(tmp_path: Path) -> None:
     path = tmp_path / "t"
     dvengine.write(_data([1]), str(path), txnAppId="a", txnVersion=3)
     dvengine.write(_data([2]), str(path), mode="append", txnAppId="b", txnVersion=9)
-    write_checkpoint(load_snapshot(str(path)))
-    for commit in (path / "_delta_log").glob("*.json"):  # only the checkpoint can still tell
-        commit.unlink()
+    _keep_only_a_checkpoint(path)
     snapshot = load_snapshot(str(path))
     assert {k: t.version for k, t in snapshot.app_transactions.items()} == {"a": 3, "b": 9}
     rs = RsTable(str(path))
@@ -157,9 +162,7 @@ def test_a_checkpoint_written_after_expiry_leaves_the_expired_watermark_out(tmp_
     dvengine.write(_data([1]), str(path), configuration=conf, txnAppId="old", txnVersion=4)
     time.sleep(1.1)
     dvengine.write(_data([2]), str(path), mode="append", txnAppId="new", txnVersion=7)
-    write_checkpoint(load_snapshot(str(path)))
-    for commit in (path / "_delta_log").glob("*.json"):  # only the checkpoint can still tell
-        commit.unlink()
+    _keep_only_a_checkpoint(path)
     checkpoint = next((path / "_delta_log").glob("*.checkpoint.parquet"))
     txns = [row for row in pq.read_table(checkpoint).column("txn").to_pylist() if row is not None]
     assert [(t["appId"], t["version"]) for t in txns] == [("new", 7)]
