@@ -28,6 +28,7 @@ from dvengine.log.intervals import parse_interval_ms
 from dvengine.log.last_checkpoint import read_last_checkpoint
 from dvengine.log.listing import CheckpointFiles, LogListing, list_log, list_log_from, log_files_from, probe_log_from
 from dvengine.log.replay import ReplayState
+from dvengine.log.retirement import retired_between, retired_by_tail
 from dvengine.log.snapshot import Snapshot
 from dvengine.log.timestamps import commit_info_timestamp, to_epoch_ms
 from dvengine.log.tombstones import to_remove, tombstone_rows
@@ -39,6 +40,7 @@ from dvengine.storage.base import FileInfo
 from dvengine.storage.batch import read_many
 from dvengine.storage.logstore import LogStore, log_dir, normalize_table_path
 from dvengine.storage.registry import storage_for
+from dvengine.storage.retired_files import announce_retired
 
 _LOG = logging.getLogger(__name__)
 
@@ -268,6 +270,8 @@ def _snapshot_at(store: LogStore, listing: LogListing, target: int, verified_at:
             commit_digest = b"" if info.e_tag is not None else snapshot_cache.digest(store.read_bytes(info.path))
             cached_state = snapshot_cache.cacheable_state(state)
             cached_state.tombstones.clear()
+            if entry is not None:
+                announce_retired(retired_between(listing.table_root, entry.state, cached_state))
             snapshot_cache.remember(
                 listing.table_root,
                 snapshot_cache.CachedTable(
@@ -431,6 +435,7 @@ def _advanced(
         table_root,
         snapshot_cache.CachedTable(snapshot, state, tail_digest, entry.with_tombstones, tail_etag, store, verified_at),
     )
+    announce_retired(retired_by_tail(table_root, entry.state, tail, state))  # the caches forget those files
     return snapshot
 
 

@@ -5,7 +5,8 @@ Each (column reference, file) pair becomes the :class:`Range` the per-file path 
 stats string, partition values), so a snapshot that differs from the previous one by a few files
 (a writer's next command after one UPDATE) computes Ranges for those few files only and looks the
 rest up; the columns built for a snapshot are cached with it, so planning and re-planning on the
-same snapshot reuse them.
+same snapshot reuse them. The ranges of a file version that left the table are dropped when the
+snapshot cache announces it (``retired_files``).
 """
 
 from __future__ import annotations
@@ -22,9 +23,12 @@ from dvengine.expressions.vector_skipping import ColumnVec
 from dvengine.log import Snapshot
 from dvengine.protocol.actions import AddFile
 from dvengine.protocol.stats import FileStats
+from dvengine.storage.retired_files import RetiredFiles, on_retired
 
-_RANGE_CACHE: dict[tuple[Hashable, ...], Range] = {}
-_RANGE_CACHE_LIMIT = 262_144  # entries; cleared wholesale when full (a new table's files refill it)
+# add.stats -> {(column signature, partition values key): Range}; keyed by the stats string first
+# so the ranges of a retired file version go with it (``retired_files``)
+_RANGE_CACHE: dict[str | None, dict[tuple[Hashable, ...], Range]] = {}
+_RANGE_CACHE_LIMIT = 65_536  # stats strings; cleared wholesale when full (a new table's files refill it)
 _SNAPSHOTS_KEPT = 8
 _BY_SNAPSHOT: OrderedDict[int, tuple[weakref.ref[Snapshot], dict[tuple[Hashable, ...], ColumnVec]]] = OrderedDict()
 
@@ -76,10 +80,25 @@ class SnapshotColumns:
             _RANGE_CACHE.clear()
         out: list[Range] = []
         for add, values, value_key in zip(self._files, self._values, self._value_keys, strict=True):
-            cache_key: tuple[Any, ...] = (sig, add.stats, value_key)
-            rng = _RANGE_CACHE.get(cache_key)
+            by_column = _RANGE_CACHE.get(add.stats)
+            if by_column is None:
+                by_column = _RANGE_CACHE.setdefault(add.stats, {})
+            cache_key: tuple[Any, ...] = (sig, value_key)
+            rng = by_column.get(cache_key)
             if rng is None:
                 rng = file_column_range(ref, FileStats.parse(add.stats), partition_lookup(values))
-                _RANGE_CACHE[cache_key] = rng
+                by_column[cache_key] = rng
             out.append(rng)
         return out
+
+
+@on_retired
+def _forget_retired(files: RetiredFiles) -> None:
+    """Drop the ranges of stats strings no live file carries any more."""
+    for stats in files.stats:
+        _RANGE_CACHE.pop(stats, None)
+
+
+def cached_range_stats() -> set[str | None]:
+    """The stats strings the range cache holds ranges of (tests)."""
+    return set(_RANGE_CACHE)

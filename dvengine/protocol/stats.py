@@ -9,12 +9,13 @@ never "no values".
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
 from typing import Any
 
 from dvengine.errors import ProtocolError
+from dvengine.storage.retired_files import RetiredFiles, on_retired
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,9 +74,39 @@ class FileStats:
         )
 
 
-@lru_cache(maxsize=65536)
+MAX_PARSED = 65_536
+
+# add.stats string -> its parse; insertion order is the eviction order (oldest first). Reads take
+# no lock (a dict lookup is atomic); inserts and evictions do.
+_PARSED: dict[str, FileStats] = {}
+_PARSED_LOCK = threading.Lock()
+
+
 def _parse_stats(raw: str) -> FileStats:
-    return FileStats._parse_uncached(raw)
+    found = _PARSED.get(raw)
+    if found is not None:
+        return found
+    parsed = FileStats._parse_uncached(raw)
+    with _PARSED_LOCK:
+        _PARSED[raw] = parsed
+        while len(_PARSED) > MAX_PARSED:
+            del _PARSED[next(iter(_PARSED))]
+    return parsed
+
+
+@on_retired
+def _forget_retired(files: RetiredFiles) -> None:
+    """Drop the parses of stats strings no live file carries any more: each is an object the
+    garbage collector walks on every full collection, and a stream writes a new one per commit."""
+    with _PARSED_LOCK:
+        for raw in files.stats:
+            _PARSED.pop(raw, None)
+
+
+def cached_stats_strings() -> set[str]:
+    """The stats strings whose parses are cached (tests)."""
+    with _PARSED_LOCK:
+        return set(_PARSED)
 
 
 def stats_for_dv_file(raw_stats: str | None) -> str | None:

@@ -25,6 +25,7 @@ from dvengine.dv import absolute_dv_path, load_deletion_vector
 from dvengine.protocol.actions import AddFile
 from dvengine.read.dv_filter import KeepSpans
 from dvengine.storage.file_checked_cache import FileCheckedCache
+from dvengine.storage.retired_files import RetiredFiles, on_retired
 
 MAX_BYTES = 128 * 1024 * 1024
 
@@ -46,7 +47,19 @@ def keep_spans(table_root: str, add: AddFile, num_rows: int) -> KeepSpans | None
         return KeepSpans.of(keep)
 
     key: _Key = (table_root, dv.unique_id, dv.size_in_bytes, dv.cardinality, num_rows)
-    return _CACHE.get(key, None if dv.is_inline else absolute_dv_path(table_root, dv), build)
+    path = None if dv.is_inline else absolute_dv_path(table_root, dv)
+    return _CACHE.get(key, path, build, tag=(table_root, dv.unique_id))
+
+
+@on_retired
+def _forget_retired(files: RetiredFiles) -> None:
+    """Drop the spans of DVs no live file carries any more (a file's new DV replaced them)."""
+    _CACHE.forget((files.table_root, dv_id) for dv_id in files.dv_ids)
+
+
+def cached_dv_ids(table_root: str) -> set[str]:
+    """The DV unique ids of ``table_root`` the cache holds spans of (tests)."""
+    return {str(tag[1]) for tag in _CACHE.tags() if isinstance(tag, tuple) and tag[0] == table_root}
 
 
 def clear_dv_spans_cache() -> None:

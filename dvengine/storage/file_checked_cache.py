@@ -10,7 +10,10 @@ saves; their objects are written once under unique names). The total is bounded 
 recently used first out; one value over a quarter of the budget is not kept (it would flush
 everything else), nor one whose local file vanished while it was computed.
 
-One mechanism serves the local executor's column cache and the reader's DV-spans cache.
+One mechanism serves the local executor's column cache and the reader's DV-spans cache. Each
+entry carries a tag naming what it was derived from (a data file's path, a DV's id), so a cache
+can ``forget`` a file the moment it leaves its table (:mod:`dvengine.storage.retired_files`)
+instead of keeping it until the LRU pushes it out.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from __future__ import annotations
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterable
 from typing import Generic, TypeVar
 
 from dvengine.storage.uris import is_object_uri
@@ -39,10 +42,13 @@ class FileCheckedCache(Generic[K, V]):
         self._budget = budget
         self._nbytes = nbytes
         self._lock = threading.Lock()
-        self._entries: OrderedDict[K, tuple[V, Fingerprint]] = OrderedDict()
+        self._entries: OrderedDict[K, tuple[V, Fingerprint, Hashable]] = OrderedDict()
+        self._by_tag: dict[Hashable, set[K]] = {}
         self._size = 0
 
-    def get(self, key: K, path: str | None, compute: Callable[[], V]) -> V:
+    def get(self, key: K, path: str | None, compute: Callable[[], V], tag: Hashable = None) -> V:
+        """``tag`` (default ``path``) is what ``forget`` names to drop this entry."""
+        tag = path if tag is None else tag
         budget = self._budget()
         if budget == 0:
             return compute()
@@ -52,7 +58,7 @@ class FileCheckedCache(Generic[K, V]):
             if hit is not None:
                 self._entries.move_to_end(key)
         if hit is not None:
-            value, fingerprint = hit
+            value, fingerprint, _tag = hit
             if not checked or _fingerprint(path) == fingerprint:
                 return value
             self._drop(key)
@@ -63,12 +69,39 @@ class FileCheckedCache(Generic[K, V]):
             return fresh
         with self._lock:
             if key not in self._entries:
-                self._entries[key] = (fresh, fingerprint)
+                self._entries[key] = (fresh, fingerprint, tag)
+                self._by_tag.setdefault(tag, set()).add(key)
                 self._size += size
             while self._size > budget and self._entries:
-                _old_key, (old, _print) = self._entries.popitem(last=False)
+                old_key, (old, _print, old_tag) = self._entries.popitem(last=False)
+                self._untag(old_key, old_tag)
                 self._size -= self._nbytes(old)
         return fresh
+
+    def forget(self, tags: Iterable[Hashable]) -> None:
+        """Drop every entry whose tag is in ``tags`` (the files they came from left the table)."""
+        with self._lock:
+            for tag in tags:
+                for key in self._by_tag.pop(tag, ()):
+                    entry = self._entries.pop(key, None)
+                    if entry is not None:
+                        self._size -= self._nbytes(entry[0])
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._entries)
+
+    def tags(self) -> set[Hashable]:
+        """The tags of the entries held (tests: what the cache still remembers)."""
+        with self._lock:
+            return set(self._by_tag)
+
+    def _untag(self, key: K, tag: Hashable) -> None:
+        keys = self._by_tag.get(tag)
+        if keys is not None:
+            keys.discard(key)
+            if not keys:
+                del self._by_tag[tag]
 
     def holds(self, key: K) -> bool:
         """Whether ``key`` is cached (no file check, no LRU touch)."""
@@ -78,12 +111,14 @@ class FileCheckedCache(Generic[K, V]):
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
+            self._by_tag.clear()
             self._size = 0
 
     def _drop(self, key: K) -> None:
         with self._lock:
             entry = self._entries.pop(key, None)
             if entry is not None:
+                self._untag(key, entry[2])
                 self._size -= self._nbytes(entry[0])
 
 

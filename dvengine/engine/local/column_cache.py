@@ -21,7 +21,8 @@ written once under unique names). The total is bounded by ``DVENGINE_EXECUTION_C
 
 The same budget and LRU hold what is derived from a cached column and costs more than a
 lookup to rebuild: the sorted key index of ``key_index`` (``cached_derived``), under the same
-key plus what it is (``"index:<column>"``), so it lives and dies with the file's entry.
+key plus what it is (``"index:<column>"``), so it lives and dies with the file's entry. A file
+that leaves the table is forgotten when the snapshot cache announces it (``retired_files``).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from dvengine.log import Snapshot
 from dvengine.protocol.actions import AddFile
 from dvengine.storage.file_checked_cache import FileCheckedCache
 from dvengine.storage.logstore import resolve_data_path
+from dvengine.storage.retired_files import RetiredFiles, on_retired
 
 ENV_BYTES = "DVENGINE_EXECUTION_COLUMNCACHEBYTES"
 DEFAULT_BYTES = 256 * 1024 * 1024
@@ -69,6 +71,16 @@ def _budget() -> int:
 
 # (physical rows, value); the file checks and the LRU are FileCheckedCache's
 _CACHE: FileCheckedCache[Key, tuple[int, Sized]] = FileCheckedCache(_budget, lambda entry: entry[1].nbytes)
+
+
+@on_retired
+def _forget_retired(files: RetiredFiles) -> None:
+    _CACHE.forget(files.data_paths)  # entries are tagged with the resolved data path (key[0])
+
+
+def cached_paths() -> set[str]:
+    """The data files the cache holds anything of (tests)."""
+    return {str(tag) for tag in _CACHE.tags()}
 
 
 def cached_columns(
