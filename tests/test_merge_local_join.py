@@ -123,3 +123,34 @@ def test_a_duplicate_source_key_on_a_deleted_row_is_no_cardinality_error(tmp_pat
     )
     assert metrics["numTargetRowsUpdated"] == 1
     _check(path, [(7, 1, "c") if r[0] == 7 else r for r in rows if r[0] != 42])
+
+
+def test_files_without_a_source_key_are_left_out_of_the_join_and_untouched(tmp_path: Path) -> None:
+    """Only files holding one of the source's keys enter the join (executor.key_rows gives None for
+    the others): the files without one keep their DVs and stay out of the commit, and the result
+    equals the model whether the matched keys sit in a file with a DV or not."""
+    from dvengine.log import load_snapshot, read_commit_actions
+    from dvengine.protocol.actions import RemoveFile
+
+    model = {r[0]: r for r in _table(tmp_path, files=6, per_file=100)}
+    DeltaTable.forPath(None, str(tmp_path)).delete("id IN (5, 105, 205, 305)")  # DVs on four files
+    for i in (5, 105, 205, 305):
+        model.pop(i)
+    before = {f.path: f.deletion_vector for f in load_snapshot(str(tmp_path)).files}
+    src = pa.table({"id": pa.array([105, 106, 450, 9999], pa.int64()), "cat": pa.array([7, 7, 7, 7], pa.int32()),
+                    "v": pa.array(["s105", "s106", "s450", "s9999"])})
+    metrics = (DeltaTable.forPath(None, str(tmp_path)).alias("t").merge(src, "t.id = s.id", source_alias="s")
+               .whenMatchedUpdateAll().whenNotMatchedInsertAll().executeMetrics())
+    for i in (106, 450, 9999):
+        model[i] = (i, 7, f"s{i}")
+    model[105] = (105, 7, "s105")  # a deleted row: inserted, never updated
+    _check(tmp_path, list(model.values()))
+    assert metrics["numTargetRowsUpdated"] == 2 and metrics["numTargetRowsInserted"] == 2
+    snapshot = load_snapshot(str(tmp_path))
+    removed = {a.path for a in read_commit_actions(str(tmp_path), snapshot.version) if isinstance(a, RemoveFile)}
+    touched = {p for p, dv in before.items() if p in removed}
+    assert len(touched) == 2  # the files of 106 and 450; the other four kept their DV, out of the commit
+    after = {f.path: f.deletion_vector for f in snapshot.files}
+    for path, dv in before.items():
+        if path not in touched:
+            assert after[path] == dv

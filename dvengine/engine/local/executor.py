@@ -135,19 +135,24 @@ def physical_file(snapshot: Snapshot, add: AddFile) -> FileMatch:
     return FileMatch(add, physical, _deletion_vector(snapshot, add, physical), np.arange(physical, dtype=np.int64), table)
 
 
-def key_rows(snapshot: Snapshot, add: AddFile, name: str, keys: np.ndarray) -> FileMatch:
+def key_rows(snapshot: Snapshot, add: AddFile, name: str, keys: np.ndarray) -> FileMatch | None:
     """The live rows of ``add`` whose integer column ``name`` equals one of ``keys`` (sorted,
     unique int64), all columns, through the file's sorted key index; like ``match_file`` with
-    ``name IN (keys)`` but no SQL. A file whose column is not an integer one (it cannot be, for
-    an integer schema field, but the answer must not depend on that) gives ``physical_file``."""
+    ``name IN (keys)`` but no SQL. None when no row's key is among ``keys``: the file has nothing
+    to join, and its DV, stable ids and an empty gather are not worth building (a stream's many
+    small files rarely hold one of a round's keys). A file whose column is not an integer one (it
+    cannot be, for an integer schema field, but the answer must not depend on that) gives
+    ``physical_file``."""
     physical, table = cached_columns(snapshot, add, None, lambda: _read(snapshot, add, None))
-    table = with_stable_ids(snapshot, add, table)  # rows a MERGE copies or updates keep their stable ids
     column = table.column(name)
     if not is_integer_column(column):
         return physical_file(snapshot, add)
-    previously = _deletion_vector(snapshot, add, physical)
     rows = key_index(snapshot, add, name, column).rows_of(keys)
-    if len(previously) and len(rows):
+    if not len(rows):
+        return None
+    table = with_stable_ids(snapshot, add, table)  # rows a MERGE copies or updates keep their stable ids
+    previously = _deletion_vector(snapshot, add, physical)
+    if len(previously):
         rows = rows[outside(rows, previously)]
     return FileMatch(add, physical, previously, rows, table.take(pa.array(rows)))
 
@@ -326,10 +331,12 @@ class LocalExecutor:
         )
 
     def key_rows(self, ctx: DmlContext, files: Sequence[AddFile], name: str, keys: np.ndarray) -> list[FileMatch]:
-        """``key_rows`` of each file, those not in the column cache on the thread pool."""
-        return cached_first_map(
+        """``key_rows`` of the files holding one of ``keys`` (in ``files``' order; the others are
+        left out), those not in the column cache on the thread pool."""
+        found = cached_first_map(
             lambda add: key_rows(ctx.snapshot, add, name, keys), files, lambda add: holds_columns(ctx.snapshot, add, None)
         )
+        return [match for match in found if match is not None]
 
     # --- retiring rows ---------------------------------------------------------------------------
 
