@@ -407,3 +407,52 @@ def test_tiny_file_trigger_is_opt_in_and_independent_of_deltas_setting(
     for i in range(1, 12):
         dvengine.write(_rows([i], "a"), other, mode="append")
     assert len(load_snapshot(other).files) == 12
+
+
+def test_compaction_takes_the_files_a_merge_keyed_from_the_column_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bin's files that the MERGE rounds hold in the column cache are not read again
+    (executor.live_file_rows); one the cache does not hold still is; either way the rows equal
+    the model and delta-rs / DuckDB reads (DVs applied from the cached physical rows)."""
+    from dvengine.engine.local.column_cache import clear_column_cache
+    from dvengine.read import arrow_reader
+
+    root = str(tmp_path / "t")
+    model: dict[int, str] = {}
+    for f in range(4):  # four small files of 30 rows
+        ids = list(range(f * 100, f * 100 + 60, 2))
+        dvengine.write(_rows(ids, f"f{f}"), root, mode="append" if f else "error")
+        model.update(dict.fromkeys(ids, f"f{f}"))
+    (DeltaTable.forPath(None, root).alias("t").merge(_rows([2, 102, 1, 351], "u"), "t.id = s.id", source_alias="s")
+     .whenMatchedUpdateAll().whenNotMatchedInsertAll().execute())  # DVs on two files, a new file spanning all
+    model.update(dict.fromkeys([2, 102, 1, 351], "u"))
+    DeltaTable.forPath(None, root).delete("id = 204")
+    model.pop(204)
+    disk_reads: list[str] = []
+    real = arrow_reader.opened_for_read
+
+    def counted(snapshot: Any, add: AddFile) -> Any:
+        disk_reads.append(add.path)
+        return real(snapshot, add)
+
+    monkeypatch.setattr(arrow_reader, "opened_for_read", counted)  # every read_file_arrow opens through it
+    files = load_snapshot(root).files
+    assert any(f.deletion_vector is not None for f in files) and len(files) >= 4
+    # keys in every file's range that no row holds: every file is keyed (its columns cached), nothing changes
+    DeltaTable.forPath(None, root).alias("t").merge(_rows([3, 103, 203, 303], "no"), "t.id = s.id", source_alias="s") \
+        .whenMatchedUpdateAll().execute()
+    files = load_snapshot(root).files
+    cached = DeltaTable.forPath(None, root).optimize().executeCompaction()
+    assert disk_reads == [] and cached is not None
+    expected = _model_rows(model)
+    assert _read(root) == expected and rows_delta_rs(root, COLS) == expected and rows_duckdb(root, COLS) == expected
+    assert len(load_snapshot(root).files) < len(files)
+    # not cached: read from disk, same rows
+    dvengine.write(_rows([101], "new"), root, mode="append")
+    dvengine.write(_rows([103], "new"), root, mode="append")
+    model.update({101: "new", 103: "new"})
+    clear_column_cache()
+    DeltaTable.forPath(None, root).optimize().executeCompaction()
+    assert disk_reads, "files outside the column cache must be read from disk"
+    assert _read(root) == _model_rows(model) and rows_delta_rs(root, COLS) == _model_rows(model)

@@ -213,8 +213,14 @@ def read_file_arrow(
     """Live rows of one logical file (logical names, schema order), its DV applied."""
     with opened_for_read(snapshot, add) as parquet:
         table = read_physical_rows(snapshot, add, columns, parquet)
-    spans = keep_spans(snapshot.table_root, add, table.num_rows)
-    return table if spans is None else pa.Table.from_arrays([spans.apply(c) for c in table.columns], schema=table.schema)
+    return without_deleted_rows(snapshot, add, table)
+
+
+def without_deleted_rows(snapshot: Snapshot, add: AddFile, physical: pa.Table) -> pa.Table:
+    """``physical`` (every physical row of ``add``, as ``read_physical_rows`` gives them) without
+    the rows its DV deletes (the cached keep-spans, column by column)."""
+    spans = keep_spans(snapshot.table_root, add, physical.num_rows)
+    return physical if spans is None else pa.Table.from_arrays([spans.apply(c) for c in physical.columns], schema=physical.schema)
 
 
 def drop_deleted(table: pa.Table, keep: np.ndarray) -> pa.Table:

@@ -58,6 +58,7 @@ from dvengine.protocol.row_tracking import (
 )
 from dvengine.protocol.schema import DataType, StructField, StructType, to_arrow_field
 from dvengine.read import open_data_file, read_physical_rows
+from dvengine.read.arrow_reader import read_file_arrow, without_deleted_rows
 from dvengine.read.row_ids import tracked_columns, with_stable_ids
 from dvengine.writing.constraints import table_constraints
 from dvengine.writing.stats import num_indexed_cols
@@ -160,6 +161,18 @@ def key_rows(snapshot: Snapshot, add: AddFile, name: str, keys: np.ndarray) -> F
 def _read(snapshot: Snapshot, add: AddFile, columns: list[str] | None) -> tuple[int, pa.Table]:
     parquet = open_data_file(snapshot, add)
     return parquet.metadata.num_rows, read_physical_rows(snapshot, add, columns, parquet)
+
+
+def live_file_rows(snapshot: Snapshot, add: AddFile) -> pa.Table:
+    """The live rows of ``add`` (every column, logical names, DV applied), as ``read_file_arrow``
+    gives them, but from the column cache when it holds the file's columns: a compaction bin is
+    the stream's small files every MERGE round has just keyed, and reading ~49 of them again one
+    by one was ~20 ms of a soak compaction round's ~56 ms extra (0.4 ms a file). A file not
+    cached is read as before and not added to the cache (a purge of a large file would flush it)."""
+    if not holds_columns(snapshot, add, None):
+        return read_file_arrow(snapshot, add)
+    _physical, table = cached_columns(snapshot, add, None, lambda: _read(snapshot, add, None))
+    return without_deleted_rows(snapshot, add, table)
 
 
 def _deletion_vector(snapshot: Snapshot, add: AddFile, physical: int) -> BitMap64:

@@ -1,6 +1,7 @@
 """The embedded executor's half of OPTIMIZE and of DV purging: rewrite files without their deleted rows.
 
-A bin's files are read with their DVs applied (the reference Arrow reader), concatenated in bin
+A bin's files are read with their DVs applied (the reference Arrow reader, or the local executor's
+column cache when it holds a file: ``executor.live_file_rows``), concatenated in bin
 order and written by the same writer DML uses (file naming, stats, column mapping, partition
 folders), so compacted files are indistinguishable from any other dvengine-written file. One bin
 is bounded by ``optimize.maxFileSize`` (1 GiB by default), which bounds the memory used.
@@ -12,13 +13,12 @@ from collections.abc import Sequence
 
 import pyarrow as pa
 
-from dvengine.engine.local.executor import writable_rows
+from dvengine.engine.local.executor import live_file_rows, writable_rows
 from dvengine.engine.local.writer import write_data_files
 from dvengine.log import Snapshot
 from dvengine.protocol.actions import AddFile
 from dvengine.protocol.row_tracking import MaterializedColumns
 from dvengine.protocol.schema import to_arrow_schema
-from dvengine.read.arrow_reader import read_file_arrow
 from dvengine.read.row_ids import live_rows_with_ids, tracked_columns
 from dvengine.writing.stats import num_indexed_cols
 
@@ -31,7 +31,7 @@ def live_rows(snapshot: Snapshot, files: Sequence[AddFile]) -> pa.Table:
         tables = [live_rows_with_ids(snapshot, add) for add in files]
         return writable_rows(snapshot, tables)[0]
     names = to_arrow_schema(snapshot.schema).names
-    tables = [read_file_arrow(snapshot, add).select(names) for add in files]
+    tables = [live_file_rows(snapshot, add).select(names) for add in files]
     return pa.concat_tables(tables) if tables else to_arrow_schema(snapshot.schema).empty_table()
 
 
