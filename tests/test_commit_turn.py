@@ -8,6 +8,7 @@ import statistics
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -16,8 +17,9 @@ from interop import rows_arrow, rows_delta_rs, rows_duckdb, sort_rows
 import dvengine
 from dvengine import DeltaTable
 from dvengine.api import dml
+from dvengine.commit import commit_lock
 from dvengine.commit import transaction as txn_module
-from dvengine.commit.commit_lock import commit_turn, lock_path, turn_taken
+from dvengine.commit.commit_lock import CommitTurn, commit_turn, lock_path, turn_taken
 from dvengine.commit.transaction import backoff_seconds
 from dvengine.log import load_snapshot
 from dvengine.log.snapshot_cache import clear_snapshot_cache
@@ -172,3 +174,83 @@ def test_a_writer_finding_the_turn_taken_stages_only_inside_it(tmp_path: Path, m
     want = sort_rows([(i, i) for i in range(5000) if i not in (10, 4001)])
     assert rows_arrow(path, ["id", "v"]) == want
     assert rows_delta_rs(path, ["id", "v"]) == want
+
+
+def test_the_probe_and_the_turn_share_one_descriptor(tmp_path: Path) -> None:
+    """A free probe leaves the turn free (another writer can take it at once); the same object
+    then holds the turn, and closing it releases the turn."""
+    log = tmp_path / "_delta_log"
+    log.mkdir()
+    turn = CommitTurn(str(log))
+    assert not turn.taken()
+    assert not turn.taken()  # released after each probe, so a second probe is free too
+    with commit_turn(str(log), timeout_s=0.05) as other:
+        assert other  # the probe did not keep the lock
+        assert turn.taken()
+    with turn.held(timeout_s=0.05) as held:
+        assert held and turn_taken(str(log))
+    assert not turn_taken(str(log))
+    turn.close()  # idempotent after the hold closed it
+
+
+def _count_lock_opens(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Lock-file opens made by this (the test's) thread from now on."""
+    opened: list[str] = []
+    real_open = commit_lock._open
+    me = threading.get_ident()
+
+    def counting(path: str) -> int | None:
+        if threading.get_ident() == me:
+            opened.append(path)
+        return real_open(path)
+
+    monkeypatch.setattr(commit_lock, "_open", counting)
+    return opened
+
+
+def test_a_commit_with_a_free_turn_opens_the_lock_file_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The probe and the turn of one commit go through one descriptor (they were two opens)."""
+    path = tmp_path / "t"
+    ids = pa.array(range(100), pa.int64())
+    dvengine.write(pa.table({"id": ids}), str(path), mode="error", configuration={"delta.enableDeletionVectors": "true"})
+    monkeypatch.setattr("dvengine.commands.replan.blind_snapshot", lambda *args: None)  # not blind: it probes
+    opened = _count_lock_opens(monkeypatch)
+    assert DeltaTable.forPath(None, path).delete("id = 7", mode="dv")["version"] == 1
+    assert len(opened) == 1
+    assert DeltaTable.forPath(None, path).toArrow().num_rows == 99
+
+
+def test_the_lock_folder_is_made_once_per_process_and_again_when_removed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``os.makedirs`` ran on every open (a failed ``mkdir`` and its exception each time); now once
+    per process, and again after a temp cleaner removed the folder. A private temp folder: the
+    shared one may be in use by other processes."""
+    import shutil
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    monkeypatch.setattr(commit_lock, "_FOLDERS_MADE", set())
+    made: list[str] = []
+    real_makedirs = os.makedirs
+
+    def makedirs(name: str, *args: Any, **kwargs: Any) -> None:
+        made.append(os.fspath(name))
+        real_makedirs(name, *args, **kwargs)
+
+    monkeypatch.setattr(os, "makedirs", makedirs)
+    log = tmp_path / "_delta_log"
+    log.mkdir()
+    lock = lock_path(str(log))
+    assert lock is not None and lock.startswith(str(tmp_path / "tmp"))
+    folder = os.path.dirname(lock)
+    for _ in range(3):
+        assert not turn_taken(str(log))
+        with commit_turn(str(log), timeout_s=0.05) as held:
+            assert held
+    assert made.count(folder) == 1
+    shutil.rmtree(folder)
+    assert not turn_taken(str(log))
+    with commit_turn(str(log), timeout_s=0.05) as held:
+        assert held and os.path.isfile(lock)
+    assert made.count(folder) == 2

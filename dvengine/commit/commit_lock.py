@@ -11,7 +11,7 @@ lost *after* the loser's fsync. With the lock, dvengine writers on one host take
 commit step only: a writer catches up with the log, rebases and stages (writes and fsyncs) its
 commit *before* asking for the turn, and holds it to link, or, if a winner landed while it
 waited, to read that winner, rebase, re-stage and link (transaction.py, ``_commit_in_turn``);
-a writer that finds the turn taken (:func:`turn_taken`) skips the early stage, which the
+a writer that finds the turn taken (:meth:`CommitTurn.taken`) skips the early stage, which the
 holder's commit would make stale, and stages once inside its turn;
 planning and scanning stay parallel. Delta's own ``LocalLogStore`` likewise serializes its local commits (with a
 JVM lock, there for atomicity of its rename).
@@ -53,49 +53,111 @@ def lock_path(log_folder: str) -> str | None:
     return os.path.join(tempfile.gettempdir(), "dvengine-commit-locks", f"{st.st_dev}-{st.st_ino}.lock")
 
 
+class CommitTurn:
+    """One writer's use of a table's commit turn for one commit: a probe, then one hold.
+
+    Both go through one descriptor of the lock file (one ``open`` per commit instead of one per
+    probe and one per hold: a contended commit probes, then waits). flock belongs to the open
+    file, so the probe takes the lock without blocking and releases it with ``LOCK_UN``; the hold
+    takes it again on the same descriptor and closing the descriptor at its end releases it.
+    Single use: :meth:`held` closes the descriptor, also after a wait that timed out (a waiter
+    still blocked on a duplicate of it must not find the lock still ours later).
+    """
+
+    def __init__(self, log_folder: str) -> None:
+        path = None if fcntl is None else lock_path(log_folder)
+        self._path = path
+        self._fd = _open(path) if path is not None else None
+
+    def taken(self) -> bool:
+        """Is another writer holding the table's commit turn right now? (A hint, racy by nature.)
+
+        A writer holding it is about to link the next version, so a commit staged for that version
+        now would be stale before this writer's turn: it would pay an fsync for nothing and then
+        re-stage inside its turn anyway (transaction.py stages only when the turn is free).
+        """
+        if self._fd is None:
+            return False
+        assert fcntl is not None
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        except OSError:
+            return False
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)  # free: leave it free (staging happens before the turn)
+        except OSError:
+            self.close()  # cannot tell it is released: closing the descriptor does release it
+            self._fd = _open(self._path) if self._path is not None else None
+        return False
+
+    @contextlib.contextmanager
+    def held(self, timeout_s: float = DEFAULT_TIMEOUT_S) -> Iterator[bool]:
+        """Hold the turn while the block runs; yields whether the lock is held."""
+        fd = self._fd
+        if fd is None:
+            yield False
+            return
+        try:
+            held = _acquire(fd, timeout_s)
+            if not held:
+                _LOG.debug("commit lock %s not acquired within %.1f s; committing without it", self._path, timeout_s)
+            yield held
+        finally:
+            self.close()  # closing releases the flock
+
+    def close(self) -> None:
+        """Close the descriptor (releasing the turn if it is held); idempotent, so both the
+        hold's end and the caller's ``finally`` may call it."""
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            os.close(fd)
+
+
 @contextlib.contextmanager
 def commit_turn(log_folder: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> Iterator[bool]:
     """Hold the table's commit turn while the block runs; yields whether the lock is held."""
-    path = None if fcntl is None else lock_path(log_folder)
-    fd = _open(path) if path is not None else None
-    if fd is None:
-        yield False
-        return
+    turn = CommitTurn(log_folder)
     try:
-        held = _acquire(fd, timeout_s)
-        if not held:
-            _LOG.debug("commit lock %s not acquired within %.1f s; committing without it", path, timeout_s)
-        yield held
+        with turn.held(timeout_s) as held:
+            yield held
     finally:
-        os.close(fd)  # closing releases the flock
+        turn.close()
 
 
 def turn_taken(log_folder: str) -> bool:
-    """Is another writer holding the table's commit turn right now? (A hint, racy by nature.)
-
-    A writer holding it is about to link the next version, so a commit staged for that version
-    now would be stale before this writer's turn: it would pay an fsync for nothing and then
-    re-stage inside its turn anyway (transaction.py stages only when the turn is free).
-    """
-    path = None if fcntl is None else lock_path(log_folder)
-    fd = _open(path) if path is not None else None
-    if fd is None:
-        return False
+    """Is another writer holding the table's commit turn right now? (:meth:`CommitTurn.taken`)"""
+    turn = CommitTurn(log_folder)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    except OSError:
-        return False
+        return turn.taken()
     finally:
-        os.close(fd)  # releases the probe's lock if it was taken
-    return False
+        turn.close()
+
+
+# Lock folders this process has created (or found): ``os.makedirs`` costs a failed ``mkdir`` and
+# its exception on every call, and a contended commit opened the lock file twice per commit. A
+# folder removed since (a temp cleaner) is noticed by ``open`` failing, and created again.
+_FOLDERS_MADE: set[str] = set()
 
 
 def _open(path: str) -> int | None:
+    """A descriptor of the lock file ``path`` (created if missing), or None when it cannot be
+    opened: the commit then runs unlocked, which costs only wasted work, never correctness."""
+    folder = os.path.dirname(path)
     try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
+        if folder not in _FOLDERS_MADE:
+            os.makedirs(folder, exist_ok=True)
+            _FOLDERS_MADE.add(folder)
         return os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    except FileNotFoundError:
+        _FOLDERS_MADE.discard(folder)  # removed since (a temp cleaner): make it again, once
+        try:
+            os.makedirs(folder, exist_ok=True)
+            _FOLDERS_MADE.add(folder)
+            return os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+        except OSError:
+            return None
     except OSError:
         return None
 

@@ -38,7 +38,7 @@ from pyroaring import BitMap64
 
 from dvengine.commit import in_commit_timestamps, row_tracking_conflicts
 from dvengine.commit.commit_info import build_commit_info
-from dvengine.commit.commit_lock import commit_turn, turn_taken
+from dvengine.commit.commit_lock import CommitTurn
 from dvengine.commit.conflicts import (
     FilePredicate,
     TransactionFootprint,
@@ -353,17 +353,21 @@ class Transaction:
                 f"concurrent writers took version {version} (max_attempts={self.max_attempts})"
             )
         version = caught_up
-        if not self.blind and turn_taken(log):
-            # Another writer is linking the next version: a commit staged now would be stale.
-            version = self._commit_staged_in_turn(log, version, operation_metrics, lost)
-        else:
-            data = self._serialize(self._is_blind_append(), operation_metrics, version)
-            staged = _Staged(version, data, store.stage_commit(commit_file_path(self.table_root, version), data))
-            try:
-                with commit_turn(log) as exclusive:
-                    version = self._put_with_retries(version, operation_metrics, exclusive, staged, lost)
-            finally:
-                store.discard_staged(staged.path)
+        turn = CommitTurn(log)  # one descriptor of the lock file for the probe and the turn
+        try:
+            if not self.blind and turn.taken():
+                # Another writer is linking the next version: a commit staged now would be stale.
+                version = self._commit_staged_in_turn(turn, version, operation_metrics, lost)
+            else:
+                data = self._serialize(self._is_blind_append(), operation_metrics, version)
+                staged = _Staged(version, data, store.stage_commit(commit_file_path(self.table_root, version), data))
+                try:
+                    with turn.held() as exclusive:
+                        version = self._put_with_retries(version, operation_metrics, exclusive, staged, lost)
+                finally:
+                    store.discard_staged(staged.path)
+        finally:
+            turn.close()
         try:
             store.sync_dir(log)
         except OSError:
@@ -372,7 +376,7 @@ class Transaction:
             _LOG.warning("commit %d of %s is linked but fsync of %s failed", version, self.table_root, log, exc_info=True)
         return version
 
-    def _commit_staged_in_turn(self, log: str, version: int, operation_metrics: Mapping[str, Any] | None, lost: int) -> int:
+    def _commit_staged_in_turn(self, turn: CommitTurn, version: int, operation_metrics: Mapping[str, Any] | None, lost: int) -> int:
         """Wait for the turn, then catch up, stage and link in it (the turn was taken when we came:
         its holder's commit makes anything staged before the turn stale). Winners that landed
         while we waited count as one more lost race, as a stale staged commit would. The lines of
@@ -380,7 +384,7 @@ class Transaction:
         what the catch-up rebased (and commitInfo)."""
         if not self._tracks_rows():  # with row ids, every attempt's new files are new objects
             self._action_lines(self._actions)
-        with commit_turn(log) as exclusive:
+        with turn.held() as exclusive:
             caught_up = self._catch_up(version)
             if caught_up != version:
                 lost += 1
