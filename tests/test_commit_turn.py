@@ -7,6 +7,7 @@ import os
 import statistics
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -254,3 +255,148 @@ def test_the_lock_folder_is_made_once_per_process_and_again_when_removed(
     with commit_turn(str(log), timeout_s=0.05) as held:
         assert held and os.path.isfile(lock)
     assert made.count(folder) == 2
+
+
+def _hold_for(log: str, seconds: float, holding: threading.Event) -> threading.Thread:
+    def holder() -> None:
+        with commit_turn(log):
+            holding.set()
+            time.sleep(seconds)
+
+    thread = threading.Thread(target=holder)
+    thread.start()
+    holding.wait()
+    return thread
+
+
+def _waiter_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "dvengine-commit-turn"]
+
+
+def _until(condition: Callable[[], bool], seconds: float = 5.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return condition()
+
+
+def _no_leftover_waits() -> bool:
+    """No wait of an earlier test still blocked (it ends once its holder let go)."""
+    waiter = commit_lock._WAITER
+    return (waiter is None or not waiter.busy) and all(
+        waiter is not None and t is waiter.thread for t in _waiter_threads()
+    )
+
+
+def _record_waits(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """For each blocking wait of this (the test's) thread from now on: whether the process's
+    waiter thread took it (else a thread of its own did)."""
+    ran_on_waiter: list[bool] = []
+    real_hand = commit_lock._hand_to_waiter
+    me = threading.get_ident()
+
+    def hand(waiter_fd: int, taken: threading.Event) -> bool:
+        handed = real_hand(waiter_fd, taken)
+        if threading.get_ident() == me:
+            ran_on_waiter.append(handed)
+        return handed
+
+    monkeypatch.setattr(commit_lock, "_hand_to_waiter", hand)
+    return ran_on_waiter
+
+
+def test_waits_for_a_taken_turn_share_one_waiter_thread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each wait used to start (and end) a thread; the process keeps one waiter thread instead."""
+    log = str(tmp_path / "_delta_log")
+    os.mkdir(log)
+    assert _until(_no_leftover_waits)
+    ran_on_waiter = _record_waits(monkeypatch)
+    for _ in range(4):
+        holder = _hold_for(log, 0.03, threading.Event())
+        with commit_turn(log, timeout_s=5.0) as held:
+            assert held
+        # Released by our close alone: the waiter closed its duplicate before it woke us.
+        assert not turn_taken(log)
+        holder.join()
+    assert ran_on_waiter == [True] * 4
+    waiter = commit_lock._WAITER
+    assert waiter is not None and waiter.thread.is_alive() and not waiter.busy  # free before its caller woke
+    assert _waiter_threads() == [waiter.thread]  # not one thread per wait (those would have ended)
+
+
+def test_a_wait_that_timed_out_leaves_no_lock_behind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A timed-out wait leaves the waiter thread blocked until the holder lets go; a wait meanwhile
+    gets a thread of its own; once the holder is gone both leftover waiters release at once and
+    the next wait goes through the waiter thread again."""
+    log = str(tmp_path / "_delta_log")
+    os.mkdir(log)
+    assert _until(_no_leftover_waits)
+    ran_on_waiter = _record_waits(monkeypatch)
+    holder = _hold_for(log, 0.4, threading.Event())
+    with commit_turn(log, timeout_s=0.05) as first:
+        assert not first  # the waiter thread is now blocked in flock for nobody
+    with commit_turn(log, timeout_s=0.05) as second:
+        assert not second  # busy waiter: a thread of its own
+    assert ran_on_waiter == [True, False]
+    holder.join()
+    assert _until(lambda: not turn_taken(log))  # the leftovers take and drop it
+    assert _until(_no_leftover_waits)
+    holder = _hold_for(log, 0.05, threading.Event())
+    with commit_turn(log, timeout_s=5.0) as held:
+        assert held
+    holder.join()
+    assert ran_on_waiter == [True, False, True]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork only")
+def test_a_forked_child_waits_for_and_takes_its_turn(tmp_path: Path) -> None:
+    """The at-fork reset. The child is forked while the parent has a waiter thread (which the child
+    does not have) and while the waiter's lock is held (as by another parent thread handing a wait
+    over at that moment; here this thread holds it across the fork): without the reset the child's
+    first wait would block forever on its copy of that lock."""
+    import select
+    import signal
+
+    log = str(tmp_path / "_delta_log")
+    os.mkdir(log)
+    holder = _hold_for(log, 0.05, threading.Event())
+    with commit_turn(log, timeout_s=5.0) as held:  # the parent has a waiter thread now
+        assert held
+    holder.join()
+    assert commit_lock._WAITER is not None
+    go_r, go_w = os.pipe()  # parent -> child: the holder has the turn
+    probed_r, probed_w = os.pipe()  # child -> parent: the child saw it taken and is about to wait
+    with commit_lock._WAITER_LOCK:
+        pid = os.fork()
+        if pid == 0:  # the child: exit code 0 = it waited and took the turn
+            code = 3
+            try:
+                os.read(go_r, 1)
+                if turn_taken(log):
+                    os.write(probed_w, b"x")
+                    with commit_turn(log, timeout_s=10.0) as child_held:
+                        code = 0 if child_held else 1
+                else:
+                    code = 2
+            finally:
+                os._exit(code)
+
+    def hold() -> None:  # opened after the fork: the child has no copy of this descriptor
+        with commit_turn(log):
+            os.write(go_w, b"x")
+            select.select([probed_r], [], [], 20.0)
+            time.sleep(0.2)  # the child is blocked in its wait now
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    deadline = time.monotonic() + 30.0
+    while (done := os.waitpid(pid, os.WNOHANG))[0] == 0 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    if done[0] == 0:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    thread.join()
+    for fd in (go_r, go_w, probed_r, probed_w):
+        os.close(fd)
+    assert done[0] == pid, "the forked child never got its turn (blocked on the waiter lock it inherited)"
+    assert os.waitstatus_to_exitcode(done[1]) == 0
