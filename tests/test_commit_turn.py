@@ -3,7 +3,9 @@ inline DV of a rebase (spec_notes/isolation-and-concurrency.md, "Cost of a lost 
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import re
 import statistics
 import threading
 import time
@@ -22,8 +24,13 @@ from dvengine.commit import commit_lock
 from dvengine.commit import transaction as txn_module
 from dvengine.commit.commit_lock import CommitTurn, commit_turn, lock_path, turn_taken
 from dvengine.commit.transaction import backoff_seconds
+from dvengine.dv import absolute_dv_path, load_deletion_vector
+from dvengine.errors import ConcurrentDeleteReadError
 from dvengine.log import load_snapshot
+from dvengine.log.commit_file import parse_actions
+from dvengine.log.snapshot import Snapshot
 from dvengine.log.snapshot_cache import clear_snapshot_cache
+from dvengine.protocol.actions import AddFile
 from dvengine.storage.local import LocalStorage
 
 
@@ -400,3 +407,179 @@ def test_a_forked_child_waits_for_and_takes_its_turn(tmp_path: Path) -> None:
         os.close(fd)
     assert done[0] == pid, "the forked child never got its turn (blocked on the waiter lock it inherited)"
     assert os.waitstatus_to_exitcode(done[1]) == 0
+
+
+# --- the rebase of a writer that finds the turn taken: encoded once, inside the turn ---------------
+
+
+def _two_winners_one_held_back(path: Path, rows: int, first: str, second: str) -> tuple[Snapshot, bytes]:
+    """A ``rows``-row table, its version 0 (the stale snapshot our DML plans on), version 1
+    (DELETE ``first``) in the log, and version 2 (DELETE ``second``) taken out again: the turn's
+    holder links it while our DML waits."""
+    ids = pa.array(range(rows), pa.int64())
+    dvengine.write(pa.table({"id": ids, "v": ids}), str(path), mode="error",
+                   configuration={"delta.enableDeletionVectors": "true"})
+    stale = load_snapshot(str(path))
+    DeltaTable.forPath(None, path).delete(first, mode="dv")
+    DeltaTable.forPath(None, path).delete(second, mode="dv")
+    held_back_file = path / "_delta_log" / "00000000000000000002.json"
+    held_back = held_back_file.read_bytes()
+    held_back_file.unlink()
+    clear_snapshot_cache()
+    return stale, held_back
+
+
+@dataclasses.dataclass
+class _TakenTurnRun:
+    metrics: dict[str, object] | None
+    error: Exception | None
+    encodes: int  # write_rebased calls: one per path and catch-up round that wrote its actions
+    lock_opens: int
+
+
+def _delete_while_the_turn_is_held(
+    path: Path, condition: str, eager: bool, monkeypatch: pytest.MonkeyPatch, rows: int, first: str, second: str
+) -> _TakenTurnRun:
+    """Our DELETE plans on version 0, catches up with version 1, finds the turn taken (a holder
+    waits for exactly that probe), waits, and catches up with version 2 in its turn. ``eager``:
+    every catch-up round encodes its rebase, as before the deferral (the truth to compare with)."""
+    stale, held_back = _two_winners_one_held_back(path, rows, first, second)
+    log = str(path / "_delta_log")
+    with monkeypatch.context() as m:
+        m.setattr("dvengine.commands.replan.blind_snapshot", lambda *args: None)
+        m.setattr(dml, "load_snapshot", lambda root: stale)
+        encodes: list[str] = []
+        real_write = txn_module.write_rebased
+
+        def write_rebased(*args: Any, **kwargs: Any) -> Any:
+            encodes.append("x")
+            return real_write(*args, **kwargs)
+
+        m.setattr(txn_module, "write_rebased", write_rebased)
+        if eager:
+            real_catch_up = txn_module.Transaction._catch_up
+
+            def catch_up(self: txn_module.Transaction, version: int, encode: bool = True) -> int:
+                return real_catch_up(self, version)
+
+            m.setattr(txn_module.Transaction, "_catch_up", catch_up)
+        probed = threading.Event()
+        real_taken = CommitTurn.taken
+
+        def taken(self: CommitTurn) -> bool:
+            answer = real_taken(self)
+            if answer:
+                probed.set()
+            return answer
+
+        m.setattr(CommitTurn, "taken", taken)
+        opened = _count_lock_opens(m)
+        holding = threading.Event()
+
+        def holder() -> None:
+            with commit_turn(log):
+                holding.set()
+                probed.wait(30.0)  # our DML caught up with version 1 and found the turn taken
+                (path / "_delta_log" / "00000000000000000002.json").write_bytes(held_back)
+
+        thread = threading.Thread(target=holder)
+        thread.start()
+        holding.wait()
+        metrics: dict[str, object] | None = None
+        error: Exception | None = None
+        try:
+            metrics = DeltaTable.forPath(None, path).delete(condition, mode="dv")
+        except Exception as exc:
+            error = exc
+        finally:
+            probed.set()
+            thread.join()
+        assert probed.is_set()
+        return _TakenTurnRun(metrics, error, len(encodes), len(opened))
+
+
+def _committed_add(path: Path, version: int) -> AddFile:
+    data = (path / "_delta_log" / f"{version:020d}.json").read_bytes()
+    (add,) = [a for a in parse_actions(data, "v") if isinstance(a, AddFile)]
+    return add
+
+
+def _dv_bytes(path: Path, add: AddFile) -> bytes:
+    """The DV as stored: the inline Z85 text, or the whole DV file it is in."""
+    dv = add.deletion_vector
+    assert dv is not None
+    if dv.storage_type == "i":
+        return dv.path_or_inline_dv.encode("ascii")
+    return Path(absolute_dv_path(str(path), dv)).read_bytes()
+
+
+@pytest.mark.parametrize("storage", ["inline", "file"])
+def test_a_writer_finding_the_turn_taken_encodes_its_rebase_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, storage: str
+) -> None:
+    """Rebased before the turn (onto version 1) and again inside it (onto version 2, which the
+    holder linked): the union DV is encoded once, inside the turn, and the commit equals the one
+    of the eager path (every catch-up round encodes, as before), which is the truth: same DV bytes
+    (inline text, or DV file), same add, same metrics; delta-rs and DuckDB read the result."""
+    if storage == "file":  # a rebase goes inline up to the larger of the two limits
+        monkeypatch.setenv("DVENGINE_DV_INLINEMAXBYTES", "0")
+        monkeypatch.setenv("DVENGINE_DV_REBASEINLINEMAXBYTES", "0")
+    runs: dict[str, _TakenTurnRun] = {}
+    adds: dict[str, AddFile] = {}
+    for way in ("deferred", "eager"):
+        path = tmp_path / way
+        run = _delete_while_the_turn_is_held(path, "id = 4001", way == "eager", monkeypatch, 5000, "id = 10", "id = 20")
+        assert run.error is None, run.error
+        assert run.metrics is not None and run.metrics["version"] == 3
+        assert run.metrics["numCommitAttempts"] == 3 and run.metrics["numRebasedFiles"] == 2
+        assert run.lock_opens == 1  # the probe and the turn on one descriptor
+        runs[way], adds[way] = run, _committed_add(path, 3)
+        dv = adds[way].deletion_vector
+        assert dv is not None and dv.storage_type == ("i" if storage == "inline" else "u")
+        rows = load_deletion_vector(str(path), dv, adds[way].num_records)
+        assert sorted(rows) == [10, 20, 4001]
+        want = sort_rows([(i, i) for i in range(5000) if i not in (10, 20, 4001)])
+        assert rows_arrow(path, ["id", "v"]) == want
+        assert rows_delta_rs(path, ["id", "v"]) == want
+        assert rows_duckdb(path, ["id", "v"]) == want
+    assert runs["deferred"].encodes == 1 and runs["eager"].encodes == 2
+    deferred, eager = adds["deferred"], adds["eager"]
+    assert _dv_bytes(tmp_path / "deferred", deferred) == _dv_bytes(tmp_path / "eager", eager)
+    assert deferred.deletion_vector is not None and eager.deletion_vector is not None
+    if storage == "inline":
+        assert deferred.deletion_vector == eager.deletion_vector
+    else:  # equal but for the DV file's random name
+        assert dataclasses.replace(deferred.deletion_vector, path_or_inline_dv="") == dataclasses.replace(
+            eager.deletion_vector, path_or_inline_dv=""
+        )
+        # Each table holds the winners' and the planned DV's files besides the committed one; the
+        # eager path also wrote one before the turn that the rebase in the turn replaced.
+        dv_files = {way: len(list((tmp_path / way).glob("*.bin"))) for way in runs}
+        assert dv_files["eager"] == dv_files["deferred"] + 1
+    def same_but_names(add: AddFile) -> AddFile:  # two tables: their data files differ in name and mtime only
+        return dataclasses.replace(add, path="", modification_time=0, deletion_vector=None)
+
+    assert same_but_names(deferred) == same_but_names(eager)
+    untimed = [{k: v for k, v in run.metrics.items() if not k.endswith("TimeMs")} for run in runs.values() if run.metrics]
+    assert untimed[0] == untimed[1]
+
+
+def test_a_rebase_that_removes_the_file_whole_is_written_before_the_turn(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Version 1 (ids 0, 1) and our DELETE (ids 2, 3) together hide every row of the 4-row file,
+    so our rebase removes it whole, and that plain remove is written at once, before the turn:
+    version 2 (id 2), which DV-updates the file, is then judged file by file, as on the eager
+    path (ConcurrentDeleteReadError), not row by row (had the rebase stayed in memory, version 2's
+    row 2, also ours, would have raised ConcurrentDeleteDeleteError instead)."""
+    messages: dict[str, str] = {}
+    for way in ("deferred", "eager"):
+        path = tmp_path / way
+        run = _delete_while_the_turn_is_held(path, "id IN (2, 3)", way == "eager", monkeypatch, 4, "id IN (0, 1)", "id = 2")
+        assert isinstance(run.error, ConcurrentDeleteReadError), run.error
+        assert run.encodes == 1  # the whole remove, before the turn, on both paths
+        messages[way] = re.sub(r"part-[^ ,]+\.parquet", "<file>", str(run.error).replace(str(path), "<table>"))
+        assert load_snapshot(str(path)).version == 2  # nothing committed
+        assert rows_delta_rs(path, ["id", "v"]) == [(3, 3)]
+    assert "which this transaction read" in messages["deferred"]
+    assert messages["deferred"] == messages["eager"]
