@@ -258,3 +258,45 @@ def test_own_commit_past_the_cached_version_means_list(tmp_path: Path, monkeypat
     del model[2]
     assert blind_snapshot(uri, 5.0) is not None
     assert_every_reader_sees(Path(uri), COLUMNS, list(model.values()))
+
+
+def test_a_recent_blind_loss_lists_without_moving_the_cache_by_the_own_commit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After a blind loss on the table within the window the answer is None, as before, but the
+    cached entry is no longer moved forward by this process's own commit first (with several
+    writers on one table that snapshot was built only to be dropped: the listed load that follows
+    advances the entry itself); that load equals one without the cache. An own commit that
+    carries metadata still takes the old way (its window could differ)."""
+    from dvengine.log import loader
+
+    uri, model = _table(tmp_path / "t")
+    assert DeltaTable.forPath(None, uri).delete("id = 3", mode="dv")["version"] == 1  # blind, on version 0
+    del model[3]
+    entry = snapshot_cache.get(uri)
+    assert entry is not None and entry.version == 0
+    built: list[int] = []
+    real_build = loader._build_snapshot
+
+    def build(store: Any, root: str, target: int, *args: Any, **kwargs: Any) -> Any:
+        built.append(target)
+        return real_build(store, root, target, *args, **kwargs)
+
+    monkeypatch.setattr(loader, "_build_snapshot", build)
+    snapshot_cache.note_blind_loss(uri, time.monotonic())
+    assert blind_snapshot(uri, 5.0) is None
+    assert built == [] and snapshot_cache.get(uri) is entry  # nothing built, the entry kept
+    cached = load_snapshot(uri)
+    assert cached.version == 1 and built == [1]
+    with monkeypatch.context() as uncached:
+        uncached.setenv(snapshot_cache.ENV_SWITCH, "false")
+        listed = load_snapshot(uri)
+    assert (listed.version, listed.files, listed.metadata) == (cached.version, cached.files, cached.metadata)
+    set_table_properties(uri, {"delta.logRetentionDuration": "interval 20 days"})  # own commit 2, with metaData
+    entry = snapshot_cache.get(uri)
+    assert entry is not None and entry.version == 1
+    snapshot_cache.note_blind_loss(uri, time.monotonic())
+    assert blind_snapshot(uri, 5.0) is None
+    moved = snapshot_cache.get(uri)
+    assert moved is not None and moved.version == 2  # moved forward first, then refused, as before
+    assert_every_reader_sees(Path(uri), COLUMNS, list(model.values()))
