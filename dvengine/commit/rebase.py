@@ -123,14 +123,6 @@ def apply_dv_update(table_root: str, path: str, state: FileRows, winner: AddFile
     state.base_rows = winner_rows
 
 
-def covers_every_row(state: FileRows) -> bool:
-    """Whether the winner's DV and our retired rows together hide every physical row of the file
-    (our rebased commit then removes it whole)."""
-    assert state.base is not None and state.ours is not None
-    num_records = state.base.num_records
-    return num_records is not None and len(state.base_rows | state.ours) >= num_records
-
-
 def write_rebased(table_root: str, state: FileRows, resolution: RowLevelResolution, now_ms: int) -> Rebased:
     """Our remove + re-add against ``state.base``: the DV is the union, encoded once per attempt."""
     assert state.base is not None and state.ours is not None

@@ -38,7 +38,7 @@ from pyroaring import BitMap64
 
 from dvengine.commit import in_commit_timestamps, row_tracking_conflicts
 from dvengine.commit.commit_info import build_commit_info
-from dvengine.commit.commit_lock import CommitTurn
+from dvengine.commit.commit_lock import commit_turn, turn_taken
 from dvengine.commit.conflicts import (
     FilePredicate,
     TransactionFootprint,
@@ -50,7 +50,6 @@ from dvengine.commit.rebase import (
     FileRows,
     RowLevelResolution,
     apply_dv_update,
-    covers_every_row,
     file_rows,
     rebased_metrics,
     write_rebased,
@@ -195,7 +194,6 @@ class Transaction:
         self.rebased_files = 0  # files whose DV was rebased onto a winner's (row-level resolution)
         self.attempts = 0  # put-if-absent attempts of commit(); > 1 means lost races retried inside
         self._file_rows: dict[str, FileRows] = {}  # row-level state per path, built at the first rebase
-        self._moved: set[str] = set()  # paths a winner DV-updated in the current catch-up round
         # JSON lines of actions already serialized, by identity (the action is kept alive here, so
         # its id cannot be reused): a retry re-serializes only what changed (the rebased remove +
         # re-add, commitInfo), not the UPDATE's new file with its stats.
@@ -344,9 +342,7 @@ class Transaction:
         log = log_dir(self.table_root)
         if self.blind and self.store.exists(commit_file_path(self.table_root, version)):
             self._stale(version)
-        # The rebased DVs are encoded only once it is known when the commit is serialized: a writer
-        # that finds the turn taken catches up again inside it, after the holder's commit.
-        caught_up = self._catch_up(version, encode=False)
+        caught_up = self._catch_up(version)
         # A stale read snapshot counts as one lost race, as if the commit had been tried at the
         # read version + 1 first (max_attempts and numCommitAttempts keep their meaning).
         lost = 1 if caught_up != version else 0
@@ -357,23 +353,17 @@ class Transaction:
                 f"concurrent writers took version {version} (max_attempts={self.max_attempts})"
             )
         version = caught_up
-        turn = CommitTurn(log)  # one descriptor of the lock file for the probe and the turn
-        try:
-            if not self.blind and turn.taken():
-                # Another writer is linking the next version: a commit staged now would be stale.
-                version = self._commit_staged_in_turn(turn, version, operation_metrics, lost)
-            else:
-                if self._file_rows:
-                    self._write_rebased()
-                data = self._serialize(self._is_blind_append(), operation_metrics, version)
-                staged = _Staged(version, data, store.stage_commit(commit_file_path(self.table_root, version), data))
-                try:
-                    with turn.held() as exclusive:
-                        version = self._put_with_retries(version, operation_metrics, exclusive, staged, lost)
-                finally:
-                    store.discard_staged(staged.path)
-        finally:
-            turn.close()
+        if not self.blind and turn_taken(log):
+            # Another writer is linking the next version: a commit staged now would be stale.
+            version = self._commit_staged_in_turn(log, version, operation_metrics, lost)
+        else:
+            data = self._serialize(self._is_blind_append(), operation_metrics, version)
+            staged = _Staged(version, data, store.stage_commit(commit_file_path(self.table_root, version), data))
+            try:
+                with commit_turn(log) as exclusive:
+                    version = self._put_with_retries(version, operation_metrics, exclusive, staged, lost)
+            finally:
+                store.discard_staged(staged.path)
         try:
             store.sync_dir(log)
         except OSError:
@@ -382,19 +372,15 @@ class Transaction:
             _LOG.warning("commit %d of %s is linked but fsync of %s failed", version, self.table_root, log, exc_info=True)
         return version
 
-    def _commit_staged_in_turn(self, turn: CommitTurn, version: int, operation_metrics: Mapping[str, Any] | None, lost: int) -> int:
+    def _commit_staged_in_turn(self, log: str, version: int, operation_metrics: Mapping[str, Any] | None, lost: int) -> int:
         """Wait for the turn, then catch up, stage and link in it (the turn was taken when we came:
         its holder's commit makes anything staged before the turn stale). Winners that landed
         while we waited count as one more lost race, as a stale staged commit would. The lines of
         actions no winner can change are serialized before the wait, so the turn only serializes
-        what the catch-up rebases (and commitInfo); the remove + re-add of a path already rebased
-        once are left to the turn, where the holder's commit usually rebases them again."""
+        what the catch-up rebased (and commitInfo)."""
         if not self._tracks_rows():  # with row ids, every attempt's new files are new objects
-            rebasing = self._file_rows
-            self._action_lines(
-                a for a in self._actions if not (isinstance(a, (RemoveFile, AddFile)) and a.path in rebasing)
-            )
-        with turn.held() as exclusive:
+            self._action_lines(self._actions)
+        with commit_turn(log) as exclusive:
             caught_up = self._catch_up(version)
             if caught_up != version:
                 lost += 1
@@ -415,19 +401,11 @@ class Transaction:
             "nothing was committed: re-plan on a listed snapshot"
         ) from None
 
-    def _catch_up(self, version: int, encode: bool = True) -> int:
-        """Check (and rebase onto) every commit from ``version`` on; return the next free version.
-
-        ``encode=False``: the rebase stays in memory (bitmaps moved, rows checked); the union DVs
-        and the actions carrying them are written by the next call with ``encode`` (or
-        :meth:`_write_rebased`), before anything is serialized. A path whose union covers every
-        row is written at once: it becomes a plain remove, which later winners are judged by.
-        """
+    def _catch_up(self, version: int) -> int:
+        """Check (and rebase onto) every commit from ``version`` on; return the next free version."""
         version = self._check_winners_from(version)
         if self._file_rows:
-            self.rebased_files += len(self._moved)  # rebases counted per round, encoded or not
-            self._moved.clear()
-            self._write_rebased(whole_only=not encode)
+            self._write_rebased()
         return version
 
     def _put_with_retries(
@@ -682,15 +660,12 @@ class Transaction:
             self._file_rows[path] = state
         apply_dv_update(self.table_root, path, state, winner.dv_updates[path], winner.describe())
         self._footprint.read_files[path] = winner.dv_updates[path]
-        if state.ours is not None:
-            self._moved.add(path)  # our actions for it must be rebased (counted per round)
 
-    def _write_rebased(self, whole_only: bool = False) -> None:
-        """Replace our remove + re-add of every path a winner DV-updated since the last attempt
-        (``whole_only``: only of the paths now removed whole, which need no DV encoded)."""
+    def _write_rebased(self) -> None:
+        """Replace our remove + re-add of every path a winner DV-updated since the last attempt."""
         assert self._row_level is not None
         for path, state in self._file_rows.items():
-            if not state.dirty or (whole_only and not covers_every_row(state)):
+            if not state.dirty:
                 continue
             rebased = write_rebased(self.table_root, state, self._row_level, _now_ms())
             kept = [a for a in self._actions if not (isinstance(a, (RemoveFile, AddFile)) and a.path == path)]
@@ -700,6 +675,7 @@ class Transaction:
                 state.ours = None  # removed whole: a later DV update of it is a file-level conflict
             else:
                 self._footprint.dv_changes[path] = rebased.new_add
+            self.rebased_files += 1
 
     def _run_post_commit_hooks(self, version: int) -> None:
         """Checkpoint if the policy says so, off this thread. The commit is durable already, so a failure only warns."""

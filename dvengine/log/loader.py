@@ -14,7 +14,7 @@ import dataclasses
 import datetime as dt
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 from dvengine.errors import InvalidArgumentError, LogCorruptedError, ProtocolError, VersionNotFoundError
 from dvengine.log import snapshot_cache
@@ -32,7 +32,7 @@ from dvengine.log.retirement import retired_between, retired_by_tail
 from dvengine.log.snapshot import Snapshot
 from dvengine.log.timestamps import commit_info_timestamp, to_epoch_ms
 from dvengine.log.tombstones import to_remove, tombstone_rows
-from dvengine.protocol.actions import Action, CommitInfo, Metadata, RemoveFile
+from dvengine.protocol.actions import Action, CommitInfo, RemoveFile
 from dvengine.protocol.features import check_readable
 from dvengine.protocol.schema import parse_schema
 from dvengine.protocol.type_widening import TYPE_CHANGES_KEY, check_type_changes_readable
@@ -556,10 +556,6 @@ def _fresh_cached(store: LogStore, root: str, max_staleness_s: float) -> Snapsho
         # those bytes (its put-if-absent succeeding shows it was the latest when sent).
         path = f"{log_dir(root)}/{commit_file_name(own.version)}"
         tail = [parse_actions(own.data, path)]
-        if _lost_blind_race_recently(root, entry, tail[0], max_staleness_s):
-            # Answered below as None either way: do not build a snapshot only to drop it (several
-            # writers on one table: the next load lists, and advances the entry itself).
-            return None
         if _advanced(store, root, entry, tail, snapshot_cache.digest(own.data), own.e_tag, own.sent_at) is None:
             return None
         entry = snapshot_cache.get(root)
@@ -575,20 +571,6 @@ def _fresh_cached(store: LogStore, root: str, max_staleness_s: float) -> Snapsho
     if entry.version < snapshot_cache.known_checkpoint(root):
         return None  # commits after it may have been cleaned up: only a listing is safe
     return _with_live_transactions(entry.snapshot, entry.state)
-
-
-def _lost_blind_race_recently(
-    root: str, entry: snapshot_cache.CachedTable, own_actions: Sequence[Action], max_staleness_s: float
-) -> bool:
-    """Whether :func:`_fresh_cached` would answer None for the blind loss on ``root`` within the
-    window after moving ``entry`` forward by this process's own commit: the window is that of
-    the entry's configuration, which the own commit keeps unless it carries a metaData action
-    (then this says False and the caller decides as before)."""
-    lost = snapshot_cache.last_blind_loss(root)
-    if lost is None or any(isinstance(a, Metadata) for a in own_actions):
-        return False
-    window = blind_commit_window_s(entry.snapshot.metadata.configuration, max_staleness_s)
-    return time.monotonic() - lost <= window
 
 
 def latest_version(table_root: str, store: LogStore | None = None) -> int:
