@@ -18,8 +18,8 @@ from dvengine.storage.logstore import resolve_data_path
 from dvengine.storage.retired_files import RetiredFiles
 
 
-def _retired(table_root: str, gone: Sequence[AddFile], after: ReplayState, still_live: Sequence[AddFile]) -> RetiredFiles:
-    """``gone``: logical files of the old state that ``after`` lacks; ``still_live``: the live
+def _retired(table_root: str, gone: Sequence[AddFile], still_live: Sequence[AddFile]) -> RetiredFiles:
+    """``gone``: logical files of the old state that the new one lacks; ``still_live``: the live
     files sharing a path with one of them or that could share its stats (those it must keep)."""
     live_paths = {add.path for add in still_live}
     live_stats = {add.stats for add in still_live}
@@ -54,7 +54,7 @@ def retired_by_tail(
         if old is not None:
             gone.append(old)
     still_live = [add for key, add in added.items() if key in after.files]
-    return _retired(table_root, gone, after, still_live)
+    return _retired(table_root, gone, still_live)
 
 
 def retired_between(table_root: str, before: ReplayState, after: ReplayState) -> RetiredFiles:
@@ -62,4 +62,4 @@ def retired_between(table_root: str, before: ReplayState, after: ReplayState) ->
     gone = [add for key, add in before.files.items() if key not in after.files]
     if not gone:
         return RetiredFiles(table_root, frozenset(), frozenset(), frozenset())
-    return _retired(table_root, gone, after, list(after.files.values()))
+    return _retired(table_root, gone, list(after.files.values()))
