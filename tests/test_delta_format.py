@@ -250,3 +250,35 @@ def test_timestamp_as_of_is_read_in_the_session_time_zone(spark: Any, tmp_path: 
         spark.conf.set("spark.sql.session.timeZone", "UTC")
     utc = dt.datetime.fromtimestamp(committed / 1000, tz=dt.UTC)
     assert _read(spark, path, timestampAsOf=utc.isoformat()) == sort_rows(v0 + v1)  # an explicit offset wins
+
+
+def test_writes_run_auto_compaction_with_the_session_confs(spark: Any, tmp_path: Path) -> None:
+    """df.write.format("delta") is a write like dvengine.write: the session's autoCompact confs
+    make it compact the table's small files in a follow-up OPTIMIZE commit (auto: true)."""
+    from dml_helpers import spark_conf
+
+    from dvengine.log import load_snapshot, read_commit_actions
+    from dvengine.maintenance import auto_compact as ac
+    from dvengine.protocol.actions import CommitInfo
+
+    def last_operation() -> tuple[str | None, Any]:
+        actions = read_commit_actions(str(path), load_snapshot(str(path)).version)
+        info = next(a for a in actions if isinstance(a, CommitInfo))
+        return info.operation, dict(info.values.get("operationParameters") or {}).get("auto")
+
+    path = tmp_path / "t"
+    written: list[tuple[Any, ...]] = []
+    for i in range(3):  # the confs unset: appends never compact
+        batch = _rows(3, start=10 * i)
+        written += batch
+        _frame(spark, batch).coalesce(1).write.format("delta").mode("append").save(str(path))
+    assert len(load_snapshot(str(path)).files) == 3
+    assert last_operation()[0] == "WRITE"
+    with spark_conf(spark, ac.CONF_ENABLED, "true"), spark_conf(spark, ac.CONF_MIN_NUM_FILES, "4"):
+        batch = _rows(3, start=100)
+        written += batch
+        _frame(spark, batch).coalesce(1).write.format("delta").mode("append").save(str(path))
+    assert last_operation() == ("OPTIMIZE", "true")
+    snapshot = load_snapshot(str(path))
+    assert (snapshot.version, len(snapshot.files)) == (4, 1)  # 4 appends, then the compaction
+    assert _read(spark, path) == rows_delta_rs(path, COLUMNS) == rows_duckdb(path, COLUMNS) == sort_rows(written)

@@ -34,6 +34,7 @@ from pyspark.sql import DataFrame, DataFrameReader, DataFrameWriter, SparkSessio
 
 from dvengine.changes.options import read_change_feed_options
 from dvengine.commands.source_options import ReadRequest, WriteRequest, parse_read_options, parse_write_options
+from dvengine.engine.local.auto_compaction import after_commit
 from dvengine.engine.spark.changes import changes_frame
 from dvengine.engine.spark.reader import read_snapshot_df
 from dvengine.engine.spark.write_api import write as write_table
@@ -165,19 +166,25 @@ def write_request(spark: SparkSession, jwrite: Any, path: str | None) -> WriteRe
 
 
 def save_delta(df: DataFrame, request: WriteRequest) -> int | None:
-    """Write through dvengine's write path; the committed version, or None when ``ignore`` skipped it."""
+    """Write through dvengine's write path; the committed version, or None when ``ignore`` skipped it.
+
+    Auto compaction runs after the write as after ``dvengine.write`` (Delta's post-commit hook
+    follows every write, not only DML), with the session's ``autoCompact`` confs."""
     root = normalize_table_path(request.path)
     mode = request.mode
     if mode == "ignore":
         if table_exists(root):
             return None
         mode = "error"
-    return write_table(
+    session = df.sparkSession
+    version = write_table(
         df, root, mode=mode, partitionBy=list(request.partition_by) if request.partition_by is not None else None,
-        spark=df.sparkSession, mergeSchema=request.merge_schema, overwriteSchema=request.overwrite_schema,
+        spark=session, mergeSchema=request.merge_schema, overwriteSchema=request.overwrite_schema,
         replaceWhere=request.replace_where, txnAppId=request.txn_app_id, txnVersion=request.txn_version,
         configuration=request.configuration,
     )
+    after_commit(lambda key: session.conf.get(key, None), root, version)
+    return version
 
 
 def _save(
