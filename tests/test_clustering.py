@@ -252,3 +252,58 @@ def test_sql_cluster_by_and_optimize_with_a_session(spark: Any, tmp_path: Path) 
     assert out.metrics.numFilesRemoved == 3 and out.metrics.numFilesAdded == 1
     assert all(f.clustering_provider == "liquid" for f in load_snapshot(str(tmp_path)).files)
     assert sorted(tuple(r) for r in DeltaTable.forPath(spark, tmp_path).toDF().select(*COLS).collect()) == sort_rows(model)
+
+
+def test_auto_compaction_of_a_clustered_table_clusters_incrementally(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Delta's AutoCompact hands a clustered table to OPTIMIZE's ClusteringStrategy: a stream of
+    appends, MERGEs and DELETEs with auto compaction on stays clustered (new ZCubes along the
+    curve, ``clusterBy`` and ``auto`` in commitInfo), and cubes at least minCubeSize big are left
+    alone; rows equal a model and delta-rs / DuckDB reads throughout."""
+    monkeypatch.setenv("SPARK_DATABRICKS_DELTA_AUTOCOMPACT_ENABLED", "true")
+    monkeypatch.setenv("SPARK_DATABRICKS_DELTA_AUTOCOMPACT_MINNUMFILES", "4")
+    dt = _clustered(tmp_path, "x", "y")
+
+    def last_info() -> dict[str, Any]:
+        return next(a["commitInfo"] for a in _log(tmp_path, dt.snapshot().version) if "commitInfo" in a)
+
+    def readers_agree(model: list[tuple[Any, ...]]) -> None:
+        assert rows_arrow(tmp_path, COLS) == rows_delta_rs(tmp_path, COLS) == rows_duckdb(tmp_path, COLS) == sort_rows(model)
+
+    model = _append(tmp_path, 3, 200, seed=5)
+    assert last_info()["operation"] == "WRITE" and len(dt.snapshot().files) == 3  # 3 small files: below minNumFiles
+    model += _append(tmp_path, 1, 200, seed=6)  # the 4th small file: auto compaction clusters all four
+    info = last_info()
+    assert info["operation"] == "OPTIMIZE"
+    params = info["operationParameters"]
+    assert (params["auto"], params["clusterBy"], params["zOrderBy"]) == ("true", '["x", "y"]', "[]")
+    snap = dt.snapshot()
+    assert len(snap.files) == 1 and snap.files[0].clustering_provider == "liquid"
+    assert snap.files[0].tags is not None and snap.files[0].tags["ZCUBE_ZORDER_BY"] == '["x","y"]'
+    readers_agree(model)
+
+    # cubes of at least 1 byte are finished: the next compaction clusters only the new files
+    monkeypatch.setenv("SPARK_DATABRICKS_DELTA_OPTIMIZE_CLUSTERING_MERGESTRATEGY_MINCUBESIZE_THRESHOLD", "1")
+    first = snap.files[0]
+    model += _append(tmp_path, 2, 100, seed=7)
+    source = pa.table({"x": [model[0][0], 5000], "y": [model[0][1], 5000], "s": [model[0][2], "new"]})
+    (dt.alias("t").merge(source, "t.s = s.s", source_alias="s")
+     .whenMatchedUpdate(set={"x": "s.x + 1"}).whenNotMatchedInsertAll().execute())
+    model = [(r[0] + 1, r[1], r[2]) if r[2] == model[0][2] else r for r in model] + [(5000, 5000, "new")]
+    assert last_info()["operationParameters"]["auto"] == "true"  # first cube + 2 appends + the MERGE's file
+    snap = dt.snapshot()
+    assert first.path in {f.path for f in snap.files}  # with the DV of the MERGE's update, not rewritten
+    assert all(f.clustering_provider == "liquid" and f.tags and "ZCUBE_ID" in f.tags for f in snap.files)
+    assert len({f.tags["ZCUBE_ID"] for f in snap.files if f.tags}) == 2
+    readers_agree(model)
+
+    # by default (100 GB cubes) the next trigger merges every small cube into one: here the DELETE's
+    # DVs hide ~10 % of both files' rows (over maxDeletedRowsRatio), and the DVs are purged with it
+    monkeypatch.delenv("SPARK_DATABRICKS_DELTA_OPTIMIZE_CLUSTERING_MERGESTRATEGY_MINCUBESIZE_THRESHOLD")
+    dt.delete("x < 100", mode="dv")
+    model = [r for r in model if r[0] >= 100]
+    snap = dt.snapshot()
+    assert last_info()["operationParameters"]["auto"] == "true"
+    assert len(snap.files) == 1 and snap.files[0].deletion_vector is None
+    assert first.tags is not None and snap.files[0].tags is not None
+    assert snap.files[0].tags["ZCUBE_ID"] != first.tags["ZCUBE_ID"]
+    readers_agree(model)

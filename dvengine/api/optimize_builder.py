@@ -77,17 +77,13 @@ class DeltaOptimizeBuilder:
 
     def _cluster(self, snapshot: Snapshot, columns: list[str], settings: OptimizeSettings) -> dict[str, Any]:
         """Liquid clustering of what is not yet clustered (Delta's ClusteringStrategy)."""
-        from dvengine.engine.local.cluster_rewrite import curve_rewriter
-        from dvengine.engine.local.curves import HILBERT
+        from dvengine.engine.local.cluster_rewrite import clustering_rewriter
 
         conf = self._conf()
         clustering.check_optimize_arguments(snapshot, self._condition())
         min_cube, bin_size = clustering.cube_sizes(conf)
         plan = clustering.plan_clustering(snapshot, columns, min_cube, bin_size)
-        rewriter = curve_rewriter(
-            columns, HILBERT, zorder.num_ranges(conf), lambda files: zorder.target_file_count(files, settings),
-            clustering.zcube_tagger(columns),
-        )
+        rewriter = clustering_rewriter(columns, conf, settings.max_file_size)
         metrics, _version = clustering.run_clustering(plan, columns, rewriter)
         return metrics
 
@@ -112,7 +108,7 @@ class DeltaOptimizeBuilder:
         columns = zorder.resolve_zorder_columns(snapshot, [str(c) for c in flat], zorder.check_stats_enabled(conf))
         plan = zorder.plan_zorder(snapshot, self._condition())
         rewriter = curve_rewriter(
-            columns, ZORDER, zorder.num_ranges(conf), lambda files: zorder.target_file_count(files, settings)
+            columns, ZORDER, zorder.num_ranges(conf), lambda files: zorder.target_file_count(files, settings.max_file_size)
         )
         metrics, _version = zorder.run_zorder(plan, columns, rewriter)
         return self._result(metrics)

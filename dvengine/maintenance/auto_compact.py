@@ -20,6 +20,9 @@ Named and decided as Delta names them (AutoCompactBase / AutoCompactUtils in del
 - the commit: one OPTIMIZE commit (``dataChange=false`` adds and removes) whose commitInfo
   operation is ``OPTIMIZE`` with ``operationParameters.auto = true``, the compacted partitions as
   ``predicate``, as Delta's ``DeltaOperations.Optimize(auto = true)`` records it.
+- clustered tables: once the trigger fires, the files are chosen and rewritten as OPTIMIZE
+  clusters them (Delta's AutoCompact hands a clustered table to the same ClusteringStrategy), so
+  a stream into a clustered table stays clustered; ``clusterBy`` is recorded with ``auto``.
 - failure: losing a race to a concurrent writer (any CommitConflictError) is logged and the
   user's command still succeeds: its own commit is already in the log. Other errors propagate
   with the committed version named, because hiding an I/O failure would hide a broken table.
@@ -31,13 +34,14 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from dvengine.commands.options import ConfLookup, conf_number
 from dvengine.errors import CommitConflictError, InvalidArgumentError
 from dvengine.log import Snapshot, load_snapshot
+from dvengine.maintenance.clustering import clustering_columns, clustering_parameters, cube_sizes, plan_clustering
 from dvengine.maintenance.optimize import (
     DEFAULT_MAX_DELETED_ROWS_RATIO,
     OPERATION,
@@ -81,6 +85,10 @@ CONF_TINY_FILE_SIZE = "dvengine.autoCompact.tinyFileSize"
 CONF_MIN_NUM_TINY_FILES = "dvengine.autoCompact.minNumTinyFiles"
 DEFAULT_TINY_FILE_SIZE = 1024 * 1024
 DEFAULT_MIN_NUM_TINY_FILES = 0  # off; see above
+
+# a clustered table's clustering columns and autoCompact.maxFileSize -> the rewriter that writes a
+# bin as a new ZCube (the engine's half, as BinRewriter is for plain compaction)
+ClusteringRewriter = Callable[[Sequence[str], int], BinRewriter]
 
 
 def _flag(key: str, raw: str) -> bool:
@@ -235,16 +243,33 @@ def auto_compaction_parameters(plan: OptimizePlan) -> dict[str, Any]:
     return {"predicate": json.dumps(predicates), "zOrderBy": json.dumps([]), "clusterBy": json.dumps([]), "auto": True}
 
 
+def clustering_plan(
+    snapshot: Snapshot, columns: Sequence[str], conf: ConfLookup, settings: AutoCompactSettings,
+    clustering_rewriter: ClusteringRewriter,
+) -> tuple[OptimizePlan, BinRewriter, dict[str, Any]]:
+    """Auto compaction of a clustered table clusters, as Delta's does (AutoCompact runs the same
+    OptimizeExecutor, whose ClusteringStrategy a clustered table selects): unclustered files and
+    ZCubes under ``minCubeSize`` are rewritten along the curve as new ZCubes, bounded by
+    ``autoCompact.maxFileSize``; the commit records ``clusterBy`` and ``auto: true``."""
+    min_cube, bin_size = cube_sizes(conf)
+    plan = plan_clustering(snapshot, columns, min_cube, bin_size)
+    return plan, clustering_rewriter(columns, settings.max_file_size), {**clustering_parameters(columns), "auto": True}
+
+
 def maybe_auto_compact(
     table_root: str,
     committed_version: int,
     conf: ConfLookup,
     rewrite_bin: BinRewriter,
+    clustering_rewriter: ClusteringRewriter,
     load: Callable[[str], Snapshot] = load_snapshot,
     configuration: Mapping[str, str] | None = None,
 ) -> dict[str, Any] | None:
     """Run auto compaction after ``committed_version`` when enabled and a partition qualifies.
 
+    ``rewrite_bin`` compacts a bin; on a clustered table ``clustering_rewriter`` makes the rewriter
+    that writes a bin as a new ZCube instead (:func:`clustering_plan`). Which files qualify is
+    decided the same way for both: the trigger counts the table's small files per partition.
     ``configuration``: the table properties of the snapshot the committed command read, when that
     command cannot have changed them (DELETE, UPDATE). When they and the session leave auto
     compaction off, nothing is loaded: on an object store that load is a sequential round trip
@@ -258,11 +283,18 @@ def maybe_auto_compact(
     snapshot = load(table_root)
     if not auto_compact_enabled(conf, snapshot.configuration):
         return None
-    plan = plan_auto_compaction(snapshot, AutoCompactSettings.from_conf(conf))
+    settings = AutoCompactSettings.from_conf(conf)
+    plan = plan_auto_compaction(snapshot, settings)
     if plan is None:
         return None
+    rewrite, parameters = rewrite_bin, auto_compaction_parameters(plan)
+    columns = clustering_columns(snapshot)
+    if columns:
+        plan, rewrite, parameters = clustering_plan(snapshot, columns, conf, settings, clustering_rewriter)
+        if not plan.bins:
+            return None  # the small files sit in ZCubes already big enough (Delta leaves those alone)
     try:
-        metrics, version = run_optimize(plan, rewrite_bin, OPERATION, auto_compaction_parameters(plan))
+        metrics, version = run_optimize(plan, rewrite, OPERATION, parameters)
     except CommitConflictError as exc:
         _LOG.warning(
             "auto compaction of %s after version %d lost to a concurrent writer and was dropped "

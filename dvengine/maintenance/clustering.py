@@ -242,6 +242,8 @@ __all__ = [
     "PROVIDER",
     "clustered_protocol",
     "clustering_columns",
+    "clustering_parameters",
+    "cube_sizes",
     "domain_action",
     "plan_clustering",
     "resolve_clustering_columns",

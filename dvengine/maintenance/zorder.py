@@ -32,7 +32,6 @@ from dvengine.maintenance.optimize import (
     Bin,
     BinRewriter,
     OptimizePlan,
-    OptimizeSettings,
     files_by_partition,
     operation_parameters,
     run_optimize,
@@ -145,10 +144,11 @@ def zorder_stats(plan: OptimizePlan) -> dict[str, Any] | None:
     }
 
 
-def target_file_count(files: Sequence[AddFile], settings: OptimizeSettings) -> int:
-    """Delta's ``approxNumFiles``: ``max(1, bin bytes / optimize.maxFileSize)``."""
+def target_file_count(files: Sequence[AddFile], max_file_size: int) -> int:
+    """Delta's ``approxNumFiles``: ``max(1, bin bytes / maxFileSize)`` (OPTIMIZE's
+    ``optimize.maxFileSize``, or auto compaction's ``autoCompact.maxFileSize``)."""
     total = sum(f.size for f in files)
-    return max(1, total // settings.max_file_size) if settings.max_file_size > 0 else 1
+    return max(1, total // max_file_size) if max_file_size > 0 else 1
 
 
 def run_zorder(plan: OptimizePlan, columns: Sequence[str], rewrite_bin: BinRewriter) -> tuple[dict[str, Any], int | None]:

@@ -15,10 +15,11 @@ from collections.abc import Callable, Sequence
 
 import pyarrow as pa
 
-from dvengine.engine.local.curves import curve_layout
+from dvengine.engine.local.curves import HILBERT, curve_layout
 from dvengine.engine.local.optimize import live_rows, materialized_names
 from dvengine.engine.local.writer import remove_data_files, write_data_files
 from dvengine.log import Snapshot
+from dvengine.maintenance import clustering, zorder
 from dvengine.protocol.actions import AddFile
 from dvengine.writing.stats import num_indexed_cols
 
@@ -66,3 +67,18 @@ def curve_rewriter(
         return tag(adds) if tag is not None else adds
 
     return rewrite
+
+
+def clustering_rewriter(
+    columns: Sequence[str], conf: Callable[[str], str | None], max_file_size: int
+) -> Callable[[Snapshot, Sequence[AddFile]], list[AddFile]]:
+    """The rewriter of liquid clustering: a bin along the Hilbert curve (Z-order for one column)
+    into ``max(1, bin bytes / max_file_size)`` files tagged as one new ZCube.
+
+    OPTIMIZE passes ``optimize.maxFileSize``; auto compaction of a clustered table passes
+    ``autoCompact.maxFileSize``, as Delta's AutoCompact hands its own size bounds to the same
+    OptimizeExecutor."""
+    return curve_rewriter(
+        columns, HILBERT, zorder.num_ranges(conf), lambda files: zorder.target_file_count(files, max_file_size),
+        clustering.zcube_tagger(columns),
+    )
