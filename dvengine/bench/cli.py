@@ -111,6 +111,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="soak: VACUUM the delta-rs table (retention 0) every N rounds, outside the timed "
                         "section, so a long run fits the disk (delta-rs rewrites the table every round, ~15 MB; "
                         "30 GB per 2,000 rounds); the vacuumed bytes still count as written. Default 0 = never")
+    parser.add_argument("--soak-workers", action="store_true",
+                        help="soak: run each contender in its own worker process (same lockstep; each worker "
+                        "times its own rounds, GC and reads), to tell co-residence in one process from the "
+                        "machine's speed drifting")
 
 
 def config_from_args(args: argparse.Namespace) -> BenchConfig:
@@ -162,7 +166,7 @@ def run_bench(args: argparse.Namespace, spark: Any = None) -> int:
             return 2
         return run_from_args(
             args.soak, args.soak_shape, args.rows or 1_000_000, args.out, args.profile, args.soak_contenders,
-            args.soak_vacuum_every,
+            args.soak_vacuum_every, workers=args.soak_workers,
         )
     if getattr(args, "table_uri", None) or getattr(args, "local_s3", False):
         from dvengine.bench.object_store import run_cli

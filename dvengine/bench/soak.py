@@ -21,20 +21,40 @@ full-read time every ``read_every`` rounds and at the end against a freshly writ
 same rows, bytes written, and, with ``--profile``, a cProfile of each dvengine contender's last
 round. At the end every table's rows are checked against an in-memory model, and read by
 delta-rs (dvengine tables) or dvengine (the delta-rs table) as well.
+
+By default all contenders run in this one process. ``workers=True`` (``--soak-workers``) runs
+each in its own worker process (``multiprocessing``, "spawn", one Pipe each), in the same
+lockstep: this process keeps the model, makes each round's rows and doomed keys and sends them;
+the worker does the round and times it itself (wall, process CPU, its own GC pauses, the
+background wait and ``os.sync()``), and times the full reads too, so no figure includes the
+pipe. Reading the table folder (round events, layout, bytes, the end checks against the model)
+stays here. It tells co-residence (CPU caches, allocator, GC shared by the contenders) from the
+machine: if two contenders' round times still move together in separate processes, the cause
+is outside them.
+
+Machine-speed reference: at round 0 and every ``max(1, rounds // 40)`` rounds, between rounds and
+in this process (never inside a contender's timed figures), a fixed CPU task is timed (a
+pure-Python loop and a numpy sort of a fixed-seed 1M-element array, median of 3; 24-26 ms on this machine at load 1.6).
+A shared machine's speed moves by +-20 % from minute to minute; without a reference a
+contender's drift over a run cannot be told from the machine's. Reported as ``reference_ms``
+([round, ms] pairs) and, in soak.md, its p50 per decile and its drift (last/first decile).
 """
 
 from __future__ import annotations
 
+import contextlib
 import cProfile
 import gc
 import io
 import json
+import multiprocessing
 import os
 import pstats
 import shutil
 import statistics
 import tempfile
 import time
+import traceback
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -44,7 +64,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from dvengine.bench.soak_report import plot_soak, render_markdown
+from dvengine.bench.soak_report import plot_soak, reference_every, render_markdown
 
 UPSERT_KEYS = 100
 DELETE_EVERY = 10
@@ -425,6 +445,229 @@ def _profiled_round(c: Contender, source: pa.Table, doomed: list[int]) -> str:
     return buf.getvalue()
 
 
+@dataclass
+class RoundFigures:
+    """What one contender's round measured, where the round ran (this process or its worker)."""
+
+    wall_s: float
+    cpu_s: float  # process CPU time, the background wait and os.sync() included
+    gc: tuple[float, int, float]  # GC pause s, full collections, full-collection s during the round
+    settle_s: float
+    sync_s: float
+    profile: str | None = None
+
+
+def _timed_round(c: Contender, clock: GcClock, source: pa.Table, doomed: list[int], profiled: bool,
+                 settle: bool, sync: bool) -> RoundFigures:
+    """One round of ``c``, timed: the upsert (and delete), then, untimed in the latency, the
+    background wait and the writeback as ``run_soak`` asks."""
+    profile_text = None
+    settle_s = sync_s = 0.0
+    gc_before = clock.reading()
+    cpu0 = time.process_time()
+    t0 = time.perf_counter()
+    if profiled:
+        profile_text = _profiled_round(c, source, doomed)
+    else:
+        c.upsert(source)
+        if doomed:
+            c.delete(doomed)
+    wall = time.perf_counter() - t0
+    if settle:
+        # Background work (dvengine's checkpoints) finishes here, before the next contender runs;
+        # alone, it overlaps this contender's own next round, as in a job. Its wait counts in the
+        # total, not in a round's latency.
+        t1 = time.perf_counter()
+        c.settle()
+        settle_s = time.perf_counter() - t1
+    if sync:
+        # Write back this contender's dirty pages before the next one runs: delta-rs rewrites
+        # ~20 MB a round without fsync, and the next dvengine commit's fsync then waited for that
+        # writeback (10,000 rounds at 6afb082: 73 of dvengine's 100 slowest rounds spent most of
+        # their wall time waiting, CPU median 27 ms of 138). Untimed; reported per contender.
+        t2 = time.perf_counter()
+        os.sync()
+        sync_s = time.perf_counter() - t2
+    cpu = time.process_time() - cpu0
+    gc_after = clock.reading()
+    return RoundFigures(wall, cpu, (gc_after[0] - gc_before[0], gc_after[1] - gc_before[1],
+                                    gc_after[2] - gc_before[2]), settle_s, sync_s, profile_text)
+
+
+def _end_reads(c: Contender, rows: pa.Table, scratch: str) -> tuple[list[float], list[float]]:
+    """Write ``rows`` fresh at ``scratch`` with ``c``'s engine, then the alternating timed reads."""
+    from dvengine.log import clear_snapshot_cache
+
+    clear_snapshot_cache()
+    return _alternating_reads(c.read, c.fresh_reader(rows, scratch))
+
+
+def _make_contender(name: str, root: str) -> Contender:
+    return DeltaRsContender(root) if name == "delta-rs" else DvengineContender(root, name == "dvengine")
+
+
+class _Timed(ABC):
+    """Where a contender's timed work runs: this process, or its own worker process."""
+
+    pid = 0
+
+    @abstractmethod
+    def create(self, base: pa.Table) -> None: ...
+    @abstractmethod
+    def round(self, r: int, source: pa.Table, doomed: list[int], profiled: bool,
+              settle: bool, sync: bool) -> RoundFigures: ...
+    @abstractmethod
+    def timed_read(self, r: int) -> float: ...
+    @abstractmethod
+    def vacuum(self, r: int) -> None: ...
+    @abstractmethod
+    def end_reads(self, rows: pa.Table, scratch: str) -> tuple[list[float], list[float]]: ...
+
+    def close(self) -> None:
+        return None
+
+
+class _InProcess(_Timed):
+    def __init__(self, c: Contender, clock: GcClock) -> None:
+        self.c, self.clock, self.pid = c, clock, os.getpid()
+
+    def create(self, base: pa.Table) -> None:
+        self.c.create(base)
+
+    def round(self, r: int, source: pa.Table, doomed: list[int], profiled: bool,
+              settle: bool, sync: bool) -> RoundFigures:
+        return _timed_round(self.c, self.clock, source, doomed, profiled, settle, sync)
+
+    def timed_read(self, r: int) -> float:
+        return _best_of(self.c.read, 1)
+
+    def vacuum(self, r: int) -> None:
+        assert isinstance(self.c, DeltaRsContender)
+        self.c.vacuum()
+
+    def end_reads(self, rows: pa.Table, scratch: str) -> tuple[list[float], list[float]]:
+        return _end_reads(self.c, rows, scratch)
+
+
+# Test-only: "NAME:ROUND" makes contender NAME's worker raise in that round (read only by the
+# worker loop, so that tests can check a worker's error reaches the parent; spawn rules out monkeypatch).
+FAIL_ENV = "DVENGINE_SOAK_WORKER_FAIL"
+
+
+def _worker_main(conn: Any, name: str, root: str) -> None:
+    """A worker process's loop: one contender, its own GcClock; replies ("ok", value) or
+    ("error", traceback text) to each request, until ("stop",) or the pipe closes."""
+    c = _make_contender(name, root)
+    clock = GcClock()
+    fail = os.environ.get(FAIL_ENV, "")
+    while True:
+        try:
+            msg = conn.recv()
+        except EOFError:
+            break
+        op = msg[0]
+        if op == "stop":
+            break
+        try:
+            value: Any = None
+            if op == "create":
+                c.create(msg[1])
+                gc.freeze()  # as the parent does after its setup: what setup made is not walked again
+                gc.callbacks.append(clock)
+                value = os.getpid()
+            elif op == "round":
+                r = msg[1]
+                if fail == f"{name}:{r}":
+                    raise RuntimeError(f"{FAIL_ENV} asked {name} to fail in round {r}")
+                value = _timed_round(c, clock, *msg[2:])
+            elif op == "read":
+                value = _best_of(c.read, 1)
+            elif op == "vacuum":
+                assert isinstance(c, DeltaRsContender)
+                c.vacuum()
+            elif op == "end_reads":
+                value = _end_reads(c, msg[1], msg[2])
+            else:
+                raise ValueError(f"unknown request {op!r}")
+            reply: tuple[str, Any] = ("ok", value)
+        except Exception:  # every failure goes back to the parent, with its traceback
+            reply = ("error", traceback.format_exc())
+        conn.send(reply)
+    if clock in gc.callbacks:
+        gc.callbacks.remove(clock)
+    conn.close()
+
+
+class _Worker(_Timed):
+    """A contender in its own process ("spawn"): requests over a Pipe, figures measured there."""
+
+    def __init__(self, name: str, root: str) -> None:
+        ctx = multiprocessing.get_context("spawn")
+        self.name = name
+        self.conn, child = ctx.Pipe()
+        self.process = ctx.Process(target=_worker_main, args=(child, name, root), name=f"soak-{name}", daemon=True)
+        self.process.start()
+        child.close()
+
+    def _call(self, where: str, *msg: Any) -> Any:
+        try:
+            self.conn.send(msg)
+            status, value = self.conn.recv()
+        except (EOFError, OSError) as e:
+            raise RuntimeError(f"soak contender {self.name}: its worker process died in {where} "
+                               f"(exit code {self.process.exitcode})") from e
+        if status == "error":
+            raise RuntimeError(f"soak contender {self.name} failed in {where} (in its worker process, "
+                               f"pid {self.process.pid}):\n{value}")
+        return value
+
+    def create(self, base: pa.Table) -> None:
+        self.pid = int(self._call("setup (creating the table)", "create", base))
+
+    def round(self, r: int, source: pa.Table, doomed: list[int], profiled: bool,
+              settle: bool, sync: bool) -> RoundFigures:
+        figures: RoundFigures = self._call(f"round {r}", "round", r, source, doomed, profiled, settle, sync)
+        return figures
+
+    def timed_read(self, r: int) -> float:
+        return float(self._call(f"the full read after round {r}", "read"))
+
+    def vacuum(self, r: int) -> None:
+        self._call(f"the VACUUM after round {r}", "vacuum")
+
+    def end_reads(self, rows: pa.Table, scratch: str) -> tuple[list[float], list[float]]:
+        end, fresh = self._call("the end reads", "end_reads", rows, scratch)
+        return list(end), list(fresh)
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError, ValueError):  # the worker may be gone already
+            self.conn.send(("stop",))
+        self.process.join(timeout=60)
+        if self.process.is_alive():
+            self.process.terminate()
+            self.process.join()
+        self.conn.close()
+
+
+def _reference_data() -> np.ndarray:
+    return np.random.default_rng(40).random(1_000_000)
+
+
+def _reference_ms(data: np.ndarray) -> float:
+    """The machine-speed reference: a fixed CPU task (a pure-Python loop and a numpy sort of
+    ``data``, :func:`_reference_data`'s fixed-seed 1M-element array), median of 3 runs, in ms.
+    Deterministic: only the machine moves it."""
+    samples = []
+    for _ in range(3):
+        started = time.perf_counter()
+        acc = 0
+        for i in range(400_000):
+            acc += i * i % 7
+        np.sort(data)
+        samples.append(time.perf_counter() - started)
+    return statistics.median(samples) * 1000
+
+
 def _check(table: pa.Table, model: KeyModel) -> str | None:
     """None when ``table`` holds exactly the model's ids with the model's val; else what differs."""
     t = table.select(["id", "val"]).sort_by("id")
@@ -452,14 +695,19 @@ def _p(latencies: list[float], q: float) -> float:
 
 
 def run_soak(rounds: int, shape: str, rows: int, out: Path, read_every: int, seed: int = 22,
-             contenders: tuple[str, ...] = CONTENDERS, profile: bool = False, vacuum_every: int = 0) -> dict[str, Any]:
+             contenders: tuple[str, ...] = CONTENDERS, profile: bool = False, vacuum_every: int = 0,
+             workers: bool = False) -> dict[str, Any]:
     """Run the soak job; write soak.json, soak.md and PNGs to ``out``; return the report.
 
     ``vacuum_every`` > 0 VACUUMs the delta-rs table (retention 0) every that many rounds, after the
     round's timer stopped; the bytes it deletes are added to its bytes written, so the figure
     still says what the engine wrote, while the disk holds only the live table.
+
+    ``workers`` runs each contender in its own worker process (see the module docstring); a
+    worker's failure is raised here as a RuntimeError naming the contender, where it failed and
+    the worker's traceback. Workers are stopped and joined before this returns or raises.
     """
-    from dvengine.log import clear_snapshot_cache
+    from dvengine.log import load_snapshot
 
     rng = np.random.default_rng(seed)
     model = KeyModel(shape, rows, rng)
@@ -467,7 +715,15 @@ def run_soak(rounds: int, shape: str, rows: int, out: Path, read_every: int, see
     work = tempfile.mkdtemp(prefix="dvengine-soak-")
     started_all = time.perf_counter()
     clock = GcClock()
+    timed: dict[str, _Timed] = {}
+    reference_data = _reference_data()
+    reference: list[list[float]] = []
+    every_reference = reference_every(rounds)
     try:
+        if workers:
+            # started before the base table exists: each imports the engines while the model is built
+            for name in contenders:
+                timed[name] = _Worker(name, os.path.join(work, name))
         base = model.base()
         # The model holds ~3M Python objects that are bookkeeping of this bench, not of any
         # contender; without this every full GC pass in a dvengine round walked them (a checkpoint
@@ -475,9 +731,10 @@ def run_soak(rounds: int, shape: str, rows: int, out: Path, read_every: int, see
         gc.freeze()
         runners: list[Contender] = []
         for name in contenders:
-            root = os.path.join(work, name)
-            c: Contender = DeltaRsContender(root) if name == "delta-rs" else DvengineContender(root, name == "dvengine")
-            c.create(base)
+            c = _make_contender(name, os.path.join(work, name))
+            if not workers:
+                timed[name] = _InProcess(c, clock)
+            timed[name].create(base)
             runners.append(c)
         base_bytes = {c.name: _folder_bytes(c.root) for c in runners}
         vacuumed = {c.name: 0 for c in runners}
@@ -487,65 +744,48 @@ def run_soak(rounds: int, shape: str, rows: int, out: Path, read_every: int, see
         events: dict[str, list[list[int]]] = {c.name: [] for c in runners}
         next_version = {c.name: _round_events(c.root, 0)[1] for c in runners}
         profiles: dict[str, str] = {}
-        gc.callbacks.append(clock)
+        if not workers:
+            gc.callbacks.append(clock)
         gc_rounds: dict[str, list[list[float]]] = {c.name: [] for c in runners}
         cpu: dict[str, list[float]] = {c.name: [] for c in runners}  # process CPU time per round
         settled: dict[str, float] = {c.name: 0.0 for c in runners}  # waits for background work
         synced: dict[str, float] = {c.name: 0.0 for c in runners}  # writeback between contenders
         first_versions: dict[str, list[int]] = {c.name: [] for c in runners}  # each round's first commit
         for c in runners:
-            reads[c.name].append((0, _best_of(c.read, 1)))
+            reads[c.name].append((0, timed[c.name].timed_read(0)))
             layout[c.name].append((0, *c.layout()))
+        reference.append([0, _reference_ms(reference_data)])
         for r in range(1, rounds + 1):
             keys = model.upsert_keys()
             source = _rows(np.array(keys, dtype=np.int64), r, rng)
             doomed = model.delete_keys() if r % DELETE_EVERY == 0 else []
             for c in runners:
                 profiled = profile and r == rounds and c.name.startswith("dvengine")
-                gc_before = clock.reading()
-                cpu0 = time.process_time()
-                t0 = time.perf_counter()
-                if profiled:
-                    profiles[c.name] = _profiled_round(c, source, doomed)
-                else:
-                    c.upsert(source)
-                    if doomed:
-                        c.delete(doomed)
-                lat[c.name].append(time.perf_counter() - t0)
-                if len(runners) > 1 or r == rounds:
-                    # Background work (dvengine's checkpoints) finishes here, before the next
-                    # contender runs; alone, it overlaps this contender's own next round, as in a
-                    # job. Its wait counts in the total, not in a round's latency.
-                    t1 = time.perf_counter()
-                    c.settle()
-                    settled[c.name] += time.perf_counter() - t1
-                if len(runners) > 1:
-                    # Write back this contender's dirty pages before the next one runs: delta-rs
-                    # rewrites ~20 MB a round without fsync, and the next dvengine commit's fsync
-                    # then waited for that writeback (10,000 rounds at 6afb082: 73 of dvengine's
-                    # 100 slowest rounds spent most of their wall time waiting, CPU median 27 ms
-                    # of 138). Untimed; reported per contender.
-                    t2 = time.perf_counter()
-                    os.sync()
-                    synced[c.name] += time.perf_counter() - t2
-                cpu[c.name].append(time.process_time() - cpu0)
-                gc_after = clock.reading()
-                gc_rounds[c.name].append([(gc_after[0] - gc_before[0]) * 1000, gc_after[1] - gc_before[1],
-                                          (gc_after[2] - gc_before[2]) * 1000])
+                figures = timed[c.name].round(r, source, doomed, profiled, settle=len(runners) > 1 or r == rounds,
+                                              sync=len(runners) > 1)
+                if figures.profile is not None:
+                    profiles[c.name] = figures.profile
+                lat[c.name].append(figures.wall_s)
+                settled[c.name] += figures.settle_s
+                synced[c.name] += figures.sync_s
+                cpu[c.name].append(figures.cpu_s)
+                gc_rounds[c.name].append([figures.gc[0] * 1000, figures.gc[1], figures.gc[2] * 1000])
                 first_versions[c.name].append(next_version[c.name])
                 happened, next_version[c.name] = _round_events(c.root, next_version[c.name])
                 events[c.name].append(happened)
                 if vacuum_every and isinstance(c, DeltaRsContender) and r % vacuum_every == 0 and r != rounds:
                     before = _folder_bytes(c.root)
-                    c.vacuum()
+                    timed[c.name].vacuum(r)
                     vacuumed[c.name] += before - _folder_bytes(c.root)
                     next_version[c.name] = _round_events(c.root, next_version[c.name])[1]  # its own commits
                 if r % max(1, rounds // 200) == 0 or r == rounds:
                     layout[c.name].append((r, *c.layout()))
                 if r % read_every == 0 or r == rounds:
-                    reads[c.name].append((r, _best_of(c.read, 1)))
+                    reads[c.name].append((r, timed[c.name].timed_read(r)))
             model.apply_upsert(keys, r)
             model.apply_delete(doomed)
+            if r % every_reference == 0:
+                reference.append([r, _reference_ms(reference_data)])  # between rounds: in no contender's figures
             if r % 100 == 0:
                 print(f"[soak {shape}] round {r}/{rounds}: " + ", ".join(
                     f"{n} {statistics.median(v[-100:]) * 1000:.0f} ms" for n, v in lat.items()), flush=True)
@@ -556,16 +796,12 @@ def run_soak(rounds: int, shape: str, rows: int, out: Path, read_every: int, see
         results: dict[str, Any] = {}
         for c in runners:
             _mark_checkpoint_rounds(c.root, events[c.name], first_versions[c.name], next_version[c.name])
-            final = c.read()
+            final = c.read()  # here, in either mode: the check reads the table folder
             problems = [p for p in (_check(final, model), _check(c.read_other(), model)) if p is not None]
             fresh_rows = final.select(list(COLUMNS)).cast(base.schema).sort_by("id")  # delta-rs: string_view
-            clear_snapshot_cache()
-            read_fresh = c.fresh_reader(fresh_rows, os.path.join(work, f"fresh-{c.name}"))
-            end_samples, fresh_samples = _alternating_reads(c.read, read_fresh)
+            end_samples, fresh_samples = timed[c.name].end_reads(fresh_rows, os.path.join(work, f"fresh-{c.name}"))
             end_s, fresh_s = statistics.median(end_samples), statistics.median(fresh_samples)
             files, dvs = c.layout()
-            from dvengine.log import load_snapshot
-
             fresh_files = len(load_snapshot(os.path.join(work, f"fresh-{c.name}")).files)
             ls = lat[c.name]
             results[c.name] = {
@@ -591,18 +827,26 @@ def run_soak(rounds: int, shape: str, rows: int, out: Path, read_every: int, see
                 "correct": not problems, "problems": problems,
             }
         assert expected_rows.num_rows == len(model.live)
+        pids = {name: t.pid for name, t in timed.items()}
     finally:
+        for t in timed.values():
+            t.close()
         if clock in gc.callbacks:
             gc.callbacks.remove(clock)
         shutil.rmtree(work, ignore_errors=True)
-    report = {
+    if workers and any(pid == os.getpid() for pid in pids.values()):
+        raise RuntimeError(f"soak workers ran in the parent process: {pids}")
+    report: dict[str, Any] = {
         "rounds": rounds, "shape": shape, "rows": rows, "seed": seed, "read_every": read_every,
         "upsert_keys": UPSERT_KEYS, "delete_every": DELETE_EVERY, "delete_keys": DELETE_KEYS,
-        "vacuum_every": vacuum_every,
+        "vacuum_every": vacuum_every, "workers": workers,
         "load_avg_before": load_before, "load_avg_after": os.getloadavg(),
         "wall_s": time.perf_counter() - started_all, "cpus": os.cpu_count(),
+        "reference_ms": reference,
         "results": results,
     }
+    if workers:
+        report["worker_pids"] = {"parent": os.getpid(), **pids}
     out.mkdir(parents=True, exist_ok=True)
     (out / "soak.json").write_text(json.dumps(report, indent=1))
     for name, text in profiles.items():
@@ -615,17 +859,16 @@ def run_soak(rounds: int, shape: str, rows: int, out: Path, read_every: int, see
 
 def run_from_args(
     rounds: int, shape: str, rows: int, out: str, profile: bool, contenders: list[str] | None = None,
-    vacuum_every: int = 0,
+    vacuum_every: int = 0, workers: bool = False,
 ) -> int:
     shapes = ["uniform", "growing"] if shape == "both" else [shape]
     chosen = tuple(c for c in CONTENDERS if contenders is None or c in contenders)
     failed = False
     for s in shapes:
         report = run_soak(rounds, s, rows, Path(out) / f"{s}-{rounds}", read_every=max(1, rounds // 20),
-                          contenders=chosen, profile=profile, vacuum_every=vacuum_every)
+                          contenders=chosen, profile=profile, vacuum_every=vacuum_every, workers=workers)
         failed |= not all(r["correct"] for r in report["results"].values())
     return 1 if failed else 0
 
 
 __all__ = ["run_from_args", "run_soak"]
-

@@ -9,8 +9,25 @@ from typing import Any
 import numpy as np
 
 
+def reference_every(rounds: int) -> int:
+    """Rounds between two timings of the machine-speed reference (also timed at round 0)."""
+    return max(1, rounds // 40)
+
+
+def reference_deciles(reference_ms: list[list[float]], rounds: int) -> list[float]:
+    """The reference's p50 per decile of the rounds, the deciles cut as the contenders' are
+    (decile i = rounds i*n//10+1 .. (i+1)*n//10; round 0's timing counts in the first)."""
+    out = []
+    for i in range(10):
+        lo, hi = i * rounds // 10 + 1, (i + 1) * rounds // 10
+        ms = [m for r, m in reference_ms if lo <= max(r, 1) <= hi]
+        out.append(float(np.median(ms)) if ms else float("nan"))
+    return out
+
+
 def render_markdown(report: dict[str, Any]) -> str:
     res = report["results"]
+    workers = bool(report.get("workers"))
     lines = [
         f"# Soak: {report['rounds']} rounds, {report['shape']} keys, {report['rows']:,} rows",
         "",
@@ -19,7 +36,10 @@ def render_markdown(report: dict[str, Any]) -> str:
         f"Load average before {report['load_avg_before'][0]:.2f}, after {report['load_avg_after'][0]:.2f} "
         f"({report['cpus']} cores, shared); wall time {report['wall_s']:.0f} s."
         + (f" The delta-rs table was VACUUMed (retention 0) every {report['vacuum_every']} rounds outside the "
-           "timed rounds; its MB written include the vacuumed files." if report.get("vacuum_every") else ""),
+           "timed rounds; its MB written include the vacuumed files." if report.get("vacuum_every") else "")
+        + (" Each contender ran in its own worker process (`--soak-workers`), which timed its rounds and reads "
+           "itself; they did not share a process." if workers else
+           " All contenders shared one process (no `--soak-workers`)."),
         "",
         "| contender | total s | p50 first decile ms | p50 last decile ms | last/first | p50 ms | p99 ms | p99/p50 "
         "| files end (fresh) | DV files end | read end s | read fresh s | read ratio | MB written | correct |",
@@ -49,7 +69,8 @@ def render_markdown(report: dict[str, Any]) -> str:
               "|---|" + "---|" * 10]
     for name, r in res.items():
         lines.append(f"| {name} | " + " | ".join(f"{x:.0f}" for x in r["p50_per_decile_ms"]) + " |")
-    lines += _tail_lines(res) + _read_lines(res)
+    lines += _reference_lines(report)
+    lines += _tail_lines(res, workers) + _read_lines(res)
     if "delta-rs" in res:
         base = res["delta-rs"]
         lines += ["", "Ratios against delta-rs (same run):", ""]
@@ -66,7 +87,21 @@ def _ms(x: float | None) -> str:
     return "-" if x is None else f"{x:.0f}"
 
 
-def _tail_lines(res: dict[str, Any]) -> list[str]:
+def _reference_lines(report: dict[str, Any]) -> list[str]:
+    """The machine-speed reference's row under the deciles table, and its drift."""
+    ref = report.get("reference_ms")
+    if not ref:
+        return []
+    d = reference_deciles(ref, report["rounds"])
+    known = [x for x in d if x == x]  # not nan
+    drift = f"{known[-1] / known[0]:.2f}x" if len(known) >= 2 else "-"
+    return ["| machine reference | " + " | ".join(f"{x:.1f}" for x in d) + " |", "",
+            f"Machine reference (a fixed CPU task timed by the parent between rounds every "
+            f"{reference_every(report['rounds'])} rounds, {len(ref)} timings, in no contender's figures): "
+            f"p50 {float(np.median([m for _, m in ref])):.1f} ms, drift of the reference (last/first decile) {drift}."]
+
+
+def _tail_lines(res: dict[str, Any], workers: bool = False) -> list[str]:
     """Where the tail is: rounds by what they did (from the log), their p50 and max, and how many of
     the rounds over 3x p50 and in the top 1 % were of each kind."""
     rows = [(n, r["tail"]) for n, r in res.items() if "tail" in r]
@@ -81,7 +116,8 @@ def _tail_lines(res: dict[str, Any]) -> list[str]:
                          f"{_ms(t[f'{kind}_max_ms'])} | {t['over_factor'][kind]} | {t['top_1pct'][kind]} |")
     gc_rows = [(n, t) for n, t in rows if "full_gc_rounds" in t]
     if gc_rows:
-        lines += ["", "Garbage-collector pauses (timed with gc.callbacks; all contenders share the process):", ""]
+        lines += ["", "Garbage-collector pauses (timed with gc.callbacks; "
+                  + ("each contender in its own process):" if workers else "all contenders share the process):"), ""]
         for name, t in gc_rows:
             slow = sum(t["over_factor_with_full_gc"].values())
             top = sum(t["top_1pct_with_full_gc"].values())
