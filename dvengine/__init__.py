@@ -50,7 +50,7 @@ def write(
     the commit records them in a ``txn`` action, and a write whose version is <= the one recorded
     for its appId commits nothing and returns the table's current version.
     """
-    from dvengine.commands.options import no_conf
+    from dvengine.commands.options import no_conf, session_conf
     from dvengine.commands.write_options import resolve_write_options
     from dvengine.engine.local.auto_compaction import after_commit
     from dvengine.engine.local.write_api import as_arrow_table, write_arrow
@@ -72,7 +72,7 @@ def write(
         txnAppId=txnAppId, txnVersion=txnVersion,
     )
     session = spark
-    after_commit(no_conf if session is None else (lambda key: session.conf.get(key, None)), normalize_table_path(path), version)
+    after_commit(session_conf(session), normalize_table_path(path), version)
     return version
 
 

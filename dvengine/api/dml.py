@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from dvengine.commands.context import open_dml
 from dvengine.commands.delete import delete_metrics, run_delete
 from dvengine.commands.executor import Executor
-from dvengine.commands.options import ConfLookup, no_conf, resolve_options
+from dvengine.commands.options import ConfLookup, resolve_options, session_conf
 from dvengine.commands.replan import PlanAttempt, run_replanning
 from dvengine.commands.selection import EngineChoice, candidate_bytes
 from dvengine.commands.update import bind_assignments, run_update, update_metrics
@@ -49,10 +49,7 @@ class EngineSession:
         return self._spark
 
     def conf(self) -> ConfLookup:
-        spark = self._spark
-        if spark is None:
-            return no_conf
-        return lambda key: spark.conf.get(key, None)
+        return session_conf(self._spark)
 
     def make_spark_executor(self) -> Executor:
         from dvengine.engine.spark.executor import SparkExecutor

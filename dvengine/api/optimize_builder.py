@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from dvengine.commands.options import no_conf
+from dvengine.commands.options import session_conf
 from dvengine.log import Snapshot, load_snapshot
 from dvengine.maintenance import clustering, zorder
 from dvengine.maintenance.optimize import OptimizeSettings, plan_optimize, run_optimize
@@ -43,10 +43,7 @@ class DeltaOptimizeBuilder:
         return " AND ".join(f"({f})" for f in self._filters)
 
     def _conf(self) -> Callable[[str], str | None]:
-        spark = self._spark
-        if spark is None:
-            return no_conf
-        return lambda key: spark.conf.get(key, None)
+        return session_conf(self._spark)
 
     def _settings(self) -> OptimizeSettings:
         return OptimizeSettings.from_conf(self._conf())

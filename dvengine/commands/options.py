@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from typing import Any
 
 from dvengine.commands.app_txn import app_transaction_from_conf
 from dvengine.errors import InvalidArgumentError
@@ -45,6 +46,14 @@ def env_key(key: str) -> str:
 def no_conf(key: str) -> str | None:
     """The lookup used without a SparkSession: the key's environment variable, else the default."""
     return os.environ.get(env_key(key))
+
+
+def session_conf(session: Any) -> ConfLookup:
+    """The lookup of a SparkSession's runtime conf (classic or Connect; None when a key is unset),
+    or :func:`no_conf` when there is no session. Typed loosely: this layer does not import pyspark."""
+    if session is None:
+        return no_conf
+    return lambda key: session.conf.get(key, None)
 
 
 def conf_number(conf: ConfLookup, key: str, default: float, kind: Callable[[str], float]) -> float:

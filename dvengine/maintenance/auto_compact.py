@@ -287,12 +287,13 @@ def maybe_auto_compact(
     plan = plan_auto_compaction(snapshot, settings)
     if plan is None:
         return None
-    rewrite, parameters = rewrite_bin, auto_compaction_parameters(plan)
     columns = clustering_columns(snapshot)
     if columns:
         plan, rewrite, parameters = clustering_plan(snapshot, columns, conf, settings, clustering_rewriter)
         if not plan.bins:
             return None  # the small files sit in ZCubes already big enough (Delta leaves those alone)
+    else:
+        rewrite, parameters = rewrite_bin, auto_compaction_parameters(plan)
     try:
         metrics, version = run_optimize(plan, rewrite, OPERATION, parameters)
     except CommitConflictError as exc:

@@ -31,7 +31,7 @@ import pyarrow as pa
 from pyarrow import acero
 from sqlglot import exp
 
-from dvengine.commands.options import no_conf
+from dvengine.commands.options import no_conf, session_conf
 from dvengine.commands.write_options import resolve_write_options
 from dvengine.engine.local.auto_compaction import after_commit
 from dvengine.engine.local.write_api import write_arrow
@@ -222,7 +222,7 @@ def write_rows(data: pa.Table | DataFrame, root: str, stmt: InsertStatement, spa
 
     version = write(data, root, mode=mode, spark=spark, replaceWhere=stmt.replace_where)
     session = spark
-    after_commit(lambda key: session.conf.get(key, None), root, version)
+    after_commit(session_conf(session), root, version)
     return version
 
 

@@ -33,6 +33,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from pyspark.sql import DataFrame, DataFrameReader, DataFrameWriter, SparkSession
 
 from dvengine.changes.options import read_change_feed_options
+from dvengine.commands.options import session_conf
 from dvengine.commands.source_options import ReadRequest, WriteRequest, parse_read_options, parse_write_options
 from dvengine.engine.local.auto_compaction import after_commit
 from dvengine.engine.spark.changes import changes_frame
@@ -183,7 +184,7 @@ def save_delta(df: DataFrame, request: WriteRequest) -> int | None:
         replaceWhere=request.replace_where, txnAppId=request.txn_app_id, txnVersion=request.txn_version,
         configuration=request.configuration,
     )
-    after_commit(lambda key: session.conf.get(key, None), root, version)
+    after_commit(session_conf(session), root, version)
     return version
 
 

@@ -43,7 +43,7 @@ from dvengine.commands.merge_clauses import (
 )
 from dvengine.commands.merge_evolution import evolve_for_merge
 from dvengine.commands.merge_metrics import merge_metrics
-from dvengine.commands.options import resolve_options
+from dvengine.commands.options import resolve_options, session_conf
 from dvengine.commands.retirement import RowRetirement
 from dvengine.commands.write import record_marks
 from dvengine.engine.spark.change_data import merge_change_frames, write_change_frames
@@ -214,7 +214,7 @@ def execute_merge(spark: SparkSession, req: MergeRequest) -> dict[str, Any]:
     total = _Timer()
     if not req.clauses:
         raise InvalidArgumentError("a MERGE needs at least one WHEN clause")
-    options = resolve_options(lambda key: spark.conf.get(key, None), req.mode)
+    options = resolve_options(session_conf(spark), req.mode)
     snapshot = load_snapshot(req.table_root)
     check_dml_allowed(snapshot, "MERGE")
     check_dv_mode_allowed(snapshot, options)

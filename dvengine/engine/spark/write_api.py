@@ -17,6 +17,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
 
+from dvengine.commands.options import session_conf
 from dvengine.commands.write import (
     finish_write,
     normalize_write_mode,
@@ -146,7 +147,7 @@ def write(
         check_distinct_column_names(from_arrow_schema(data.schema))
     session = spark if spark is not None else _session_for(data)
     options = resolve_write_options(
-        mergeSchema, overwriteSchema, replaceWhere, conf=lambda key: session.conf.get(key, None),
+        mergeSchema, overwriteSchema, replaceWhere, conf=session_conf(session),
         txnAppId=txnAppId, txnVersion=txnVersion,
     )
     df = session.createDataFrame(data) if isinstance(data, pa.Table) else data
