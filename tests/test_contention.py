@@ -51,3 +51,22 @@ def test_same_total_baseline_runs_every_writers_operations_in_one_process(tmp_pa
     assert result.delta_rs_matches is True
     assert rows_duckdb(str(tmp_path / "serial"), ["id", "v"]) == model_rows(rows, writers, ops)
     assert result.internal_retries == 0 and result.surfaced_conflicts == 0
+
+
+def test_ceiling_runs_the_same_total_baseline_once_per_writer_each_on_its_own_table(tmp_path: Path) -> None:
+    """The bench's ceiling row: W processes, each doing the same-total baseline's W*N operations on
+    a table of its own. Nothing is shared, so nothing races; every table ends as the model says,
+    and ops/s counts all W*W*N commits over the common window."""
+    writers, ops, rows = 2, 4, 2_000
+    root = tmp_path / "ceiling"
+    result = run_contention(str(root), rows, writers, ops, row_level=True, independent=True)
+    assert result.errors == [] and result.independent and not result.serial
+    assert result.committed == writers * writers * ops
+    assert result.internal_retries == 0 and result.surfaced_conflicts == 0
+    assert result.versions_gap_free and result.each_op_once and result.rows_match_model
+    assert result.delta_rs_matches is True
+    tables = sorted(p.name for p in root.iterdir())
+    assert tables == ["0", "1"]
+    for name in tables:
+        assert rows_duckdb(str(root / name), ["id", "v"]) == model_rows(rows, writers, ops)
+    assert result.ops_per_s == result.committed / result.elapsed_s

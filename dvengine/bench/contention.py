@@ -15,6 +15,13 @@ N commits), ``vs 1xW*N`` by one writer process doing *the same W*N operations* t
 length, the same files added by UPDATEs, the same checkpoints. Only the second one isolates what
 concurrency costs from what a W times longer run costs.
 
+A third row, ``W x 1xW*N`` (``--ceiling on``), is the machine's ceiling for that ratio: W processes
+that share nothing, each running the same-total baseline's W*N operations on *its own copy* of the
+hot table. Their aggregate ops/s over one baseline's ops/s is what W processes of this exact code
+reach on this machine with no race, no catch-up and no turn (only the cores, caches and disk
+shared); W writers of one table do at least the same work per operation, so their same-total ratio
+cannot exceed it. On a 2-core machine it says how far from 2x the cores themselves are.
+
 Every run is verified: versions 1..W*N gap-free, each operation's predicate in exactly one
 commit, and the rows equal the model (all writers' changes; disjoint rows, so order-free) through
 dvengine's Arrow reader and, when installed, delta-rs and DuckDB's delta extension.
@@ -60,6 +67,8 @@ class RunResult:
     ops_per_writer: int
     row_level: bool
     serial: bool = False  # one process ran all ``writers`` writers' operations (the same-total baseline)
+    # ``writers`` processes each ran the same-total baseline on its own copy of the table (the ceiling)
+    independent: bool = False
     committed: int = 0
     surfaced_conflicts: int = 0
     internal_retries: int = 0
@@ -210,22 +219,32 @@ def _duckdb_matches(root: str, model: list[tuple[int, int]]) -> bool | None:
     return [tuple(r) for r in rows] == model
 
 
-def run_contention(root: str, rows: int, writers: int, ops: int, row_level: bool, serial: bool = False) -> RunResult:
+def run_contention(
+    root: str, rows: int, writers: int, ops: int, row_level: bool, serial: bool = False, independent: bool = False,
+) -> RunResult:
     """Create the hot table at ``root`` (must not exist), run the writers, verify. ``serial``: one
     process runs all ``writers`` writers' operations instead (the same-total baseline); the table
-    it ends with, and so the verification, is the same."""
-    create_hot_table(root, rows)
-    result = RunResult(writers, ops, row_level, serial)
+    it ends with, and so the verification, is the same. ``independent``: ``writers`` processes each
+    run that baseline on a table of their own (``root``/0, ``root``/1, ...), each verified alike."""
+    if independent:
+        jobs = [(os.path.join(root, str(i)), "all") for i in range(writers)]
+    elif serial:
+        jobs = [(root, "all")]
+    else:
+        jobs = [(root, str(w)) for w in range(writers)]
+    for table_root in dict.fromkeys(r for r, _ in jobs):
+        create_hot_table(table_root, rows)
+    result = RunResult(writers, ops, row_level, serial and not independent, independent)
     work = tempfile.mkdtemp(prefix="dvengine-contention-")
     start_file = os.path.join(work, "start")
     env = {**os.environ, CONF_ENV: "true" if row_level else "false"}
     procs = []
     outs = []
     try:
-        for w in ["all"] if serial else [str(w) for w in range(writers)]:
-            out = os.path.join(work, f"{'serial' if serial else 'writer'}-{w}.json")
+        for i, (table_root, w) in enumerate(jobs):
+            out = os.path.join(work, f"{'writer' if w != 'all' else 'serial'}-{w}-{i}.json")
             outs.append(out)
-            cmd = [sys.executable, "-m", "dvengine.bench.contention", "--worker", root, w, str(writers), str(ops), start_file, out]
+            cmd = [sys.executable, "-m", "dvengine.bench.contention", "--worker", table_root, w, str(writers), str(ops), start_file, out]
             procs.append(subprocess.Popen(cmd, env=env))
         while not all(os.path.exists(f"{out}.ready") for out in outs):  # every writer imported and ready
             if any(p.poll() is not None for p in procs):
@@ -258,7 +277,7 @@ def run_contention(root: str, rows: int, writers: int, ops: int, row_level: bool
                 result.internal_retries += rec["attempts"] - 1
                 result.rebased_files += rec["rebased"]
         result.ops_per_s = result.committed / result.elapsed_s if result.elapsed_s else 0.0
-        verify(root, rows, writers, ops, result)
+        _verify_all([r for r, _ in jobs] if independent else [root], rows, writers, ops, result)
     finally:
         for p in procs:
             if p.poll() is None:
@@ -267,11 +286,32 @@ def run_contention(root: str, rows: int, writers: int, ops: int, row_level: bool
     return result
 
 
+def _verify_all(roots: list[str], rows: int, writers: int, ops: int, result: RunResult) -> None:
+    """Verify every table of the run into ``result``: each check holds only if it holds for all."""
+    checks: dict[str, list[bool | None]] = {}
+    for table_root in roots:
+        one = RunResult(writers, ops, result.row_level)
+        verify(table_root, rows, writers, ops, one)
+        result.errors.extend(f"{table_root}: {e}" for e in one.errors)
+        for name in ("versions_gap_free", "each_op_once", "rows_match_model", "delta_rs_matches", "duckdb_matches"):
+            checks.setdefault(name, []).append(getattr(one, name))
+    for name, values in checks.items():  # None: the reader is not installed (as verify() reports it)
+        setattr(result, name, None if all(v is None for v in values) else all(v is True for v in values))
+
+
 def _uptime() -> str:
     try:
         return Path("/proc/loadavg").read_text().split(" ")[0:3].__str__()
     except OSError:
         return "unknown"
+
+
+def _who(writers: int, ops: int, serial: bool, independent: bool) -> str:
+    """The row label: ``4`` writers of one table, ``1x4*50`` one process doing their ops, ``4 x 1x4*50``
+    four such processes on tables of their own (the ceiling)."""
+    if independent:
+        return f"{writers} x 1x{writers}*{ops}"
+    return f"1x{writers}*{ops}" if serial else str(writers)
 
 
 def _ratio_cell(r: dict[str, Any], key: str) -> str:
@@ -289,18 +329,20 @@ def _markdown(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
         "",
         "Ratios are medians of each round's own ratio (min-max over rounds). `vs W=1`: one writer doing its own "
         f"{meta['ops']} ops. `vs 1xW*N`: one writer process doing the same W*{meta['ops']} ops as the W writers "
-        "(same rows, same final table; rows `1xW*N` below).",
+        "(same rows, same final table; rows `1xW*N` below). "
+        "`W x 1xW*N`: W processes each doing that baseline on its own copy of the table, nothing shared but the "
+        "machine: its `vs 1xW*N` is the most W writers of one table could reach here.",
         "",
-        "| row-level | W | committed | conflicts surfaced | retries inside | files rebased | ops/s median (min-max) | vs W=1, same round: median (min-max) | vs 1xW*N, same round: median (min-max) | writer CPU ms/op | DML window s (to process exit s) | verified |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| row-level | W | committed | conflicts surfaced | retries inside | files rebased | ops/s median (min-max) | vs W=1, same round: median (min-max) | vs 1xW*N, same round: median (min-max) | writer CPU ms/op | cores busy | DML window s (to process exit s) | verified |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
-        who = f"1x{r['writers']}*{r['ops_per_writer']}" if r["serial"] else str(r["writers"])
+        who = _who(r["writers"], r["ops_per_writer"], r["serial"], r["independent"])
         lines.append(
             f"| {'on' if r['row_level'] else 'off'} | {who} | {r['committed']} | {r['surfaced_conflicts']} | "
             f"{r['internal_retries']} | {r['rebased_files']} | {r['ops_per_s']:.1f} ({r['ops_min']:.1f}-{r['ops_max']:.1f}) | "
             f"{_ratio_cell(r, 'vs_one')} | {_ratio_cell(r, 'vs_serial')} | {r['cpu_ms_per_op']:.1f} | "
-            f"{r['window_s']:.2f} ({r['process_s']:.2f}) | {r['verified']} |"
+            f"{r['cores_busy']:.2f} | {r['window_s']:.2f} ({r['process_s']:.2f}) | {r['verified']} |"
         )
     return "\n".join(lines) + "\n"
 
@@ -325,6 +367,8 @@ def _summary_row(runs: list[RunResult], ones: list[RunResult] | None, serial: li
         "rebased_files": sum(r.rebased_files for r in runs),
         "ops_per_s": statistics.median(rates), "ops_min": min(rates), "ops_max": max(rates),
         "cpu_ms_per_op": statistics.median(1000 * r.cpu_s / r.committed for r in runs if r.committed),
+        # The writers' CPU over the window: how many cores they kept busy (2.0 is all of this machine).
+        "cores_busy": statistics.median([r.cpu_s / r.elapsed_s for r in runs if r.elapsed_s] or [0.0]),
         "window_s": statistics.median(r.elapsed_s for r in runs),
         "process_s": statistics.median(r.process_elapsed_s for r in runs),
         "verified": all(r.verified for r in runs),
@@ -362,6 +406,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default="bench-results/contention")
     parser.add_argument("--same-total", choices=["on", "off"], default="on",
                         help="also run one writer doing the W writers' W*N ops (the same-total baseline) for every W > 1")
+    parser.add_argument("--ceiling", choices=["on", "off"], default="on",
+                        help="also run W processes each doing that baseline on its own table (the machine's ceiling "
+                             "for the same-total ratio) for every W > 1; needs --same-total on")
     opts = parser.parse_args(args)
     settings = {"on": [True], "off": [False], "both": [True, False]}[opts.row_level]
     meta: dict[str, Any] = {"rows": opts.rows, "ops": opts.ops, "repeats": opts.repeats, "load_before": _uptime()}
@@ -373,21 +420,28 @@ def main(argv: list[str] | None = None) -> int:
             # same-total baseline of W runs right after W, in the same round.
             by_writers: dict[int, list[RunResult]] = {w: [] for w in opts.writers}
             serial: dict[int, list[RunResult]] = {w: [] for w in opts.writers if w > 1 and opts.same_total == "on"}
+            ceiling: dict[int, list[RunResult]] = {w: [] for w in serial if opts.ceiling == "on"}
             for rep in range(opts.repeats):
                 for count in opts.writers:
-                    for one_process in [False, True] if count in serial else [False]:
-                        root = os.path.join(tmp, f"t-{row_level}-{count}-{rep}-{one_process}")
-                        run = run_contention(root, opts.rows, count, opts.ops, row_level, serial=one_process)
+                    kinds = [(False, False)] + ([(True, False)] if count in serial else []) + (
+                        [(True, True)] if count in ceiling else [])
+                    for one_process, independent in kinds:
+                        root = os.path.join(tmp, f"t-{row_level}-{count}-{rep}-{one_process}-{independent}")
+                        run = run_contention(root, opts.rows, count, opts.ops, row_level, serial=one_process,
+                                             independent=independent)
                         shutil.rmtree(root, ignore_errors=True)
-                        who = f"1x{count}*{opts.ops}" if one_process else f"W={count}"
+                        who = _who(count, opts.ops, one_process, independent)
                         print(f"row-level={row_level} {who} rep={rep}: {run.ops_per_s:.1f} ops/s, "
                               f"surfaced {run.surfaced_conflicts}, verified {run.verified}", flush=True)
-                        (serial[count] if one_process else by_writers[count]).append(run)
+                        group = ceiling if independent else serial if one_process else by_writers
+                        group[count].append(run)
             ones = by_writers.get(1)
             for count, runs in by_writers.items():
                 summary.append(_summary_row(runs, ones, serial.get(count)))
                 if count in serial:
                     summary.append(_summary_row(serial[count], ones, None))
+                if count in ceiling:
+                    summary.append(_summary_row(ceiling[count], ones, serial[count]))
     meta["load_after"] = _uptime()
     out_dir = Path(opts.out)
     out_dir.mkdir(parents=True, exist_ok=True)
