@@ -189,11 +189,12 @@ def _replay(store: LogStore, listing: LogListing, target: int, with_removes: boo
 
 def _sorted_tombstones(tombstones: Mapping[str, bytes]) -> tuple[RemoveFile, ...]:
     """The replay's tombstones as actions, sorted by (path, DV unique id)."""
-    ordered = [tombstones[key] for key in sorted(tombstones)]  # key texts sort as (path, DV id) do
+    flat = dict(tombstones.items())
+    ordered = [flat[key] for key in sorted(flat)]  # key texts sort as (path, DV id) do
     return tuple(to_remove(row) for row in tombstone_rows(ordered))
 
 
-def _tombstone_map_at(store: LogStore, listing: LogListing, target: int) -> dict[str, bytes]:
+def _tombstone_map_at(store: LogStore, listing: LogListing, target: int) -> Mapping[str, bytes]:
     """Full replay including the checkpoint's removes (VACUUM and checkpoint writing only): the
     tombstones as replay keeps them (:mod:`dvengine.log.tombstones`).
 

@@ -5,7 +5,8 @@ Rules (PROTOCOL.md "Action Reconciliation"):
   ``removed`` one deletes its domain;
 - an ``add`` of (path, dvId) makes that logical file live and clears a tombstone of the same key;
 - a ``remove`` of (path, dvId) retires exactly that logical file and becomes a tombstone, kept
-  kept as atomic values (:mod:`dvengine.log.tombstones`: the garbage collector never sees them).
+  as atomic values (:mod:`dvengine.log.tombstones`: the garbage collector never sees them) in a
+  map whose copy costs the changes since its base (:mod:`dvengine.log.tombstone_map`).
 
 Within one commit Delta Spark writes ``remove(path, oldDv)`` and ``add(path, newDv)`` in any
 order. Because keys include the DV id those two never collide, so applying a commit's removes
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from dvengine.log.tombstone_map import TombstoneMap
 from dvengine.log.tombstones import tombstone_bytes, tombstone_key
 from dvengine.protocol.actions import (
     Action,
@@ -39,8 +41,8 @@ class ReplayState:
         self.protocol: Protocol | None = None
         self.metadata: Metadata | None = None
         self.files: dict[FileKey, AddFile] = {}
-        # tombstone_key(key) -> tombstone_bytes(remove)
-        self.tombstones: dict[str, bytes] = {}
+        # tombstone_key(key) -> tombstone_bytes(remove); copied per cache advance, hence the map
+        self.tombstones = TombstoneMap()
         self.txns: dict[str, Txn] = {}
         self.domains: dict[str, DomainMetadata] = {}
         self.last_commit_info: CommitInfo | None = None
@@ -70,11 +72,10 @@ class ReplayState:
                 self.last_commit_info = action
             # cdc, checkpointMetadata and sidecar actions carry no table state.
         for remove in removes:
-            key = remove.key
-            self.files.pop(key, None)
-            self.tombstones[tombstone_key(key)] = tombstone_bytes(remove)
+            self.files.pop(remove.key, None)
+        if removes:
+            self.tombstones.put_all({tombstone_key(r.key): tombstone_bytes(r) for r in removes})
         for add in adds:
-            key = add.key
-            self.files[key] = add
-            if self.tombstones:
-                self.tombstones.pop(tombstone_key(key), None)
+            self.files[add.key] = add
+        if adds and self.tombstones:
+            self.tombstones.discard_all([tombstone_key(a.key) for a in adds])

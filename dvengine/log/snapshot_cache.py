@@ -218,7 +218,7 @@ def cacheable_state(state: ReplayState, with_tombstones: bool = False) -> Replay
     copy.domains = dict(state.domains)
     copy.last_commit_info = state.last_commit_info
     if with_tombstones:
-        copy.tombstones = dict(state.tombstones)
+        copy.tombstones = state.tombstones.copy()  # O(changes): the base is shared (tombstone_map)
     return copy
 
 

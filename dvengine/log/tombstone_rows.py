@@ -75,7 +75,7 @@ def _encode(items: list[tuple[str, bytes]], schema: pa.Schema) -> tuple[pa.Table
 
 def _updated(
     previous: _Encoded,
-    tombstones: Mapping[str, bytes],
+    tombstones: dict[str, bytes],
     schema: pa.Schema,
 ) -> _Encoded:
     seen = previous.objects.get
@@ -96,7 +96,7 @@ def _updated(
         if table.column("remove").num_chunks > MAX_CHUNKS:  # one chunk per checkpoint otherwise
             table, keys, stamps = table.combine_chunks(), keys.combine_chunks(), stamps.combine_chunks()
             keys, stamps = pa.chunked_array([keys]), pa.chunked_array([stamps])
-    return _Encoded(schema, dict(tombstones), table, keys, stamps)
+    return _Encoded(schema, tombstones, table, keys, stamps)
 
 
 def tombstone_table(
@@ -108,13 +108,13 @@ def tombstone_table(
     """The ``tombstones`` (replay state's key text -> bytes, :mod:`dvengine.log.tombstones`) deleted after ``min_kept_ms`` as checkpoint rows of
     ``schema`` (``remove`` set, every other action column null), in no particular order, reusing
     this process's rows of the table's last call."""
+    flat = dict(tombstones.items())  # one flattening of a TombstoneMap; kept by the cache below
     with _LOCK:
         previous = _CACHE.get(table_root)
     if previous is None or not previous.schema.equals(schema):
-        items = list(tombstones.items())
-        encoded = _Encoded(schema, dict(tombstones), *_encode(items, schema))
+        encoded = _Encoded(schema, flat, *_encode(list(flat.items()), schema))
     else:
-        encoded = _updated(previous, tombstones, schema)
+        encoded = _updated(previous, flat, schema)
     with _LOCK:
         _CACHE[table_root] = encoded
         _CACHE.move_to_end(table_root)

@@ -1,0 +1,73 @@
+"""TombstoneMap (dvengine/log/tombstone_map.py) behaves as a dict under the replay's operations,
+and its copies are independent of each other, whichever of them folds its overlay.
+
+The model is a plain dict per map; hypothesis drives commits (removes then adds, as
+``ReplayState.apply_commit`` applies them) on a family of maps made by copying each other.
+"""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dvengine.log.tombstone_map import TombstoneMap
+
+KEYS = st.sampled_from([f"part-{i}.parquet\x00{dv}" for i in range(40) for dv in ("", "dvA")])
+COMMIT = st.tuples(
+    st.dictionaries(KEYS, st.binary(min_size=1, max_size=4), max_size=30),  # removes
+    st.lists(KEYS, max_size=30),  # adds
+)
+# (which map, what): a commit applied to it, or a copy of it appended to the family
+STEP = st.tuples(st.integers(0, 7), st.one_of(COMMIT, st.just("copy"), st.just("clear")))
+
+
+def _check(tm: TombstoneMap, model: dict[str, bytes]) -> None:
+    assert tm.to_dict() == model
+    assert len(tm) == len(model) and bool(tm) == bool(model)
+    assert dict(tm.items()) == model and set(tm.keys()) == set(model) and set(tm) == set(model)
+    for key in {f"part-{i}.parquet\x00{dv}" for i in range(40) for dv in ("", "dvA")}:
+        assert (key in tm) == (key in model)
+        assert tm.get(key) == model.get(key)
+    assert tm == model
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(STEP, max_size=60))
+def test_a_family_of_copies_each_equals_its_own_dict_model(steps: list[tuple[int, object]]) -> None:
+    maps = [TombstoneMap()]
+    models: list[dict[str, bytes]] = [{}]
+    for which, step in steps:
+        i = which % len(maps)
+        if step == "copy":
+            maps.append(maps[i].copy())
+            models.append(dict(models[i]))
+        elif step == "clear":
+            maps[i].clear()
+            models[i].clear()
+        else:
+            assert isinstance(step, tuple)
+            removes, adds = step
+            maps[i].put_all(removes)
+            models[i].update(removes)
+            maps[i].discard_all(adds)
+            for key in adds:
+                models[i].pop(key, None)
+        for tm, model in zip(maps, models):  # a change to one never shows in another
+            _check(tm, model)
+
+
+def test_a_copy_shares_the_base_until_its_overlay_outgrows_it_then_folds() -> None:
+    base = TombstoneMap({f"k{i}": b"x" for i in range(1000)})
+    near = base.copy()
+    near.put_all({"new": b"y"})
+    assert near._base is base._base  # O(changes): the 1,000 base entries were not copied
+    far, folded_at = near, None
+    for i in range(200):  # past 64 + 1000 / 8 changes the next copy folds
+        far = far.copy()
+        if folded_at is None and far._base is not base._base:
+            folded_at = i
+            assert not far._overlay
+        far.discard_all([f"k{i}"])
+    assert folded_at == 189  # 1 put + 189 discards = 190 changes > 64 + 1000 // 8
+    assert len(far) == 801 and "k0" not in far and far["new"] == b"y" and base["k0"] == b"x"
+    assert len(base) == 1000 and "new" not in base
