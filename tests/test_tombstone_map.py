@@ -10,7 +10,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dvengine.log.tombstone_map import TombstoneMap
+from dvengine.log.tombstone_map import TombstoneMap, flat_tombstones
 
 KEYS = st.sampled_from([f"part-{i}.parquet\x00{dv}" for i in range(40) for dv in ("", "dvA")])
 COMMIT = st.tuples(
@@ -22,7 +22,7 @@ STEP = st.tuples(st.integers(0, 7), st.one_of(COMMIT, st.just("copy"), st.just("
 
 
 def _check(tm: TombstoneMap, model: dict[str, bytes]) -> None:
-    assert tm.to_dict() == model
+    assert tm.to_dict() == model and flat_tombstones(tm) == model
     assert len(tm) == len(model) and bool(tm) == bool(model)
     assert dict(tm.items()) == model and set(tm.keys()) == set(model) and set(tm) == set(model)
     for key in {f"part-{i}.parquet\x00{dv}" for i in range(40) for dv in ("", "dvA")}:
@@ -71,3 +71,15 @@ def test_a_copy_shares_the_base_until_its_overlay_outgrows_it_then_folds() -> No
     assert folded_at == 189  # 1 put + 189 discards = 190 changes > 64 + 1000 // 8
     assert len(far) == 801 and "k0" not in far and far["new"] == b"y" and base["k0"] == b"x"
     assert len(base) == 1000 and "new" not in base
+
+
+def test_flat_tombstones_is_a_new_dict_for_a_map_and_for_a_plain_dict() -> None:
+    plain = {"a": b"1", "b": b"2"}
+    tm = TombstoneMap(plain)
+    tm.put_all({"c": b"3"})
+    tm.discard_all(["a"])
+    for source, expected in ((tm, {"b": b"2", "c": b"3"}), (plain, {"a": b"1", "b": b"2"})):
+        flat = flat_tombstones(source)
+        assert type(flat) is dict and flat == expected and flat is not source
+        flat["z"] = b"9"  # the caller's copy: the source is untouched
+        assert "z" not in source

@@ -31,6 +31,7 @@ from dvengine.log.replay import ReplayState
 from dvengine.log.retirement import retired_between, retired_by_tail
 from dvengine.log.snapshot import Snapshot
 from dvengine.log.timestamps import commit_info_timestamp, to_epoch_ms
+from dvengine.log.tombstone_map import flat_tombstones
 from dvengine.log.tombstones import to_remove, tombstone_rows
 from dvengine.protocol.actions import Action, CommitInfo, RemoveFile
 from dvengine.protocol.features import check_readable
@@ -189,7 +190,7 @@ def _replay(store: LogStore, listing: LogListing, target: int, with_removes: boo
 
 def _sorted_tombstones(tombstones: Mapping[str, bytes]) -> tuple[RemoveFile, ...]:
     """The replay's tombstones as actions, sorted by (path, DV unique id)."""
-    flat = dict(tombstones.items())
+    flat = flat_tombstones(tombstones)
     ordered = [flat[key] for key in sorted(flat)]  # key texts sort as (path, DV id) do
     return tuple(to_remove(row) for row in tombstone_rows(ordered))
 

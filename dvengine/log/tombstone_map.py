@@ -5,9 +5,9 @@ state and applies the commit to the copy, and so does every load that finds new 
 complete tombstones (kept once a checkpoint writer asked for them) that copy was a ``dict`` of
 every unexpired remove: in a stream of small DML about three a round (one per DV re-add, the
 files each compaction retires), so the copy grew with the job, not with the commit. Profiled over
-3,000 rounds of the uniform soak, ``cacheable_state`` went from 0.03 to 0.5 ms a round and the
-loads around it by another 0.6 ms; at 10,000 rounds that is the 19 -> 25 ms drift of the
-round's p50 (#22).
+3,000 rounds of the uniform soak (rounds 201-400 against 2,801-3,000), ``cacheable_state`` went
+from 0.03 to 0.5 ms a round and the loads around it grew by 1.1 ms; with this map, 0.5 ms
+(``spec_notes/auto-compaction.md``, #22).
 
 A :class:`TombstoneMap` is an immutable ``base`` dict, shared by every copy made from it, plus
 an ``overlay`` of what changed since (a value, or ``None`` for a key taken out). :meth:`copy`
@@ -17,15 +17,16 @@ a lookup never walks more than two dicts. The base is never written after it is 
 reader on another thread (the background checkpoint writer iterating a cached state) can never
 see a half-made map; only the state's owner, before it is shared, calls the mutators.
 
-Bulk readers (the checkpoint writer, VACUUM, ``Snapshot.tombstones``) take :meth:`to_dict`,
-which ``items()`` and ``keys()`` return views of: one flattening instead of a Python call per key.
+Bulk readers (the checkpoint writer, VACUUM, ``Snapshot.tombstones``) take one flattening
+(:func:`flat_tombstones`, :meth:`to_dict`, which ``items()`` and ``keys()`` view) instead of a
+Python call per key.
 """
 
 from __future__ import annotations
 
 from collections.abc import ItemsView, Iterable, Iterator, KeysView, Mapping
 
-__all__ = ["TombstoneMap"]
+__all__ = ["TombstoneMap", "flat_tombstones"]
 
 # The overlay is folded into a copy's base past this many entries plus an eighth of the base:
 # the fold then costs at most ~8 changes' worth of copying per change.
@@ -82,8 +83,6 @@ class TombstoneMap(Mapping[str, bytes]):
 
     def to_dict(self) -> dict[str, bytes]:
         """A new plain dict of every tombstone."""
-        if not self._overlay:
-            return dict(self._base)
         flat = dict(self._base)
         for key, value in self._overlay.items():
             if value is None:
@@ -129,3 +128,9 @@ class TombstoneMap(Mapping[str, bytes]):
         self._base = {}
         self._overlay = {}
         self._len = 0
+
+
+def flat_tombstones(tombstones: Mapping[str, bytes]) -> dict[str, bytes]:
+    """A new plain dict of ``tombstones``: one copy for a :class:`TombstoneMap` (``dict(m.items())``
+    would flatten it and then copy the flat dict again), one for any other mapping."""
+    return tombstones.to_dict() if isinstance(tombstones, TombstoneMap) else dict(tombstones.items())

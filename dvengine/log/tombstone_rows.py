@@ -34,6 +34,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from dvengine.log.tombstone_map import flat_tombstones
 from dvengine.log.tombstones import TombstoneRow, remove_column, tombstone_rows
 
 # Tables whose encoded tombstones are kept at once (a few MB each at tens of thousands of rows).
@@ -108,7 +109,7 @@ def tombstone_table(
     """The ``tombstones`` (replay state's key text -> bytes, :mod:`dvengine.log.tombstones`) deleted after ``min_kept_ms`` as checkpoint rows of
     ``schema`` (``remove`` set, every other action column null), in no particular order, reusing
     this process's rows of the table's last call."""
-    flat = dict(tombstones.items())  # one flattening of a TombstoneMap; kept by the cache below
+    flat = flat_tombstones(tombstones)  # a new dict, kept by the cache below
     with _LOCK:
         previous = _CACHE.get(table_root)
     if previous is None or not previous.schema.equals(schema):
