@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from dvengine.engine.local.parquet_encoding import dictionary_columns
 from dvengine.faults import DML_DATA_FILES_WRITTEN, armed_stages, fault_point
 from dvengine.protocol.actions import AddFile
 from dvengine.protocol.row_tracking import ROW_COMMIT_VERSION_COLUMN, ROW_ID_COLUMN, MaterializedColumns
@@ -42,7 +43,8 @@ from dvengine.writing.stats import stats_from_parquet_metadata
 
 ROWS_PER_FILE = 4_000_000
 # How every data file is encoded, on a folder or an object store: microsecond timestamps (no INT96),
-# no Arrow schema blob (the log holds the schema), snappy as Delta writers default to.
+# no Arrow schema blob (the log holds the schema), snappy as Delta writers default to; dictionaries
+# per column, chosen per file (parquet_encoding.py).
 PARQUET_WRITE_OPTIONS: dict[str, object] = {
     "compression": "snappy",
     "coerce_timestamps": "us",
@@ -181,7 +183,7 @@ def _write_one(
     hidden = os.path.join(os.path.dirname(target), f".{name}.tmp")
     collected: list[pq.FileMetaData] = []
     try:
-        pq.write_table(chunk, hidden, metadata_collector=collected, **PARQUET_WRITE_OPTIONS)
+        pq.write_table(chunk, hidden, metadata_collector=collected, use_dictionary=dictionary_columns(chunk), **PARQUET_WRITE_OPTIONS)
         os.rename(hidden, target)
     except BaseException:
         for path in (hidden, target):
@@ -204,7 +206,7 @@ def _write_one_to_store(
     (storage/pending.py). With ``sink``, hand the bytes to it instead."""
     buffer = pa.BufferOutputStream()
     collected: list[pq.FileMetaData] = []
-    pq.write_table(chunk, buffer, metadata_collector=collected, **PARQUET_WRITE_OPTIONS)
+    pq.write_table(chunk, buffer, metadata_collector=collected, use_dictionary=dictionary_columns(chunk), **PARQUET_WRITE_OPTIONS)
     data = buffer.getvalue().to_pybytes()
     if sink is not None:
         sink(resolve_data_path(table_root, relative), data)
