@@ -83,3 +83,49 @@ def test_flat_tombstones_is_a_new_dict_for_a_map_and_for_a_plain_dict() -> None:
         assert type(flat) is dict and flat == expected and flat is not source
         flat["z"] = b"9"  # the caller's copy: the source is untouched
         assert "z" not in source
+
+
+def _whole_difference(old: dict[str, bytes], new: dict[str, bytes]) -> tuple[set[str], set[str]]:
+    """The model of what a checkpoint re-encodes: keys of ``new`` whose object differs from
+    ``old``'s (or that ``old`` lacks), and keys of ``old`` whose row must go."""
+    encode = {k for k, v in new.items() if old.get(k) is not v}
+    gone = {k for k in old if k not in new or new[k] is not old[k]}
+    return encode, gone
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(STEP, max_size=60))
+def test_the_overlay_difference_of_two_copies_equals_the_whole_comparison(steps: list[tuple[int, object]]) -> None:
+    from dvengine.log.tombstone_map import changed_keys
+    from dvengine.log.tombstone_rows import _difference
+
+    maps = [TombstoneMap({f"part-{i}.parquet\x00": bytes([i, 7]) for i in range(20)})]
+    for which, step in steps:
+        i = which % len(maps)
+        if step == "copy":
+            maps.append(maps[i].copy())
+        elif step == "clear":
+            maps[i].clear()
+        else:
+            assert isinstance(step, tuple)
+            maps[i].put_all(step[0])
+            maps[i].discard_all(step[1])
+    for old in maps:
+        for new in maps:
+            encode, gone = _difference(old, new)
+            assert ({k for k, _ in encode}, set(gone)) == _whole_difference(old.to_dict(), new.to_dict())
+            assert all(v is new[k] for k, v in encode)
+            candidates = changed_keys(old, new)
+            if candidates is not None:  # the overlay path: bounded by the two overlays
+                assert candidates == old._overlay.keys() | new._overlay.keys()
+
+
+def test_maps_of_different_bases_and_plain_dicts_are_compared_whole() -> None:
+    from dvengine.log.tombstone_map import changed_keys
+
+    a = TombstoneMap({"k": b"x"})
+    assert changed_keys(a, TombstoneMap({"k": b"x"})) is None
+    assert changed_keys(a, {"k": b"x"}) is None and changed_keys({"k": b"x"}, a) is None
+    b = a.copy()
+    b.put_all({"j": b"y"})
+    assert changed_keys(a, b) == {"j"}

@@ -17,16 +17,17 @@ a lookup never walks more than two dicts. The base is never written after it is 
 reader on another thread (the background checkpoint writer iterating a cached state) can never
 see a half-made map; only the state's owner, before it is shared, calls the mutators.
 
-Bulk readers (the checkpoint writer, VACUUM, ``Snapshot.tombstones``) take one flattening
-(:func:`flat_tombstones`, :meth:`to_dict`, which ``items()`` and ``keys()`` view) instead of a
-Python call per key.
+Bulk readers (VACUUM, ``Snapshot.tombstones``) take one flattening (:func:`flat_tombstones`,
+:meth:`to_dict`, which ``items()`` and ``keys()`` view) instead of a Python call per key. The
+checkpoint writer, which re-encodes only what changed since its last checkpoint, asks
+:func:`changed_keys` for the keys two maps of one base may disagree on, a pass over two overlays.
 """
 
 from __future__ import annotations
 
 from collections.abc import ItemsView, Iterable, Iterator, KeysView, Mapping
 
-__all__ = ["TombstoneMap", "flat_tombstones"]
+__all__ = ["TombstoneMap", "changed_keys", "flat_tombstones"]
 
 # The overlay is folded into a copy's base past this many entries plus an eighth of the base:
 # the fold then costs at most ~8 changes' worth of copying per change.
@@ -134,3 +135,16 @@ def flat_tombstones(tombstones: Mapping[str, bytes]) -> dict[str, bytes]:
     """A new plain dict of ``tombstones``: one copy for a :class:`TombstoneMap` (``dict(m.items())``
     would flatten it and then copy the flat dict again), one for any other mapping."""
     return tombstones.to_dict() if isinstance(tombstones, TombstoneMap) else dict(tombstones.items())
+
+
+def changed_keys(old: Mapping[str, bytes], new: Mapping[str, bytes]) -> set[str] | None:
+    """Every key whose value may differ between ``old`` and ``new`` (present in one only, or
+    another object), found from their overlays when both are :class:`TombstoneMap` copies of one
+    base: O(changes since that base) instead of a pass over every tombstone. None when they do not
+    share a base (plain dicts, or a copy that folded its overlay since): compare them whole.
+
+    Both must be immutable from here on (maps the snapshot cache handed out, or private copies).
+    """
+    if not isinstance(old, TombstoneMap) or not isinstance(new, TombstoneMap) or old._base is not new._base:
+        return None
+    return old._overlay.keys() | new._overlay.keys()

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dvengine.log.tombstone_map import flat_tombstones
+from dvengine.log.tombstone_map import TombstoneMap, changed_keys, flat_tombstones
 from dvengine.log.tombstones import TombstoneRow, remove_column, tombstone_rows
 
 # Tables whose encoded tombstones are kept at once (a few MB each at tens of thousands of rows).
@@ -76,15 +76,10 @@ def _encode(items: list[tuple[str, bytes]], schema: pa.Schema) -> tuple[pa.Table
 
 def _updated(
     previous: _Encoded,
-    tombstones: dict[str, bytes],
+    tombstones: Mapping[str, bytes],
     schema: pa.Schema,
 ) -> _Encoded:
-    seen = previous.objects.get
-    new = [(k, r) for k, r in tombstones.items() if seen(k) is not r]
-    replaced = [k for k, _ in new if k in previous.objects]  # the same key, another remove: re-encoded
-    gone = list(replaced)
-    if len(previous.objects) > len(tombstones) - len(new) + len(replaced):  # some key left (re-added)
-        gone += previous.objects.keys() - tombstones.keys()
+    new, gone = _difference(previous.objects, tombstones)
     table, keys, stamps = previous.table, previous.keys, previous.timestamps
     if gone:
         keep = pc.invert(pc.is_in(keys, value_set=pa.array(gone, pa.string())))
@@ -100,6 +95,40 @@ def _updated(
     return _Encoded(schema, tombstones, table, keys, stamps)
 
 
+def _difference(old: Mapping[str, bytes], current: Mapping[str, bytes]) -> tuple[list[tuple[str, bytes]], list[str]]:
+    """(tombstones of ``current`` to encode, keys whose rows of ``old`` must go): a tombstone whose
+    object is the same in both keeps its row; one whose key is new or holds another object is
+    encoded (its old row, if any, goes); a key only in ``old`` goes."""
+    candidates = changed_keys(old, current)
+    if candidates is not None:  # two copies of one base: only their overlays can differ
+        was, now = old.get, current.get
+        new = []
+        gone = []
+        for key in candidates:
+            before, after = was(key), now(key)
+            if before is after:
+                continue
+            if before is not None:
+                gone.append(key)
+            if after is not None:
+                new.append((key, after))
+        return new, gone
+    seen = old.get
+    new = [(k, r) for k, r in current.items() if seen(k) is not r]
+    gone = [k for k, _ in new if k in old]  # the same key, another remove: re-encoded
+    if len(old) > len(current) - len(new) + len(gone):  # some key left (re-added)
+        gone += old.keys() - current.keys()
+    return new, gone
+
+
+def _kept(tombstones: Mapping[str, bytes]) -> Mapping[str, bytes]:
+    """What the cache keeps of a caller's tombstones: a :class:`TombstoneMap` as it is (the snapshot
+    cache's maps are never changed once handed out, and keeping the object itself lets the next
+    checkpoint's map of the same base be diffed by overlays; a copy could fold and lose that);
+    anything else flattened into a new dict the caller cannot change."""
+    return tombstones if isinstance(tombstones, TombstoneMap) else flat_tombstones(tombstones)
+
+
 def tombstone_table(
     table_root: str,
     tombstones: Mapping[str, bytes],
@@ -108,14 +137,15 @@ def tombstone_table(
 ) -> pa.Table:
     """The ``tombstones`` (replay state's key text -> bytes, :mod:`dvengine.log.tombstones`) deleted after ``min_kept_ms`` as checkpoint rows of
     ``schema`` (``remove`` set, every other action column null), in no particular order, reusing
-    this process's rows of the table's last call."""
-    flat = flat_tombstones(tombstones)  # a new dict, kept by the cache below
+    this process's rows of the table's last call. A :class:`TombstoneMap` passed here must not be
+    changed afterwards (it is kept, not copied): the snapshot cache's never are."""
+    kept = _kept(tombstones)
     with _LOCK:
         previous = _CACHE.get(table_root)
     if previous is None or not previous.schema.equals(schema):
-        encoded = _Encoded(schema, flat, *_encode(list(flat.items()), schema))
+        encoded = _Encoded(schema, kept, *_encode(list(kept.items()), schema))
     else:
-        encoded = _updated(previous, flat, schema)
+        encoded = _updated(previous, kept, schema)
     with _LOCK:
         _CACHE[table_root] = encoded
         _CACHE.move_to_end(table_root)
