@@ -11,10 +11,13 @@ not seen and drops the rows of those that left (re-added) with one vectorized ``
 
 The previous version matched tombstones by object identity over a sorted tuple, which cost a sort
 of every tombstone (``Snapshot.tombstones``: 8-10 ms at 11,600) plus three Python passes (5.6-6.7
-ms) per checkpoint. Now the caller hands over the replay state's own dict (no sort), one pass
-compares values by identity (the snapshot cache carries the same tombstone tuples forward,
-and they are immutable, so the same object means the same row; a tombstone re-created by a fresh
-replay is a new object and is simply encoded again), and expiry is a filter on the cached
+ms) per checkpoint. Now the caller hands over the replay state's own map (no sort) and values are
+compared by identity (the snapshot cache carries the same tombstone tuples forward, and they are
+immutable, so the same object means the same row; a tombstone re-created by a fresh replay is a
+new object and is simply encoded again): only over the keys in the two maps' overlays when both
+are ``TombstoneMap`` copies of one base (``changed_keys``: a checkpoint of the table left by
+10,000 soak rounds, 41,458 tombstones, spent ~10 ms less on its thread), else in one pass over
+every tombstone; expiry is a filter on the cached
 ``deletionTimestamp`` column. Expired rows stay cached (the tombstones are still in the replay
 state), so a later checkpoint with a longer retention or an earlier clock gets them back.
 
