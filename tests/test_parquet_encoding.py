@@ -25,9 +25,11 @@ def _dictionary_pages(data: bytes | str) -> dict[str, bool]:
     return {group.column(i).path_in_schema: group.column(i).has_dictionary_page for i in range(group.num_columns)}
 
 
-def _written(table: pa.Table) -> bytes:
+def _written(table: pa.Table, use_dictionary: bool | list[str] | None = None) -> bytes:
+    """``table`` as a Parquet file, with the writer's choice of dictionaries unless told which."""
     sink = io.BytesIO()
-    pq.write_table(table, sink, use_dictionary=dictionary_columns(table), store_schema=False)
+    chosen = dictionary_columns(table) if use_dictionary is None else use_dictionary
+    pq.write_table(table, sink, use_dictionary=chosen, store_schema=False)
     return sink.getvalue()
 
 
@@ -84,15 +86,9 @@ def test_leaf_paths_name_the_columns_pyarrow_writes() -> None:
         "x": pa.array([7]),
     })
     named = [p for field in table.schema for p in leaf_paths(field.name, field.type)]
-    pages = _dictionary_pages(_written_with(table, named))
+    pages = _dictionary_pages(_written(table, named))
     assert sorted(named) == sorted(pages)
     assert all(pages.values())  # every path was recognised by the writer's enable_dictionary
-
-
-def _written_with(table: pa.Table, use_dictionary: list[str]) -> bytes:
-    sink = io.BytesIO()
-    pq.write_table(table, sink, use_dictionary=use_dictionary, store_schema=False)
-    return sink.getvalue()
 
 
 def test_nested_columns_keep_their_dictionaries_beside_a_plain_key() -> None:
