@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from interop import rows_duckdb
 
 from dvengine.bench.contention import model_rows, operations, run_contention
@@ -70,3 +71,21 @@ def test_ceiling_runs_the_same_total_baseline_once_per_writer_each_on_its_own_ta
     for name in tables:
         assert rows_duckdb(str(root / name), ["id", "v"]) == model_rows(rows, writers, ops)
     assert result.ops_per_s == result.committed / result.elapsed_s
+
+
+def test_warm_operations_are_committed_and_verified_but_not_timed(tmp_path: Path) -> None:
+    """``warm_ops``: each writer's first operations run before the start signal (its caches of the
+    hot file warm, as a long-running writer's are). They are committed and verified like the
+    others; only the rest count in ops/s. The same-total baseline warms every lane it runs."""
+    writers, ops, rows, warm = 2, 5, 2_000, 2
+    result = run_contention(str(tmp_path / "warm"), rows, writers, ops, row_level=True, warm_ops=warm)
+    assert result.errors == []
+    assert result.committed == writers * ops and result.timed == writers * (ops - warm)
+    assert result.versions_gap_free and result.each_op_once and result.rows_match_model
+    assert rows_duckdb(str(tmp_path / "warm"), ["id", "v"]) == model_rows(rows, writers, ops)
+    assert result.ops_per_s == result.timed / result.elapsed_s
+    serial = run_contention(str(tmp_path / "serial"), rows, writers, ops, row_level=True, serial=True, warm_ops=warm)
+    assert serial.committed == writers * ops and serial.timed == writers * (ops - warm)
+    assert serial.rows_match_model
+    with pytest.raises(ValueError, match="warm_ops"):
+        run_contention(str(tmp_path / "bad"), rows, writers, ops, row_level=True, warm_ops=ops)
