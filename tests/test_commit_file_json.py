@@ -57,6 +57,9 @@ def test_any_line_decodes_as_json_decodes_it(obj: dict[str, Any], ascii_only: bo
         '{"add": {"size": 123456789012345678901234567890}}',  # orjson: a float
         '{"a": -9223372036854775809}',  # one below int64: orjson gives a float
         '{"a": 18446744073709551615}',
+        '{"a": [1, {"b": [18446744073709551616]}]}',  # nested: found wherever it sits
+        '{"a": 9.3e18, "b": -1e300, "c": 9223372036854775807}',  # genuine large floats: json again, same values
+        '{"dv": "0rr910000000000j1{Tm0rr9X00@S9051sb0096S0096W0096000000000000000000000"}',  # digits in a string
         '{"a": NaN, "b": Infinity, "c": -Infinity}',  # orjson refuses
         '{"a": 1e400}',  # a double's overflow: json gives inf, orjson refuses
         '{"a": "\\ud800"}',  # a lone surrogate: json keeps it, orjson refuses
