@@ -76,6 +76,9 @@ if os.environ.get("DV_TRACE") and "--worker" in sys.argv:
                 state["n"] = state.get("n", 0) + 1
                 if state["n"] == 3:
                     T.clear()
+                    import resource
+                    ru = resource.getrusage(resource.RUSAGE_SELF)
+                    state["ru0"] = (ru.ru_nvcsw, ru.ru_nivcsw, state["n"])
                 return _f(*a, **k)
             setattr(table.DeltaTable, m, reset)
         wrap(tx, "parse_actions", "parse_actions(tx)")
@@ -87,6 +90,11 @@ if os.environ.get("DV_TRACE") and "--worker" in sys.argv:
         wrap(tx.WinningCommit, "from_actions", "winning_commit")
     install()
     def dump():
+        import resource
+        ru = resource.getrusage(resource.RUSAGE_SELF)
+        if "ru0" in state:
+            T["csw|vol"] = [state["n"] - state["ru0"][2], ru.ru_nvcsw - state["ru0"][0], 0]
+            T["csw|invol"] = [state["n"] - state["ru0"][2], ru.ru_nivcsw - state["ru0"][1], 0]
         out = sys.argv[sys.argv.index("--worker") + 6]
         with open(os.path.join(os.environ["DV_TRACE"], os.path.basename(out) + f"-{sys.argv[sys.argv.index('--worker')+3]}.trace.json"), "w") as f:
             json.dump(T, f)
