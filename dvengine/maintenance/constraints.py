@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dvengine.commit.transaction import Transaction
 from dvengine.errors import ConstraintError, InvalidPredicateError, NotLocallyEvaluableError
 from dvengine.expressions import to_pyarrow_expression
+from dvengine.expressions.arrow_plans import filter_table
 from dvengine.log import Snapshot, load_snapshot
 from dvengine.protocol.features import check_writable
 from dvengine.read import scan_snapshot_arrow
@@ -40,7 +41,7 @@ def count_violations_arrow(snapshot: Snapshot, constraint: CheckConstraint) -> i
             "run the ALTER TABLE through dvengine.sql with a SparkSession"
         ) from exc
     rows = scan_snapshot_arrow(snapshot, columns=sorted(constraint.predicate.columns) or None)
-    return int(rows.num_rows - rows.filter(condition).num_rows)
+    return int(rows.num_rows - filter_table(rows, condition).num_rows)
 
 
 def add_constraint(table_root: str, name: str, expression: str, count_violations: ViolationCounter | None = None) -> int:

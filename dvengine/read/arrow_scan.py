@@ -15,6 +15,7 @@ from collections.abc import Sequence
 import pyarrow as pa
 
 from dvengine.expressions import BoundPredicate, to_pyarrow_expression
+from dvengine.expressions.arrow_plans import filter_table
 from dvengine.log import Snapshot
 from dvengine.read.many_files import read_files_arrow
 from dvengine.read.scan_plan import plan_scan
@@ -29,5 +30,5 @@ def scan_snapshot_arrow(
     condition = None if predicate is None else to_pyarrow_expression(predicate)  # fails before any read
     table = read_files_arrow(snapshot, plan.files, None if plan.needed is None else sorted(plan.needed))
     if condition is not None:
-        table = table.filter(condition)
+        table = filter_table(table, condition)
     return table if plan.output is None else table.select(list(plan.output))

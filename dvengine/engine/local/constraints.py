@@ -12,20 +12,16 @@ from collections.abc import Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyarrow import acero
 
 from dvengine.engine.local.failures import failing_part
 from dvengine.errors import ConstraintViolationError, EvaluationError, InvalidPredicateError, NotLocallyEvaluableError
 from dvengine.expressions import to_pyarrow_expression
+from dvengine.expressions.arrow_plans import project_table
 from dvengine.writing.constraints import CheckConstraint
 
 
 def _holds(rows: pa.Table, constraint: CheckConstraint) -> pa.ChunkedArray:
-    plan = acero.Declaration.from_sequence([
-        acero.Declaration("table_source", acero.TableSourceNodeOptions(rows)),
-        acero.Declaration("project", acero.ProjectNodeOptions([to_pyarrow_expression(constraint.predicate)], ["ok"])),
-    ])
-    return pc.fill_null(plan.to_table(use_threads=True).column(0), False)
+    return pc.fill_null(project_table(rows, [to_pyarrow_expression(constraint.predicate)], ["ok"]).column(0), False)
 
 
 def check_constraints(rows: pa.Table, constraints: Sequence[CheckConstraint]) -> None:

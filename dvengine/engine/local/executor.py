@@ -24,7 +24,6 @@ from typing import Any, TypeVar
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyarrow import acero
 from pyroaring import BitMap64
 
 from dvengine.commands.change_data import DELETE, UPDATE_POSTIMAGE, UPDATE_PREIMAGE
@@ -46,6 +45,7 @@ from dvengine.engine.local.key_index import KeyIndex, PointLookup, build_key_ind
 from dvengine.engine.local.writer import write_data_files
 from dvengine.errors import InvalidPredicateError, SchemaViolationError
 from dvengine.expressions import BoundExpression, BoundPredicate, to_pyarrow_expression, to_pyarrow_value
+from dvengine.expressions.arrow_plans import filter_table, project_table
 from dvengine.faults import DML_DV_FILES_WRITTEN, fault_point
 from dvengine.log import Snapshot
 from dvengine.planning.decisions import FileAction, decide_file_action
@@ -105,21 +105,16 @@ def cached_first_map(function: Callable[[T], R], items: Sequence[T], cached: Cal
 
 
 def project(table: pa.Table, expressions: Sequence[Any], names: Sequence[str]) -> pa.Table:
-    """Evaluate Arrow expressions over ``table`` (Acero's project node, multi-threaded)."""
-    plan = acero.Declaration.from_sequence(
-        [
-            acero.Declaration("table_source", acero.TableSourceNodeOptions(table)),
-            acero.Declaration("project", acero.ProjectNodeOptions(list(expressions), list(names))),
-        ]
-    )
-    return plan.to_table(use_threads=True)
+    """Evaluate Arrow expressions over ``table`` (Acero's project node; threaded only for large
+    tables: expressions/arrow_plans.py)."""
+    return project_table(table, expressions, names)
 
 
 def matching_positions(table: pa.Table, predicate: BoundPredicate) -> np.ndarray:
     """Positions of the rows of ``table`` where the predicate is TRUE (NULL and FALSE drop out)."""
     indexed = table.append_column(ROW_INDEX, pa.array(np.arange(table.num_rows, dtype=np.int64)))
     try:
-        hits = indexed.filter(to_pyarrow_expression(predicate)).column(ROW_INDEX)
+        hits = filter_table(indexed, to_pyarrow_expression(predicate)).column(ROW_INDEX)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ArithmeticError) as exc:
         raise evaluation_error(table, predicate, exc) from exc
     return np.asarray(hits.to_numpy(), dtype=np.int64)

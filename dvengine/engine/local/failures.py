@@ -13,6 +13,7 @@ from sqlglot import exp
 
 from dvengine.errors import EvaluationError, InvalidPredicateError
 from dvengine.expressions import BoundPredicate, to_pyarrow_expression
+from dvengine.expressions.arrow_plans import filter_table
 from dvengine.expressions.refs import bound_refs
 
 # Parts of an expression that can fail on a value (Spark ANSI: overflow, division by zero, bad cast;
@@ -31,7 +32,7 @@ def _fails_alone(table: pa.Table, node: exp.Expr) -> bool:
         tree=probe,
     )
     try:
-        table.filter(to_pyarrow_expression(bound))
+        filter_table(table, to_pyarrow_expression(bound))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ArithmeticError):
         return True
     except InvalidPredicateError:

@@ -62,6 +62,7 @@ from dvengine.expressions import (
     to_pyarrow_expression,
     to_pyarrow_value,
 )
+from dvengine.expressions.arrow_plans import filter_table, use_threads
 from dvengine.expressions.identifiers import quote_identifier
 from dvengine.expressions.refs import REF_KEY, ColumnRef, bound_refs, column_node, ref_of
 from dvengine.expressions.trees import conjuncts
@@ -512,7 +513,10 @@ def _join_pairs(matches: Sequence[FileMatch], src: pa.Table, job: TargetJob) -> 
     # refuses nested non-key columns (structs, lists, maps), which a source may well carry.
     right = src.select(right_keys).append_column(_SOURCE_POSITION, pa.array(np.arange(src.num_rows, dtype=np.int64)))
     try:
-        joined = left.join(right, keys=left_keys, right_keys=right_keys, join_type="inner", use_threads=True)
+        joined = left.join(
+            right, keys=left_keys, right_keys=right_keys, join_type="inner",
+            use_threads=use_threads(left.num_rows + right.num_rows),
+        )
     except (pa.ArrowNotImplementedError, pa.ArrowInvalid) as exc:  # e.g. a key type the hash join cannot compare
         raise NotLocallyEvaluableError(f"the local hash join cannot compare these keys: {exc}") from exc
     positions = joined.column(_POSITION).to_numpy()
@@ -563,7 +567,7 @@ def merge_target_side(matches: Sequence[FileMatch], src: pa.Table, job: TargetJo
     pairs = _join_pairs(matches, src, job)
     if job.residual is not None and pairs.num_rows:
         try:
-            pairs = pairs.filter(plan.condition(job.residual))
+            pairs = filter_table(pairs, plan.condition(job.residual))
         except (pa.ArrowInvalid, ArithmeticError) as exc:
             raise EvaluationError(f"the MERGE condition failed while evaluating rows: {exc}") from exc
 

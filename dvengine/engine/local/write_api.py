@@ -6,7 +6,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
-from pyarrow import acero
 
 from dvengine.commands.write import WritePlan, finish_write, plan_write, record_identity_marks, replace_where_mismatch
 from dvengine.commands.write_options import SchemaWriteOptions
@@ -21,6 +20,7 @@ from dvengine.errors import (
     SchemaViolationError,
 )
 from dvengine.expressions import BoundPredicate, parse_value_expression, to_pyarrow_expression, to_pyarrow_value
+from dvengine.expressions.arrow_plans import filter_table, project_table
 from dvengine.protocol.schema import from_arrow_schema, to_arrow_schema
 from dvengine.writing.constraints import table_constraints
 from dvengine.writing.defaults import column_defaults
@@ -148,12 +148,8 @@ def _generated_values(rows: pa.Table, plan: WritePlan, name: str, text: str) -> 
             f"column {name!r} ({text}) cannot be computed without Spark ({exc}); pass spark= to write() "
             "or provide the column's values"
         ) from exc
-    project = acero.Declaration.from_sequence([
-        acero.Declaration("table_source", acero.TableSourceNodeOptions(rows)),
-        acero.Declaration("project", acero.ProjectNodeOptions([expression], [name])),
-    ])
     try:
-        return project.to_table(use_threads=True).column(0)
+        return project_table(rows, [expression], [name]).column(0)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ArithmeticError) as exc:
         raise EvaluationError(f"column {name!r} ({text}) failed while evaluating rows: {exc}") from exc
 
@@ -161,7 +157,7 @@ def _generated_values(rows: pa.Table, plan: WritePlan, name: str, text: str) -> 
 def check_replace_where(data: pa.Table, predicate: BoundPredicate) -> None:
     """Delta's replaceWhere constraint: every written row must satisfy the predicate (NULL fails too)."""
     try:
-        passing = data.filter(to_pyarrow_expression(predicate)).num_rows
+        passing = filter_table(data, to_pyarrow_expression(predicate)).num_rows
     except InvalidPredicateError as exc:
         raise NotLocallyEvaluableError(
             f"replaceWhere {predicate.sql!r} cannot be checked without Spark ({exc}); pass spark= to write()"
