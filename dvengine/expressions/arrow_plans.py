@@ -28,23 +28,17 @@ def use_threads(input_rows: int) -> bool:
     return input_rows >= THREADED_MIN_ROWS
 
 
+def _run_over(table: pa.Table, node: acero.Declaration) -> pa.Table:
+    """One Acero node over ``table``, threaded only for large tables."""
+    source = acero.Declaration("table_source", acero.TableSourceNodeOptions(table))
+    return acero.Declaration.from_sequence([source, node]).to_table(use_threads=use_threads(table.num_rows))
+
+
 def filter_table(table: pa.Table, condition: Any) -> pa.Table:
-    """``table.filter(condition)`` for an Arrow expression, threaded only for large tables."""
-    plan = acero.Declaration.from_sequence(
-        [
-            acero.Declaration("table_source", acero.TableSourceNodeOptions(table)),
-            acero.Declaration("filter", acero.FilterNodeOptions(condition)),
-        ]
-    )
-    return plan.to_table(use_threads=use_threads(table.num_rows))
+    """``table.filter(condition)`` for an Arrow expression."""
+    return _run_over(table, acero.Declaration("filter", acero.FilterNodeOptions(condition)))
 
 
 def project_table(table: pa.Table, expressions: Sequence[Any], names: Sequence[str]) -> pa.Table:
     """The columns ``names`` computed by ``expressions`` over ``table`` (Acero's project node)."""
-    plan = acero.Declaration.from_sequence(
-        [
-            acero.Declaration("table_source", acero.TableSourceNodeOptions(table)),
-            acero.Declaration("project", acero.ProjectNodeOptions(list(expressions), list(names))),
-        ]
-    )
-    return plan.to_table(use_threads=use_threads(table.num_rows))
+    return _run_over(table, acero.Declaration("project", acero.ProjectNodeOptions(list(expressions), list(names))))

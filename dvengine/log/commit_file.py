@@ -15,9 +15,9 @@ Lines are decoded with orjson (~4 us against ~12 us for the standard library's `
 four lines of a point DML's commit) wherever it gives exactly what ``json`` gives. It does not for
 what orjson refuses (``NaN``, ``Infinity``, numbers beyond a double, lone surrogates: it raises,
 and ``json`` decides as before, including its precise error) and for integers beyond 64 bits,
-which orjson silently turns into floats: a decoded line holding any float of magnitude >= 2**63
-(where such integers land; a genuine float there decodes the same either way) is decoded again by
-``json``. Checked on the decoded values, not the text: a regex for long digit runs cost ~9 us per
+which orjson silently turns into floats: a decoded line holding any float of magnitude >= 9.2e18
+(just below 2**63, where such integers land; a genuine float there decodes the same either way)
+is decoded again by ``json``. Checked on the decoded values, not the text: a regex for long digit runs cost ~9 us per
 line on commit lines (Z85 deletion vectors and stats are full of digits), twice orjson's decode.
 """
 

@@ -28,7 +28,6 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
-from pyarrow import acero
 from sqlglot import exp
 
 from dvengine.commands.options import no_conf, session_conf
@@ -45,6 +44,7 @@ from dvengine.errors import (
     UnsupportedFeatureError,
 )
 from dvengine.expressions import parse_value_expression, to_pyarrow_value
+from dvengine.expressions.arrow_plans import project_table
 from dvengine.log import load_snapshot
 from dvengine.protocol.schema import StructField, StructType, to_arrow_schema
 from dvengine.sqlcmd.statements import InsertStatement
@@ -144,11 +144,7 @@ def _cell_expression(text: str, f: StructField, label: str) -> pa.compute.Expres
 
 
 def _project(expressions: list[pa.compute.Expression], names: list[str]) -> pa.Table:
-    one_row = pa.table({"__row": pa.array([0], pa.int8())})
-    return acero.Declaration.from_sequence([
-        acero.Declaration("table_source", acero.TableSourceNodeOptions(one_row)),
-        acero.Declaration("project", acero.ProjectNodeOptions(expressions, names)),
-    ]).to_table(use_threads=False)
+    return project_table(pa.table({"__row": pa.array([0], pa.int8())}), expressions, names)  # one row: unthreaded
 
 
 def local_values(fields: list[StructField], cells: list[list[str]], label: str) -> pa.Table:

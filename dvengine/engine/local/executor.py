@@ -104,12 +104,6 @@ def cached_first_map(function: Callable[[T], R], items: Sequence[T], cached: Cal
     return [computed[i] if i in computed else function(item) for i, item in enumerate(items)]
 
 
-def project(table: pa.Table, expressions: Sequence[Any], names: Sequence[str]) -> pa.Table:
-    """Evaluate Arrow expressions over ``table`` (Acero's project node; threaded only for large
-    tables: expressions/arrow_plans.py)."""
-    return project_table(table, expressions, names)
-
-
 def matching_positions(table: pa.Table, predicate: BoundPredicate) -> np.ndarray:
     """Positions of the rows of ``table`` where the predicate is TRUE (NULL and FALSE drop out)."""
     indexed = table.append_column(ROW_INDEX, pa.array(np.arange(table.num_rows, dtype=np.int64)))
@@ -240,7 +234,7 @@ def new_values(schema: StructType, rows: pa.Table, assignments: Mapping[str, Bou
         for f in schema.fields
     ]
     try:
-        updated = project(rows, expressions, schema.field_names)
+        updated = project_table(rows, expressions, schema.field_names)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ArithmeticError) as exc:
         raise _value_error(rows, schema.fields, assignments, exc) from exc
     for f in schema.fields:
@@ -460,7 +454,7 @@ def _value_error(
         if f.name not in assignments:
             continue
         try:
-            project(rows, [to_pyarrow_value(assignments[f.name], f.type)], [f.name])
+            project_table(rows, [to_pyarrow_value(assignments[f.name], f.type)], [f.name])
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ArithmeticError) as inner:
             return SchemaViolationError(
                 f"the value {assignments[f.name].sql!r} does not fit column {f.name!r} of type "

@@ -45,7 +45,7 @@ from dvengine.commands.retirement import RowRetirement
 from dvengine.commands.write import record_marks
 from dvengine.dv import outside
 from dvengine.engine.local.change_data import MergeChanges, write_change_rows
-from dvengine.engine.local.executor import FileMatch, LocalExecutor, keep_row_ids, project
+from dvengine.engine.local.executor import FileMatch, LocalExecutor, keep_row_ids
 from dvengine.errors import (
     EvaluationError,
     InvalidArgumentError,
@@ -62,7 +62,7 @@ from dvengine.expressions import (
     to_pyarrow_expression,
     to_pyarrow_value,
 )
-from dvengine.expressions.arrow_plans import filter_table, use_threads
+from dvengine.expressions.arrow_plans import filter_table, project_table, use_threads
 from dvengine.expressions.identifiers import quote_identifier
 from dvengine.expressions.refs import REF_KEY, ColumnRef, bound_refs, column_node, ref_of
 from dvengine.expressions.trees import conjuncts
@@ -267,7 +267,7 @@ def _first_clause(table: pa.Table, clauses: Sequence[BoundClause], plan: _Plan) 
             hit = np.ones(table.num_rows, dtype=bool)
         else:
             try:
-                values = project(table, [plan.condition(clause.condition)], ["c"]).column(0)
+                values = project_table(table, [plan.condition(clause.condition)], ["c"]).column(0)
             except (pa.ArrowInvalid, ArithmeticError) as exc:
                 raise EvaluationError(f"MERGE clause condition {clause.condition.sql!r} failed: {exc}") from exc
             hit = np.asarray(pc.fill_null(values, False).to_numpy(zero_copy_only=False), dtype=bool)
@@ -299,7 +299,7 @@ def _new_rows(
             else:
                 expressions.append(pc.scalar(pa.scalar(None, to_arrow_type(f.type))))
         try:
-            values = project(rows, expressions, target.field_names)
+            values = project_table(rows, expressions, target.field_names)
         except (pa.ArrowInvalid, ArithmeticError) as exc:
             raise SchemaViolationError(f"MERGE would write a value that does not fit its target column: {exc}; nothing was written") from exc
         bad = [f.name for f in target.fields if not f.nullable and values.column(f.name).null_count]
