@@ -43,12 +43,15 @@ def slow_check_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
 def _race_two_creates(endpoint: str) -> list[str]:
     """Two threads create one new key with ``If-None-Match: *`` at the same moment; their outcomes."""
     import boto3
+    from botocore.config import Config
     from botocore.exceptions import ClientError
 
     def client() -> Any:
+        # No retries: the race can also make moto answer 500 (two writers of one key share a buffer), and
+        # botocore's retry of that 500 would then meet the stored key and report 412, hiding the race.
         return boto3.client(
             "s3", endpoint_url=endpoint, aws_access_key_id=ACCESS_KEY, aws_secret_access_key=SECRET_KEY,
-            region_name=REGION,
+            region_name=REGION, config=Config(retries={"total_max_attempts": 1}),
         )
 
     bucket = f"race-{uuid.uuid4().hex[:12]}"  # moto's backend is shared by every server in the process
@@ -73,13 +76,17 @@ def _race_two_creates(endpoint: str) -> list[str]:
     return sorted(outcomes)
 
 
-def test_unpatched_moto_lets_two_racing_creates_both_succeed(slow_check_server: str) -> None:
-    """The window exists: without the launcher's lock, both creates of one key succeed."""
+def test_unpatched_moto_does_not_refuse_the_second_racing_create(slow_check_server: str) -> None:
+    """The window exists: without the launcher's lock, neither of two racing creates of one key is
+    refused with 412. Both succeed, or (when their stores interleave) one gets moto's 500."""
     from dvengine.bench import moto_server
 
     if moto_server._PATCHED:
         pytest.skip("moto already patched in this process")
-    assert _race_two_creates(slow_check_server) == ["created", "created"]
+    outcomes = _race_two_creates(slow_check_server)
+    assert "PreconditionFailed" not in outcomes
+    assert "created" in outcomes
+    assert all(o in ("created", "500") for o in outcomes), outcomes
 
 
 def test_launcher_makes_conditional_create_atomic(slow_check_server: str, monkeypatch: pytest.MonkeyPatch) -> None:
