@@ -207,18 +207,14 @@ def test_known_bytes_of_golden_dv() -> None:
     assert serialize_bitmap(BitMap64([0, 1])) == golden
 
 
-def test_large_dv_is_fast() -> None:
-    import time
-
-    # 3M rows, every 30th: ~2185 per 65536-row chunk, so array containers (the costliest to parse)
+def test_large_dv_of_array_containers_matches_the_reference_codec() -> None:
+    # 3M rows, every 30th: ~2185 per 65536-row chunk, so array containers (the costliest to parse).
+    # Its speed is measured by the bench (python -m dvengine.bench.dv_codec), not here.
     rows = np.arange(0, 90_000_000, 30, dtype=np.uint64)
     bitmap = bitmap_from_row_indexes(rows)
-    t0 = time.perf_counter()
     data = serialize_bitmap(bitmap)
-    back = deserialize_bitmap(data)
-    elapsed = time.perf_counter() - t0
-    assert back == bitmap
-    assert elapsed < 0.5, f"serialize + deserialize of {len(rows)} rows took {elapsed:.3f}s"
+    np.testing.assert_array_equal(parse_dv_bitmap(data), rows)
+    assert deserialize_bitmap(data) == bitmap
 
 
 def test_empty_bitmap_round_trips() -> None:
