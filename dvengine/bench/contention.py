@@ -31,8 +31,13 @@ commit, and the rows equal the model (all writers' changes; disjoint rows, so or
 dvengine's Arrow reader and, when installed, delta-rs and DuckDB's delta extension.
 
     python -m dvengine.bench.contention [--writers 1 2 4 8] [--ops 50] [--rows 100000] [--out DIR]
+    python -m dvengine.bench.contention --local-s3 ...   # the tables on moto's S3 on 127.0.0.1
 
 No SparkSession: the writers run DML on the embedded executor (the issue's measurement).
+With ``--local-s3`` the tables live on an S3 endpoint (moto in a child process, conditional creates
+atomic as S3's): there is no host-local commit turn, writers race with conditional PUTs and back
+off, and every check reads through the store (DuckDB over httpfs). moto shares the two cores with
+the writers, so its figures say what the protocol costs against a local server, not what S3 does.
 """
 
 from __future__ import annotations
@@ -46,6 +51,9 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -57,6 +65,8 @@ import dvengine
 from dvengine.api.table import DeltaTable
 from dvengine.bench.verify import duckdb_delta_connection
 from dvengine.errors import CommitConflictError
+from dvengine.storage.registry import storage_for
+from dvengine.storage.uris import is_object_uri
 
 CONF_ENV = "SPARK_DATABRICKS_DELTA_ROWLEVELCONCURRENCY_ENABLED"
 PROFILE_ENV = "DVENGINE_CONTENTION_PROFILE"  # a folder: each writer dumps its cProfile stats there
@@ -98,10 +108,10 @@ class RunResult:
                 and self.delta_rs_matches is not False and self.duckdb_matches is not False)
 
 
-def create_hot_table(root: str, rows: int) -> None:
+def create_hot_table(root: str, rows: int, options: dict[str, str] | None = None) -> None:
     """One Parquet file of ``rows`` rows (id, v = id): every writer hits the same file."""
     ids = np.arange(rows, dtype=np.int64)
-    dvengine.write(pa.table({"id": ids, "v": ids.copy()}), root, mode="error")
+    dvengine.write(pa.table({"id": ids, "v": ids.copy()}), root, mode="error", storage_options=options)
 
 
 def writer_rows(writer: int, writers: int, ops: int) -> list[int]:
@@ -207,20 +217,30 @@ def run_writer(
     Path(out_file).write_text(json.dumps(records))
 
 
-def _predicates_by_version(root: str) -> dict[int, str]:
+def _commit_texts(root: str, options: dict[str, str] | None) -> dict[int, str]:
+    """Every commit file of the table's log, read as bytes (not through dvengine's log reader)."""
+    if not is_object_uri(root):
+        return {int(p.name.split(".")[0]): p.read_text() for p in Path(root, "_delta_log").glob("*.json")}
+    DeltaTable.forPath(None, root, storage_options=options)  # registers the options for the URI
+    store = storage_for(root)
+    log = f"{root.rstrip('/')}/_delta_log"
+    names = {f.path: f.path.rsplit("/", 1)[-1] for f in store.list_dir(log)}
+    return {int(name.split(".")[0]): store.read_bytes(path).decode() for path, name in names.items() if name.endswith(".json")}
+
+
+def _predicates_by_version(root: str, options: dict[str, str] | None = None) -> dict[int, str]:
     out = {}
-    for path in sorted(Path(root, "_delta_log").glob("*.json")):
-        version = int(path.name.split(".")[0])
-        for line in path.read_text().splitlines():
+    for version, text in sorted(_commit_texts(root, options).items()):
+        for line in text.splitlines():
             obj = json.loads(line)
             if "commitInfo" in obj:
                 out[version] = obj["commitInfo"].get("operationParameters", {}).get("predicate", "")
     return out
 
 
-def verify(root: str, rows: int, writers: int, ops: int, result: RunResult) -> None:
+def verify(root: str, rows: int, writers: int, ops: int, result: RunResult, options: dict[str, str] | None = None) -> None:
     """Fill the verification fields of ``result`` from the table's log and rows."""
-    predicates = _predicates_by_version(root)
+    predicates = _predicates_by_version(root, options)
     total = writers * ops
     result.versions_gap_free = sorted(predicates) == list(range(total + 1))
     wanted = sorted(json.dumps([f"`id` = {x}"]) for w in range(writers) for x in writer_rows(w, writers, ops))
@@ -229,22 +249,22 @@ def verify(root: str, rows: int, writers: int, ops: int, result: RunResult) -> N
     if not result.each_op_once:
         result.errors.append(f"log predicates differ from the operations: {len(seen)} commits for {len(wanted)} ops")
     model = model_rows(rows, writers, ops)
-    got = DeltaTable.forPath(None, root).toArrow().sort_by("id")
+    got = DeltaTable.forPath(None, root, storage_options=options).toArrow().sort_by("id")
     result.rows_match_model = list(zip(got.column("id").to_pylist(), got.column("v").to_pylist(), strict=True)) == model
-    result.duckdb_matches = _duckdb_matches(root, model)
+    result.duckdb_matches = _duckdb_matches(root, model, options)
     try:
         from deltalake import DeltaTable as RsTable
         from deltalake import QueryBuilder
     except ImportError:
         return
-    reader = QueryBuilder().register("t", RsTable(root)).execute("select id, v from t order by id")
+    reader = QueryBuilder().register("t", RsTable(root, storage_options=options)).execute("select id, v from t order by id")
     rs = pa.table(reader.read_all())
     result.delta_rs_matches = list(zip(rs.column("id").to_pylist(), rs.column("v").to_pylist(), strict=True)) == model
 
 
-def _duckdb_matches(root: str, model: list[tuple[int, int]]) -> bool | None:
+def _duckdb_matches(root: str, model: list[tuple[int, int]], options: dict[str, str] | None = None) -> bool | None:
     """The rows as DuckDB's delta_scan reads them equal the model (None: extension not installed)."""
-    with duckdb_delta_connection() as con:
+    with duckdb_delta_connection(options if is_object_uri(root) else None) as con:
         if con is None:
             return None
         rows = con.execute(f"select id, v from delta_scan('{root}') order by id").fetchall()
@@ -253,28 +273,30 @@ def _duckdb_matches(root: str, model: list[tuple[int, int]]) -> bool | None:
 
 def run_contention(
     root: str, rows: int, writers: int, ops: int, row_level: bool, serial: bool = False, independent: bool = False,
-    warm_ops: int = 0,
+    warm_ops: int = 0, options: dict[str, str] | None = None,
 ) -> RunResult:
     """Create the hot table at ``root`` (must not exist), run the writers, verify. ``serial``: one
     process runs all ``writers`` writers' operations instead (the same-total baseline); the table
     it ends with, and so the verification, is the same. ``independent``: ``writers`` processes each
     run that baseline on a table of their own (``root``/0, ``root``/1, ...), each verified alike.
-    ``warm_ops``: operations per lane each process runs before the start signal (run_writer)."""
+    ``warm_ops``: operations per lane each process runs before the start signal (run_writer).
+    ``options``: storage options of an object-store ``root`` (``AWS_*``); the writers get them as
+    environment variables, which dvengine reads as delta-rs does."""
     if not 0 <= warm_ops < ops:
         raise ValueError(f"warm_ops must be in [0, ops={ops}), got {warm_ops}")
     if independent:
-        jobs = [(os.path.join(root, str(i)), "all") for i in range(writers)]
+        jobs = [(f"{root.rstrip('/')}/{i}", "all") for i in range(writers)]
     elif serial:
         jobs = [(root, "all")]
     else:
         jobs = [(root, str(w)) for w in range(writers)]
     roots = list(dict.fromkeys(r for r, _ in jobs))
     for table_root in roots:
-        create_hot_table(table_root, rows)
+        create_hot_table(table_root, rows, options)
     result = RunResult(writers, ops, row_level, serial and not independent, independent, warm_ops=warm_ops)
     work = tempfile.mkdtemp(prefix="dvengine-contention-")
     start_file = os.path.join(work, "start")
-    env = {**os.environ, CONF_ENV: "true" if row_level else "false"}
+    env = {**os.environ, **(options or {}), CONF_ENV: "true" if row_level else "false"}
     procs = []
     outs = []
     try:
@@ -316,9 +338,9 @@ def run_contention(
                 result.rebased_files += rec["rebased"]
         result.ops_per_s = result.timed / result.elapsed_s if result.elapsed_s else 0.0
         if len(roots) == 1:
-            verify(root, rows, writers, ops, result)
+            verify(root, rows, writers, ops, result, options)
         else:
-            _verify_all(roots, rows, writers, ops, result)
+            _verify_all(roots, rows, writers, ops, result, options)
     finally:
         for p in procs:
             if p.poll() is None:
@@ -327,12 +349,14 @@ def run_contention(
     return result
 
 
-def _verify_all(roots: list[str], rows: int, writers: int, ops: int, result: RunResult) -> None:
+def _verify_all(
+    roots: list[str], rows: int, writers: int, ops: int, result: RunResult, options: dict[str, str] | None = None,
+) -> None:
     """Verify every table of the run into ``result``: each check holds only if it holds for all."""
     checks: dict[str, list[bool | None]] = {}
     for table_root in roots:
         one = RunResult(writers, ops, result.row_level)
-        verify(table_root, rows, writers, ops, one)
+        verify(table_root, rows, writers, ops, one, options)
         result.errors.extend(f"{table_root}: {e}" for e in one.errors)
         for name in ("versions_gap_free", "each_op_once", "rows_match_model", "delta_rs_matches", "duckdb_matches"):
             checks.setdefault(name, []).append(getattr(one, name))
@@ -424,6 +448,22 @@ def _summary_row(runs: list[RunResult], ones: list[RunResult] | None, serial: li
     return row
 
 
+@contextmanager
+def _tables_home(local_s3: bool) -> Iterator[tuple[str, dict[str, str] | None]]:
+    """Where the run's tables go and their storage options: a temp folder (removed after), or a
+    bucket on moto's S3 server started for the run on 127.0.0.1 (stopped after)."""
+    if not local_s3:
+        with tempfile.TemporaryDirectory(prefix="dvengine-contention-tables-") as tmp:
+            yield tmp, None
+        return
+    from dvengine.bench.object_store import create_bucket, local_s3_server
+
+    with local_s3_server() as (endpoint, options, _log):
+        bucket = f"contention-{uuid.uuid4().hex[:12]}"
+        create_bucket(endpoint, bucket)
+        yield f"s3://{bucket}/tables", options
+
+
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] == "--worker":
@@ -454,12 +494,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ceiling", choices=["on", "off"], default="on",
                         help="also run W processes each doing that baseline on its own table (the machine's ceiling "
                              "for the same-total ratio) for every W > 1; needs --same-total on")
+    parser.add_argument("--local-s3", action="store_true",
+                        help="put the tables on moto's S3 server, started on 127.0.0.1 for the run (no host-local "
+                             "commit turn: writers race with conditional PUTs)")
     opts = parser.parse_args(args)
     settings = {"on": [True], "off": [False], "both": [True, False]}[opts.row_level]
     meta: dict[str, Any] = {"rows": opts.rows, "ops": opts.ops, "repeats": opts.repeats, "warm_ops": opts.warm_ops,
-                            "load_before": _uptime()}
+                            "store": "local S3 (moto)" if opts.local_s3 else "local folder", "load_before": _uptime()}
     summary: list[dict[str, Any]] = []
-    with tempfile.TemporaryDirectory(prefix="dvengine-contention-tables-") as tmp:
+    with _tables_home(opts.local_s3) as (tmp, options):
         for row_level in settings:
             # Rounds: every W once per round, so a change of the machine's load (other engineers'
             # work) hits all W alike; each ratio is the median of each round's own ratio. The
@@ -472,10 +515,11 @@ def main(argv: list[str] | None = None) -> int:
                     kinds = [(False, False)] + ([(True, False)] if count in serial else []) + (
                         [(True, True)] if count in ceiling else [])
                     for one_process, independent in kinds:
-                        root = os.path.join(tmp, f"t-{row_level}-{count}-{rep}-{one_process}-{independent}")
+                        root = f"{tmp}/t-{row_level}-{count}-{rep}-{one_process}-{independent}"
                         run = run_contention(root, opts.rows, count, opts.ops, row_level, serial=one_process,
-                                             independent=independent, warm_ops=opts.warm_ops)
-                        shutil.rmtree(root, ignore_errors=True)
+                                             independent=independent, warm_ops=opts.warm_ops, options=options)
+                        if options is None:
+                            shutil.rmtree(root, ignore_errors=True)
                         who = _who(count, opts.ops, one_process, independent)
                         print(f"row-level={row_level} {who} rep={rep}: {run.ops_per_s:.1f} ops/s, "
                               f"surfaced {run.surfaced_conflicts}, verified {run.verified}", flush=True)

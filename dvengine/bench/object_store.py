@@ -84,7 +84,7 @@ def moto_process(port: int, output: IO[str] | int, hint: str = "") -> Iterator[s
         proc.wait(timeout=30)
 
 
-def _create_bucket(endpoint: str, bucket: str) -> None:
+def create_bucket(endpoint: str, bucket: str) -> None:
     import urllib.request
 
     with urllib.request.urlopen(urllib.request.Request(f"{endpoint}/{bucket}", method="PUT"), timeout=30) as reply:
@@ -359,7 +359,7 @@ def run_cli(
     load_before = _uptime()
     if local_s3:
         with local_s3_server() as (endpoint, server_options, log_path):
-            _create_bucket(endpoint, "bench")
+            create_bucket(endpoint, "bench")
             report = run("s3://bench/point", {**server_options, **options}, rows, files, ops, log_path)
             report["table_uri"] = "s3://bench/point on moto (local, 127.0.0.1)"
     else:

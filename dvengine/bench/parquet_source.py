@@ -22,7 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from dvengine.bench.object_store import _create_bucket, local_s3_server
+from dvengine.bench.object_store import create_bucket, local_s3_server
 from dvengine.bench.outputs import write_report
 
 
@@ -51,7 +51,7 @@ def _readers(endpoint: str, options: dict[str, str]) -> dict[str, Callable[[str]
 def run(rows: int, repeats: int) -> dict[str, Any]:
     results: dict[str, Any] = {}
     with local_s3_server() as (endpoint, options, _log):
-        _create_bucket(endpoint, "bench")
+        create_bucket(endpoint, "bench")
         import obstore
         from obstore.store import S3Store
 

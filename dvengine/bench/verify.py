@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass
 from importlib import metadata
 from typing import Any
@@ -56,33 +56,58 @@ def expected_facts(workload: Workload, layout: Layout) -> TableFacts:
 
 
 @functools.cache
-def duckdb_delta_extension() -> str | None:
-    """Path of the DuckDB delta extension shipped by the ``duckdb-ext-delta`` wheel, if installed."""
+def _duckdb_extension(package: str, filename: str) -> str | None:
+    """Path of the DuckDB extension ``filename`` shipped by the wheel ``package``, if installed."""
     try:
         import duckdb  # noqa: F401
 
-        files = metadata.files("duckdb-ext-delta") or []
+        files = metadata.files(package) or []
     except (ImportError, metadata.PackageNotFoundError):
         return None
     for f in files:
-        if str(f).endswith("delta.duckdb_extension"):
+        if str(f).endswith(filename):
             return str(f.locate())
     return None
 
 
+def duckdb_delta_extension() -> str | None:
+    """Path of the DuckDB delta extension shipped by the ``duckdb-ext-delta`` wheel, if installed."""
+    return _duckdb_extension("duckdb-ext-delta", "delta.duckdb_extension")
+
+
+def _s3_secret(options: Mapping[str, str]) -> str:
+    """DuckDB's ``CREATE SECRET`` for an endpoint given as ``AWS_*`` storage options (path-style
+    URLs: a local S3 server has no per-bucket host names)."""
+    endpoint = options.get("AWS_ENDPOINT_URL", "")
+    host = endpoint.split("://", 1)[-1].rstrip("/")
+    parts = [f"KEY_ID '{options.get('AWS_ACCESS_KEY_ID', '')}'", f"SECRET '{options.get('AWS_SECRET_ACCESS_KEY', '')}'",
+             f"REGION '{options.get('AWS_REGION', 'us-east-1')}'"]
+    if host:
+        parts += [f"ENDPOINT '{host}'", "URL_STYLE 'path'", f"USE_SSL {'false' if endpoint.startswith('http://') else 'true'}"]
+    return f"CREATE SECRET bench_s3 (TYPE s3, {', '.join(parts)})"
+
+
 @contextlib.contextmanager
-def duckdb_delta_connection() -> Iterator[Any]:
+def duckdb_delta_connection(s3_options: Mapping[str, str] | None = None) -> Iterator[Any]:
     """A DuckDB connection with the delta extension loaded (``delta_scan`` works), closed on exit;
     None inside the block when DuckDB or ``duckdb-ext-delta`` is not installed. The one place the
-    benches and the soak/torture runs open DuckDB as an independent reader."""
+    benches and the soak/torture runs open DuckDB as an independent reader.
+
+    ``s3_options`` (``AWS_*`` storage options of an S3-compatible endpoint): httpfs is loaded too
+    and given them as a secret, so ``delta_scan('s3://...')`` reads that endpoint (None inside the
+    block when ``duckdb-ext-httpfs`` is not installed)."""
     extension = duckdb_delta_extension()
-    if extension is None:
+    httpfs = _duckdb_extension("duckdb-ext-httpfs", "httpfs.duckdb_extension") if s3_options is not None else None
+    if extension is None or (s3_options is not None and httpfs is None):
         yield None
         return
     import duckdb
 
     con = duckdb.connect(config={"allow_unsigned_extensions": True})
     try:
+        if httpfs is not None and s3_options is not None:
+            con.execute(f"LOAD '{httpfs}'")
+            con.execute(_s3_secret(s3_options))
         con.execute(f"LOAD '{extension}'")
         yield con
     finally:
