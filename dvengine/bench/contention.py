@@ -65,7 +65,7 @@ import dvengine
 from dvengine.api.table import DeltaTable
 from dvengine.bench.verify import duckdb_delta_connection
 from dvengine.errors import CommitConflictError
-from dvengine.storage.registry import storage_for
+from dvengine.storage.registry import request_counts, storage_for
 from dvengine.storage.uris import is_object_uri
 
 CONF_ENV = "SPARK_DATABRICKS_DELTA_ROWLEVELCONCURRENCY_ENABLED"
@@ -101,6 +101,8 @@ class RunResult:
     duckdb_matches: bool | None = None
     errors: list[str] = field(default_factory=list)
     conflict_messages: list[str] = field(default_factory=list)  # the first 5 that surfaced
+    # Object-store requests the writers sent in the DML window, by kind (empty for a local table)
+    store_requests: dict[str, int] = field(default_factory=dict)
 
     @property
     def verified(self) -> bool:
@@ -204,6 +206,7 @@ def run_writer(
     while not os.path.exists(start_file):
         time.sleep(0.001)
     cpu_start = time.process_time()
+    requests_before = request_counts()
     if profiler is not None:
         profiler.enable()
     records.extend(_run_op(table, x, delete) for x, delete in todo[warm:])
@@ -213,6 +216,8 @@ def run_writer(
     if profiler is not None:
         profiler.disable()
     Path(f"{out_file}.cpu").write_text(str(time.process_time() - cpu_start))
+    requests = {k: n - requests_before.get(k, 0) for k, n in request_counts().items() if n != requests_before.get(k, 0)}
+    Path(f"{out_file}.requests").write_text(json.dumps(requests))
     Path(f"{out_file}.end").write_text(repr(dml_end))
     Path(out_file).write_text(json.dumps(records))
 
@@ -324,6 +329,8 @@ def run_contention(
             if not os.path.exists(out):
                 continue
             result.cpu_s += float(Path(f"{out}.cpu").read_text())
+            for kind, n in json.loads(Path(f"{out}.requests").read_text()).items():
+                result.store_requests[kind] = result.store_requests.get(kind, 0) + n
             for rec in json.loads(Path(out).read_text()):
                 result.surfaced_conflicts += rec["surfaced"]
                 if len(result.conflict_messages) < 5:  # a sample: typed messages, not a full log
@@ -386,8 +393,11 @@ def _ratio_cell(r: dict[str, Any], key: str) -> str:
 
 
 def _markdown(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
+    on_store = any(r.get("requests_per_op") for r in results)
     lines = [
         "# Contention: W writer processes x N single-row DML on one file",
+        "",
+        f"tables: {meta.get('store', 'local folder')}",
         "",
         f"rows {meta['rows']}, {meta['ops']} ops per writer (the first {meta.get('warm_ops', 0)} of each before the "
         f"start signal, untimed), {meta['repeats']} rounds of every W (median, min-max of ops/s); "
@@ -399,8 +409,9 @@ def _markdown(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
         "`W x 1xW*N`: W processes each doing that baseline on its own copy of the table, nothing shared but the "
         "machine: its `vs 1xW*N` is the most W writers of one table could reach here.",
         "",
-        "| row-level | W | committed | conflicts surfaced | retries inside | files rebased | ops/s median (min-max) | vs W=1, same round: median (min-max) | vs 1xW*N, same round: median (min-max) | writer CPU ms/op | cores busy | DML window s (to process exit s) | verified |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| row-level | W | committed | conflicts surfaced | retries inside | files rebased | ops/s median (min-max) | vs W=1, same round: median (min-max) | vs 1xW*N, same round: median (min-max) | writer CPU ms/op | cores busy | DML window s (to process exit s) | verified |"
+        + (" store requests per op |" if on_store else ""),
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if on_store else ""),
     ]
     for r in results:
         who = _who(r["writers"], r["ops_per_writer"], r["serial"], r["independent"])
@@ -409,6 +420,7 @@ def _markdown(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
             f"{r['internal_retries']} | {r['rebased_files']} | {r['ops_per_s']:.1f} ({r['ops_min']:.1f}-{r['ops_max']:.1f}) | "
             f"{_ratio_cell(r, 'vs_one')} | {_ratio_cell(r, 'vs_serial')} | {r['cpu_ms_per_op']:.1f} | "
             f"{r['cores_busy']:.2f} | {r['window_s']:.2f} ({r['process_s']:.2f}) | {r['verified']} |"
+            + (f" {', '.join(f'{k} {v:.2f}' for k, v in r.get('requests_per_op', {}).items())} |" if on_store else "")
         )
     return "\n".join(lines) + "\n"
 
@@ -421,6 +433,16 @@ def _ratios(runs: list[RunResult], bases: list[RunResult] | None) -> dict[str, f
     if not ratios:
         return None
     return {"": statistics.median(ratios), "_min": min(ratios), "_max": max(ratios)}
+
+
+def _requests_per_op(runs: list[RunResult]) -> dict[str, float]:
+    """Object-store requests per timed op over ``runs``, by kind (empty for a local table)."""
+    timed = sum(r.timed for r in runs)
+    kinds: dict[str, int] = {}
+    for r in runs:
+        for kind, n in r.store_requests.items():
+            kinds[kind] = kinds.get(kind, 0) + n
+    return {kind: n / timed for kind, n in sorted(kinds.items())} if timed else {}
 
 
 def _summary_row(runs: list[RunResult], ones: list[RunResult] | None, serial: list[RunResult] | None) -> dict[str, Any]:
@@ -438,6 +460,7 @@ def _summary_row(runs: list[RunResult], ones: list[RunResult] | None, serial: li
         "window_s": statistics.median(r.elapsed_s for r in runs),
         "process_s": statistics.median(r.process_elapsed_s for r in runs),
         "verified": all(r.verified for r in runs),
+        "requests_per_op": _requests_per_op(runs),
         "runs": [asdict(r) for r in runs],
     }
     for key, bases in (("vs_one", ones), ("vs_serial", serial)):
