@@ -12,6 +12,7 @@ probe leaves behind.
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from collections import Counter
@@ -204,7 +205,13 @@ def test_lost_race_reads_the_winner_with_one_get(
     assert "HEAD" not in counts and counts["PUT"] == 2
     log_reads = [p.rsplit("/", 1)[-1] for p in read_paths if "/_delta_log/" in p]
     assert log_reads == [f"{1:020d}.json", f"{2:020d}.json"]  # the winner, then "no version 2 yet"
-    want = sort_rows([r for r in _rows(range(10)) if r[0] != 3] + _rows(range(50, 53)))
+    # The next command lists versions 1 and 2 with the e-tags of the winner it read and of its own
+    # commit: it reads neither again.
+    read_paths[:] = []
+    assert table.delete("id = 4", engine="local")["version"] == 3
+    assert requests.take()["LIST"] == 1
+    assert [p for p in read_paths if "/_delta_log/" in p] == []
+    want = sort_rows([r for r in _rows(range(10)) if r[0] not in (3, 4)] + _rows(range(50, 53)))
     assert _dvengine_rows(uri, opts) == want == rows_delta_rs_s3(s3_server, uri, COLUMNS)
 
 
@@ -263,3 +270,68 @@ def test_vacuum_reclaims_a_killed_probe(s3_server: S3Server, bucket: str) -> Non
     assert done["numAbandonedTempFiles"] == 2 and done["numFilesDeleted"] == 0
     assert s3_server.keys(bucket) == table_keys
     assert rows_delta_rs_s3(s3_server, uri, COLUMNS) == sort_rows(_rows(range(6)))
+
+
+def test_writer_that_waited_for_the_host_turn_reads_the_winner_before_its_put(
+    s3_server: S3Server,  # noqa: F811
+    bucket: str,
+    monkeypatch: pytest.MonkeyPatch,
+    read_paths: list[str],
+) -> None:
+    """Another writer on this host holds the table's commit turn and, once this DELETE has planned
+    on version 0 and found the turn taken, commits version 1 (here delta-rs, inside the held turn): once in its turn the DELETE reads the winner and
+    "no next version yet", then PUTs once at version 2; no PUT of it is refused."""
+    from dvengine.commit import transaction
+    from dvengine.commit.commit_lock import commit_turn
+    from dvengine.storage.logstore import log_dir
+
+    monkeypatch.setenv("DVENGINE_SNAPSHOT_MAXSTALENESSSECONDS", "0")
+    uri, opts = f"s3://{bucket}/turn", s3_server.options
+    dvengine.write(_arrow(_rows(range(10))), uri, storage_options=opts)
+    table = DeltaTable.forPath(None, uri, storage_options=opts)
+    log = log_dir(uri)
+    holding, asked = threading.Event(), threading.Event()
+    real_turn_taken = transaction.turn_taken
+    answers: list[bool] = []
+
+    def turn_taken_noted(folder: str) -> bool:
+        answers.append(real_turn_taken(folder))
+        asked.set()
+        return answers[-1]
+
+    monkeypatch.setattr(transaction, "turn_taken", turn_taken_noted)
+
+    def other_writer() -> None:
+        with commit_turn(log) as held:
+            assert held
+            holding.set()
+            assert asked.wait(60)  # the DELETE planned on version 0 and found the turn taken
+            write_deltalake(uri, _arrow(_rows(range(50, 53))), mode="append", storage_options=opts)
+            time.sleep(0.1)
+
+    thread = threading.Thread(target=other_writer)
+    thread.start()
+    assert holding.wait(60)
+    requests, read_paths[:] = Requests(), []
+    metrics = table.delete("id = 3", engine="local")
+    thread.join()
+    assert answers == [True]
+    assert metrics["version"] == 2 and metrics["numCommitAttempts"] == 2  # the stale snapshot counts as one
+    assert requests.take()["PUT"] == 1  # the commit, once: nothing refused
+    log_reads = [p.rsplit("/", 1)[-1] for p in read_paths if "/_delta_log/" in p]
+    assert log_reads == [f"{1:020d}.json", f"{2:020d}.json"]  # the winner, then "no version 2 yet"
+    want = sort_rows([r for r in _rows(range(10)) if r[0] != 3] + _rows(range(50, 53)))
+    assert _dvengine_rows(uri, opts) == want == rows_delta_rs_s3(s3_server, uri, COLUMNS)
+
+
+def test_object_store_turn_is_shared_by_uri_spellings_and_kept_apart_by_endpoint(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from dvengine.commit.commit_lock import lock_path
+
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:1")
+    one = lock_path("s3://b/t/_delta_log")
+    assert one is not None and one == lock_path("s3://b/t/_delta_log/")
+    assert one != lock_path("s3://b/other/_delta_log")
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:2")
+    assert one != lock_path("s3://b/t/_delta_log")  # another server's bucket of the same name

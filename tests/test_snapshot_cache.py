@@ -246,3 +246,28 @@ def test_table_exists_answers_from_the_cache_and_notices_deletion(tmp_path: Path
     assert not table_exists(root)  # the cached commit is gone: the listing decides
     dvengine.write(_rows([2], "b"), root)
     assert table_exists(root)
+
+
+def test_a_commit_read_from_a_store_is_known_only_under_its_e_tag() -> None:
+    """A winner read whole from a store (its bytes and e-tag) stands in for a GET of the same
+    version later, only while the listed object has that e-tag; large commits and commits
+    without an e-tag are not kept, and only the newest versions per table are."""
+    root = "s3://bucket/known"
+    cache.clear_snapshot_cache()
+    cache.note_read_commit(root, 5, '"tag-5"', b"five")
+    assert cache.known_commit(root, 5, '"tag-5"') == b"five"
+    assert cache.known_commit(root, 5, '"another"') is None  # recreated table: another object
+    assert cache.known_commit(root, 5, None) is None
+    assert cache.known_commit(root, 6, '"tag-5"') is None
+    assert cache.known_commit("s3://bucket/other", 5, '"tag-5"') is None
+    cache.note_read_commit(root, 7, None, b"untagged")
+    cache.note_read_commit(root, 8, '"big"', b"x" * (cache.READ_COMMIT_MAX_BYTES + 1))
+    assert cache.known_commit(root, 8, '"big"') is None
+    for v in range(100, 100 + cache.READ_COMMITS_PER_TABLE):
+        cache.note_read_commit(root, v, f'"t{v}"', b"v")
+    assert cache.known_commit(root, 5, '"tag-5"') is None  # the oldest went first
+    assert cache.known_commit(root, 100, '"t100"') == b"v"
+    cache.note_own_commit(root, 200, '"own"', b"mine", 0.0)
+    assert cache.known_commit(root, 200, '"own"') == b"mine"  # the own commit counts too
+    cache.clear_snapshot_cache()
+    assert cache.known_commit(root, 100, '"t100"') is None

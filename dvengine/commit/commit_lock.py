@@ -27,11 +27,15 @@ be taken at all (no ``flock``, an unwritable temp folder) is simply skipped.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import logging
 import os
 import tempfile
 import threading
 from collections.abc import Iterator
+
+from dvengine.storage.settings import options_for
+from dvengine.storage.uris import is_object_uri
 
 try:
     import fcntl
@@ -45,7 +49,16 @@ DEFAULT_TIMEOUT_S = 2.0
 
 def lock_path(log_folder: str) -> str | None:
     """The lock file for a table's ``_delta_log`` folder, or None when the folder does not exist
-    yet (a table being created: there is nobody to take turns with)."""
+    yet (a table being created: there is nobody to take turns with).
+
+    For a table on an object store (``log_folder`` an ``s3://`` ... URI) the file is named by a
+    digest of the store's endpoint and the log's URI: writers on this host that reach the same
+    table through the same endpoint share it (spec_notes/isolation-and-concurrency.md, "The
+    turn on an object store")."""
+    if is_object_uri(log_folder):
+        endpoint = options_for(log_folder).get("AWS_ENDPOINT_URL") or os.environ.get("AWS_ENDPOINT_URL", "")
+        digest = hashlib.sha256(f"{endpoint}\n{log_folder.rstrip('/')}".encode()).hexdigest()[:32]
+        return os.path.join(tempfile.gettempdir(), "dvengine-commit-locks", f"object-{digest}.lock")
     try:
         st = os.stat(log_folder)
     except OSError:

@@ -69,7 +69,7 @@ from dvengine.log.checkpoint_writer import due_checkpoint
 from dvengine.log.commit_file import parse_actions
 from dvengine.log.filenames import commit_file_name
 from dvengine.log.loader import read_commit_actions
-from dvengine.log.snapshot_cache import note_blind_loss, note_own_commit
+from dvengine.log.snapshot_cache import note_blind_loss, note_own_commit, note_read_commit
 from dvengine.protocol import row_tracking
 from dvengine.protocol.actions import (
     STORAGE_UUID,
@@ -86,10 +86,10 @@ from dvengine.protocol.actions import (
 )
 from dvengine.protocol.features import check_writable, writer_features
 from dvengine.storage import pending
-from dvengine.storage.base import StagedCommits
+from dvengine.storage.base import StagedCommits, TaggedReads
 from dvengine.storage.logstore import FileAlreadyExists, LogStore, log_dir, normalize_table_path, resolve_data_path
 from dvengine.storage.registry import storage_for
-from dvengine.storage.uris import join
+from dvengine.storage.uris import is_object_uri, join
 
 _LOG = logging.getLogger(__name__)
 
@@ -137,12 +137,24 @@ def read_commit(store: LogStore, table_root: str, version: int) -> list[Action]:
     return read_commit_actions(table_root, version, store)
 
 
+@functools.lru_cache(maxsize=16)
+def _reads_tagged(store_type: type) -> bool:
+    """Does this store class return e-tags with its reads? (Once per class: a runtime protocol
+    check costs microseconds, and a local loser pays it for every winner it reads.)"""
+    return issubclass(store_type, TaggedReads)
+
+
 def _read_commit_if_exists(store: LogStore, table_root: str, version: int) -> list[Action] | None:
     """The winner at ``version``, or None when nobody committed it: one GET on a store (a HEAD first
     would add a sequential round trip to every lost race)."""
     path = commit_file_path(table_root, version)
     try:
-        data = store.read_bytes(path)
+        if _reads_tagged(type(store)):
+            assert isinstance(store, TaggedReads)
+            data, e_tag = store.read_bytes_tagged(path)
+            note_read_commit(table_root, version, e_tag, data)  # the next listed load need not GET it again
+        else:
+            data = store.read_bytes(path)
     except FileNotFoundError:
         return None
     return parse_actions(data, path)
@@ -323,6 +335,8 @@ class Transaction:
         store = self.store
         if self.read_version is not None and getattr(store, "is_local", False) and isinstance(store, StagedCommits):
             version = self._commit_in_turn(store, version, operation_metrics)
+        elif self.read_version is not None and is_object_uri(self.table_root):
+            version = self._commit_to_store_in_turn(version, operation_metrics)
         else:
             version = self._put_with_retries(version, operation_metrics, exclusive=False)
         self._committed_version = version
@@ -346,12 +360,7 @@ class Transaction:
         # A stale read snapshot counts as one lost race, as if the commit had been tried at the
         # read version + 1 first (max_attempts and numCommitAttempts keep their meaning).
         lost = 1 if caught_up != version else 0
-        if lost >= self.max_attempts:
-            self.attempts = lost
-            raise MaxCommitAttemptsExceededError(
-                f"gave up committing {self.operation} to {self.table_root} after {lost} attempt(s): "
-                f"concurrent writers took version {version} (max_attempts={self.max_attempts})"
-            )
+        self._give_up_after(lost, version)
         version = caught_up
         if not self.blind and turn_taken(log):
             # Another writer is linking the next version: a commit staged now would be stale.
@@ -372,6 +381,36 @@ class Transaction:
             _LOG.warning("commit %d of %s is linked but fsync of %s failed", version, self.table_root, log, exc_info=True)
         return version
 
+    def _commit_to_store_in_turn(self, version: int, operation_metrics: Mapping[str, Any] | None) -> int:
+        """Commit to a table on an object store, taking turns with this host's other dvengine
+        writers of the table (spec_notes/isolation-and-concurrency.md, "The turn on an object
+        store"). The conditional PUT still decides every race; the turn only stops writers on one
+        host from racing each other for one version, where all but one PUT would be refused and
+        each loser would then read the winner and back off. A writer that had to wait for the
+        turn knows a commit landed meanwhile, so it reads the winners first and PUTs once (a
+        stale PUT would cost a refused round trip); one that found the turn free PUTs at once.
+        Blind commits never rebase, so they always PUT first (and re-plan if refused)."""
+        log = log_dir(self.table_root)
+        waited = turn_taken(log)
+        with commit_turn(log) as exclusive:
+            lost = 0
+            if waited and exclusive and not self.blind:
+                caught_up = self._catch_up(version)
+                if caught_up != version:
+                    lost = 1  # a stale read snapshot counts as one lost race, as on a local table
+                    self._give_up_after(lost, version)
+                version = caught_up
+            return self._put_with_retries(version, operation_metrics, exclusive, None, lost)
+
+    def _give_up_after(self, lost: int, version: int) -> None:
+        """Raise MaxCommitAttemptsExceededError once ``lost`` races reach ``max_attempts``."""
+        if lost >= self.max_attempts:
+            self.attempts = lost
+            raise MaxCommitAttemptsExceededError(
+                f"gave up committing {self.operation} to {self.table_root} after {lost} attempt(s): "
+                f"concurrent writers took version {version} (max_attempts={self.max_attempts})"
+            )
+
     def _commit_staged_in_turn(self, log: str, version: int, operation_metrics: Mapping[str, Any] | None, lost: int) -> int:
         """Wait for the turn, then catch up, stage and link in it (the turn was taken when we came:
         its holder's commit makes anything staged before the turn stale). Winners that landed
@@ -384,12 +423,7 @@ class Transaction:
             caught_up = self._catch_up(version)
             if caught_up != version:
                 lost += 1
-                if lost >= self.max_attempts:
-                    self.attempts = lost
-                    raise MaxCommitAttemptsExceededError(
-                        f"gave up committing {self.operation} to {self.table_root} after {lost} attempt(s): "
-                        f"concurrent writers took version {version} (max_attempts={self.max_attempts})"
-                    )
+                self._give_up_after(lost, version)
             return self._put_with_retries(caught_up, operation_metrics, exclusive, None, lost)
 
     def _stale(self, version: int) -> None:

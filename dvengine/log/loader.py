@@ -407,7 +407,7 @@ def _from_cache_listed(
         _refreshed(table_root, entry, store, verified_at)
         return _with_live_transactions(entry.snapshot, entry.state)
     infos = [commits[v] for v in range(entry.version + 1, reached + 1)]
-    known = {i.path: snapshot_cache.own_commit(table_root, v, i.e_tag) for v, i in zip(range(entry.version + 1, reached + 1), infos)}
+    known = {i.path: snapshot_cache.known_commit(table_root, v, i.e_tag) for v, i in zip(range(entry.version + 1, reached + 1), infos)}
     missing = [i.path for i in infos if known[i.path] is None]
     fetched = dict(zip(missing, read_many(store, missing)))  # parallel GETs
     datas = [known[i.path] or fetched[i.path] for i in infos]

@@ -122,6 +122,7 @@ def clear_snapshot_cache() -> None:
     with _LOCK:
         _ENTRIES.clear()
         _OWN_COMMITS.clear()
+        _READ_COMMITS.clear()
         _CHECKPOINTS.clear()
         _BLIND_LOSSES.clear()
 
@@ -162,6 +163,42 @@ def own_commit(table_root: str, version: int, e_tag: str | None) -> bytes | None
     if found is None or e_tag is None or found.version != version or found.e_tag != e_tag:
         return None
     return found.data
+
+
+# Commits of other writers this process has just read whole from a store, with their e-tags: a
+# writer that lost a race reads the winners (transaction.py), and its next listed load would GET
+# the same objects again (on a hot table ~W-1 of them per op). Kept per table for the newest
+# READ_COMMITS_PER_TABLE versions, only commits up to READ_COMMIT_MAX_BYTES; the e-tag check is
+# the same as for the own commit above.
+READ_COMMITS_PER_TABLE = 64
+READ_COMMIT_MAX_BYTES = 64 * 1024
+_READ_COMMITS: OrderedDict[str, dict[int, tuple[str, bytes]]] = OrderedDict()
+
+
+def note_read_commit(table_root: str, version: int, e_tag: str | None, data: bytes) -> None:
+    """Remember ``data``, read from the store as ``version`` with ``e_tag`` (no e-tag: nothing to
+    recognise it by later, so nothing is kept)."""
+    if e_tag is None or len(data) > READ_COMMIT_MAX_BYTES or not cache_enabled():
+        return
+    with _LOCK:
+        versions = _READ_COMMITS.setdefault(table_root, {})
+        versions[version] = (e_tag, data)
+        while len(versions) > READ_COMMITS_PER_TABLE:
+            versions.pop(min(versions))
+        _READ_COMMITS.move_to_end(table_root)
+        while len(_READ_COMMITS) > MAX_TABLES:
+            _READ_COMMITS.popitem(last=False)
+
+
+def known_commit(table_root: str, version: int, e_tag: str | None) -> bytes | None:
+    """The bytes of ``version`` if this process wrote or read it and the listed object (``e_tag``)
+    is still that one; None means it has to be read."""
+    own = own_commit(table_root, version, e_tag)
+    if own is not None or e_tag is None:
+        return own
+    with _LOCK:
+        found = _READ_COMMITS.get(table_root, {}).get(version)
+    return found[1] if found is not None and found[0] == e_tag else None
 
 
 def last_own_commit(table_root: str) -> OwnCommit | None:

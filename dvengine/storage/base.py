@@ -81,6 +81,14 @@ class StagedCommits(TypingProtocol):
     def sync_dir(self, directory: str) -> None: ...
 
 
+@runtime_checkable
+class TaggedReads(TypingProtocol):
+    """A store whose objects carry e-tags: one GET returns the bytes and the tag, so a commit read
+    once (a winner of a lost race) is recognised in a later listing without a second GET."""
+
+    def read_bytes_tagged(self, path: str) -> tuple[bytes, str | None]: ...
+
+
 class Storage(LogStore, TypingProtocol):
     """A LogStore plus what data files, DV files and maintenance need."""
 

@@ -176,22 +176,32 @@ class ObjectStorage:
     def _done(self, kind: str, started: float) -> None:
         self.request_seconds[kind] = self.request_seconds.get(kind, 0.0) + time.perf_counter() - started
 
-    def _get(self, path: str) -> Any:
-        """The whole object as obstore's ``Bytes`` (buffer protocol: no copy into Python bytes yet)."""
+    def _get(self, path: str) -> tuple[Any, str | None]:
+        """The whole object as obstore's ``Bytes`` (buffer protocol: no copy into Python bytes yet),
+        and its e-tag. Every whole-object GET goes through here."""
         started = self._start("GET")
         try:
-            return obstore.get(self._store, self._key(path)).bytes()
+            result = obstore.get(self._store, self._key(path))
+            data = result.bytes()
         except (BaseError, FileNotFoundError) as exc:
             raise _translate(exc, path, "read") from exc
         finally:
             self._done("GET", started)
+        e_tag = result.meta.get("e_tag")
+        return data, None if e_tag is None else str(e_tag)
 
     def read_bytes(self, path: str) -> bytes:
         pending.wait_for([path])
         recent = self._recent.get(path)
         if recent is not None:
             return recent
-        return bytes(self._get(path))
+        return bytes(self._get(path)[0])
+
+    def read_bytes_tagged(self, path: str) -> tuple[bytes, str | None]:
+        """The object and its e-tag from one GET (``TaggedReads``)."""
+        pending.wait_for([path])
+        data, e_tag = self._get(path)
+        return bytes(data), e_tag
 
     def read_range(self, path: str, start: int, length: int) -> bytes:
         pending.wait_for([path])
@@ -342,4 +352,4 @@ class ObjectStorage:
         buffer pyarrow reads in place (no copy into Python bytes: a 1.6 MB file is ~0.1-0.2 ms of copy)."""
         pending.wait_for([path])
         recent = self._recent.get(path)
-        return pa.BufferReader(recent if recent is not None else pa.py_buffer(self._get(path)))
+        return pa.BufferReader(recent if recent is not None else pa.py_buffer(self._get(path)[0]))
