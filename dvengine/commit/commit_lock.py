@@ -1,4 +1,5 @@
-"""A host-local turnstile for the commit attempts of writers on one local table.
+"""A host-local turnstile for the commit attempts of writers on one table (a local folder, or a
+table on an object store reached through one endpoint: :func:`lock_path`).
 
 Correctness never depends on it: the commit file is still created with put-if-absent
 (``os.link``), so a writer that runs without the lock (another host, Delta Spark, a lock that
