@@ -190,9 +190,10 @@ def test_lost_race_reads_the_winner_with_one_get(
     monkeypatch: pytest.MonkeyPatch,
     read_paths: list[str],
 ) -> None:
-    """delta-rs takes version 1 just before dvengine's commit PUT: the 412 is followed by one GET of
-    the winner and one (missing) GET of the next version, no HEADs; the DELETE lands at version 2.
-    (Blind commits off: this is the race of a command that listed; test_blind_loss_replans is the other.)"""
+    """delta-rs takes version 1 just before dvengine's commit PUT: the 412 is followed by one LIST of
+    the log from version 1 and one GET of the winner it shows (no probe of a missing version 2, no
+    HEADs); the DELETE lands at version 2. (Blind commits off: this is the race of a command that
+    listed; test_blind_loss_replans is the other.)"""
     monkeypatch.setenv("DVENGINE_SNAPSHOT_MAXSTALENESSSECONDS", "0")
     uri, opts = f"s3://{bucket}/race", s3_server.options
     dvengine.write(_arrow(_rows(range(10))), uri, storage_options=opts)
@@ -203,8 +204,9 @@ def test_lost_race_reads_the_winner_with_one_get(
     assert raced and metrics["version"] == 2
     counts = requests.take()
     assert "HEAD" not in counts and counts["PUT"] == 2
+    assert counts["LIST"] == 2  # the command's own listed load, then the catch-up's
     log_reads = [p.rsplit("/", 1)[-1] for p in read_paths if "/_delta_log/" in p]
-    assert log_reads == [f"{1:020d}.json", f"{2:020d}.json"]  # the winner, then "no version 2 yet"
+    assert log_reads == [f"{1:020d}.json"]  # the winner the LIST showed
     # The next command lists versions 1 and 2 with the e-tags of the winner it read and of its own
     # commit: it reads neither again.
     read_paths[:] = []
@@ -212,6 +214,42 @@ def test_lost_race_reads_the_winner_with_one_get(
     assert requests.take()["LIST"] == 1
     assert [p for p in read_paths if "/_delta_log/" in p] == []
     want = sort_rows([r for r in _rows(range(10)) if r[0] not in (3, 4)] + _rows(range(50, 53)))
+    assert _dvengine_rows(uri, opts) == want == rows_delta_rs_s3(s3_server, uri, COLUMNS)
+
+
+def test_lost_race_with_a_listing_that_lags_reads_the_winners_one_by_one(
+    s3_server: S3Server,  # noqa: F811
+    bucket: str,
+    monkeypatch: pytest.MonkeyPatch,
+    read_paths: list[str],
+) -> None:
+    """A store whose listing does not yet show the commit that refused ours (S3 lists what it
+    stored, some S3-compatible stores lag): the catch-up does not trust the empty listing (it
+    would PUT at the same version again and again) but reads version 1, 2, ... until one is
+    missing, as on a local folder; the DELETE lands at version 2."""
+    monkeypatch.setenv("DVENGINE_SNAPSHOT_MAXSTALENESSSECONDS", "0")
+    uri, opts = f"s3://{bucket}/lagging", s3_server.options
+    dvengine.write(_arrow(_rows(range(10))), uri, storage_options=opts)
+    table = DeltaTable.forPath(None, uri, storage_options=opts)
+    raced = _delta_rs_appends_before_our_commit_put(monkeypatch, uri, opts)
+    real_list_after = objects.ObjectStorage.list_dir_after
+    catch_up_listings: list[str] = []
+
+    def lagging(self: objects.ObjectStorage, directory: str, after_name: str) -> Any:
+        if raced:  # after the winner landed: the catch-up's listing
+            catch_up_listings.append(after_name)
+            return []
+        return real_list_after(self, directory, after_name)
+
+    monkeypatch.setattr(objects.ObjectStorage, "list_dir_after", lagging)
+    read_paths[:] = []
+    metrics = table.delete("id = 3", engine="local")
+    assert raced and metrics["version"] == 2 and metrics["numCommitAttempts"] == 2
+    assert catch_up_listings == [f"{1:020d}"]
+    log_reads = [p.rsplit("/", 1)[-1] for p in read_paths if "/_delta_log/" in p]
+    assert log_reads == [f"{1:020d}.json", f"{2:020d}.json"]  # the winner, then "no version 2 yet"
+    monkeypatch.setattr(objects.ObjectStorage, "list_dir_after", real_list_after)
+    want = sort_rows([r for r in _rows(range(10)) if r[0] != 3] + _rows(range(50, 53)))
     assert _dvengine_rows(uri, opts) == want == rows_delta_rs_s3(s3_server, uri, COLUMNS)
 
 
@@ -279,8 +317,9 @@ def test_writer_that_waited_for_the_host_turn_reads_the_winner_before_its_put(
     read_paths: list[str],
 ) -> None:
     """Another writer on this host holds the table's commit turn and, once this DELETE has planned
-    on version 0 and found the turn taken, commits version 1 (here delta-rs, inside the held turn): once in its turn the DELETE reads the winner and
-    "no next version yet", then PUTs once at version 2; no PUT of it is refused."""
+    on version 0 and found the turn taken, commits version 1 (here delta-rs, inside the held turn):
+    once in its turn the DELETE lists the log, reads the winner it shows, then PUTs once at version
+    2; no PUT of it is refused."""
     from dvengine.commit import transaction
     from dvengine.commit.commit_lock import commit_turn
     from dvengine.storage.logstore import log_dir
@@ -317,9 +356,11 @@ def test_writer_that_waited_for_the_host_turn_reads_the_winner_before_its_put(
     thread.join()
     assert answers == [True]
     assert metrics["version"] == 2 and metrics["numCommitAttempts"] == 2  # the stale snapshot counts as one
-    assert requests.take()["PUT"] == 1  # the commit, once: nothing refused
+    counts = requests.take()
+    assert counts["PUT"] == 1  # the commit, once: nothing refused
+    assert counts["LIST"] == 2  # the command's listed load, then the catch-up in the turn
     log_reads = [p.rsplit("/", 1)[-1] for p in read_paths if "/_delta_log/" in p]
-    assert log_reads == [f"{1:020d}.json", f"{2:020d}.json"]  # the winner, then "no version 2 yet"
+    assert log_reads == [f"{1:020d}.json"]  # the winner
     want = sort_rows([r for r in _rows(range(10)) if r[0] != 3] + _rows(range(50, 53)))
     assert _dvengine_rows(uri, opts) == want == rows_delta_rs_s3(s3_server, uri, COLUMNS)
 

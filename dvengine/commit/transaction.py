@@ -30,7 +30,7 @@ import logging
 import random
 import time
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,7 +69,7 @@ from dvengine.log.checkpoint_writer import due_checkpoint
 from dvengine.log.commit_file import parse_actions
 from dvengine.log.filenames import commit_file_name
 from dvengine.log.loader import read_commit_actions
-from dvengine.log.snapshot_cache import note_blind_loss, note_own_commit, note_read_commit
+from dvengine.log.snapshot_cache import known_commit, note_blind_loss, note_own_commit, note_read_commit
 from dvengine.protocol import row_tracking
 from dvengine.protocol.actions import (
     STORAGE_UUID,
@@ -86,7 +86,8 @@ from dvengine.protocol.actions import (
 )
 from dvengine.protocol.features import check_writable, writer_features
 from dvengine.storage import pending
-from dvengine.storage.base import StagedCommits, TaggedReads
+from dvengine.storage.base import FileInfo, StagedCommits, TaggedReads
+from dvengine.storage.batch import read_many_tagged
 from dvengine.storage.logstore import FileAlreadyExists, LogStore, log_dir, normalize_table_path, resolve_data_path
 from dvengine.storage.registry import storage_for
 from dvengine.storage.uris import is_object_uri, join
@@ -628,19 +629,64 @@ class Transaction:
         was = self.read_snapshot is not None and in_commit_timestamps.enabled(self.read_snapshot.metadata.configuration)
         return timestamp, in_commit_timestamps.with_enablement(self._new_metadata, was, version, timestamp)
 
+    def _winners_from(self, version: int) -> Iterator[tuple[int, list[Action]]]:
+        """The commits from ``version`` on, in order, as (version, actions).
+
+        On an object store one LIST of the log from ``version`` finds them all and they are read
+        in parallel (with their e-tags, so the next listed load reads none of them again): the
+        catch-up costs two round trips in sequence however many winners landed, where reading
+        ``<v>.json``, ``<v+1>.json``, ... until one is missing cost one per winner plus the
+        missing one, all inside the commit turn. A commit that lands after the LIST makes the
+        next PUT fail, and the catch-up runs again from there. Elsewhere the files are read one
+        by one until one does not exist (a local read costs microseconds), and so they are on a
+        store whose listing does not show ``version`` (none landed; or a listing that lags the
+        PUT that refused ours, where trusting it would retry the same version in a tight loop)."""
+        if _reads_tagged(type(self.store)):
+            listed = self._listed_winners_from(version)
+            yield from listed
+            version += len(listed)
+            if listed:
+                return
+        while (actions := _read_commit_if_exists(self.store, self.table_root, version)) is not None:
+            yield version, actions
+            version += 1
+
+    def _listed_winners_from(self, version: int) -> list[tuple[int, list[Action]]]:
+        """The commits from ``version`` on that one LIST of the log shows, read in parallel."""
+        assert isinstance(self.store, TaggedReads)
+        listed = {
+            name: info
+            for info in self.store.list_dir_after(log_dir(self.table_root), f"{version:020d}")
+            if (name := info.path.rsplit("/", 1)[-1]).endswith(".json")
+        }
+        run: list[tuple[int, FileInfo]] = []
+        while (info := listed.get(commit_file_name(version + len(run)))) is not None:
+            run.append((version + len(run), info))  # put-if-absent commits are contiguous: a gap ends them
+        known = [known_commit(self.table_root, v, info.e_tag) for v, info in run]
+        missing = [info.path for (_, info), data in zip(run, known, strict=True) if data is None]
+        fetched = dict(zip(missing, read_many_tagged(self.store, missing), strict=True))
+        out = []
+        for (v, info), data in zip(run, known, strict=True):
+            if data is None:
+                data, e_tag = fetched[info.path]
+                note_read_commit(self.table_root, v, e_tag, data)
+            out.append((v, parse_actions(data, info.path)))
+        return out
+
     def _check_winners_from(self, version: int) -> int:
         """Check every commit from ``version`` on against this transaction; return the next free version."""
-        while (actions := _read_commit_if_exists(self.store, self.table_root, version)) is not None:
-            winner = WinningCommit.from_actions(version, actions)
+        next_free = version
+        for winner_version, actions in self._winners_from(version):
+            winner = WinningCommit.from_actions(winner_version, actions)
             self._advance_row_id_mark(actions)
             if self.read_version is None:
-                if winner.metadata is not None and version == 0:
+                if winner.metadata is not None and winner_version == 0:
                     raise TableAlreadyExistsError(
                         f"a concurrent writer created the table at {self.table_root} first (its version 0 is "
                         f"{winner.describe()}); nothing was written by this transaction"
                     )
                 raise ProtocolChangedError(
-                    f"this transaction creates the table at {self.table_root} but version {version} already exists"
+                    f"this transaction creates the table at {self.table_root} but version {winner_version} already exists"
                 )
             protocol, metadata = self._effective_protocol_and_metadata()
             adopts = row_tracking_conflicts.takes_over(
@@ -654,8 +700,8 @@ class Transaction:
                 self._backfilled_ids.update(row_tracking_conflicts.backfilled_ids(winner))
             if self._backfill is not None:
                 self._resolve_backfill(winner)
-            version += 1
-        return version
+            next_free = winner_version + 1
+        return next_free
 
     def _adopt_row_tracking(self, winner: WinningCommit, protocol: Protocol, metadata: Metadata) -> None:
         """Take over a winner's row tracking support / enablement (row_tracking_conflicts.py)."""

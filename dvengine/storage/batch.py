@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
-from dvengine.storage.base import LogStore
+from dvengine.storage.base import LogStore, TaggedReads
 
 _MAX_PARALLEL = 16
 
@@ -21,3 +21,11 @@ def read_many(store: LogStore, paths: Sequence[str]) -> list[bytes]:
         return [store.read_bytes(p) for p in paths]
     with ThreadPoolExecutor(max_workers=min(_MAX_PARALLEL, len(paths))) as pool:
         return list(pool.map(store.read_bytes, paths))
+
+
+def read_many_tagged(store: TaggedReads, paths: Sequence[str]) -> list[tuple[bytes, str | None]]:
+    """``read_many`` that keeps each object's e-tag (``TaggedReads.read_bytes_tagged``)."""
+    if len(paths) < 2:
+        return [store.read_bytes_tagged(p) for p in paths]
+    with ThreadPoolExecutor(max_workers=min(_MAX_PARALLEL, len(paths))) as pool:
+        return list(pool.map(store.read_bytes_tagged, paths))
