@@ -160,3 +160,32 @@ def test_bench_alternates_dvengine_folder_and_store() -> None:
         [f"delta-rs, object store{KEPT}"],
     ]
     assert _groups(["dvengine, object store"]) == [["dvengine, object store"]]  # --table-uri without a folder peer
+
+
+def test_added_latency_delays_every_request_and_overlaps_concurrent_ones() -> None:
+    """``DVENGINE_MOTO_LATENCY_MS`` (the bench's ``--store-latency-ms``): each request waits that long,
+    and two requests sent together wait together, as round trips to a remote store do."""
+    import http.client
+    import subprocess
+    from concurrent.futures import ThreadPoolExecutor
+
+    from dvengine.bench.object_store import moto_process
+
+    port = free_port()
+
+    def head_bucket() -> float:
+        started = time.monotonic()
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        conn.request("HEAD", "/no-such-bucket", headers=_AUTHORIZED)
+        conn.getresponse().read()
+        conn.close()
+        return time.monotonic() - started
+
+    with moto_process(port, subprocess.DEVNULL, latency_ms=400):
+        head_bucket()  # the first request also warms the server
+        assert head_bucket() >= 0.4
+        started = time.monotonic()
+        with ThreadPoolExecutor(2) as pool:
+            each = list(pool.map(lambda _: head_bucket(), range(2)))
+        assert min(each) >= 0.4
+        assert time.monotonic() - started < 0.8  # not one after the other

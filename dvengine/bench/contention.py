@@ -472,7 +472,7 @@ def _summary_row(runs: list[RunResult], ones: list[RunResult] | None, serial: li
 
 
 @contextmanager
-def _tables_home(local_s3: bool) -> Iterator[tuple[str, dict[str, str] | None]]:
+def _tables_home(local_s3: bool, latency_ms: float = 0.0) -> Iterator[tuple[str, dict[str, str] | None]]:
     """Where the run's tables go and their storage options: a temp folder (removed after), or a
     bucket on moto's S3 server started for the run on 127.0.0.1 (stopped after)."""
     if not local_s3:
@@ -481,7 +481,7 @@ def _tables_home(local_s3: bool) -> Iterator[tuple[str, dict[str, str] | None]]:
         return
     from dvengine.bench.object_store import create_bucket, local_s3_server
 
-    with local_s3_server() as (endpoint, options, _log):
+    with local_s3_server(latency_ms) as (endpoint, options, _log):
         bucket = f"contention-{uuid.uuid4().hex[:12]}"
         create_bucket(endpoint, bucket)
         yield f"s3://{bucket}/tables", options
@@ -520,12 +520,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--local-s3", action="store_true",
                         help="put the tables on moto's S3 server, started on 127.0.0.1 for the run (no host-local "
                              "commit turn: writers race with conditional PUTs)")
+    parser.add_argument("--store-latency-ms", type=float, default=0.0,
+                        help="with --local-s3: every request first waits this long in the server, as a round trip "
+                             "to a remote store would (concurrent requests wait concurrently)")
     opts = parser.parse_args(args)
     settings = {"on": [True], "off": [False], "both": [True, False]}[opts.row_level]
     meta: dict[str, Any] = {"rows": opts.rows, "ops": opts.ops, "repeats": opts.repeats, "warm_ops": opts.warm_ops,
-                            "store": "local S3 (moto)" if opts.local_s3 else "local folder", "load_before": _uptime()}
+                            "store": (f"local S3 (moto, {opts.store_latency_ms:g} ms added per request)" if opts.local_s3
+                                      else "local folder"), "load_before": _uptime()}
     summary: list[dict[str, Any]] = []
-    with _tables_home(opts.local_s3) as (tmp, options):
+    with _tables_home(opts.local_s3, opts.store_latency_ms) as (tmp, options):
         for row_level in settings:
             # Rounds: every W once per round, so a change of the machine's load (other engineers'
             # work) hits all W alike; each ratio is the median of each round's own ratio. The

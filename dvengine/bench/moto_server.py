@@ -2,6 +2,7 @@
 
 Run as ``python -m dvengine.bench.moto_server -H 127.0.0.1 -p PORT`` (the same arguments as
 ``python -m moto.server``). Used by the bench's ``--local-s3`` and by the test suite's S3 fixture.
+With ``DVENGINE_MOTO_LATENCY_MS=N`` every request first waits N ms (a remote store's round trip).
 
 Why: Delta commits on S3 rely on ``PUT`` with ``If-None-Match: *`` being atomic: of two writers
 creating the same ``_delta_log/NNN.json``, exactly one succeeds and the other gets 412. moto 5.x
@@ -18,7 +19,9 @@ requests already share one GIL.
 from __future__ import annotations
 
 import functools
+import os
 import threading
+import time
 from typing import Any
 
 _PATCHED: list[bool] = []
@@ -42,8 +45,30 @@ def make_object_puts_atomic() -> None:
     _PATCHED.append(True)
 
 
+LATENCY_ENV = "DVENGINE_MOTO_LATENCY_MS"
+
+
+def add_request_latency(latency_ms: float) -> None:
+    """Make every request wait ``latency_ms`` before moto handles it, as a round trip to a remote
+    store would. The server is threaded and a sleeping thread holds no lock, so concurrent requests
+    wait concurrently, as they do on S3; what moto then spends on CPU comes on top."""
+    from moto.moto_server.werkzeug_app import DomainDispatcherApplication
+
+    original = DomainDispatcherApplication.__call__
+
+    @functools.wraps(original)
+    def delayed(self: Any, environ: Any, start_response: Any) -> Any:
+        time.sleep(latency_ms / 1000.0)
+        return original(self, environ, start_response)
+
+    DomainDispatcherApplication.__call__ = delayed  # type: ignore[method-assign]
+
+
 def main() -> None:
     make_object_puts_atomic()
+    latency_ms = float(os.environ.get(LATENCY_ENV) or 0)
+    if latency_ms > 0:
+        add_request_latency(latency_ms)
     from moto.server import main as moto_main
 
     moto_main()

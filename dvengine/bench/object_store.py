@@ -30,6 +30,7 @@ import pyarrow as pa
 
 import dvengine
 from dvengine.api.table import DeltaTable
+from dvengine.bench.moto_server import LATENCY_ENV
 from dvengine.bench.outputs import write_report
 from dvengine.bench.results import machine_facts
 from dvengine.storage import pending
@@ -40,8 +41,9 @@ Op = Callable[[int], None]
 
 
 @contextmanager
-def local_s3_server() -> Iterator[tuple[str, dict[str, str], str]]:
-    """moto in a child process on 127.0.0.1 (a free port): (endpoint, storage options, request log path)."""
+def local_s3_server(latency_ms: float = 0.0) -> Iterator[tuple[str, dict[str, str], str]]:
+    """moto in a child process on 127.0.0.1 (a free port): (endpoint, storage options, request log path).
+    ``latency_ms``: every request waits that long first (moto_server.add_request_latency)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = int(s.getsockname()[1])
@@ -51,12 +53,14 @@ def local_s3_server() -> Iterator[tuple[str, dict[str, str], str]]:
         "AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench",
         "AWS_REGION": "us-east-1", "AWS_ALLOW_HTTP": "true",
     }
-    with open(log_path, "w") as log, moto_process(port, log, f" (see {log_path})"):
+    with open(log_path, "w") as log, moto_process(port, log, f" (see {log_path})", latency_ms):
         yield endpoint, options, log_path
 
 
 @contextmanager
-def moto_process(port: int, output: IO[str] | int, hint: str = "") -> Iterator[subprocess.Popen[bytes]]:
+def moto_process(
+    port: int, output: IO[str] | int, hint: str = "", latency_ms: float = 0.0,
+) -> Iterator[subprocess.Popen[bytes]]:
     """moto's S3 server (with atomic conditional creates, as S3's) in a child process on
     127.0.0.1:``port``, once it accepts connections; stopped on exit. (A child, not a thread: delta-rs holds the GIL while it reads and would starve it.)
     Shared by the bench and the test suite's fixture."""
@@ -64,6 +68,7 @@ def moto_process(port: int, output: IO[str] | int, hint: str = "") -> Iterator[s
     # finds this dvengine whether it runs from a checkout or an installed wheel.
     package_parent = os.path.dirname(os.path.dirname(os.path.abspath(dvengine.__file__)))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [package_parent, os.environ.get("PYTHONPATH")])))
+    env[LATENCY_ENV] = str(latency_ms) if latency_ms > 0 else ""
     proc = subprocess.Popen(
         [sys.executable, "-m", "dvengine.bench.moto_server", "-H", "127.0.0.1", "-p", str(port)],
         stdout=output, stderr=output, env=env,
