@@ -376,3 +376,37 @@ def test_object_store_turn_is_shared_by_uri_spellings_and_kept_apart_by_endpoint
     assert one != lock_path("s3://b/other/_delta_log")
     monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:2")
     assert one != lock_path("s3://b/t/_delta_log")  # another server's bucket of the same name
+
+
+def test_a_commit_another_process_on_this_host_made_is_taken_from_the_relay(
+    s3_server: S3Server,  # noqa: F811
+    bucket: str,
+    monkeypatch: pytest.MonkeyPatch,
+    read_paths: list[str],
+) -> None:
+    """Another writer process on this host commits version 2; this process's next listed load sees
+    version 2 in the LIST with the e-tag that writer's PUT returned and takes its bytes from the
+    host's commit relay: no GET of it. The rows are the store's, checked by delta-rs."""
+    import json
+    import subprocess
+    import sys
+
+    monkeypatch.setenv("DVENGINE_SNAPSHOT_MAXSTALENESSSECONDS", "0")
+    uri, opts = f"s3://{bucket}/relayed", s3_server.options
+    dvengine.write(_arrow(_rows(range(10))), uri, storage_options=opts)
+    table = DeltaTable.forPath(None, uri, storage_options=opts)
+    assert table.delete("id = 1", engine="local")["version"] == 1
+    child = (
+        "import json, sys\nfrom dvengine import DeltaTable\n"
+        "t = DeltaTable.forPath(None, sys.argv[1], storage_options=json.loads(sys.argv[2]))\n"
+        "print(t.delete('id = 2', engine='local')['version'])\n"
+    )
+    done = subprocess.run([sys.executable, "-c", child, uri, json.dumps(opts)], capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "2"
+    read_paths[:] = []
+    assert load_snapshot(uri).version == 2
+    assert [p for p in read_paths if "/_delta_log/" in p] == []
+    want = sort_rows([r for r in _rows(range(10)) if r[0] not in (1, 2)])
+    assert _dvengine_rows(uri, opts) == want == rows_delta_rs_s3(s3_server, uri, COLUMNS)

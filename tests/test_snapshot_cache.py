@@ -248,10 +248,14 @@ def test_table_exists_answers_from_the_cache_and_notices_deletion(tmp_path: Path
     assert table_exists(root)
 
 
-def test_a_commit_read_from_a_store_is_known_only_under_its_e_tag() -> None:
+def test_a_commit_read_from_a_store_is_known_only_under_its_e_tag(monkeypatch: pytest.MonkeyPatch) -> None:
     """A winner read whole from a store (its bytes and e-tag) stands in for a GET of the same
     version later, only while the listed object has that e-tag; large commits and commits
-    without an e-tag are not kept, and only the newest versions per table are."""
+    without an e-tag are not kept, and only the newest versions per table are. (The process's own
+    memory only: the host-local relay, tests/test_commit_relay.py, is switched off here.)"""
+    from dvengine.storage import commit_relay
+
+    monkeypatch.setattr(commit_relay, "_private_root", lambda: None)
     root = "s3://bucket/known"
     cache.clear_snapshot_cache()
     cache.note_read_commit(root, 5, '"tag-5"', b"five")

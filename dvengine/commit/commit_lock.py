@@ -35,7 +35,7 @@ import tempfile
 import threading
 from collections.abc import Iterator
 
-from dvengine.storage.settings import options_for
+from dvengine.storage.settings import host_table_key
 from dvengine.storage.uris import is_object_uri
 
 try:
@@ -57,8 +57,7 @@ def lock_path(log_folder: str) -> str | None:
     table through the same endpoint share it (spec_notes/isolation-and-concurrency.md, "The
     turn on an object store")."""
     if is_object_uri(log_folder):
-        endpoint = options_for(log_folder).get("AWS_ENDPOINT_URL") or os.environ.get("AWS_ENDPOINT_URL", "")
-        digest = hashlib.sha256(f"{endpoint}\n{log_folder.rstrip('/')}".encode()).hexdigest()[:32]
+        digest = hashlib.sha256(host_table_key(log_folder).encode()).hexdigest()[:32]
         return os.path.join(tempfile.gettempdir(), "dvengine-commit-locks", f"object-{digest}.lock")
     try:
         st = os.stat(log_folder)

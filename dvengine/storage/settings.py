@@ -13,6 +13,7 @@ carrying the options along.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Mapping
 
@@ -106,3 +107,12 @@ def options_from_hadoop(conf: Mapping[str, str]) -> dict[str, str]:
     if get.get("fs.s3a.path.style.access", "").lower() == "true":
         out["AWS_VIRTUAL_HOSTED_STYLE_REQUEST"] = "false"
     return out
+
+
+def host_table_key(uri: str) -> str:
+    """What names a table on an object store for this host's writers: the endpoint (the table's
+    options, else the environment's ``AWS_ENDPOINT_URL``) and the URI, so two servers with a bucket
+    of the same name are two tables. Keys the commit turn (commit/commit_lock.py) and the commit
+    relay (storage/commit_relay.py)."""
+    endpoint = options_for(uri).get("AWS_ENDPOINT_URL") or os.environ.get("AWS_ENDPOINT_URL", "")
+    return f"{endpoint}\n{uri.rstrip('/')}"
