@@ -7,25 +7,31 @@ another costs (commits since checkpoint) x latency. Requests in parallel cost ab
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
 
 from dvengine.storage.base import LogStore, TaggedReads
 
 _MAX_PARALLEL = 16
+T = TypeVar("T")
 
 
 def read_many(store: LogStore, paths: Sequence[str]) -> list[bytes]:
     """The bytes of ``paths`` in order: in parallel on object stores, one by one locally (no gain there)."""
-    if len(paths) < 2 or getattr(store, "is_local", True):
+    if getattr(store, "is_local", True):
         return [store.read_bytes(p) for p in paths]
-    with ThreadPoolExecutor(max_workers=min(_MAX_PARALLEL, len(paths))) as pool:
-        return list(pool.map(store.read_bytes, paths))
+    return _in_parallel(store.read_bytes, paths)
 
 
 def read_many_tagged(store: TaggedReads, paths: Sequence[str]) -> list[tuple[bytes, str | None]]:
     """``read_many`` that keeps each object's e-tag (``TaggedReads.read_bytes_tagged``)."""
+    return _in_parallel(store.read_bytes_tagged, paths)
+
+
+def _in_parallel(read: Callable[[str], T], paths: Sequence[str]) -> list[T]:
+    """``read`` of each path, in order, up to ``_MAX_PARALLEL`` at once (no pool for one path)."""
     if len(paths) < 2:
-        return [store.read_bytes_tagged(p) for p in paths]
+        return [read(p) for p in paths]
     with ThreadPoolExecutor(max_workers=min(_MAX_PARALLEL, len(paths))) as pool:
-        return list(pool.map(store.read_bytes_tagged, paths))
+        return list(pool.map(read, paths))
