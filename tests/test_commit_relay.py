@@ -13,11 +13,12 @@ import pytest
 
 from dvengine.storage import commit_relay
 
-KEY = "http://127.0.0.1:1\ns3://bucket/table"
+KEY = "s3://relay-test-bucket/table"  # no options registered for it: the environment names the endpoint
 
 
 @pytest.fixture(autouse=True)
 def private_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:1")
     root = tmp_path / "relay"
     root.mkdir(mode=0o700)
     monkeypatch.setattr(commit_relay, "_private_root", lambda: str(root))
@@ -34,8 +35,16 @@ def test_bytes_are_found_under_their_version_and_e_tag_only() -> None:
     assert commit_relay.lookup(KEY, 7, _md5_tag(data)) == data
     assert commit_relay.lookup(KEY, 7, _md5_tag(b"other bytes")) is None  # another object at that name
     assert commit_relay.lookup(KEY, 8, _md5_tag(data)) is None
-    assert commit_relay.lookup("http://127.0.0.1:2\ns3://bucket/table", 7, _md5_tag(data)) is None
+    assert commit_relay.lookup("s3://relay-test-bucket/other", 7, _md5_tag(data)) is None
     assert commit_relay.lookup(KEY, 7, None) is None
+    assert commit_relay.lookup("/a/local/table", 7, _md5_tag(data)) is None  # local tables are never relayed
+
+
+def test_another_endpoint_is_another_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    data = b"seven"
+    commit_relay.publish(KEY, 7, _md5_tag(data), data)
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:2")  # another server's bucket of the same name
+    assert commit_relay.lookup(KEY, 7, _md5_tag(data)) is None
 
 
 def test_bytes_that_do_not_fit_an_md5_e_tag_are_neither_left_nor_used(private_root: Path) -> None:
@@ -94,3 +103,9 @@ def test_folders_of_tables_idle_for_a_day_are_removed(tmp_path: Path) -> None:
     os.utime(root / "idle", (old, old))
     commit_relay._remove_idle_tables(str(root), os.stat(root / "busy").st_mtime - commit_relay.IDLE_TABLE_S)
     assert sorted(os.listdir(root)) == ["busy"]
+
+
+def test_commits_of_local_tables_are_not_relayed(private_root: Path) -> None:
+    data = b"local"
+    commit_relay.publish("/a/local/table", 1, _md5_tag(data), data)
+    assert list(private_root.iterdir()) == []

@@ -38,8 +38,6 @@ from dvengine.log.replay import ReplayState
 from dvengine.log.snapshot import Snapshot
 from dvengine.protocol.actions import Action
 from dvengine.storage import commit_relay
-from dvengine.storage.settings import host_table_key
-from dvengine.storage.uris import is_object_uri
 
 ENV_SWITCH = "DVENGINE_LOG_SNAPSHOTCACHE"
 # More new commits than this and a listing plus the newest checkpoint is the cheaper way there
@@ -152,8 +150,7 @@ def note_own_commit(table_root: str, version: int, e_tag: str | None, data: byte
     """Remember the commit just written at ``version``; ``sent_at``: monotonic time before its put."""
     if not cache_enabled():
         return
-    if is_object_uri(table_root):
-        commit_relay.publish(host_table_key(table_root), version, e_tag, data)  # for this host's other writers
+    commit_relay.publish(table_root, version, e_tag, data)  # for this host's other writers (stores only)
     with _LOCK:
         _OWN_COMMITS[table_root] = OwnCommit(version, e_tag, data, sent_at)
         _OWN_COMMITS.move_to_end(table_root)
@@ -185,8 +182,7 @@ def note_read_commit(table_root: str, version: int, e_tag: str | None, data: byt
     recognise it by later, so nothing is kept)."""
     if e_tag is None or len(data) > READ_COMMIT_MAX_BYTES or not cache_enabled():
         return
-    if is_object_uri(table_root):
-        commit_relay.publish(host_table_key(table_root), version, e_tag, data)
+    commit_relay.publish(table_root, version, e_tag, data)
     with _LOCK:
         versions = _READ_COMMITS.setdefault(table_root, {})
         versions[version] = (e_tag, data)
@@ -208,9 +204,7 @@ def known_commit(table_root: str, version: int, e_tag: str | None) -> bytes | No
         found = _READ_COMMITS.get(table_root, {}).get(version)
     if found is not None and found[0] == e_tag:
         return found[1]
-    if cache_enabled() and is_object_uri(table_root):
-        return commit_relay.lookup(host_table_key(table_root), version, e_tag)  # another writer on this host
-    return None
+    return commit_relay.lookup(table_root, version, e_tag) if cache_enabled() else None  # another writer on this host
 
 
 def last_own_commit(table_root: str) -> OwnCommit | None:

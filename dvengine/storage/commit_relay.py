@@ -32,6 +32,9 @@ import stat
 import tempfile
 import time
 
+from dvengine.storage.settings import host_table_key
+from dvengine.storage.uris import is_object_uri
+
 MAX_BYTES = 64 * 1024
 KEEP_VERSIONS = 64
 IDLE_TABLE_S = 24 * 3600.0
@@ -70,11 +73,12 @@ def _remove_idle_tables(root: str, before: float) -> None:
                 shutil.rmtree(entry.path)
 
 
-def _table_folder(table_key: str, create: bool) -> str | None:
+def _table_folder(table_root: str, create: bool) -> str | None:
+    """The table's folder in the relay, named by its endpoint and URI (``host_table_key``)."""
     root = _private_root()
     if root is None:
         return None
-    folder = os.path.join(root, hashlib.sha256(table_key.encode()).hexdigest()[:32])
+    folder = os.path.join(root, hashlib.sha256(host_table_key(table_root).encode()).hexdigest()[:32])
     if create:
         try:
             os.makedirs(folder, mode=0o700, exist_ok=True)
@@ -94,12 +98,13 @@ def _matches_etag(data: bytes, e_tag: str) -> bool:
     return md5 is None or hashlib.md5(data, usedforsecurity=False).hexdigest() == md5.group(1)
 
 
-def publish(table_key: str, version: int, e_tag: str | None, data: bytes) -> None:
+def publish(table_root: str, version: int, e_tag: str | None, data: bytes) -> None:
     """Leave ``data`` (the object at ``version`` whose e-tag is ``e_tag``) for this host's other
-    writers of the table ``table_key``; best effort: a failure only means they GET it."""
-    if e_tag is None or len(data) > MAX_BYTES or not _matches_etag(data, e_tag):
+    writers of the table at ``table_root`` (nothing for a local table: its commits cost no round
+    trip); best effort: a failure only means they GET it."""
+    if not is_object_uri(table_root) or e_tag is None or len(data) > MAX_BYTES or not _matches_etag(data, e_tag):
         return
-    folder = _table_folder(table_key, create=True)
+    folder = _table_folder(table_root, create=True)
     if folder is None:
         return
     target = os.path.join(folder, _name(version, e_tag))
@@ -115,11 +120,11 @@ def publish(table_key: str, version: int, e_tag: str | None, data: bytes) -> Non
         _prune(folder, version - KEEP_VERSIONS)
 
 
-def lookup(table_key: str, version: int, e_tag: str | None) -> bytes | None:
+def lookup(table_root: str, version: int, e_tag: str | None) -> bytes | None:
     """The bytes of ``version`` with ``e_tag`` if a writer on this host left them; else None."""
-    if e_tag is None:
+    if e_tag is None or not is_object_uri(table_root):
         return None
-    folder = _table_folder(table_key, create=False)
+    folder = _table_folder(table_root, create=False)
     if folder is None:
         return None
     try:
