@@ -12,10 +12,8 @@ import subprocess
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from importlib import metadata
 from typing import Any
 
-import duckdb
 import pyarrow as pa
 import pytest
 from interop import sort_rows
@@ -107,28 +105,15 @@ def set_moto_auth(server: S3Server, enforce: bool) -> None:
         assert reply.status == 200
 
 
-def _extension(package: str, filename: str) -> str:
-    for f in metadata.files(package) or []:
-        if str(f).endswith(filename):
-            return str(f.locate())
-    raise AssertionError(f"{package} is installed but has no {filename}")
-
-
 def rows_duckdb_s3(server: S3Server, uri: str, columns: Sequence[str]) -> list[tuple[Any, ...]]:
     """DuckDB's delta extension (delta-kernel-rs) over httpfs, at the latest version."""
-    con = duckdb.connect(config={"allow_unsigned_extensions": True})
-    try:
-        con.execute(f"LOAD '{_extension('duckdb-ext-httpfs', 'httpfs.duckdb_extension')}'")
-        con.execute(f"LOAD '{_extension('duckdb-ext-delta', 'delta.duckdb_extension')}'")
-        con.execute(
-            f"CREATE SECRET s3_test (TYPE s3, KEY_ID '{ACCESS_KEY}', SECRET '{SECRET_KEY}', REGION '{REGION}', "
-            f"ENDPOINT '127.0.0.1:{server.port}', URL_STYLE 'path', USE_SSL false)"
-        )
+    from dvengine.bench.verify import duckdb_delta_connection
+
+    with duckdb_delta_connection(server.options) as con:
+        assert con is not None, "duckdb with duckdb-ext-delta and duckdb-ext-httpfs must be installed"
         cols = ", ".join(f'"{c}"' for c in columns)
         table = con.execute(f"select {cols} from delta_scan('{uri}')").fetch_arrow_table()
-        return sort_rows([tuple(d[c] for c in columns) for d in table.to_pylist()])
-    finally:
-        con.close()
+    return sort_rows([tuple(d[c] for c in columns) for d in table.to_pylist()])
 
 
 def rows_delta_rs_s3(server: S3Server, uri: str, columns: Sequence[str], version: int | None = None) -> list[tuple[Any, ...]]:

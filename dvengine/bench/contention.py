@@ -65,6 +65,7 @@ import dvengine
 from dvengine.api.table import DeltaTable
 from dvengine.bench.verify import duckdb_delta_connection
 from dvengine.errors import CommitConflictError
+from dvengine.storage.logstore import log_dir
 from dvengine.storage.registry import request_counts, storage_for
 from dvengine.storage.uris import is_object_uri
 
@@ -228,8 +229,7 @@ def _commit_texts(root: str, options: dict[str, str] | None) -> dict[int, str]:
         return {int(p.name.split(".")[0]): p.read_text() for p in Path(root, "_delta_log").glob("*.json")}
     DeltaTable.forPath(None, root, storage_options=options)  # registers the options for the URI
     store = storage_for(root)
-    log = f"{root.rstrip('/')}/_delta_log"
-    names = {f.path: f.path.rsplit("/", 1)[-1] for f in store.list_dir(log)}
+    names = {f.path: f.path.rsplit("/", 1)[-1] for f in store.list_dir(log_dir(root))}
     return {int(name.split(".")[0]): store.read_bytes(path).decode() for path, name in names.items() if name.endswith(".json")}
 
 
