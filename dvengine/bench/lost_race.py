@@ -1,0 +1,262 @@
+"""Benchmark: what a lost race costs one writer, in CPU, per winner it must catch up with.
+
+Under contention every commit of a writer of a hot file finds a few winners in the log since
+its read version, and reads, checks and rebases onto each (commit/transaction.py, "catch-up").
+That work is what grows with the number of writers (spec_notes/isolation-and-concurrency.md,
+"Against the same-total baseline, phase by phase"), but the contention bench measures it only
+through ops/s of several processes on a shared 2-core machine, where one round can differ from
+the next by 2x. This bench isolates it, in one process's thread CPU time:
+
+1. a table: one hot file of ``--rows`` rows, ``--deleted`` of them already deleted (a
+   hot file after a day of deletes carries a DV file, not an inline DV);
+2. per sample, the loser runs a real single-row DELETE or UPDATE (the public
+   API, in a thread) and is held at the start of ``Transaction.commit``;
+3. another process commits ``k`` single-row DELETE/UPDATEs on other rows of the file (the
+   winners, as other writer processes would, so none of their bytes or DVs is in this process's
+   caches);
+4. the loser's commit is released and its thread CPU measured: catch-up (read, parse, conflict
+   rules, row-level rebase), serialize, stage, link.
+
+Reported per ``k``: median, min and max CPU of the commit, and the slope per winner (median at
+the largest ``k`` minus the median at ``k = 0``, over ``k``). Every sample's rows are checked
+afterwards against a model (the loser's row and every winner's row changed exactly once).
+
+Run: ``python -m dvengine.bench.lost_race [--rows 100000] [--deleted 0 3000] [--winners 0 1 3 7]
+[--samples 15] [--out DIR]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+import dvengine
+from dvengine.api.table import DeltaTable
+from dvengine.commands.options import CONF_MAX_STALENESS, env_key
+from dvengine.commit.transaction import Transaction
+
+# Rows the winners of sample s change: one block per sample, away from the loser's rows, so no
+# sample's DVs equal another's (an inline DV decoded in an earlier sample would be a cache hit).
+_WINNER_BLOCK = 16
+
+
+def _loser_row(rows: int, sample: int) -> int:
+    return rows // 2 + sample
+
+
+def _winner_rows(rows: int, sample: int, winners: int) -> list[int]:
+    start = rows // 4 + sample * _WINNER_BLOCK
+    return [start + i for i in range(winners)]
+
+
+def _change(table: DeltaTable, row: int, delete: bool) -> int:
+    """One single-row DML, as the contention bench's writers run it; the committed version."""
+    if delete:
+        metrics = table.deleteMetrics(f"id = {row}", engine="local")
+    else:
+        metrics = table.updateMetrics(f"id = {row}", {"v": str(-row)}, engine="local")
+    return int(metrics["version"])
+
+
+def make_template(root: str, rows: int, deleted: int) -> None:
+    """One file of ``rows`` rows (id, v = id), checkpoints off (their CPU is not the race's), and
+    ``deleted`` rows spread over the file's last quarter already deleted (0: no DV yet); the
+    samples change rows of the second and third quarters."""
+    ids = np.arange(rows, dtype=np.int64)
+    dvengine.write(pa.table({"id": ids, "v": ids.copy()}), root, mode="error",
+                   configuration={"delta.checkpointInterval": "1000000"})
+    if deleted:
+        first = rows - rows // 4
+        step = max((rows - first) // deleted, 1)
+        DeltaTable.forPath(None, root).deleteMetrics(f"id >= {first} AND id % {step} = 1", engine="local")
+
+
+@dataclass
+class _Held:
+    """A loser held at the start of its commit, then released and measured."""
+
+    reached: threading.Event = field(default_factory=threading.Event)
+    release: threading.Event = field(default_factory=threading.Event)
+    cpu_s: float = 0.0
+    wall_s: float = 0.0
+    read_version: int | None = None
+    version: int | None = None
+    rebased: int = 0
+    error: BaseException | None = None
+
+
+@contextlib.contextmanager
+def _held_commits(held: Mapping[str, _Held]) -> Iterator[None]:
+    """While active, a commit on a thread named in ``held`` waits for its release and is timed."""
+    original = Transaction.commit
+
+    def commit(self: Transaction, operation_metrics: Mapping[str, Any] | None = None) -> int:
+        slot = held.get(threading.current_thread().name)
+        if slot is None:
+            return original(self, operation_metrics)
+        slot.read_version = self.read_version
+        slot.reached.set()
+        slot.release.wait()
+        cpu, wall = time.thread_time(), time.perf_counter()
+        try:
+            return original(self, operation_metrics)
+        finally:
+            slot.cpu_s, slot.wall_s = time.thread_time() - cpu, time.perf_counter() - wall
+            slot.rebased = self.rebased_files
+
+    Transaction.commit = commit  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        Transaction.commit = original  # type: ignore[method-assign]
+
+
+def _run_winners(root: str, rows: list[int]) -> None:
+    """Commit the winners from another process (its caches are not ours)."""
+    if not rows:
+        return
+    cmd = [sys.executable, "-m", "dvengine.bench.lost_race", "--winners-process", root, *map(str, rows)]
+    subprocess.run(cmd, check=True, env={**os.environ, env_key(CONF_MAX_STALENESS): "0"})
+
+
+def one_sample(root: str, rows: int, sample: int, winners: int) -> dict[str, Any]:
+    """Hold a loser at its commit, let ``winners`` commits land, release it; check the rows."""
+    loser = _loser_row(rows, sample)
+    delete = sample % 2 == 0
+    slot = _Held()
+    outcome: dict[str, int] = {}
+
+    def run() -> None:
+        try:
+            outcome["version"] = _change(DeltaTable.forPath(None, root), loser, delete)
+        except BaseException as exc:  # handed to the main thread, raised there
+            slot.error = exc
+            slot.reached.set()
+
+    name = f"dvengine-lost-race-{sample}"
+    with _held_commits({name: slot}):
+        thread = threading.Thread(target=run, name=name)
+        thread.start()
+        slot.reached.wait()
+        _run_winners(root, _winner_rows(rows, sample, winners))
+        slot.release.set()
+        thread.join()
+    if slot.error is not None:
+        raise slot.error
+    caught_up = outcome["version"] - (slot.read_version or 0) - 1
+    if caught_up != winners:
+        raise AssertionError(f"sample {sample} of {root}: the loser caught up with {caught_up} winners, expected {winners}")
+    _check_rows(root, rows, sample, winners, loser, delete)
+    return {"winners": winners, "cpu_s": slot.cpu_s, "wall_s": slot.wall_s, "rebased": slot.rebased}
+
+
+def _check_rows(root: str, rows: int, sample: int, winners: int, loser: int, delete: bool) -> None:
+    """The loser's row and each winner's row changed once, as the model says; """
+    got = DeltaTable.forPath(None, root).toArrow().to_pydict()
+    values = dict(zip(got["id"], got["v"], strict=True))
+    expected = {loser: None if delete else -loser}
+    for i, row in enumerate(_winner_rows(rows, sample, winners)):
+        expected[row] = None if i % 2 == 0 else -row
+    for row, value in expected.items():
+        if values.get(row) != value:
+            raise AssertionError(f"sample {root}: row {row} is {values.get(row)!r}, the model says {value!r}")
+
+
+def measure(rows: int, deleted: int, winner_counts: list[int], samples: int, work: str) -> dict[str, Any]:
+    root = os.path.join(work, f"table-{deleted}")
+    make_template(root, rows, deleted)
+    by_k: dict[int, list[dict[str, Any]]] = {k: [] for k in winner_counts}
+    one_sample(root, rows, 0, 1)  # warm-up: this process's first commit to the table, not counted
+    for i in range(samples):  # interleaved, so a slow minute of the machine hits every k
+        for j, k in enumerate(winner_counts):
+            sample = 1 + i * len(winner_counts) + j
+            by_k[k].append(one_sample(root, rows, sample, k))
+    summary: dict[str, Any] = {}
+    for k, runs in by_k.items():
+        cpu = [r["cpu_s"] for r in runs]
+        wall = [r["wall_s"] for r in runs]
+        summary[str(k)] = {
+            "cpu_median_s": statistics.median(cpu), "cpu_min_s": min(cpu), "cpu_max_s": max(cpu),
+            "wall_median_s": statistics.median(wall), "rebased_files_median": statistics.median(r["rebased"] for r in runs),
+        }
+    low, high = min(winner_counts), max(winner_counts)
+    slope = None
+    if high > low:
+        slope = (summary[str(high)]["cpu_median_s"] - summary[str(low)]["cpu_median_s"]) / (high - low)
+    shutil.rmtree(root)
+    return {"deleted": deleted, "by_winners": summary, "cpu_per_winner_s": slope}
+
+
+def _markdown(result: dict[str, Any]) -> str:
+    lines = [
+        "# Lost race: CPU of one commit per winner caught up with",
+        "",
+        f"rows {result['rows']}, {result['samples']} samples per cell, load average before {result['load_before']}, "
+        f"after {result['load_after']}, {result['cpus']} CPUs",
+        "",
+        "| rows deleted before | winners | commit CPU ms median (min-max) | commit wall ms median | rebased files |",
+        "|---|---|---|---|---|",
+    ]
+    for table in result["tables"]:
+        for k, cell in table["by_winners"].items():
+            lines.append(
+                f"| {table['deleted']} | {k} | {cell['cpu_median_s'] * 1e3:.3f} ({cell['cpu_min_s'] * 1e3:.3f}-"
+                f"{cell['cpu_max_s'] * 1e3:.3f}) | {cell['wall_median_s'] * 1e3:.3f} | {cell['rebased_files_median']:g} |"
+            )
+    lines.append("")
+    for table in result["tables"]:
+        if table["cpu_per_winner_s"] is not None:
+            lines.append(f"- {table['deleted']} rows deleted before: {table['cpu_per_winner_s'] * 1e6:.0f} us CPU per winner")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any] | None:
+    raw = sys.argv[1:] if argv is None else argv
+    if raw and raw[0] == "--winners-process":
+        table = DeltaTable.forPath(None, raw[1])
+        for i, row in enumerate(int(x) for x in raw[2:]):
+            _change(table, row, i % 2 == 0)
+        return None
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--rows", type=int, default=100_000)
+    parser.add_argument("--deleted", type=int, nargs="+", default=[0, 3000])
+    parser.add_argument("--winners", type=int, nargs="+", default=[0, 1, 3, 7])
+    parser.add_argument("--samples", type=int, default=15)
+    parser.add_argument("--out", default=None)
+    args = parser.parse_args(raw)
+    samples_total = 1 + args.samples * len(set(args.winners))
+    if any(k < 0 for k in args.winners) or args.samples < 1 or args.rows < 4 * _WINNER_BLOCK * samples_total:
+        parser.error("--winners must be >= 0, --samples >= 1, and --rows large enough for the samples' rows")
+    os.environ[env_key(CONF_MAX_STALENESS)] = "0"  # the loser lists: it plans on the table's latest version
+    load_before = os.getloadavg()
+    with tempfile.TemporaryDirectory(prefix="dvengine-lost-race-") as work:
+        tables = [measure(args.rows, deleted, sorted(set(args.winners)), args.samples, work) for deleted in args.deleted]
+    result = {"rows": args.rows, "samples": args.samples, "load_before": [round(x, 2) for x in load_before],
+              "load_after": [round(x, 2) for x in os.getloadavg()], "cpus": os.cpu_count(), "tables": tables}
+    text = _markdown(result)
+    print(text)
+    if args.out:
+        Path(args.out).mkdir(parents=True, exist_ok=True)
+        (Path(args.out) / "lost_race.json").write_text(json.dumps(result, indent=2) + "\n")
+        (Path(args.out) / "lost_race.md").write_text(text)
+    return result
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,49 @@
+"""The lost-race bench (dvengine/bench/lost_race.py) holds a real DML at its commit, lets winners
+from another process land, and measures the commit that catches up with them."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+
+import pytest
+
+from dvengine.api.table import DeltaTable
+from dvengine.bench import lost_race
+
+
+def test_every_sample_catches_up_with_its_winners_and_the_rows_match_the_model(tmp_path: Path) -> None:
+    result = lost_race.main(["--rows", "4000", "--deleted", "0", "300", "--winners", "0", "2",
+                             "--samples", "2", "--out", str(tmp_path)])
+    assert result is not None
+    assert json.loads((tmp_path / "lost_race.json").read_text()) == json.loads(json.dumps(result))
+    assert "us CPU per winner" in (tmp_path / "lost_race.md").read_text()
+    for table in result["tables"]:
+        cells = table["by_winners"]
+        assert set(cells) == {"0", "2"}
+        assert cells["0"]["rebased_files_median"] == 0  # nobody to rebase onto
+        assert cells["2"]["rebased_files_median"] == 1  # the hot file, rebased onto the winners' DV
+        for cell in cells.values():
+            assert 0 < cell["cpu_min_s"] <= cell["cpu_median_s"] <= cell["cpu_max_s"]
+        assert table["cpu_per_winner_s"] is not None
+
+
+def test_a_loser_that_catches_up_with_fewer_winners_than_asked_is_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = str(tmp_path / "t")
+    lost_race.make_template(root, 4000, 0)
+    monkeypatch.setattr(lost_race, "_run_winners", lambda _root, _rows: None)  # the winners never land
+    with pytest.raises(AssertionError, match="caught up with 0 winners, expected 2"):
+        lost_race.one_sample(root, 4000, 1, 2)
+
+
+def test_the_commit_hold_is_lifted_afterwards(tmp_path: Path) -> None:
+    root = str(tmp_path / "t")
+    lost_race.make_template(root, 4000, 0)
+    slot = lost_race._Held()
+    with lost_race._held_commits({"someone-else": slot}):
+        pass
+    done = threading.Event()
+    threading.Thread(target=lambda: (DeltaTable.forPath(None, root).delete("id = 5"), done.set()), name="someone-else").start()
+    assert done.wait(30), "a commit after the context ended was still held"
+    assert DeltaTable.forPath(None, root).toArrow().num_rows == 3999
