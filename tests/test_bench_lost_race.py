@@ -26,15 +26,29 @@ def test_every_sample_catches_up_with_its_winners_and_the_rows_match_the_model(t
         assert cells["2"]["rebased_files_median"] == 1  # the hot file, rebased onto the winners' DV
         for cell in cells.values():
             assert 0 < cell["cpu_min_s"] <= cell["cpu_median_s"] <= cell["cpu_max_s"]
-        assert table["cpu_per_winner_s"] is not None
+        assert table["cpu_per_winner_s"] is not None and table["cpu_first_winner_s"] is not None
+        assert table["cpu_per_further_winner_s"] is not None  # k = 2 is beyond the first
 
 
 def test_a_loser_that_catches_up_with_fewer_winners_than_asked_is_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     root = str(tmp_path / "t")
     lost_race.make_template(root, 4000, 0)
-    monkeypatch.setattr(lost_race, "_run_winners", lambda _root, _rows: None)  # the winners never land
+    monkeypatch.setattr(lost_race, "_run_winners", lambda *_args: None)  # the winners never land
     with pytest.raises(AssertionError, match="caught up with 0 winners, expected 2"):
-        lost_race.one_sample(root, 4000, 1, 2)
+        lost_race.one_sample(root, 4000, 1, 2, str(tmp_path / "decoy"), 2)
+
+
+def test_the_decoy_takes_the_commits_the_winners_do_not(tmp_path: Path) -> None:
+    root, decoy = str(tmp_path / "t"), str(tmp_path / "decoy")
+    lost_race.make_template(root, 4000, 0)
+    lost_race.make_template(decoy, 4000, 0)
+    before = DeltaTable.forPath(None, decoy).toArrow().num_rows
+    lost_race.one_sample(root, 4000, 1, 1, decoy, 3)
+    after = DeltaTable.forPath(None, decoy).toArrow().to_pydict()
+    rows = lost_race._winner_rows(4000, 1, 3)
+    values = dict(zip(after["id"], after["v"], strict=True))
+    assert len(after["id"]) == before - 1  # the decoy's first op is a DELETE, its second an UPDATE
+    assert rows[1] not in values and values[rows[2]] == -rows[2]
 
 
 def test_the_commit_hold_is_lifted_afterwards(tmp_path: Path) -> None:

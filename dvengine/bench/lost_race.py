@@ -13,12 +13,14 @@ the next by 2x. This bench isolates it, in one process's thread CPU time:
    API, in a thread) and is held at the start of ``Transaction.commit``;
 3. another process commits ``k`` single-row DELETE/UPDATEs on other rows of the file (the
    winners, as other writer processes would, so none of their bytes or DVs is in this process's
-   caches);
+   caches), and ``max(k) - k`` more on a decoy table, so that for every ``k`` the same work runs
+   on the machine between the hold and the release (it cools this process's CPU caches alike);
 4. the loser's commit is released and its thread CPU measured: catch-up (read, parse, conflict
    rules, row-level rebase), serialize, stage, link.
 
-Reported per ``k``: median, min and max CPU of the commit, and the slope per winner (median at
-the largest ``k`` minus the median at ``k = 0``, over ``k``). Every sample's rows are checked
+Reported per ``k``: median, min and max CPU of the commit; the slope per winner (median at the
+largest ``k`` minus the median at the smallest, over their difference); and, with ``k`` = 0 and 1
+measured, the first winner apart from each further one (a lost race has a fixed price: the rebase). Every sample's rows are checked
 afterwards against a model (the loser's row and every winner's row changed exactly once).
 
 Run: ``python -m dvengine.bench.lost_race [--rows 100000] [--deleted 0 3000] [--winners 0 1 3 7]
@@ -127,16 +129,21 @@ def _held_commits(held: Mapping[str, _Held]) -> Iterator[None]:
         Transaction.commit = original  # type: ignore[method-assign]
 
 
-def _run_winners(root: str, rows: list[int]) -> None:
-    """Commit the winners from another process (its caches are not ours)."""
-    if not rows:
+def _run_winners(root: str, rows: list[int], decoy: str, decoy_rows: list[int]) -> None:
+    """Commit the winners from another process (its caches are not ours), and as many more
+    commits on the decoy table as make every sample's other process do the same work: while it
+    runs, it evicts this process's caches alike for every ``k`` (with no process at k = 0, the
+    loser's commit would run warm and make the first winner look dearer than it is)."""
+    if not rows and not decoy_rows:
         return
-    cmd = [sys.executable, "-m", "dvengine.bench.lost_race", "--winners-process", root, *map(str, rows)]
+    cmd = [sys.executable, "-m", "dvengine.bench.lost_race", "--winners-process", root, *map(str, rows),
+           "--decoy", decoy, *map(str, decoy_rows)]
     subprocess.run(cmd, check=True, env={**os.environ, env_key(CONF_MAX_STALENESS): "0"})
 
 
-def one_sample(root: str, rows: int, sample: int, winners: int) -> dict[str, Any]:
-    """Hold a loser at its commit, let ``winners`` commits land, release it; check the rows."""
+def one_sample(root: str, rows: int, sample: int, winners: int, decoy: str, other_ops: int) -> dict[str, Any]:
+    """Hold a loser at its commit, let ``winners`` commits land (and ``other_ops - winners`` on the
+    decoy table), release it; check the rows."""
     loser = _loser_row(rows, sample)
     delete = sample % 2 == 0
     slot = _Held()
@@ -154,7 +161,8 @@ def one_sample(root: str, rows: int, sample: int, winners: int) -> dict[str, Any
         thread = threading.Thread(target=run, name=name)
         thread.start()
         slot.reached.wait()
-        _run_winners(root, _winner_rows(rows, sample, winners))
+        mine = _winner_rows(rows, sample, other_ops)
+        _run_winners(root, mine[:winners], decoy, mine[winners:])
         slot.release.set()
         thread.join()
     if slot.error is not None:
@@ -179,14 +187,16 @@ def _check_rows(root: str, rows: int, sample: int, winners: int, loser: int, del
 
 
 def measure(rows: int, deleted: int, winner_counts: list[int], samples: int, work: str) -> dict[str, Any]:
-    root = os.path.join(work, f"table-{deleted}")
+    root, decoy = os.path.join(work, f"table-{deleted}"), os.path.join(work, f"decoy-{deleted}")
     make_template(root, rows, deleted)
+    make_template(decoy, rows, deleted)
+    other_ops = max(winner_counts)
     by_k: dict[int, list[dict[str, Any]]] = {k: [] for k in winner_counts}
-    one_sample(root, rows, 0, 1)  # warm-up: this process's first commit to the table, not counted
+    one_sample(root, rows, 0, 1, decoy, other_ops)  # warm-up: this process's first commit to the table, not counted
     for i in range(samples):  # interleaved, so a slow minute of the machine hits every k
         for j, k in enumerate(winner_counts):
             sample = 1 + i * len(winner_counts) + j
-            by_k[k].append(one_sample(root, rows, sample, k))
+            by_k[k].append(one_sample(root, rows, sample, k, decoy, other_ops))
     summary: dict[str, Any] = {}
     for k, runs in by_k.items():
         cpu = [r["cpu_s"] for r in runs]
@@ -199,8 +209,15 @@ def measure(rows: int, deleted: int, winner_counts: list[int], samples: int, wor
     slope = None
     if high > low:
         slope = (summary[str(high)]["cpu_median_s"] - summary[str(low)]["cpu_median_s"]) / (high - low)
+    first = further = None
+    if 0 in winner_counts and 1 in winner_counts:
+        first = summary["1"]["cpu_median_s"] - summary["0"]["cpu_median_s"]
+        if high > 1:
+            further = (summary[str(high)]["cpu_median_s"] - summary["1"]["cpu_median_s"]) / (high - 1)
     shutil.rmtree(root)
-    return {"deleted": deleted, "by_winners": summary, "cpu_per_winner_s": slope}
+    shutil.rmtree(decoy)
+    return {"deleted": deleted, "by_winners": summary, "cpu_per_winner_s": slope,
+            "cpu_first_winner_s": first, "cpu_per_further_winner_s": further}
 
 
 def _markdown(result: dict[str, Any]) -> str:
@@ -221,17 +238,27 @@ def _markdown(result: dict[str, Any]) -> str:
             )
     lines.append("")
     for table in result["tables"]:
+        parts = []
         if table["cpu_per_winner_s"] is not None:
-            lines.append(f"- {table['deleted']} rows deleted before: {table['cpu_per_winner_s'] * 1e6:.0f} us CPU per winner")
+            parts.append(f"{table['cpu_per_winner_s'] * 1e6:.0f} us CPU per winner")
+        if table["cpu_first_winner_s"] is not None:
+            parts.append(f"the first {table['cpu_first_winner_s'] * 1e6:.0f} us")
+        if table["cpu_per_further_winner_s"] is not None:
+            parts.append(f"each further one {table['cpu_per_further_winner_s'] * 1e6:.0f} us")
+        if parts:
+            lines.append(f"- {table['deleted']} rows deleted before: " + ", ".join(parts))
     return "\n".join(lines) + "\n"
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any] | None:
     raw = sys.argv[1:] if argv is None else argv
     if raw and raw[0] == "--winners-process":
-        table = DeltaTable.forPath(None, raw[1])
-        for i, row in enumerate(int(x) for x in raw[2:]):
+        split = raw.index("--decoy")
+        table, decoy = DeltaTable.forPath(None, raw[1]), DeltaTable.forPath(None, raw[split + 1])
+        for i, row in enumerate(int(x) for x in raw[2:split]):
             _change(table, row, i % 2 == 0)
+        for i, row in enumerate(int(x) for x in raw[split + 2 :]):
+            _change(decoy, row, i % 2 == 0)
         return None
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--rows", type=int, default=100_000)
