@@ -98,7 +98,6 @@ class _Held:
     cpu_s: float = 0.0
     wall_s: float = 0.0
     read_version: int | None = None
-    version: int | None = None
     rebased: int = 0
     error: BaseException | None = None
 
@@ -160,11 +159,13 @@ def one_sample(root: str, rows: int, sample: int, winners: int, decoy: str, othe
     with _held_commits({name: slot}):
         thread = threading.Thread(target=run, name=name)
         thread.start()
-        slot.reached.wait()
-        mine = _winner_rows(rows, sample, other_ops)
-        _run_winners(root, mine[:winners], decoy, mine[winners:])
-        slot.release.set()
-        thread.join()
+        try:
+            slot.reached.wait()
+            mine = _winner_rows(rows, sample, other_ops)
+            _run_winners(root, mine[:winners], decoy, mine[winners:])
+        finally:  # a failed winners' process must not leave the loser held forever
+            slot.release.set()
+            thread.join()
     if slot.error is not None:
         raise slot.error
     caught_up = outcome["version"] - (slot.read_version or 0) - 1
@@ -175,7 +176,7 @@ def one_sample(root: str, rows: int, sample: int, winners: int, decoy: str, othe
 
 
 def _check_rows(root: str, rows: int, sample: int, winners: int, loser: int, delete: bool) -> None:
-    """The loser's row and each winner's row changed once, as the model says; """
+    """The loser's row and each winner's row changed once, as the model says."""
     got = DeltaTable.forPath(None, root).toArrow().to_pydict()
     values = dict(zip(got["id"], got["v"], strict=True))
     expected = {loser: None if delete else -loser}
@@ -250,6 +251,21 @@ def _markdown(result: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+@contextlib.contextmanager
+def _environment(key: str, value: str) -> Iterator[None]:
+    """``key=value`` in this process's environment while the block runs, then as it was (the bench
+    also runs inside test processes, whose other tests must not inherit it)."""
+    before = os.environ.get(key)
+    os.environ[key] = value
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = before
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any] | None:
     raw = sys.argv[1:] if argv is None else argv
     if raw and raw[0] == "--winners-process":
@@ -268,11 +284,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any] | None:
     parser.add_argument("--out", default=None)
     args = parser.parse_args(raw)
     samples_total = 1 + args.samples * len(set(args.winners))
-    if any(k < 0 for k in args.winners) or args.samples < 1 or args.rows < 4 * _WINNER_BLOCK * samples_total:
-        parser.error("--winners must be >= 0, --samples >= 1, and --rows large enough for the samples' rows")
-    os.environ[env_key(CONF_MAX_STALENESS)] = "0"  # the loser lists: it plans on the table's latest version
+    if not all(0 <= k <= _WINNER_BLOCK for k in args.winners) or args.samples < 1 or args.rows < 4 * _WINNER_BLOCK * samples_total:
+        parser.error(f"--winners must be 0..{_WINNER_BLOCK}, --samples >= 1, and --rows large enough for the samples' rows")
     load_before = os.getloadavg()
-    with tempfile.TemporaryDirectory(prefix="dvengine-lost-race-") as work:
+    # The loser lists: it plans on the table's latest version, never on a cached one.
+    with _environment(env_key(CONF_MAX_STALENESS), "0"), tempfile.TemporaryDirectory(prefix="dvengine-lost-race-") as work:
         tables = [measure(args.rows, deleted, sorted(set(args.winners)), args.samples, work) for deleted in args.deleted]
     result = {"rows": args.rows, "samples": args.samples, "load_before": [round(x, 2) for x in load_before],
               "load_after": [round(x, 2) for x in os.getloadavg()], "cpus": os.cpu_count(), "tables": tables}
