@@ -111,10 +111,20 @@ class RunResult:
                 and self.delta_rs_matches is not False and self.duckdb_matches is not False)
 
 
-def create_hot_table(root: str, rows: int, options: dict[str, str] | None = None) -> None:
+def create_hot_table(
+    root: str, rows: int, options: dict[str, str] | None = None, configuration: dict[str, str] | None = None
+) -> None:
     """One Parquet file of ``rows`` rows (id, v = id): every writer hits the same file."""
     ids = np.arange(rows, dtype=np.int64)
-    dvengine.write(pa.table({"id": ids, "v": ids.copy()}), root, mode="error", storage_options=options)
+    dvengine.write(pa.table({"id": ids, "v": ids.copy()}), root, mode="error", storage_options=options,
+                   configuration=configuration)
+
+
+def single_row_dml(table: DeltaTable, x: int, delete: bool) -> dict[str, Any]:
+    """The bench's operation on row ``x``: DELETE it, or UPDATE its ``v`` to ``-x``; its metrics."""
+    if delete:
+        return table.deleteMetrics(f"id = {x}", engine="local")
+    return table.updateMetrics(f"id = {x}", {"v": str(-x)}, engine="local")
 
 
 def writer_rows(writer: int, writers: int, ops: int) -> list[int]:
@@ -158,10 +168,7 @@ def _run_op(table: DeltaTable, x: int, delete: bool) -> dict[str, Any]:
     kinds: list[str] = []
     while True:
         try:
-            if delete:
-                metrics = table.deleteMetrics(f"id = {x}", engine="local")
-            else:
-                metrics = table.updateMetrics(f"id = {x}", {"v": str(-x)}, engine="local")
+            metrics = single_row_dml(table, x, delete)
         except CommitConflictError as exc:
             surfaced += 1
             kinds.append(f"{type(exc).__name__}: {exc}")

@@ -20,8 +20,9 @@ the next by 2x. This bench isolates it, in one process's thread CPU time:
 
 Reported per ``k``: median, min and max CPU of the commit; the slope per winner (median at the
 largest ``k`` minus the median at the smallest, over their difference); and, with ``k`` = 0 and 1
-measured, the first winner apart from each further one (a lost race has a fixed price: the rebase). Every sample's rows are checked
-afterwards against a model (the loser's row and every winner's row changed exactly once).
+measured, the first winner apart from each further one (a lost race has a fixed price: the
+rebase). Every sample's rows are checked afterwards against a model (the loser's row and every
+winner's row changed exactly once).
 
 Run: ``python -m dvengine.bench.lost_race [--rows 100000] [--deleted 0 3000] [--winners 0 1 3 7]
 [--samples 15] [--out DIR]``.
@@ -45,11 +46,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import pyarrow as pa
-
-import dvengine
 from dvengine.api.table import DeltaTable
+from dvengine.bench.contention import create_hot_table, single_row_dml
 from dvengine.commands.options import CONF_MAX_STALENESS, env_key
 from dvengine.commit.transaction import Transaction
 
@@ -69,20 +67,14 @@ def _winner_rows(rows: int, sample: int, winners: int) -> list[int]:
 
 def _change(table: DeltaTable, row: int, delete: bool) -> int:
     """One single-row DML, as the contention bench's writers run it; the committed version."""
-    if delete:
-        metrics = table.deleteMetrics(f"id = {row}", engine="local")
-    else:
-        metrics = table.updateMetrics(f"id = {row}", {"v": str(-row)}, engine="local")
-    return int(metrics["version"])
+    return int(single_row_dml(table, row, delete)["version"])
 
 
 def make_template(root: str, rows: int, deleted: int) -> None:
-    """One file of ``rows`` rows (id, v = id), checkpoints off (their CPU is not the race's), and
-    ``deleted`` rows spread over the file's last quarter already deleted (0: no DV yet); the
-    samples change rows of the second and third quarters."""
-    ids = np.arange(rows, dtype=np.int64)
-    dvengine.write(pa.table({"id": ids, "v": ids.copy()}), root, mode="error",
-                   configuration={"delta.checkpointInterval": "1000000"})
+    """The contention bench's hot table (one file of ``rows`` rows, id, v = id), checkpoints off
+    (their CPU is not the race's), and ``deleted`` rows spread over the file's last quarter
+    already deleted (0: no DV yet); the samples change rows of the second and third quarters."""
+    create_hot_table(root, rows, configuration={"delta.checkpointInterval": "1000000"})
     if deleted:
         first = rows - rows // 4
         step = max((rows - first) // deleted, 1)
@@ -98,6 +90,7 @@ class _Held:
     cpu_s: float = 0.0
     wall_s: float = 0.0
     read_version: int | None = None
+    version: int | None = None  # the loser's committed version
     rebased: int = 0
     error: BaseException | None = None
 
@@ -146,11 +139,10 @@ def one_sample(root: str, rows: int, sample: int, winners: int, decoy: str, othe
     loser = _loser_row(rows, sample)
     delete = sample % 2 == 0
     slot = _Held()
-    outcome: dict[str, int] = {}
 
     def run() -> None:
         try:
-            outcome["version"] = _change(DeltaTable.forPath(None, root), loser, delete)
+            slot.version = _change(DeltaTable.forPath(None, root), loser, delete)
         except BaseException as exc:  # handed to the main thread, raised there
             slot.error = exc
             slot.reached.set()
@@ -168,7 +160,8 @@ def one_sample(root: str, rows: int, sample: int, winners: int, decoy: str, othe
             thread.join()
     if slot.error is not None:
         raise slot.error
-    caught_up = outcome["version"] - (slot.read_version or 0) - 1
+    assert slot.version is not None
+    caught_up = slot.version - (slot.read_version or 0) - 1
     if caught_up != winners:
         raise AssertionError(f"sample {sample} of {root}: the loser caught up with {caught_up} winners, expected {winners}")
     _check_rows(root, rows, sample, winners, loser, delete)
