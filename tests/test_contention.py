@@ -89,3 +89,30 @@ def test_warm_operations_are_committed_and_verified_but_not_timed(tmp_path: Path
     assert serial.rows_match_model
     with pytest.raises(ValueError, match="warm_ops"):
         run_contention(str(tmp_path / "bad"), rows, writers, ops, row_level=True, warm_ops=ops)
+
+
+def test_file_per_writer_layout_races_for_versions_but_never_rebases(tmp_path: Path) -> None:
+    """``--layout file-per-writer``: one file of ``rows`` rows per writer in one table, each writer
+    changing only its own. The writers race for versions like the hot-file run (so they read each
+    other's commits), but no winner changed their file: nothing is rebased and nothing surfaces.
+    The same-total baseline runs on the same layout and ends on the same table."""
+    writers, ops, rows = 3, 6, 1_000
+    assert operations(1, writers, ops, rows, file_per_writer=True)[:2] == [(rows + 1, True), (rows + 1 + writers, False)]
+    assert sorted(operations(None, writers, ops, rows, True)) == sorted(
+        op for w in range(writers) for op in operations(w, writers, ops, rows, True)
+    )
+    root = str(tmp_path / "per-writer")
+    result = run_contention(root, rows, writers, ops, row_level=True, file_per_writer=True)
+    assert result.errors == [] and result.committed == writers * ops
+    assert result.surfaced_conflicts == 0 and result.rebased_files == 0
+    assert result.versions_gap_free and result.each_op_once and result.rows_match_model
+    assert result.delta_rs_matches is True
+    model = model_rows(rows, writers, ops, file_per_writer=True)
+    assert len(model) == writers * rows - writers * (ops // 2)  # every writer's DELETEs, in its own file
+    assert rows_duckdb(root, ["id", "v"]) == model
+    created = (Path(root) / "_delta_log" / f"{0:020d}.json").read_text().splitlines()
+    assert sum('"add"' in line for line in created) == writers  # one file per writer, made in one commit
+    serial = run_contention(str(tmp_path / "serial"), rows, writers, ops, row_level=True, serial=True, file_per_writer=True)
+    assert serial.errors == [] and serial.rows_match_model and serial.internal_retries == 0
+    with pytest.raises(ValueError, match="file_per_writer"):
+        run_contention(str(tmp_path / "bad"), 10, writers, ops, row_level=True, file_per_writer=True)

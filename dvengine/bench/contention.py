@@ -19,6 +19,12 @@ N commits), ``vs 1xW*N`` by one writer process doing *the same W*N operations* t
 length, the same files added by UPDATEs, the same checkpoints. Only the second one isolates what
 concurrency costs from what a W times longer run costs.
 
+``--layout file-per-writer`` gives each writer a file of its own in the one table (``rows`` rows each,
+file ``w`` holding ids ``w*rows ..``; the baselines run on the same layout): writers still race for
+the next version, take the commit turn and read every other writer's commit (in the race and in
+their snapshot refresh), but no winner ever changed their file, so nothing is rebased. Set beside
+the ``hot-file`` run, it splits what contention costs into the rebase and the rest.
+
 A third row, ``W x 1xW*N`` (``--ceiling on``), is the machine's ceiling for that ratio: W processes
 that share nothing, each running the same-total baseline's W*N operations on *its own copy* of the
 hot table. Their aggregate ops/s over one baseline's ops/s is what W processes of this exact code
@@ -112,12 +118,20 @@ class RunResult:
 
 
 def create_hot_table(
-    root: str, rows: int, options: dict[str, str] | None = None, configuration: dict[str, str] | None = None
+    root: str, rows: int, options: dict[str, str] | None = None, configuration: dict[str, str] | None = None,
+    files: int = 1,
 ) -> None:
-    """One Parquet file of ``rows`` rows (id, v = id): every writer hits the same file."""
-    ids = np.arange(rows, dtype=np.int64)
-    dvengine.write(pa.table({"id": ids, "v": ids.copy()}), root, mode="error", storage_options=options,
-                   configuration=configuration)
+    """One Parquet file of ``rows`` rows (id, v = id): every writer hits the same file. With
+    ``files`` > 1 (the ``file-per-writer`` layout) the table holds that many files of ``rows`` rows
+    in one commit, file ``f`` the ids ``f*rows .. (f+1)*rows - 1``; they are written as partitions
+    ``part = f`` because that is how one write makes several files here, and each file's id range is
+    disjoint from the others', so stats skipping leaves one candidate file per operation."""
+    ids = np.arange(rows * files, dtype=np.int64)
+    columns: dict[str, Any] = {"id": ids, "v": ids.copy()}
+    if files > 1:
+        columns["part"] = ids // rows
+    dvengine.write(pa.table(columns), root, mode="error", storage_options=options, configuration=configuration,
+                   partitionBy=["part"] if files > 1 else None)
 
 
 def single_row_dml(table: DeltaTable, x: int, delete: bool) -> dict[str, Any]:
@@ -127,19 +141,26 @@ def single_row_dml(table: DeltaTable, x: int, delete: bool) -> dict[str, Any]:
     return table.updateMetrics(f"id = {x}", {"v": str(-x)}, engine="local")
 
 
-def writer_rows(writer: int, writers: int, ops: int) -> list[int]:
-    return [writer + writers * k for k in range(ops)]
+def first_id(writer: int, rows: int, file_per_writer: bool) -> int:
+    """Where ``writer``'s rows start: at 0 on the one hot file, at its own file's first id
+    (``writer * rows``) in the ``file-per-writer`` layout."""
+    return writer * rows if file_per_writer else 0
+
+
+def writer_rows(writer: int, writers: int, ops: int, rows: int = 0, file_per_writer: bool = False) -> list[int]:
+    """The rows ``writer`` changes, op by op: ``w + W*k`` of its file."""
+    return [first_id(writer, rows, file_per_writer) + writer + writers * k for k in range(ops)]
 
 
 def is_delete(k: int) -> bool:
     return k % 2 == 0
 
 
-def model_rows(rows: int, writers: int, ops: int) -> list[tuple[int, int]]:
+def model_rows(rows: int, writers: int, ops: int, file_per_writer: bool = False) -> list[tuple[int, int]]:
     """The table after every writer's operations (they touch disjoint rows, so any order)."""
-    out = {i: i for i in range(rows)}
+    out = {i: i for i in range(rows * (writers if file_per_writer else 1))}
     for w in range(writers):
-        for k, x in enumerate(writer_rows(w, writers, ops)):
+        for k, x in enumerate(writer_rows(w, writers, ops, rows, file_per_writer)):
             if is_delete(k):
                 del out[x]
             else:
@@ -147,12 +168,14 @@ def model_rows(rows: int, writers: int, ops: int) -> list[tuple[int, int]]:
     return sorted(out.items())
 
 
-def operations(writer: int | None, writers: int, ops: int) -> list[tuple[int, bool]]:
+def operations(
+    writer: int | None, writers: int, ops: int, rows: int = 0, file_per_writer: bool = False
+) -> list[tuple[int, bool]]:
     """(row, is DELETE) in the order one process runs them: writer ``writer``'s own, or with
     ``writer=None`` every writer's, op ``k`` of writers 0..W-1 before op ``k+1`` (the serial
     baseline: the same operations and the same final table as W concurrent writers)."""
     lanes = range(writers) if writer is None else [writer]
-    return [(w + writers * k, is_delete(k)) for k in range(ops) for w in lanes]
+    return [(first_id(w, rows, file_per_writer) + w + writers * k, is_delete(k)) for k in range(ops) for w in lanes]
 
 
 def warm_count(writer: int | None, writers: int, warm_ops: int) -> int:
@@ -187,7 +210,7 @@ def _run_op(table: DeltaTable, x: int, delete: bool) -> dict[str, Any]:
 
 def run_writer(
     root: str, writer: int | None, writers: int, ops: int, start_file: str, out_file: str,
-    profiler: Any = None, warm_ops: int = 0,
+    profiler: Any = None, warm_ops: int = 0, rows: int = 0, file_per_writer: bool = False,
 ) -> None:
     """One writer process: wait for the start signal, run its operations, write what happened
     (``writer=None``: all W writers' operations, one after the other). A ``profiler``
@@ -207,7 +230,7 @@ def run_writer(
     # neither commits: the log stays at version 0.
     table.delete("id = -1", engine="local")
     table.update("id = -1", {"v": "0"}, engine="local")
-    todo = operations(writer, writers, ops)
+    todo = operations(writer, writers, ops, rows, file_per_writer)
     warm = warm_count(writer, writers, warm_ops)
     records: list[dict[str, Any]] = [{**_run_op(table, x, delete), "warm": True} for x, delete in todo[:warm]]
     Path(f"{out_file}.ready").touch()
@@ -250,17 +273,20 @@ def _predicates_by_version(root: str, options: dict[str, str] | None = None) -> 
     return out
 
 
-def verify(root: str, rows: int, writers: int, ops: int, result: RunResult, options: dict[str, str] | None = None) -> None:
+def verify(
+    root: str, rows: int, writers: int, ops: int, result: RunResult, options: dict[str, str] | None = None,
+    file_per_writer: bool = False,
+) -> None:
     """Fill the verification fields of ``result`` from the table's log and rows."""
     predicates = _predicates_by_version(root, options)
     total = writers * ops
     result.versions_gap_free = sorted(predicates) == list(range(total + 1))
-    wanted = sorted(json.dumps([f"`id` = {x}"]) for w in range(writers) for x in writer_rows(w, writers, ops))
+    wanted = sorted(json.dumps([f"`id` = {x}"]) for w in range(writers) for x in writer_rows(w, writers, ops, rows, file_per_writer))
     seen = sorted(json.dumps(json.loads(p)) for v, p in predicates.items() if v > 0)
     result.each_op_once = seen == wanted
     if not result.each_op_once:
         result.errors.append(f"log predicates differ from the operations: {len(seen)} commits for {len(wanted)} ops")
-    model = model_rows(rows, writers, ops)
+    model = model_rows(rows, writers, ops, file_per_writer)
     got = DeltaTable.forPath(None, root, storage_options=options).toArrow().sort_by("id")
     result.rows_match_model = list(zip(got.column("id").to_pylist(), got.column("v").to_pylist(), strict=True)) == model
     result.duckdb_matches = _duckdb_matches(root, model, options)
@@ -285,7 +311,7 @@ def _duckdb_matches(root: str, model: list[tuple[int, int]], options: dict[str, 
 
 def run_contention(
     root: str, rows: int, writers: int, ops: int, row_level: bool, serial: bool = False, independent: bool = False,
-    warm_ops: int = 0, options: dict[str, str] | None = None,
+    warm_ops: int = 0, options: dict[str, str] | None = None, file_per_writer: bool = False,
 ) -> RunResult:
     """Create the hot table at ``root`` (must not exist), run the writers, verify. ``serial``: one
     process runs all ``writers`` writers' operations instead (the same-total baseline); the table
@@ -293,7 +319,13 @@ def run_contention(
     run that baseline on a table of their own (``root``/0, ``root``/1, ...), each verified alike.
     ``warm_ops``: operations per lane each process runs before the start signal (run_writer).
     ``options``: storage options of an object-store ``root`` (``AWS_*``); the writers get them as
-    environment variables, which dvengine reads as delta-rs does."""
+    environment variables, which dvengine reads as delta-rs does. ``file_per_writer``: the table
+    holds one file of ``rows`` rows per writer and each writer changes only its own (the baselines
+    run on the same layout), so writers still race for versions and read each other's commits,
+    but never rebase a file another writer changed."""
+    if file_per_writer and writers * ops > rows:
+        raise ValueError(f"file_per_writer needs writers * ops <= rows so each writer's rows fit its file, got "
+                         f"{writers} * {ops} > {rows}")
     if not 0 <= warm_ops < ops:
         raise ValueError(f"warm_ops must be in [0, ops={ops}), got {warm_ops}")
     if independent:
@@ -304,7 +336,7 @@ def run_contention(
         jobs = [(root, str(w)) for w in range(writers)]
     roots = list(dict.fromkeys(r for r, _ in jobs))
     for table_root in roots:
-        create_hot_table(table_root, rows, options)
+        create_hot_table(table_root, rows, options, files=writers if file_per_writer else 1)
     result = RunResult(writers, ops, row_level, serial and not independent, independent, warm_ops=warm_ops)
     work = tempfile.mkdtemp(prefix="dvengine-contention-")
     start_file = os.path.join(work, "start")
@@ -315,7 +347,8 @@ def run_contention(
         for i, (table_root, w) in enumerate(jobs):
             out = os.path.join(work, f"{'writer' if w != 'all' else 'serial'}-{w}-{i}.json")
             outs.append(out)
-            cmd = [sys.executable, "-m", "dvengine.bench.contention", "--worker", table_root, w, str(writers), str(ops), start_file, out, str(warm_ops)]
+            cmd = [sys.executable, "-m", "dvengine.bench.contention", "--worker", table_root, w, str(writers), str(ops),
+                   start_file, out, str(warm_ops), str(rows), "1" if file_per_writer else "0"]
             procs.append(subprocess.Popen(cmd, env=env))
         while not all(os.path.exists(f"{out}.ready") for out in outs):  # every writer imported and ready
             if any(p.poll() is not None for p in procs):
@@ -352,9 +385,9 @@ def run_contention(
                 result.rebased_files += rec["rebased"]
         result.ops_per_s = result.timed / result.elapsed_s if result.elapsed_s else 0.0
         if len(roots) == 1:
-            verify(root, rows, writers, ops, result, options)
+            verify(root, rows, writers, ops, result, options, file_per_writer)
         else:
-            _verify_all(roots, rows, writers, ops, result, options)
+            _verify_all(roots, rows, writers, ops, result, options, file_per_writer)
     finally:
         for p in procs:
             if p.poll() is None:
@@ -365,12 +398,13 @@ def run_contention(
 
 def _verify_all(
     roots: list[str], rows: int, writers: int, ops: int, result: RunResult, options: dict[str, str] | None = None,
+    file_per_writer: bool = False,
 ) -> None:
     """Verify every table of the run into ``result``: each check holds only if it holds for all."""
     checks: dict[str, list[bool | None]] = {}
     for table_root in roots:
         one = RunResult(writers, ops, result.row_level)
-        verify(table_root, rows, writers, ops, one, options)
+        verify(table_root, rows, writers, ops, one, options, file_per_writer)
         result.errors.extend(f"{table_root}: {e}" for e in one.errors)
         for name in ("versions_gap_free", "each_op_once", "rows_match_model", "delta_rs_matches", "duckdb_matches"):
             checks.setdefault(name, []).append(getattr(one, name))
@@ -402,9 +436,10 @@ def _ratio_cell(r: dict[str, Any], key: str) -> str:
 def _markdown(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
     on_store = any(r.get("requests_per_op") for r in results)
     lines = [
-        "# Contention: W writer processes x N single-row DML on one file",
+        "# Contention: W writer processes x N single-row DML on one file"
+        + (" each (one per writer, one table)" if meta.get("layout") == "file-per-writer" else ""),
         "",
-        f"tables: {meta.get('store', 'local folder')}",
+        f"tables: {meta.get('store', 'local folder')}; layout: {meta.get('layout', 'hot-file')}",
         "",
         f"rows {meta['rows']}, {meta['ops']} ops per writer (the first {meta.get('warm_ops', 0)} of each before the "
         f"start signal, untimed), {meta['repeats']} rounds of every W (median, min-max of ops/s); "
@@ -497,16 +532,17 @@ def _tables_home(local_s3: bool, latency_ms: float = 0.0) -> Iterator[tuple[str,
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] == "--worker":
-        root, w, writers, ops, start_file, out, warm_ops = args[1:8]
+        root, w, writers, ops, start_file, out, warm_ops, rows, per_writer = args[1:10]
         writer = None if w == "all" else int(w)
+        layout = (int(rows), per_writer == "1")
         profile_dir = os.environ.get(PROFILE_ENV)
         if not profile_dir:
-            run_writer(root, writer, int(writers), int(ops), start_file, out, None, int(warm_ops))
+            run_writer(root, writer, int(writers), int(ops), start_file, out, None, int(warm_ops), *layout)
             return 0
         import cProfile
 
         profiler = cProfile.Profile(time.process_time)  # CPU, not wall: writers share 2 cores
-        run_writer(root, writer, int(writers), int(ops), start_file, out, profiler, int(warm_ops))
+        run_writer(root, writer, int(writers), int(ops), start_file, out, profiler, int(warm_ops), *layout)
         profiler.dump_stats(os.path.join(profile_dir, f"writer-{w}-of-{writers}.prof"))
         return 0
     parser = argparse.ArgumentParser(prog="python -m dvengine.bench.contention", description=__doc__.split("\n")[0])
@@ -524,6 +560,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ceiling", choices=["on", "off"], default="on",
                         help="also run W processes each doing that baseline on its own table (the machine's ceiling "
                              "for the same-total ratio) for every W > 1; needs --same-total on")
+    parser.add_argument("--layout", choices=["hot-file", "file-per-writer"], default="hot-file",
+                        help="hot-file: every writer changes rows of one file (each op rebases onto the others' DVs); "
+                             "file-per-writer: one file per writer in the same table, so writers race for versions and "
+                             "read each other's commits but never rebase (what the rebase itself costs, by difference)")
     parser.add_argument("--local-s3", action="store_true",
                         help="put the tables on moto's S3 server, started on 127.0.0.1 for the run (no host-local "
                              "commit turn: writers race with conditional PUTs)")
@@ -532,7 +572,9 @@ def main(argv: list[str] | None = None) -> int:
                              "to a remote store would (concurrent requests wait concurrently)")
     opts = parser.parse_args(args)
     settings = {"on": [True], "off": [False], "both": [True, False]}[opts.row_level]
+    per_writer = opts.layout == "file-per-writer"
     meta: dict[str, Any] = {"rows": opts.rows, "ops": opts.ops, "repeats": opts.repeats, "warm_ops": opts.warm_ops,
+                            "layout": opts.layout,
                             "store": (f"local S3 (moto, {opts.store_latency_ms:g} ms added per request)" if opts.local_s3
                                       else "local folder"), "load_before": _uptime()}
     summary: list[dict[str, Any]] = []
@@ -551,7 +593,8 @@ def main(argv: list[str] | None = None) -> int:
                     for one_process, independent in kinds:
                         root = f"{tmp}/t-{row_level}-{count}-{rep}-{one_process}-{independent}"
                         run = run_contention(root, opts.rows, count, opts.ops, row_level, serial=one_process,
-                                             independent=independent, warm_ops=opts.warm_ops, options=options)
+                                             independent=independent, warm_ops=opts.warm_ops, options=options,
+                                             file_per_writer=per_writer)
                         if options is None:
                             shutil.rmtree(root, ignore_errors=True)
                         who = _who(count, opts.ops, one_process, independent)
