@@ -27,7 +27,8 @@ from dvengine.expressions.ranges import Range
 from dvengine.expressions.refs import ColumnRef
 from dvengine.expressions.skipping import file_column_range, partition_lookup
 from dvengine.expressions.vector_skipping import ColumnVec, VectorInterpreter, truth_sets
-from dvengine.planning.candidates import VECTOR_MIN_FILES, plan_candidates
+from dvengine.log import Snapshot
+from dvengine.planning.candidates import VECTOR_MIN_FILES, plan_candidates, reads_partition_values
 from dvengine.protocol.stats import FileStats
 
 ODD_STATS: dict[str, list[Any]] = {
@@ -110,6 +111,8 @@ def test_plan_candidates_equals_the_per_file_path_as_the_table_grows(tmp_path: P
         "id = 41", "id IN (3, 77, 120)", "NOT (id < 50) AND p = 'a'", "s IS NULL OR id >= 90",
         "s > 'k05' AND s <= 'k07'", "ts >= TIMESTAMP '2024-01-01 05:00:00' AND ts < '2024-01-01 07:00:00'",
         "id NOT IN (1, 2) OR s LIKE 'k1%'", "id + 1 = 42 OR p IS NOT NULL",
+        # no partition column read (one verdict for all files), a constant-false one, a spelling
+        "1 = 0", "id = 41 AND 1 = 0", "P = 'a' AND id >= 60",
     ]
     dvengine.write(batch(0), root, mode="error", partitionBy=["p"])
     skipped_any = False
@@ -131,3 +134,36 @@ def test_plan_candidates_equals_the_per_file_path_as_the_table_grows(tmp_path: P
                 assert got == want, sql
             skipped_any |= len(got) < len(snapshot.files)
     assert skipped_any  # the comparison covered files really skipped, not only kept ones
+
+
+def test_a_predicate_that_reads_no_partition_column_types_no_partition_value(tmp_path: Path, monkeypatch: Any) -> None:
+    """A point DML on ``id`` of a table partitioned by ``p``: the partition verdict is judged once,
+    not per file (typing every file's partition values was most of a single-row DML on 10,000
+    files); a predicate on ``p`` still judges, and prunes, by each file's values."""
+    root = str(tmp_path / "t")
+    dvengine.write(pa.table({"id": pa.array(range(40), pa.int64()), "p": [f"v{i // 2:02d}" for i in range(40)]}),
+                   root, partitionBy=["p"])
+    snapshot = DeltaTable.forPath(None, root).snapshot()
+    assert len(snapshot.files) == 20
+    typed: list[str] = []
+    original = Snapshot.partition_values_logical
+
+    def counting(self: Snapshot, add: Any) -> dict[str, object]:
+        typed.append(add.path)
+        return original(self, add)
+
+    monkeypatch.setattr(Snapshot, "partition_values_logical", counting)
+    plan = plan_candidates(snapshot, parse_predicate("id = 7", snapshot.schema))
+    assert typed == []
+    assert [a.partition_values["p"] for a in plan.candidates] == ["v03"]  # stats skipping did the rest
+    assert plan_candidates(snapshot, parse_predicate("id = 7 AND 1 = 0", snapshot.schema)).candidates == ()
+    plan = plan_candidates(snapshot, parse_predicate("p = 'v03' OR p = 'v04'", snapshot.schema))
+    assert len(typed) == 20 and plan.num_pruned_by_partition == 18 and plan.partition_only
+
+
+def test_reads_partition_values_by_name_spelling_and_top_level_column() -> None:
+    schema = SCHEMA
+    assert not reads_partition_values([parse_predicate("i = 1", schema)], ["s"])
+    assert reads_partition_values([parse_predicate("S = 'a' OR i = 1", schema)], ["s"])
+    assert reads_partition_values([None, parse_predicate("l > 2", schema)], ["L"])
+    assert not reads_partition_values([parse_predicate("l > 2", schema)], [])

@@ -23,6 +23,7 @@ from dvengine.log.app_transactions import live_app_transactions
 from dvengine.log.checkpoint_reader import read_checkpoint
 from dvengine.log.column_mapping import column_mapping_mode
 from dvengine.log.commit_file import find_commit_info, parse_actions
+from dvengine.log.file_order import advanced_files, sorted_files
 from dvengine.log.filenames import LogFileKind, commit_file_name, parse_log_file_name
 from dvengine.log.intervals import parse_interval_ms
 from dvengine.log.last_checkpoint import read_last_checkpoint
@@ -33,7 +34,7 @@ from dvengine.log.snapshot import Snapshot
 from dvengine.log.timestamps import commit_info_timestamp, to_epoch_ms
 from dvengine.log.tombstone_map import flat_tombstones
 from dvengine.log.tombstones import to_remove, tombstone_rows
-from dvengine.protocol.actions import Action, CommitInfo, RemoveFile
+from dvengine.protocol.actions import Action, AddFile, CommitInfo, RemoveFile
 from dvengine.protocol.features import check_readable
 from dvengine.protocol.schema import parse_schema
 from dvengine.protocol.type_widening import TYPE_CHANGES_KEY, check_type_changes_readable
@@ -223,10 +224,17 @@ def replayed_tombstones(snapshot: Snapshot) -> Mapping[str, bytes]:
 
 
 def _build_snapshot(
-    store: LogStore, table_root: str, target: int, state: ReplayState, timestamp_ms: int, with_tombstones: bool = False
+    store: LogStore,
+    table_root: str,
+    target: int,
+    state: ReplayState,
+    timestamp_ms: int,
+    with_tombstones: bool = False,
+    files: tuple[AddFile, ...] | None = None,
 ) -> Snapshot:
     """Check a replayed state and freeze it; tombstones come from ``state`` when it holds them all,
-    else from a fresh listing-based replay on demand."""
+    else from a fresh listing-based replay on demand. ``files``: ``state.files`` already in
+    snapshot order (a cached snapshot moved forward edits its predecessor's order: file_order)."""
     if state.protocol is None:
         raise ProtocolError(f"the log of {table_root} up to version {target} has no protocol action")
     if state.metadata is None:
@@ -240,7 +248,7 @@ def _build_snapshot(
         version=target,
         protocol=state.protocol,
         metadata=state.metadata,
-        files=tuple(sorted(state.files.values(), key=lambda a: (a.path, a.key[1] or ""))),
+        files=sorted_files(state.files.values()) if files is None else files,
         load_tombstones=(
             (lambda: _sorted_tombstones(state.tombstones))
             if with_tombstones
@@ -432,7 +440,8 @@ def _advanced(
     if timestamp is None or timestamp < 0:
         return None  # only the file's modification time would do: the listing has it
     reached = entry.version + len(tail)
-    snapshot = _build_snapshot(store, table_root, reached, state, timestamp, entry.with_tombstones)
+    files = advanced_files(entry.snapshot.files, tail, state.files)
+    snapshot = _build_snapshot(store, table_root, reached, state, timestamp, entry.with_tombstones, files)
     snapshot_cache.remember(
         table_root,
         snapshot_cache.CachedTable(snapshot, state, tail_digest, entry.with_tombstones, tail_etag, store, verified_at),
