@@ -239,8 +239,9 @@ def test_blind_merge_sees_rows_appended_behind_the_cache(tmp_path: Path) -> None
 
 def test_own_commit_past_the_cached_version_means_list(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A command that listed lost a race to delta-rs (version 1), rebased and committed version 2:
-    the cache still holds version 0, and this process knows the table moved past it, so the next
-    DML lists instead of trying version 1 blind; once listed, its own commits carry it again."""
+    the cache moves to version 2 by the winner it read and its own commit, but not as shown latest
+    (another writer is active), so the next DML lists instead of committing blind; once listed,
+    its own commits carry it again."""
     uri, model = _table(tmp_path / "t")
     from dvengine.api import dml
 
@@ -252,7 +253,12 @@ def test_own_commit_past_the_cached_version_means_list(tmp_path: Path, monkeypat
         patched.setattr(dml, "load_snapshot", lambda root: stale)
         assert DeltaTable.forPath(None, uri).delete("id = 1", mode="dv")["numCommitAttempts"] == 2
     del model[1]
-    assert snapshot_cache.get(uri) is not None and snapshot_cache.get(uri).version == 0  # type: ignore[union-attr]
+    entry = snapshot_cache.get(uri)
+    assert entry is not None and (entry.version, entry.verified_at) == (2, None)
+    with monkeypatch.context() as uncached:
+        uncached.setenv(snapshot_cache.ENV_SWITCH, "false")
+        listed = load_snapshot(uri)  # the state a listing builds, the cache untouched
+    assert (entry.snapshot.files, entry.snapshot.metadata) == (listed.files, listed.metadata)
     assert blind_snapshot(uri, 5.0) is None
     assert DeltaTable.forPath(None, uri).delete("id = 2", mode="dv")["version"] == 3  # listed
     del model[2]

@@ -68,7 +68,8 @@ from dvengine.log.background_checkpoints import hand_over
 from dvengine.log.checkpoint_writer import due_checkpoint
 from dvengine.log.commit_file import parse_actions
 from dvengine.log.filenames import commit_file_name
-from dvengine.log.loader import read_commit_actions
+from dvengine.log.loader import advance_by_commit, read_commit_actions
+from dvengine.log.snapshot_cache import forget as forget_snapshot
 from dvengine.log.snapshot_cache import known_commit, note_blind_loss, note_own_commit, note_read_commit
 from dvengine.protocol import row_tracking
 from dvengine.protocol.actions import (
@@ -227,6 +228,9 @@ class Transaction:
         # The read snapshot is this process's cached one, not listed now (log.blind_snapshot):
         # if its next version is taken, raise StaleSnapshotError instead of rebasing (see there).
         self.blind = False
+        # Every winner's commit the catch-up read, in order: they move this process's cached
+        # snapshot forward after the commit (loader.advance_by_commit), so no load parses them again.
+        self._winners_read: list[tuple[int, list[Action]]] = []
 
     # --- building ---------------------------------------------------------------------------
 
@@ -341,8 +345,21 @@ class Transaction:
         else:
             version = self._put_with_retries(version, operation_metrics, exclusive=False)
         self._committed_version = version
+        self._advance_cached_snapshot()
         self._run_post_commit_hooks(version)
         return version
+
+    def _advance_cached_snapshot(self) -> None:
+        """Move the process's cached snapshot to the committed version by what this transaction
+        has read and written (loader.advance_by_commit). The commit stands whatever happens here,
+        so a failure drops the cache entry (the next load lists) and warns instead of raising."""
+        if self.read_version is None:
+            return
+        try:
+            advance_by_commit(self.table_root, self.read_version, self._winners_read, self.store)
+        except Exception:
+            forget_snapshot(self.table_root)
+            _LOG.warning("commit of %s succeeded but moving the cached snapshot failed", self.table_root, exc_info=True)
 
     def _commit_in_turn(self, store: StagedCommits, version: int, operation_metrics: Mapping[str, Any] | None) -> int:
         """Commit to a local table, holding the host-local commit turn only to list the tail,
@@ -678,6 +695,7 @@ class Transaction:
         next_free = version
         for winner_version, actions in self._winners_from(version):
             winner = WinningCommit.from_actions(winner_version, actions)
+            self._winners_read.append((winner_version, actions))
             self._advance_row_id_mark(actions)
             if self.read_version is None:
                 if winner.metadata is not None and winner_version == 0:

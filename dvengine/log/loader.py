@@ -14,7 +14,7 @@ import dataclasses
 import datetime as dt
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from dvengine.errors import InvalidArgumentError, LogCorruptedError, ProtocolError, VersionNotFoundError
 from dvengine.log import snapshot_cache
@@ -448,6 +448,44 @@ def _advanced(
     )
     announce_retired(retired_by_tail(table_root, entry.state, tail, state))  # the caches forget those files
     return snapshot
+
+
+# A commit larger than this is not parsed again just to move the cache (a large MERGE or write
+# whose process may never load the table again); the next load reads it as before.
+ADVANCE_MAX_COMMIT_BYTES = 64 * 1024
+
+
+def advance_by_commit(
+    table_root: str, read_version: int, winners: Sequence[tuple[int, Sequence[Action]]], store: LogStore
+) -> bool:
+    """Move this process's cached snapshot from ``read_version`` to the version it has just
+    committed: by ``winners`` (the commits the transaction caught up with, parsed already, in
+    order) and its own commit's bytes (snapshot_cache.last_own_commit). True when it moved.
+
+    Without this the next load read every winner again from the log and parsed it a second time
+    (a writer of a hot table catches up with ~W-1 winners per operation), and re-read its own
+    commit. The state is the one that load would build: the same replay of the same immutable
+    commit files (put-if-absent), which the catch-up read from this log. Only an entry at
+    ``read_version`` built by the same storage client moves; anything else (another thread moved
+    it, the cache is off, the commit is large) leaves the cache to the next load.
+
+    Shown-latest time: with no winners, the put-if-absent's send time, as ``blind_snapshot``'s own
+    advance takes it. After a lost race none: another writer is active, so the next DML lists
+    (what it did before this function existed), now reading only commits newer than ours.
+    """
+    root = table_root  # a transaction's root, normalized already (realpath costs a syscall per part)
+    entry = snapshot_cache.get(root)
+    own = snapshot_cache.last_own_commit(root)
+    if entry is None or own is None or entry.version != read_version or entry.store is not store:
+        return False
+    if own.version != read_version + len(winners) + 1 or len(own.data) > ADVANCE_MAX_COMMIT_BYTES:
+        return False
+    if [v for v, _ in winners] != list(range(read_version + 1, own.version)):
+        return False
+    tail = [list(actions) for _, actions in winners]
+    tail.append(parse_actions(own.data, f"{log_dir(root)}/{commit_file_name(own.version)}"))
+    verified_at = own.sent_at if not winners else None
+    return _advanced(store, root, entry, tail, snapshot_cache.digest(own.data), own.e_tag, verified_at) is not None
 
 
 def _latest_from_hint(store: LogStore, table_root: str, verified_at: float) -> Snapshot | None:
