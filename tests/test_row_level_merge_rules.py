@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pytest
 from dml_helpers import assert_every_reader_sees, folder_state, plan_from_now_on
@@ -141,6 +142,85 @@ def test_insert_only_merge_commits_over_a_winner_deleting_other_rows(tmp_path: P
     metrics = _builder(path, [(4, 40), (600, 6)]).whenNotMatchedInsertAll().executeMetrics()
     assert metrics["version"] == 2
     assert_every_reader_sees(path, COLS, _apply(rows, delete={5}, insert=[(600, 6)]))
+
+
+# --- the same MERGE shapes as the Spark executor's file tasks ----------------------------------
+# The tasks report, per file, the target rows that joined a source row and stayed, so a MERGE
+# whose matched rows are not all retired is judged row by row on Spark too.
+
+
+def _spark_merge(spark: Any, path: Path, pairs: list[tuple[int, int]], monkeypatch: pytest.MonkeyPatch) -> Any:
+    """A builder for a MERGE of ``pairs`` run as file tasks on Spark (checked by the caller)."""
+    from dvengine.engine.spark import executor
+
+    ran: list[int] = []
+    original = executor.run_merge_tasks
+    monkeypatch.setattr(executor, "run_merge_tasks", lambda ctx: ran.append(len(ctx.groups)) or original(ctx))
+    source = spark.createDataFrame(pairs, "id BIGINT, v BIGINT").alias("s")
+    builder = DeltaTable.forPath(spark, str(path)).alias("t").merge(source, "t.id = s.id").withMode("dv").withEngine("spark")
+    return builder, ran
+
+
+@pytest.mark.parametrize("winner_deletes", [3, 9])
+def test_conditional_matched_merge_on_spark_file_tasks_is_judged_by_the_rows_it_kept(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, winner_deletes: int
+) -> None:
+    """Row 3 never joined: the MERGE is rebased over its delete. Row 9 joined source row 9 and
+    stayed (s.v > 0 is false), keeping (9, -1) from being inserted: its delete fails the MERGE."""
+    path = tmp_path / "t"
+    rows = _table(path)
+    plan_from_now_on(monkeypatch, path)
+    DeltaTable.forPath(None, path).delete(f"id = {winner_deletes}", mode="dv")
+    builder, ran = _spark_merge(spark, path, [(7, 1), (9, -1), (500, 5)], monkeypatch)
+    builder = builder.whenMatchedUpdate("s.v > 0", {"v": "s.v"}).whenNotMatchedInsertAll()
+    if winner_deletes == 9:
+        before = folder_state(path)
+        with pytest.raises(ConcurrentDeleteReadError, match="matched this MERGE's source"):
+            builder.executeMetrics()
+        assert ran and folder_state(path) == before
+        assert_every_reader_sees(path, COLS, _apply(rows, delete={9}))
+        return
+    metrics = builder.executeMetrics()
+    assert ran and (metrics["version"], metrics["numRebasedFiles"], metrics["executionEngine"]) == (2, 1, "spark")
+    assert_every_reader_sees(path, COLS, _apply(rows, delete={3}, update={7: 1}, insert=[(500, 5)]))
+    assert _dv_rows(path) == {3, 7}
+
+
+@pytest.mark.parametrize("winner_deletes", [4, 5])
+def test_insert_only_merge_on_spark_file_tasks_is_judged_by_the_rows_it_kept(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, winner_deletes: int
+) -> None:
+    path = tmp_path / "t"
+    rows = _table(path)
+    plan_from_now_on(monkeypatch, path)
+    DeltaTable.forPath(None, path).delete(f"id = {winner_deletes}", mode="dv")
+    builder, ran = _spark_merge(spark, path, [(4, 40), (600, 6)], monkeypatch)
+    builder = builder.whenNotMatchedInsertAll()
+    if winner_deletes == 4:  # row 4 kept source row 4 out
+        with pytest.raises(ConcurrentDeleteReadError):
+            builder.executeMetrics()
+        assert ran
+        assert_every_reader_sees(path, COLS, _apply(rows, delete={4}))
+        return
+    assert builder.executeMetrics()["version"] == 2 and ran
+    assert_every_reader_sees(path, COLS, _apply(rows, delete={5}, insert=[(600, 6)]))
+
+
+def test_spark_file_tasks_report_kept_rows_per_file_as_the_local_runner_does() -> None:
+    """The rows a file task reports kept: joined and not retired, per file, by the log's path."""
+    from dvengine.engine.local.executor import FileMatch
+    from dvengine.engine.local.merge import TargetSide
+    from dvengine.engine.spark.file_tasks import kept_rows_of
+    from dvengine.protocol.actions import AddFile
+
+    def match(path: str) -> FileMatch:
+        return FileMatch(AddFile(path=path, partition_values={}, size=1, modification_time=1), 10, BitMap64(), np.empty(0, np.int64))
+
+    side = TargetSide([], {}, {0: np.array([2, 5])}, np.empty(0, np.int64),
+                      matched_rows={0: np.array([1, 2, 5, 8]), 1: np.array([3]), 2: np.array([4])})
+    side.retire[2] = np.array([4])
+    got = {p: sorted(BitMap64.deserialize(b)) for p, b in kept_rows_of([match("a"), match("b"), match("c")], side).items()}
+    assert got == {"a": [1, 8], "b": [3]}
 
 
 # --- WHEN NOT MATCHED BY SOURCE ----------------------------------------------------------------

@@ -258,7 +258,9 @@ def row_level_safe(clauses: Sequence[BoundClause]) -> bool:
     what row-level conflict resolution needs (commands/concurrency.py): every matched row takes
     a clause that retires it (the last MATCHED clause is unconditional and all of them update or
     delete), and no NOT MATCHED BY SOURCE clause looks at the unmatched rows. An insert-only
-    MERGE depends on matched rows it does not retire, so it keeps file-level conflicts."""
+    MERGE depends on matched rows it does not retire, so it keeps file-level conflicts where the
+    runner cannot report those rows (Spark's row plan); the embedded executor and Spark's file
+    tasks report them (``TargetResult.kept_rows``) and need no such restriction."""
     matched = [c for c in clauses if c.kind is ClauseKind.MATCHED]
     if not matched or any(c.kind is ClauseKind.NOT_MATCHED_BY_SOURCE for c in clauses):
         return False

@@ -117,8 +117,8 @@ class TransactionFootprint:
     ``read_predicates`` holds one entry per recorded read; ``None`` in it means the whole table
     was read. An empty list means nothing was read (a blind append).
 
-    ``row_level`` says the command's outcome depends only on the rows it retires (DELETE, UPDATE,
-    a MERGE whose every matched row takes a clause and that has no NOT MATCHED BY SOURCE clause),
+    ``row_level`` says the command's outcome depends only on the rows it retires and the kept rows
+    it reported (DELETE, UPDATE, a MERGE that reports its kept rows or retires every matched row),
     so a winner's DV update of a file it touched is judged row by row. ``read_files`` and
     ``dv_changes`` (path -> our re-add with the new DV) are what that judgement needs.
     """

@@ -267,8 +267,9 @@ class Transaction:
         """Judge a winner's DV update of a file this transaction read or DV-changed by rows.
 
         Only for commands whose outcome depends on no row of a touched file except the rows they
-        retire (DELETE, UPDATE, MERGE with every matched row taking a clause and no NOT MATCHED BY
-        SOURCE clause); the caller vouches for that.
+        retire and the rows they report through :meth:`record_kept_rows` (DELETE, UPDATE, a MERGE
+        whose runner reports its kept rows, or one whose every matched row is retired); the caller
+        vouches for that.
         """
         self._check_open()
         self._row_level = resolution

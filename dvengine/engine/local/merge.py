@@ -36,7 +36,6 @@ from dvengine.commands.merge_clauses import (
     bind_condition,
     identity_to_assign,
     operation_parameters,
-    row_level_safe,
 )
 from dvengine.commands.merge_evolution import evolve_for_merge
 from dvengine.commands.merge_metrics import merge_metrics
@@ -370,11 +369,10 @@ def _merge_on(
     _check_local(plan, clauses, residual, snapshot.schema)
 
     derived = None if by_source else _derive_target_predicate(req.source, keys, snapshot.schema)
-    # The in-process runner reports every target row that joined (TargetResult.matched_rows), so
-    # any MERGE it runs can be judged row by row; other runners only a MERGE retiring all of them.
-    row_level = target_runner is None or row_level_safe(clauses)
+    # Both runners (in process, and the Spark executor's file tasks) report every target row that
+    # joined and stayed (TargetResult.kept_rows), so any MERGE they run can be judged row by row.
     ctx = open_dml(
-        snapshot, "MERGE", req.options, derived, operation_parameters(condition, clauses), row_level, attempt=attempt
+        snapshot, "MERGE", req.options, derived, operation_parameters(condition, clauses), True, attempt=attempt
     )
     ctx.started = started  # executionTimeMs covers binding too, as on Spark
     if ctx.repeat:
@@ -420,9 +418,9 @@ class TargetResult:
     retired: RowRetirement
     written: list[AddFile]  # files the runner already wrote (new rows, rewritten survivors)
     pending: list[pa.Table]  # rows still to write, with the inserts
-    # data file path -> target rows that joined a source row and were not retired; None: the
-    # runner does not report them (then only a MERGE retiring every matched row is row-level)
-    kept_rows: dict[str, np.ndarray] | None = None
+    # data file path (as the log names it) -> target rows that joined a source row and were not
+    # retired: their presence kept a source row from being inserted (commit/rebase.py, K)
+    kept_rows: dict[str, np.ndarray]
 
 
 # How the target side runs: in this process (``run_target_locally``) or, for the Spark executor,
@@ -617,7 +615,7 @@ def _record_kept_rows(ctx: DmlContext, target: TargetResult) -> None:
     """Tell the transaction which matched target rows the MERGE leaves in place: their presence
     decided that their source rows are not inserted, so a concurrent delete of one of them is a
     conflict, not something to rebase over (commit/rebase.py)."""
-    for path, rows in (target.kept_rows or {}).items():
+    for path, rows in target.kept_rows.items():
         if len(rows):
             ctx.transaction.record_kept_rows(path, rows.tolist())
 

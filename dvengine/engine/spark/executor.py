@@ -21,6 +21,7 @@ from typing import TypeVar
 
 import numpy as np
 import pyarrow as pa
+from pyroaring import BitMap64
 from pyspark import StorageLevel
 from pyspark.errors import PySparkException
 from pyspark.sql import Column, DataFrame, Row, SparkSession
@@ -62,6 +63,7 @@ from dvengine.engine.spark.rows_job import (
     KIND_ADD,
     KIND_COUNT,
     KIND_FILE,
+    KIND_KEPT,
     KIND_SOURCES,
     RowsJobContext,
     RowsLayout,
@@ -108,6 +110,8 @@ class RetiredAndWritten:
     written: WrittenRows
     clause_counts: dict[int, int]
     matched_sources: np.ndarray = dataclasses.field(default_factory=lambda: np.empty(0, np.int64))  # MERGE file tasks
+    # MERGE file tasks: per data file (the add's path), the rows that joined a source row and stayed
+    kept_rows: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)
 
 
 
@@ -416,9 +420,12 @@ class SparkExecutor:
         adds: list[AddFile] = []
         counts: dict[int, int] = {}
         sources: list[np.ndarray] = []
+        kept: dict[str, np.ndarray] = {}
         for row in rows:
             if row["kind"] == KIND_SOURCES:
                 sources.append(np.frombuffer(bytes(row["payload"]), dtype="<i8"))
+            elif row["kind"] == KIND_KEPT:  # a file belongs to one task: one row per file
+                kept[row["file_uri"]] = np.fromiter(BitMap64.deserialize(bytes(row["payload"])), dtype=np.int64)
             elif row["kind"] == KIND_FILE:
                 outcomes.append(_file_retirement(job.dv, row))
             elif row["kind"] == KIND_ADD:
@@ -432,7 +439,7 @@ class SparkExecutor:
         fault_point(DML_DV_FILES_WRITTEN)
         fault_point(DML_DATA_FILES_WRITTEN)
         matched = np.unique(np.concatenate(sources)) if sources else np.empty(0, np.int64)
-        return RetiredAndWritten(retirement, WrittenRows.of(adds, started), counts, matched)
+        return RetiredAndWritten(retirement, WrittenRows.of(adds, started), counts, matched, kept)
 
     def merge_target_runner(self) -> TargetRunner:
         """The target side of a MERGE with a small source as file tasks (``file_tasks``); the
@@ -446,11 +453,13 @@ class SparkExecutor:
                 raise NotLocallyEvaluableError("the table is reached through Hadoop's FileSystem: the row plan reads it")
             files = ctx.plan.candidates
             if not files:
-                return TargetResult({}, np.empty(0, np.int64), RowRetirement(), [], [])
+                return TargetResult({}, np.empty(0, np.int64), RowRetirement(), [], [], {})
             done = self._group_job(
                 ctx, files, lambda rows, snapshot, groups: run_merge_tasks(MergeTasksContext(rows, snapshot, groups, src, job))
             )
-            return TargetResult(done.clause_counts, done.matched_sources, done.retirement, list(done.written.files), [])
+            return TargetResult(
+                done.clause_counts, done.matched_sources, done.retirement, list(done.written.files), [], done.kept_rows
+            )
 
         return run
 

@@ -19,7 +19,8 @@ descriptors and ``add`` actions come back, in the row plan's result format.
 MERGE with a small source (collected once as Arrow, shipped to every task) runs its target side
 the same way (``engine.local.merge.merge_target_side`` per group of files: hash join, cardinality
 check, MATCHED and NOT MATCHED BY SOURCE clauses); the tasks also return which source rows
-matched, and the driver writes the inserts of the rest and commits, as the embedded MERGE does.
+matched and which target rows joined but stayed, and the driver writes the inserts of the rest
+and commits, as the embedded MERGE does.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from pyroaring import BitMap64
 
 from dvengine.dv import bitmap_from_row_indexes
 from dvengine.engine.local.executor import FileMatch, match_file, new_values, physical_file, surviving_rows
-from dvengine.engine.local.merge import TargetJob, merge_target_side
+from dvengine.engine.local.merge import TargetJob, TargetSide, merge_target_side
 from dvengine.engine.spark.dv_job import FileOutcome
 from dvengine.engine.spark.paths import spark_file_uri
 from dvengine.engine.spark.rows_job import NewRows, RowsJobContext, result_batches
@@ -131,11 +132,24 @@ def run_file_tasks(ctx: FileTasksContext) -> Callable[[Iterator[pa.RecordBatch]]
     return run
 
 
+def kept_rows_of(matches: Sequence[FileMatch], side: TargetSide) -> dict[str, bytes]:
+    """The rows of each file that joined a source row and were not retired, by the add's path as
+    the log names it, each a serialized 64-bit roaring bitmap (compact for the runs a large MERGE
+    keeps); files with none are left out."""
+    out: dict[str, bytes] = {}
+    for index, rows in side.matched_rows.items():
+        kept = np.setdiff1d(rows, side.retire.get(index, np.empty(0, np.int64)), assume_unique=True)
+        if len(kept):
+            out[matches[index].add.path] = BitMap64(kept.tolist()).serialize()
+    return out
+
+
 def run_merge_tasks(ctx: MergeTasksContext) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """A mapInArrow function over ``spark.range(len(groups))``: each task joins its files' live rows
     with the source and applies the MATCHED / NOT MATCHED BY SOURCE clauses (``merge_target_side``);
     it returns clause counts and the ids of the source rows that matched, so the driver can insert
-    the others."""
+    the others, and per file the rows that joined but stayed (``kept_rows_of``), so the commit can
+    judge a concurrent DV update row by row for every MERGE shape (commit/rebase.py)."""
     root = ctx.snapshot.table_root
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -143,6 +157,7 @@ def run_merge_tasks(ctx: MergeTasksContext) -> Callable[[Iterator[pa.RecordBatch
         new_rows = NewRows(ctx.rows)
         counts: dict[int, int] = {}
         matched_sources: list[np.ndarray] = []
+        kept: dict[str, bytes] = {}
         for group in _task_groups(batches, ctx.groups):
             matches = [physical_file(ctx.snapshot, add) for add in group]
             side = merge_target_side(matches, ctx.source, ctx.job, None)
@@ -155,9 +170,10 @@ def run_merge_tasks(ctx: MergeTasksContext) -> Callable[[Iterator[pa.RecordBatch
                 match = matches[index]
                 uri = spark_file_uri(resolve_data_path(root, match.add.path))
                 outcomes[uri] = _retire(ctx.rows, ctx.snapshot, match, retiring, new_rows)
+            kept.update(kept_rows_of(matches, side))
         new_rows.flush()
         sources = np.unique(np.concatenate(matched_sources)) if matched_sources else None
-        yield from result_batches(ctx.rows.dv, outcomes, new_rows.adds, counts, sources)
+        yield from result_batches(ctx.rows.dv, outcomes, new_rows.adds, counts, sources, kept_rows=kept)
 
     return run
 

@@ -43,6 +43,9 @@ KIND_FILE = "file"
 KIND_ADD = "add"
 KIND_COUNT = "count"
 KIND_SOURCES = "sources"  # MERGE file tasks: int64 ids of the source rows that matched, as bytes
+# MERGE file tasks: the target rows of one file (``file_uri``: the add's path as the log names it)
+# that joined a source row and were not retired, as a serialized 64-bit roaring bitmap
+KIND_KEPT = "kept"
 
 RESULT_SCHEMA = pa.schema(
     [
@@ -253,11 +256,13 @@ def result_batches(
     counts: Mapping[int, int],
     matched_sources: np.ndarray | None = None,
     blobs: Blobs | None = None,
+    kept_rows: Mapping[str, bytes] | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """A task's result rows: writes its DVs (``encode_outcomes``), then one row per file it
     retired rows of, per data file it wrote (``add`` JSON relative to the staging folder) and per
-    clause count; and, on tables reached through Hadoop, one ``blob`` row per file the JVM must
-    write (``engine.spark.jvm_files``)."""
+    clause count; for MERGE file tasks, the matched source ids and one ``kept`` row per file
+    whose matched rows were not all retired; and, on tables reached through Hadoop, one ``blob``
+    row per file the JVM must write (``engine.spark.jvm_files``)."""
     blobs = blobs if blobs is not None else Blobs(dv.jvm_names)
     dv_json = encode_outcomes(dv, outcomes, blobs)
     kinds: list[str] = []
@@ -276,6 +281,8 @@ def result_batches(
         row(KIND_COUNT, clause=clause, n=n)
     if matched_sources is not None and len(matched_sources):
         row(KIND_SOURCES, payload=np.asarray(matched_sources, dtype="<i8").tobytes())
+    for path, bitmap in (kept_rows or {}).items():
+        row(KIND_KEPT, file_uri=path, payload=bitmap)
     for path, data in blobs.files:
         row(KIND_BLOB, file_uri=path, payload=data)
     if kinds:
