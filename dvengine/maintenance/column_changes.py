@@ -1,5 +1,5 @@
 """ALTER TABLE column changes that touch only the schema: ADD COLUMNS, RENAME COLUMN, DROP COLUMNS,
-ALTER COLUMN SET / DROP DEFAULT.
+ALTER COLUMN SET / DROP DEFAULT, ALTER COLUMN SET / DROP NOT NULL.
 
 Each is one commit carrying a new ``metaData`` and no file actions, as Delta's
 ``AlterTable{AddColumns,DropColumns,ChangeColumn}DeltaCommand`` do; no data file is read or written.
@@ -21,6 +21,15 @@ Each is one commit carrying a new ``metaData`` and no file actions, as Delta's
   later inserts fill it); it needs the ``allowColumnDefaults`` feature
   (WRONG_COLUMN_DEFAULTS_FOR_DELTA_FEATURE_NOT_ENABLED) and may read no column. DROP DEFAULT
   removes the key.
+- DROP NOT NULL makes a column, a nested struct field (also one inside an array element or a map
+  value, ``a.element.x``) or an array element / map value that already allows NULL nullable. SET
+  NOT NULL is refused on a column that allows NULL, whatever its rows hold (Spark's analyzer:
+  "Cannot change nullable column to non-nullable"; Delta's command would refuse it too, with
+  DELTA_UNSUPPORTED_ALTER_TABLE_CHANGE_COL_OP): no row is checked. On a NOT NULL column both are
+  accepted and commit the schema unchanged, as Delta does. A map key stays NOT NULL and an array
+  element / map value keeps its nullability (DELTA_UNSUPPORTED_ALTER_TABLE_CHANGE_COL_OP); identity
+  columns are refused (DELTA_IDENTITY_COLUMNS_ALTER_COLUMN_NOT_SUPPORTED). Partition columns are
+  not special (Delta does not refuse them).
 
 Every refusal is a typed error naming the column, raised before anything is written.
 """
@@ -48,7 +57,7 @@ from dvengine.expressions import parse_value_expression
 from dvengine.log import Snapshot, load_snapshot
 from dvengine.maintenance.clustering import clustering_columns
 from dvengine.protocol.features import check_writable, writer_features
-from dvengine.protocol.schema import DataType, StructField, StructType
+from dvengine.protocol.schema import ArrayType, DataType, MapType, StructField, StructType
 from dvengine.writing.constraints import CONSTRAINT_PREFIX
 from dvengine.writing.defaults import ALLOW_COLUMN_DEFAULTS, CURRENT_DEFAULT
 from dvengine.writing.generated import GENERATION_EXPRESSION, generation_expressions
@@ -344,9 +353,124 @@ def set_column_default(table_root: str, column: Sequence[str], default: str | No
         return fields
 
     schema = _replace_at(snapshot.schema, indexes, put)
-    logged = {"name": _show(_names_at(snapshot.schema, indexes)), "type": changed.type.to_json(),
-              "nullable": changed.nullable, "metadata": dict(metadata)}
-    return _commit(snapshot, schema, "CHANGE COLUMN", {"column": json.dumps(logged)})
+    return _commit(snapshot, schema, "CHANGE COLUMN", _change_column_parameters(_names_at(snapshot.schema, indexes), changed))
+
+
+def _quoted(path: Sequence[str]) -> str:
+    """A column path as Spark's ``UnresolvedAttribute.name`` shows it: a name holding a dot in backquotes."""
+    return ".".join(f"`{name}`" if "." in name else name for name in path)
+
+
+def _type_name(data_type: DataType) -> str:
+    """Spark's ``DataType.typeName``: the JSON name of an atomic type, ``struct`` / ``array`` / ``map`` otherwise."""
+    raw = data_type.to_json()
+    return raw if isinstance(raw, str) else data_type.name
+
+
+def _change_column_parameters(path: Sequence[str], field: StructField) -> dict[str, Any]:
+    """operationParameters of Delta's ``ChangeColumn`` (operation ``CHANGE COLUMN``): ``column`` is the
+    compact JSON of ``{name: the full path, type: typeName, nullable, metadata}`` (``structFieldToMap``)."""
+    logged = {"name": _quoted(path), "type": _type_name(field.type), "nullable": field.nullable,
+              "metadata": dict(field.metadata)}
+    return {"column": json.dumps(logged, separators=(",", ":"))}
+
+
+@dataclass(frozen=True)
+class _Target:
+    """What an ALTER COLUMN path resolved to: the field as it was (a map key, map value or array
+    element as a field of that name), its path as the schema spells it, and whether it is one of those."""
+
+    old: StructField
+    path: Path
+    in_collection: bool
+
+
+def _renull(data_type: DataType, path: Path, nullable: bool, done: Path, what: str,
+            table: str) -> tuple[DataType, _Target]:
+    """``data_type`` with the field at ``path`` (relative to it) made ``nullable``, and what was found.
+    Paths resolve as Spark's ``findNestedField(includeCollections = true)``: struct fields
+    case-insensitively; ``key`` / ``value`` / ``element`` (exactly so) step into a map or an array,
+    which must then hold a struct if the path goes on. A map key is never nullable."""
+    name, rest = path[0], path[1:]
+    if isinstance(data_type, StructType):
+        matches = [i for i, f in enumerate(data_type.fields) if f.name.lower() == name.lower()]
+        if not matches:
+            raise InvalidArgumentError(f"{what}: table {table} has no column {_show((*done, *path))!r}; nothing was changed")
+        i = matches[0]
+        old = data_type.fields[i]
+        fields = list(data_type.fields)
+        if rest:
+            inner, target = _renull(old.type, rest, nullable, (*done, old.name), what, table)
+            fields[i] = dataclasses.replace(old, type=inner)
+        else:
+            fields[i] = dataclasses.replace(old, nullable=nullable)
+            target = _Target(old, (*done, old.name), False)
+        return StructType(tuple(fields)), target
+    here = (*done, name)
+    if isinstance(data_type, MapType) and name in ("key", "value"):
+        holds = data_type.key_type if name == "key" else data_type.value_type
+        if rest:
+            inner, target = _renull(_struct_in(holds, here, rest, what, table), rest, nullable, here, what, table)
+            key, value = (inner, data_type.value_type) if name == "key" else (data_type.key_type, inner)
+            return dataclasses.replace(data_type, key_type=key, value_type=value), target
+        old = StructField(name, holds, name == "value" and data_type.value_contains_null)
+        changed = data_type if name == "key" else dataclasses.replace(data_type, value_contains_null=nullable)
+        return changed, _Target(old, here, True)
+    if isinstance(data_type, ArrayType) and name == "element":
+        if rest:
+            inner, target = _renull(_struct_in(data_type.element_type, here, rest, what, table), rest, nullable, here,
+                                    what, table)
+            return dataclasses.replace(data_type, element_type=inner), target
+        old = StructField(name, data_type.element_type, data_type.contains_null)
+        return dataclasses.replace(data_type, contains_null=nullable), _Target(old, here, True)
+    raise InvalidArgumentError(
+        f"{what}: table {table} has no column {_show((*done, *path))!r} ({_show(done)!r} has type "
+        f"{data_type.simple_string()}: nested fields are reached through structs, and key / value / element through "
+        "maps and arrays); nothing was changed"
+    )
+
+
+def _struct_in(data_type: DataType, here: Path, rest: Path, what: str, table: str) -> StructType:
+    if not isinstance(data_type, StructType):
+        raise InvalidArgumentError(
+            f"{what}: table {table} has no column {_show((*here, *rest))!r} ({_show(here)!r} holds a "
+            f"{data_type.simple_string()}, not a struct); nothing was changed"
+        )
+    return data_type
+
+
+def set_column_nullability(table_root: str, column: Sequence[str], nullable: bool) -> int:
+    """``ALTER TABLE t ALTER COLUMN c DROP NOT NULL`` (``nullable=True``) or ``SET NOT NULL`` (False):
+    one metadata-only commit, operation ``CHANGE COLUMN``, as Delta's AlterTableChangeColumnDeltaCommand."""
+    path = tuple(column)
+    if not path:
+        raise InvalidArgumentError("ALTER COLUMN ... NOT NULL needs a column")
+    what = f"ALTER COLUMN {_show(path)} {'DROP' if nullable else 'SET'} NOT NULL"
+    snapshot = load_snapshot(table_root)
+    check_writable(snapshot.protocol, snapshot.metadata)
+    schema, target = _renull(snapshot.schema, path, nullable, (), what, table_root)
+    assert isinstance(schema, StructType)
+    old, shown = target.old, _quoted(target.path)
+    if old.nullable and not nullable:
+        raise UnsupportedFeatureError(
+            f"{what}: cannot change nullable column to non-nullable: {shown} of table {table_root} (Spark's "
+            "_LEGACY_ERROR_TEMP_2330: Delta adds no NOT NULL to an existing column, even one holding no NULL); "
+            "nothing was changed"
+        )
+    if not target.in_collection and is_identity(old):
+        raise UnsupportedFeatureError(
+            f"{what}: ALTER TABLE ALTER COLUMN is not supported for IDENTITY columns ({shown} of table {table_root}, "
+            "Delta's DELTA_IDENTITY_COLUMNS_ALTER_COLUMN_NOT_SUPPORTED); nothing was changed"
+        )
+    if target.in_collection and old.nullable != nullable:
+        type_text = old.type.simple_string()
+        raise UnsupportedFeatureError(
+            f"{what}: ALTER TABLE CHANGE COLUMN is not supported for changing column {shown} of table {table_root} from "
+            f"{type_text} NOT NULL to {type_text} (Delta's DELTA_UNSUPPORTED_ALTER_TABLE_CHANGE_COL_OP: a map key is "
+            "never nullable, and an array element's or map value's nullability does not change); nothing was changed"
+        )
+    return _commit(snapshot, schema, "CHANGE COLUMN",
+                   _change_column_parameters(target.path, dataclasses.replace(old, nullable=nullable)))
 
 
 def _position(siblings: Sequence[StructField], position: str | None, shown: str, table: str) -> int:

@@ -1,5 +1,6 @@
-"""``ALTER TABLE`` column statements: ``ADD COLUMN[S]``, ``RENAME COLUMN``, ``DROP COLUMN[S]`` and
-``ALTER [COLUMN] c SET DEFAULT expr`` / ``DROP DEFAULT`` (Spark's grammar, which Delta uses).
+"""``ALTER TABLE`` column statements: ``ADD COLUMN[S]``, ``RENAME COLUMN``, ``DROP COLUMN[S]``,
+``ALTER [COLUMN] c SET DEFAULT expr`` / ``DROP DEFAULT`` and ``ALTER [COLUMN] c {SET | DROP} NOT NULL``
+(Spark's grammar, which Delta uses).
 
 The statement kind and the column paths are read token by token (as :mod:`dvengine.sqlcmd.alter_parse`
 does for the other ALTER forms), so a DEFAULT expression is kept exactly as written: Delta stores
@@ -21,6 +22,7 @@ from dvengine.sqlcmd.statements import (
     AddColumnDefinition,
     AddColumnsStatement,
     AlterColumnDefaultStatement,
+    AlterColumnNullabilityStatement,
     DropColumnsStatement,
     RenameColumnStatement,
     Statement,
@@ -43,7 +45,8 @@ def _after_table(text: str) -> TokenCursor | None:
 
 
 def column_statement_kind(text: str) -> str | None:
-    """``add``, ``rename``, ``drop`` or ``default`` for the column statements this module parses, else None."""
+    """``add``, ``rename``, ``drop``, ``default`` or ``nullability`` for the column statements this
+    module parses, else None."""
     cur = _after_table(text)
     if cur is None:
         return None
@@ -58,6 +61,8 @@ def column_statement_kind(text: str) -> str | None:
         for i in range(1, len(words) - 1):
             if words[i] in ("SET", "DROP") and words[i + 1] == "DEFAULT":
                 return "default"
+            if words[i] in ("SET", "DROP") and words[i + 1 : i + 3] == ["NOT", "NULL"]:
+                return "nullability"
     return None
 
 
@@ -139,6 +144,21 @@ def parse_column_default(text: str) -> AlterColumnDefaultStatement:
     return AlterColumnDefaultStatement(table, column, default)
 
 
+def parse_column_nullability(text: str) -> AlterColumnNullabilityStatement:
+    """``ALTER TABLE t {ALTER|CHANGE} [COLUMN] c {SET | DROP} NOT NULL`` (``c`` may be ``s.x``,
+    ``m.key``, ``a.element.x``, as Spark's grammar allows)."""
+    part = "ALTER TABLE ... ALTER COLUMN ... NOT NULL"
+    cur, table = open_alter_column(text, part)
+    column = _path(cur, ("SET", "DROP"), part)
+    if cur.accept("DROP", "NOT", "NULL"):
+        nullable = True
+    else:
+        cur.expect("SET", "NOT", "NULL", part=part)
+        nullable = False
+    cur.end(part)
+    return AlterColumnNullabilityStatement(table, column, nullable)
+
+
 def _column_path(node: exp.Expr) -> tuple[str, ...]:
     if isinstance(node, exp.Dot):
         return (*_column_path(node.this), node.expression.name)
@@ -206,4 +226,6 @@ def parse_alter_columns(text: str, kind: str) -> Statement:
         return parse_rename_column(text)
     if kind == "drop":
         return parse_drop_columns(text)
+    if kind == "nullability":
+        return parse_column_nullability(text)
     return parse_column_default(text)

@@ -44,7 +44,7 @@ def is_alter_column_type(text: str) -> bool:
 
 def open_alter_column(text: str, part: str) -> tuple[TokenCursor, TableRef]:
     """The cursor past ``ALTER TABLE t {ALTER|CHANGE} [COLUMN]``, and ``t``: the opening every
-    single-column ALTER statement shares (type, default)."""
+    single-column ALTER statement shares (type, default, nullability)."""
     cur = TokenCursor(text, tokenize(text), text)
     cur.expect("ALTER", "TABLE", part=part)
     table = cur.table(part)

@@ -1,4 +1,5 @@
-"""Run the ALTER TABLE column statements (ADD / RENAME / DROP COLUMN, SET / DROP DEFAULT).
+"""Run the ALTER TABLE column statements (ADD / RENAME / DROP COLUMN, SET / DROP DEFAULT,
+SET / DROP NOT NULL).
 
 Each is one metadata-only commit by :mod:`dvengine.maintenance.column_changes`; none needs a
 SparkSession, so ``dvengine.sql(None, ...)`` runs them in-process like CREATE TABLE.
@@ -6,17 +7,37 @@ SparkSession, so ``dvengine.sql(None, ...)`` runs them in-process like CREATE TA
 
 from __future__ import annotations
 
-from dvengine.maintenance.column_changes import NewColumn, add_columns, drop_columns, rename_column, set_column_default
+from dvengine.maintenance.column_changes import (
+    NewColumn,
+    add_columns,
+    drop_columns,
+    rename_column,
+    set_column_default,
+    set_column_nullability,
+)
 from dvengine.protocol.ddl import parse_ddl_type
 from dvengine.sqlcmd.statements import (
     AddColumnsStatement,
     AlterColumnDefaultStatement,
+    AlterColumnNullabilityStatement,
     DropColumnsStatement,
     RenameColumnStatement,
 )
 
-ColumnStatement = AddColumnsStatement | RenameColumnStatement | DropColumnsStatement | AlterColumnDefaultStatement
-COLUMN_STATEMENTS = (AddColumnsStatement, RenameColumnStatement, DropColumnsStatement, AlterColumnDefaultStatement)
+ColumnStatement = (
+    AddColumnsStatement
+    | RenameColumnStatement
+    | DropColumnsStatement
+    | AlterColumnDefaultStatement
+    | AlterColumnNullabilityStatement
+)
+COLUMN_STATEMENTS = (
+    AddColumnsStatement,
+    RenameColumnStatement,
+    DropColumnsStatement,
+    AlterColumnDefaultStatement,
+    AlterColumnNullabilityStatement,
+)
 
 
 def run_column_statement(table_root: str, stmt: ColumnStatement) -> int | None:
@@ -31,4 +52,6 @@ def run_column_statement(table_root: str, stmt: ColumnStatement) -> int | None:
         return rename_column(table_root, stmt.column, stmt.new_name)
     if isinstance(stmt, DropColumnsStatement):
         return drop_columns(table_root, stmt.columns, stmt.if_exists)
+    if isinstance(stmt, AlterColumnNullabilityStatement):
+        return set_column_nullability(table_root, stmt.column, stmt.nullable)
     return set_column_default(table_root, stmt.column, stmt.default)

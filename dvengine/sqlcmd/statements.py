@@ -224,6 +224,15 @@ class AlterColumnDefaultStatement:
 
 
 @dataclass(frozen=True)
+class AlterColumnNullabilityStatement:
+    """``ALTER TABLE t {ALTER|CHANGE} [COLUMN] c {SET | DROP} NOT NULL`` (``nullable``: True for DROP)."""
+
+    table: TableRef
+    column: tuple[str, ...]
+    nullable: bool
+
+
+@dataclass(frozen=True)
 class CreateTableAsSelectStatement:
     """``CREATE [OR REPLACE] TABLE [IF NOT EXISTS] t USING delta [PARTITIONED BY ...] [LOCATION ...]
     [TBLPROPERTIES ...] [COMMENT ...] AS query`` (or ``REPLACE TABLE ... AS query``).
@@ -267,6 +276,7 @@ Statement = (
     | RenameColumnStatement
     | DropColumnsStatement
     | AlterColumnDefaultStatement
+    | AlterColumnNullabilityStatement
     | CreateTableAsSelectStatement
     | PassThrough
 )
