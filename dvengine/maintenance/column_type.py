@@ -19,13 +19,42 @@ import re
 
 from dvengine.commit.transaction import Transaction
 from dvengine.errors import InvalidArgumentError, OperationNotAllowedError, SchemaMismatchError, UnsupportedFeatureError
-from dvengine.log import load_snapshot
+from dvengine.log import Snapshot, load_snapshot
 from dvengine.protocol import type_widening
 from dvengine.protocol.ddl import parse_ddl_type
 from dvengine.protocol.features import check_writable
 from dvengine.protocol.schema import ArrayType, DataType, MapType, StructField, StructType
 from dvengine.writing.constraints import constraint_texts
 from dvengine.writing.schema_merge import protocol_for_schema
+
+
+def widened_field(f: StructField, new_type: DataType, full: str) -> StructField:
+    """``f`` widened to ``new_type`` (its ``delta.typeChanges`` recording the change), if the
+    typeWidening feature allows that change; typed refusal otherwise."""
+    if isinstance(f.type, (StructType, ArrayType, MapType)) or isinstance(new_type, (StructType, ArrayType, MapType)):
+        raise UnsupportedFeatureError(
+            f"ALTER COLUMN {full!r} TYPE: only atomic types can be widened ({f.type.simple_string()} -> "
+            f"{new_type.simple_string()}); nothing was changed"
+        )
+    if not type_widening.is_type_change_supported(f.type, new_type) or f.type == new_type:
+        raise SchemaMismatchError(
+            f"ALTER COLUMN {full!r} TYPE: {f.type.simple_string()} -> {new_type.simple_string()} is not a widening "
+            "the typeWidening feature allows (DELTA_UNSUPPORTED_ALTER_TABLE_CHANGE_COL_OP); nothing was changed"
+        )
+    return type_widening.with_type_change(f, new_type)
+
+
+def check_type_change(snapshot: Snapshot, column: str) -> None:
+    """What the table must allow before any column's type changes: type widening enabled, and the
+    column (``column`` dotted, top-level name first) not a partition column."""
+    if not type_widening.is_enabled(snapshot.protocol, snapshot.metadata):
+        raise OperationNotAllowedError(
+            f"ALTER COLUMN {column!r} TYPE on {snapshot.table_root} needs type widening: set the table property "
+            f"{type_widening.ENABLE_TYPE_WIDENING}=true first; nothing was changed"
+        )
+    top = column.replace("`", "").split(".")[0]
+    if top.lower() in (p.lower() for p in snapshot.partition_columns):
+        raise UnsupportedFeatureError(f"ALTER COLUMN {column!r} TYPE: {top!r} is a partition column; nothing was changed")
 
 
 def _retype(struct: StructType, path: list[str], new_type: DataType, full: str) -> tuple[StructType, StructField]:
@@ -36,17 +65,7 @@ def _retype(struct: StructType, path: list[str], new_type: DataType, full: str) 
         if f.name.lower() != head:
             continue
         if len(path) == 1:
-            if isinstance(f.type, (StructType, ArrayType, MapType)) or isinstance(new_type, (StructType, ArrayType, MapType)):
-                raise UnsupportedFeatureError(
-                    f"ALTER COLUMN {full!r} TYPE: only atomic types can be widened ({f.type.simple_string()} -> "
-                    f"{new_type.simple_string()}); nothing was changed"
-                )
-            if not type_widening.is_type_change_supported(f.type, new_type) or f.type == new_type:
-                raise SchemaMismatchError(
-                    f"ALTER COLUMN {full!r} TYPE: {f.type.simple_string()} -> {new_type.simple_string()} is not a widening "
-                    "the typeWidening feature allows (DELTA_UNSUPPORTED_ALTER_TABLE_CHANGE_COL_OP); nothing was changed"
-                )
-            changed = type_widening.with_type_change(f, new_type)
+            changed = widened_field(f, new_type, full)
             fields[i] = changed
             return StructType(tuple(fields)), changed
         if not isinstance(f.type, StructType):
@@ -65,15 +84,8 @@ def change_column_type(table_root: str, column: str, type_text: str) -> int:
     """Widen ``column`` (a dotted path for nested struct fields) to ``type_text``; returns the version."""
     snapshot = load_snapshot(table_root)
     check_writable(snapshot.protocol, snapshot.metadata)
-    if not type_widening.is_enabled(snapshot.protocol, snapshot.metadata):
-        raise OperationNotAllowedError(
-            f"ALTER COLUMN {column!r} TYPE on {table_root} needs type widening: set the table property "
-            f"{type_widening.ENABLE_TYPE_WIDENING}=true first; nothing was changed"
-        )
+    check_type_change(snapshot, column)
     path = column.replace("`", "").split(".")
-    top = path[0].lower()
-    if top in (p.lower() for p in snapshot.partition_columns):
-        raise UnsupportedFeatureError(f"ALTER COLUMN {column!r} TYPE: {path[0]!r} is a partition column; nothing was changed")
     for name, sql in constraint_texts(snapshot.metadata.configuration, snapshot.schema):
         if _reads(sql, path[-1]) or _reads(sql, column):
             raise OperationNotAllowedError(
