@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,6 +56,7 @@ from dvengine.errors import (
 from dvengine.expressions import parse_value_expression
 from dvengine.log import Snapshot, load_snapshot
 from dvengine.maintenance.clustering import clustering_columns
+from dvengine.maintenance.column_type import check_type_change, widened_field
 from dvengine.protocol.features import check_writable, writer_features
 from dvengine.protocol.schema import ArrayType, DataType, MapType, StructField, StructType
 from dvengine.writing.constraints import CONSTRAINT_PREFIX
@@ -385,12 +386,21 @@ class _Target:
     in_collection: bool
 
 
-def _renull(data_type: DataType, path: Path, nullable: bool, done: Path, what: str,
-            table: str) -> tuple[DataType, _Target]:
-    """``data_type`` with the field at ``path`` (relative to it) made ``nullable``, and what was found.
-    Paths resolve as Spark's ``findNestedField(includeCollections = true)``: struct fields
+StructEdit = Callable[[list[StructField], int, Path], list[StructField]]
+PartEdit = Callable[[StructField, Path], StructField]
+
+
+def _edit_at(data_type: DataType, path: Path, in_struct: StructEdit, in_part: PartEdit, done: Path, what: str,
+             table: str) -> tuple[DataType, _Target]:
+    """``data_type`` with the field at ``path`` (relative to it) edited, and what was found. Paths
+    resolve as Spark's ``findNestedField(includeCollections = true)``: struct fields
     case-insensitively; ``key`` / ``value`` / ``element`` (exactly so) step into a map or an array,
-    which must then hold a struct if the path goes on. A map key is never nullable."""
+    which must then hold a struct if the path goes on.
+
+    A struct field is edited by ``in_struct(fields, index, path)``, which returns the holding
+    struct's new field list (so it may also move the field); a map key / value or an array element
+    by ``in_part(old, path)`` on a field of that name (a key is never nullable), whose returned
+    type and nullability are put back (a key's nullability is not)."""
     name, rest = path[0], path[1:]
     if isinstance(data_type, StructType):
         matches = [i for i, f in enumerate(data_type.fields) if f.name.lower() == name.lower()]
@@ -400,29 +410,35 @@ def _renull(data_type: DataType, path: Path, nullable: bool, done: Path, what: s
         old = data_type.fields[i]
         fields = list(data_type.fields)
         if rest:
-            inner, target = _renull(old.type, rest, nullable, (*done, old.name), what, table)
+            inner, target = _edit_at(old.type, rest, in_struct, in_part, (*done, old.name), what, table)
             fields[i] = dataclasses.replace(old, type=inner)
         else:
-            fields[i] = dataclasses.replace(old, nullable=nullable)
             target = _Target(old, (*done, old.name), False)
+            fields = in_struct(fields, i, target.path)
         return StructType(tuple(fields)), target
     here = (*done, name)
     if isinstance(data_type, MapType) and name in ("key", "value"):
         holds = data_type.key_type if name == "key" else data_type.value_type
         if rest:
-            inner, target = _renull(_struct_in(holds, here, rest, what, table), rest, nullable, here, what, table)
+            inner, target = _edit_at(_struct_in(holds, here, rest, what, table), rest, in_struct, in_part, here, what,
+                                     table)
             key, value = (inner, data_type.value_type) if name == "key" else (data_type.key_type, inner)
             return dataclasses.replace(data_type, key_type=key, value_type=value), target
         old = StructField(name, holds, name == "value" and data_type.value_contains_null)
-        changed = data_type if name == "key" else dataclasses.replace(data_type, value_contains_null=nullable)
+        new = in_part(old, here)
+        if name == "key":
+            changed = dataclasses.replace(data_type, key_type=new.type)
+        else:
+            changed = dataclasses.replace(data_type, value_type=new.type, value_contains_null=new.nullable)
         return changed, _Target(old, here, True)
     if isinstance(data_type, ArrayType) and name == "element":
         if rest:
-            inner, target = _renull(_struct_in(data_type.element_type, here, rest, what, table), rest, nullable, here,
-                                    what, table)
+            inner, target = _edit_at(_struct_in(data_type.element_type, here, rest, what, table), rest, in_struct,
+                                     in_part, here, what, table)
             return dataclasses.replace(data_type, element_type=inner), target
         old = StructField(name, data_type.element_type, data_type.contains_null)
-        return dataclasses.replace(data_type, contains_null=nullable), _Target(old, here, True)
+        new = in_part(old, here)
+        return dataclasses.replace(data_type, element_type=new.type, contains_null=new.nullable), _Target(old, here, True)
     raise InvalidArgumentError(
         f"{what}: table {table} has no column {_show((*done, *path))!r} ({_show(done)!r} has type "
         f"{data_type.simple_string()}: nested fields are reached through structs, and key / value / element through "
@@ -448,7 +464,12 @@ def set_column_nullability(table_root: str, column: Sequence[str], nullable: boo
     what = f"ALTER COLUMN {_show(path)} {'DROP' if nullable else 'SET'} NOT NULL"
     snapshot = load_snapshot(table_root)
     check_writable(snapshot.protocol, snapshot.metadata)
-    schema, target = _renull(snapshot.schema, path, nullable, (), what, table_root)
+    def renull(fields: list[StructField], i: int, _path: Path) -> list[StructField]:
+        fields[i] = dataclasses.replace(fields[i], nullable=nullable)
+        return fields
+
+    schema, target = _edit_at(snapshot.schema, path, renull, lambda old, _path: dataclasses.replace(old, nullable=nullable),
+                              (), what, table_root)
     assert isinstance(schema, StructType)
     old, shown = target.old, _quoted(target.path)
     if old.nullable and not nullable:
@@ -473,8 +494,10 @@ def set_column_nullability(table_root: str, column: Sequence[str], nullable: boo
                    _change_column_parameters(target.path, dataclasses.replace(old, nullable=nullable)))
 
 
-def _position(siblings: Sequence[StructField], position: str | None, shown: str, table: str) -> int:
-    """Where ADD COLUMNS puts a column among ``siblings``: the end, ``FIRST`` or ``AFTER name``."""
+def _position(siblings: Sequence[StructField], position: str | None, shown: str, table: str,
+              what: str = "ADD COLUMNS", parent: Path = ()) -> int:
+    """Where a column goes among ``siblings`` (the fields of the struct at ``parent``, without the
+    column): the end, ``FIRST`` or ``AFTER name`` (case-insensitive, as Spark's resolver)."""
     if position is None:
         return len(siblings)
     if position.upper() == "FIRST":
@@ -482,9 +505,126 @@ def _position(siblings: Sequence[StructField], position: str | None, shown: str,
     after = position.split(None, 1)[1]
     matches = [i for i, f in enumerate(siblings) if f.name.lower() == after.lower()]
     if not matches:
-        raise InvalidArgumentError(f"ADD COLUMNS {shown!r} AFTER {after!r}: table {table} has no column {after!r}; "
-                                   "nothing was changed")
+        raise InvalidArgumentError(f"{what} {shown!r} AFTER {after!r}: table {table} has no column "
+                                   f"{_show((*parent, after))!r}; nothing was changed")
     return matches[0] + 1
+
+
+# Keys DeltaColumnMapping.dropColumnMappingMetadata removes from the schema Spark sees (ids, physical
+# names, nested ids, and their parquet.field.* copies).
+_MAPPING_KEY_PREFIXES = ("delta.columnMapping.", "parquet.field.")
+
+
+def _same_type(current: DataType, given: DataType) -> bool:
+    """Whether Hive-style CHANGE COLUMN's type is the column's own (then Spark drops the type change):
+    DataType equality, nested names, nullability and metadata included, on the schema as Spark sees
+    the table (DeltaTableV2.schema: no column mapping metadata)."""
+    return _without_mapping(current) == given
+
+
+def _without_mapping(data_type: DataType) -> DataType:
+    if isinstance(data_type, StructType):
+        return StructType(tuple(
+            dataclasses.replace(f, type=_without_mapping(f.type),
+                                metadata={k: v for k, v in f.metadata.items() if not k.startswith(_MAPPING_KEY_PREFIXES)})
+            for f in data_type.fields
+        ))
+    if isinstance(data_type, ArrayType):
+        return dataclasses.replace(data_type, element_type=_without_mapping(data_type.element_type))
+    if isinstance(data_type, MapType):
+        return dataclasses.replace(data_type, key_type=_without_mapping(data_type.key_type),
+                                   value_type=_without_mapping(data_type.value_type))
+    return data_type
+
+
+def change_column(table_root: str, column: Sequence[str], comment: str | None = None, position: str | None = None,
+                  data_type: DataType | None = None) -> int | None:
+    """``ALTER TABLE t {ALTER|CHANGE} [COLUMN] c {COMMENT 'text' | FIRST | AFTER x}`` and Hive-style
+    ``CHANGE [COLUMN] c c type [COMMENT 'text'] [FIRST | AFTER x]`` (``data_type``: the type written
+    there): one metadata-only ``CHANGE COLUMN`` commit, as Delta's AlterTableChangeColumnDeltaCommand.
+
+    The comment goes into the field's metadata under ``comment``; a position moves the field among
+    its struct's fields (``AFTER`` itself leaves it in place). A ``data_type`` equal to the column's
+    own changes nothing; another one is a type widening, under ALTER COLUMN TYPE's rules. Returns
+    None, committing nothing, when nothing is asked (a Hive-style CHANGE with the column's own type
+    only: Spark then hands Delta no change)."""
+    path = tuple(column)
+    if not path:
+        raise InvalidArgumentError("ALTER COLUMN needs a column")
+    snapshot = load_snapshot(table_root)
+    check_writable(snapshot.protocol, snapshot.metadata)
+    what = f"ALTER COLUMN {_show(path)}"
+    retype = [data_type is not None]  # set by the edit: False when data_type is the column's own
+    logged_position: list[str] = []
+
+    def in_struct(fields: list[StructField], i: int, at: Path) -> list[StructField]:
+        old = fields[i]
+        new = old if comment is None else dataclasses.replace(old, metadata={**old.metadata, "comment": comment})
+        if data_type is not None and _same_type(old.type, data_type):
+            retype[0] = False
+        elif data_type is not None:
+            shown = _quoted(at)
+            if is_identity(old):
+                raise UnsupportedFeatureError(
+                    f"{what}: ALTER TABLE ALTER COLUMN is not supported for IDENTITY columns ({shown} of table "
+                    f"{table_root}, Delta's DELTA_IDENTITY_COLUMNS_ALTER_COLUMN_NOT_SUPPORTED); nothing was changed"
+                )
+            check_type_change(snapshot, _show(at))
+            _check_dependents(snapshot, at, "ALTER COLUMN ... TYPE of")
+            new = widened_field(new, data_type, _show(at))
+        fields[i] = new
+        if position is None:
+            return fields
+        others = fields[:i] + fields[i + 1:]
+        if position.upper() == "FIRST":
+            at_index = 0
+            logged_position.append("FIRST")
+        elif position.split(None, 1)[1].lower() == old.name.lower():  # AFTER itself: stays where it is
+            at_index = i
+            logged_position.append(f"AFTER {old.name}")
+        else:
+            at_index = _position(others, position, _show(at), table_root, what="ALTER COLUMN", parent=at[:-1])
+            logged_position.append(f"AFTER {others[at_index - 1].name}")
+        return [*others[:at_index], new, *others[at_index:]]
+
+    def in_part(old: StructField, at: Path) -> StructField:
+        shown = _quoted(at)
+        if comment is not None:
+            raise UnsupportedFeatureError(
+                f"{what} COMMENT: {shown} of table {table_root} is a map key / value or an array element, which "
+                "cannot have a comment (Delta's DELTA_UNSUPPORTED_COMMENT_MAP_ARRAY); nothing was changed"
+            )
+        if data_type is not None and _same_type(old.type, data_type):
+            retype[0] = False
+        elif data_type is not None:
+            raise UnsupportedFeatureError(
+                f"{what}: changing the type of {shown} of table {table_root} from {old.type.simple_string()} to "
+                f"{data_type.simple_string()} is not supported (Delta's DELTA_UNSUPPORTED_ALTER_TABLE_CHANGE_COL_OP; "
+                "dvengine widens struct fields and top-level columns only); nothing was changed"
+            )
+        if position is not None:  # Delta leaves a key / value / element where it is
+            after = position.split(None, 1)[1] if position.upper() != "FIRST" else None
+            parts = ("key", "value") if at[-1] in ("key", "value") else ("element",)
+            if after is not None and after not in parts:
+                raise InvalidArgumentError(f"{what} AFTER {after!r}: table {table_root} has no column "
+                                           f"{_show((*at[:-1], after))!r}; nothing was changed")
+            logged_position.append(position if after is None else f"AFTER {after}")
+        return old
+
+    schema, target = _edit_at(snapshot.schema, path, in_struct, in_part, (), what, table_root)
+    assert isinstance(schema, StructType)
+    if comment is None and position is None and not retype[0]:
+        return None
+    logged = target.old
+    if not target.in_collection:
+        if comment is not None:
+            logged = dataclasses.replace(logged, metadata={**logged.metadata, "comment": comment})
+        if retype[0] and data_type is not None:
+            logged = dataclasses.replace(logged, type=data_type)  # Delta logs the new type, not delta.typeChanges
+    params = _change_column_parameters(target.path, logged)
+    if logged_position:
+        params["position"] = logged_position[0]
+    return _commit(snapshot, schema, "CHANGE COLUMN", params)
 
 
 def _child_fields(struct: StructType, indexes: Sequence[int]) -> tuple[StructField, ...]:

@@ -1,6 +1,7 @@
 """``ALTER TABLE`` column statements: ``ADD COLUMN[S]``, ``RENAME COLUMN``, ``DROP COLUMN[S]``,
-``ALTER [COLUMN] c SET DEFAULT expr`` / ``DROP DEFAULT`` and ``ALTER [COLUMN] c {SET | DROP} NOT NULL``
-(Spark's grammar, which Delta uses).
+``ALTER [COLUMN] c SET DEFAULT expr`` / ``DROP DEFAULT``, ``ALTER [COLUMN] c {SET | DROP} NOT NULL``,
+``ALTER [COLUMN] c {COMMENT 'text' | FIRST | AFTER x}`` and Hive-style ``CHANGE [COLUMN] c c type
+[COMMENT 'text'] [FIRST | AFTER x]`` (Spark 3.5's grammar, which Delta uses).
 
 The statement kind and the column paths are read token by token (as :mod:`dvengine.sqlcmd.alter_parse`
 does for the other ALTER forms), so a DEFAULT expression is kept exactly as written: Delta stores
@@ -15,12 +16,14 @@ from sqlglot import exp
 from sqlglot.errors import ParseError
 from sqlglot.tokenizer_core import TokenType
 
-from dvengine.errors import SqlParseError
+from dvengine.errors import SchemaError, SqlParseError
+from dvengine.protocol.ddl import parse_ddl_type
 from dvengine.sqlcmd.alter_parse import open_alter_column
 from dvengine.sqlcmd.dml_parse import DIALECT
 from dvengine.sqlcmd.statements import (
     AddColumnDefinition,
     AddColumnsStatement,
+    AlterColumnChangeStatement,
     AlterColumnDefaultStatement,
     AlterColumnNullabilityStatement,
     DropColumnsStatement,
@@ -45,8 +48,8 @@ def _after_table(text: str) -> TokenCursor | None:
 
 
 def column_statement_kind(text: str) -> str | None:
-    """``add``, ``rename``, ``drop``, ``default`` or ``nullability`` for the column statements this
-    module parses, else None."""
+    """``add``, ``rename``, ``drop``, ``default``, ``nullability`` or ``change`` for the column
+    statements this module parses, else None."""
     cur = _after_table(text)
     if cur is None:
         return None
@@ -63,16 +66,40 @@ def column_statement_kind(text: str) -> str | None:
                 return "default"
             if words[i] in ("SET", "DROP") and words[i + 1 : i + 3] == ["NOT", "NULL"]:
                 return "nullability"
+        return "change" if _is_change(cur) else None
     return None
 
 
-def _path(cur: TokenCursor, stop: tuple[str, ...], part: str) -> tuple[str, ...]:
-    """A dotted column path (backquotes allowed) up to a word in ``stop``, a comma, ')' or the end."""
+# The words an ALTER COLUMN action starts with (Spark 3.5's alterColumnAction).
+_ACTIONS = ("TYPE", "SET", "DROP", "COMMENT", "FIRST", "AFTER")
+
+
+def _is_change(cur: TokenCursor) -> bool:
+    """After ``ALTER TABLE t``: whether the statement is ``{ALTER|CHANGE} [COLUMN] c`` followed by
+    COMMENT / FIRST / AFTER, by nothing (an error Spark's parser raises too), or, after CHANGE, by
+    a new name (Hive-style). TYPE goes to ALTER COLUMN TYPE's parser."""
+    hive = cur.word() == "CHANGE"
+    cur.pos += 1
+    cur.accept("COLUMN")
+    try:
+        _path(cur, _ACTIONS, PART, dotted=True)
+    except SqlParseError:
+        return False
+    if cur.word() in ("TYPE", "SET", "DROP"):
+        return False
+    return cur.word() in ("COMMENT", "FIRST", "AFTER") or cur.peek() is None or hive
+
+
+def _path(cur: TokenCursor, stop: tuple[str, ...], part: str, dotted: bool = False) -> tuple[str, ...]:
+    """A dotted column path (backquotes allowed) up to a word in ``stop``, a comma, ')' or the end
+    (with ``dotted``, also up to a name that does not follow a dot)."""
     names: list[str] = []
     while (token := cur.peek()) is not None:
         if token.token_type in (TokenType.COMMA, TokenType.R_PAREN) or (
             token.token_type != TokenType.IDENTIFIER and token.text.upper() in stop
         ):
+            break
+        if dotted and names and token.token_type != TokenType.DOT and cur.tokens[cur.pos - 1].token_type != TokenType.DOT:
             break
         if token.token_type == TokenType.DOT:
             cur.pos += 1
@@ -159,6 +186,98 @@ def parse_column_nullability(text: str) -> AlterColumnNullabilityStatement:
     return AlterColumnNullabilityStatement(table, column, nullable)
 
 
+def _comment(cur: TokenCursor, part: str) -> str:
+    token = cur.peek()
+    if token is None or token.token_type != TokenType.STRING:
+        raise SqlParseError(f"{part}: expected a string after COMMENT in {cur.text!r}")
+    cur.pos += 1
+    return token.text
+
+
+def _column_position(cur: TokenCursor, part: str) -> str | None:
+    """``FIRST`` or ``AFTER name`` (one name, as Spark's colPosition), or None if neither comes next."""
+    if cur.accept("FIRST"):
+        return "FIRST"
+    if not cur.accept("AFTER"):
+        return None
+    token = cur.peek()
+    if token is None or token.token_type in (TokenType.STRING, TokenType.NUMBER, TokenType.DOT, TokenType.L_PAREN):
+        raise SqlParseError(f"{part}: expected a column name after AFTER in {cur.text!r}")
+    cur.pos += 1
+    return f"AFTER {token.text}"
+
+
+def _hive_type(cur: TokenCursor, part: str) -> str:
+    """The type of Hive-style CHANGE COLUMN as written: the tokens up to COMMENT, FIRST, AFTER or
+    NOT outside its brackets, or the end; checked by the type parser CREATE TABLE uses."""
+    first = last = cur.peek()
+    depth = 0
+    while (token := cur.peek()) is not None:
+        if depth == 0 and token.token_type != TokenType.IDENTIFIER and token.text.upper() in (
+            "COMMENT", "FIRST", "AFTER", "NOT"
+        ):
+            break
+        depth += {TokenType.LT: 1, TokenType.L_PAREN: 1, TokenType.GT: -1, TokenType.R_PAREN: -1}.get(
+            token.token_type, 0)
+        last = token
+        cur.pos += 1
+    if first is None or last is None or first is cur.peek():
+        raise SqlParseError(f"{part}: expected the column's type after its name in {cur.text!r}")
+    type_text = cur.text[first.start : last.end + 1]
+    try:
+        parse_ddl_type(type_text)
+    except SchemaError as exc:
+        raise SqlParseError(f"{part}: {exc} in {cur.text!r}") from exc
+    return type_text
+
+
+def parse_column_change(text: str) -> AlterColumnChangeStatement:
+    """``ALTER TABLE t {ALTER|CHANGE} [COLUMN] c {COMMENT 'text' | FIRST | AFTER x}`` (one action,
+    as Spark 3.5's alterColumnAction) or Hive-style ``CHANGE [COLUMN] c c type [COMMENT 'text']
+    [FIRST | AFTER x]``, whose new name must be the column's own: Spark's parser refuses a rename
+    there (_LEGACY_ERROR_TEMP_0034), and so does this one, before any statement of the text runs."""
+    part = "ALTER TABLE ... ALTER COLUMN"
+    opening = _after_table(text)
+    hive = opening is not None and opening.word() == "CHANGE"
+    cur, table = open_alter_column(text, part)
+    column = _path(cur, _ACTIONS, part, dotted=True)
+    if cur.accept("COMMENT"):
+        comment = _comment(cur, part)
+        cur.end(part)
+        return AlterColumnChangeStatement(table, column, comment=comment)
+    position = _column_position(cur, part)
+    if position is not None:
+        cur.end(part)
+        return AlterColumnChangeStatement(table, column, position=position)
+    token = cur.peek()
+    if token is None:
+        raise SqlParseError(
+            f"{part}: ALTER TABLE table ALTER COLUMN requires a TYPE, a SET/DROP, a COMMENT, or a FIRST/AFTER "
+            f"(Spark's grammar) in {text!r}"
+        )
+    if not hive or token.token_type in (TokenType.STRING, TokenType.NUMBER, TokenType.L_PAREN):
+        raise SqlParseError(f"{part}: unexpected {token.text!r} in {text!r}")
+    cur.pos += 1
+    new_name = token.text
+    if cur.peek() is not None and cur.peek().token_type == TokenType.DOT:  # type: ignore[union-attr]
+        raise SqlParseError(f"{part}: the column's new name in Hive-style CHANGE COLUMN is one name, in {text!r}")
+    if new_name.lower() != column[-1].lower():
+        raise SqlParseError(
+            f"{part}: Renaming column is not supported in Hive-style ALTER COLUMN, please run RENAME COLUMN instead "
+            f"(Spark's _LEGACY_ERROR_TEMP_0034: {'.'.join(column)!r} -> {new_name!r}) in {text!r}"
+        )
+    data_type = _hive_type(cur, part)
+    if cur.accept("NOT", "NULL"):
+        raise SqlParseError(
+            f"{part}: NOT NULL is not supported in Hive-style ALTER COLUMN, please run ALTER COLUMN ... SET/DROP NOT "
+            f"NULL instead (Spark's _LEGACY_ERROR_TEMP_0034) in {text!r}"
+        )
+    note = _comment(cur, part) if cur.accept("COMMENT") else None
+    moved = _column_position(cur, part)
+    cur.end(part)
+    return AlterColumnChangeStatement(table, column, note, moved, data_type)
+
+
 def _column_path(node: exp.Expr) -> tuple[str, ...]:
     if isinstance(node, exp.Dot):
         return (*_column_path(node.this), node.expression.name)
@@ -228,4 +347,6 @@ def parse_alter_columns(text: str, kind: str) -> Statement:
         return parse_drop_columns(text)
     if kind == "nullability":
         return parse_column_nullability(text)
+    if kind == "change":
+        return parse_column_change(text)
     return parse_column_default(text)

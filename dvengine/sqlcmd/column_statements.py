@@ -1,5 +1,5 @@
 """Run the ALTER TABLE column statements (ADD / RENAME / DROP COLUMN, SET / DROP DEFAULT,
-SET / DROP NOT NULL).
+SET / DROP NOT NULL, COMMENT / FIRST / AFTER and Hive-style CHANGE COLUMN).
 
 Each is one metadata-only commit by :mod:`dvengine.maintenance.column_changes`; none needs a
 SparkSession, so ``dvengine.sql(None, ...)`` runs them in-process like CREATE TABLE.
@@ -10,6 +10,7 @@ from __future__ import annotations
 from dvengine.maintenance.column_changes import (
     NewColumn,
     add_columns,
+    change_column,
     drop_columns,
     rename_column,
     set_column_default,
@@ -18,6 +19,7 @@ from dvengine.maintenance.column_changes import (
 from dvengine.protocol.ddl import parse_ddl_type
 from dvengine.sqlcmd.statements import (
     AddColumnsStatement,
+    AlterColumnChangeStatement,
     AlterColumnDefaultStatement,
     AlterColumnNullabilityStatement,
     DropColumnsStatement,
@@ -30,6 +32,7 @@ ColumnStatement = (
     | DropColumnsStatement
     | AlterColumnDefaultStatement
     | AlterColumnNullabilityStatement
+    | AlterColumnChangeStatement
 )
 COLUMN_STATEMENTS = (
     AddColumnsStatement,
@@ -37,11 +40,13 @@ COLUMN_STATEMENTS = (
     DropColumnsStatement,
     AlterColumnDefaultStatement,
     AlterColumnNullabilityStatement,
+    AlterColumnChangeStatement,
 )
 
 
 def run_column_statement(table_root: str, stmt: ColumnStatement) -> int | None:
-    """The committed version (None when DROP COLUMNS IF EXISTS found nothing to drop)."""
+    """The committed version (None when DROP COLUMNS IF EXISTS found nothing to drop, or a Hive-style
+    CHANGE COLUMN asked for nothing)."""
     if isinstance(stmt, AddColumnsStatement):
         columns = [
             NewColumn(c.path, parse_ddl_type(c.data_type), c.nullable, c.comment, c.default, c.position)
@@ -54,4 +59,7 @@ def run_column_statement(table_root: str, stmt: ColumnStatement) -> int | None:
         return drop_columns(table_root, stmt.columns, stmt.if_exists)
     if isinstance(stmt, AlterColumnNullabilityStatement):
         return set_column_nullability(table_root, stmt.column, stmt.nullable)
+    if isinstance(stmt, AlterColumnChangeStatement):
+        data_type = None if stmt.data_type is None else parse_ddl_type(stmt.data_type)
+        return change_column(table_root, stmt.column, stmt.comment, stmt.position, data_type)
     return set_column_default(table_root, stmt.column, stmt.default)

@@ -233,6 +233,18 @@ class AlterColumnNullabilityStatement:
 
 
 @dataclass(frozen=True)
+class AlterColumnChangeStatement:
+    """``ALTER TABLE t {ALTER|CHANGE} [COLUMN] c {COMMENT 'text' | FIRST | AFTER x}`` or Hive-style
+    ``ALTER TABLE t CHANGE [COLUMN] c c type [COMMENT 'text'] [FIRST | AFTER x]``."""
+
+    table: TableRef
+    column: tuple[str, ...]
+    comment: str | None = None
+    position: str | None = None  # "FIRST" or "AFTER <name>"
+    data_type: str | None = None  # Hive-style: the type as written (the column's own type changes nothing)
+
+
+@dataclass(frozen=True)
 class CreateTableAsSelectStatement:
     """``CREATE [OR REPLACE] TABLE [IF NOT EXISTS] t USING delta [PARTITIONED BY ...] [LOCATION ...]
     [TBLPROPERTIES ...] [COMMENT ...] AS query`` (or ``REPLACE TABLE ... AS query``).
@@ -277,6 +289,7 @@ Statement = (
     | DropColumnsStatement
     | AlterColumnDefaultStatement
     | AlterColumnNullabilityStatement
+    | AlterColumnChangeStatement
     | CreateTableAsSelectStatement
     | PassThrough
 )
