@@ -1,5 +1,6 @@
 """ALTER TABLE column changes that touch only the schema: ADD COLUMNS, RENAME COLUMN, DROP COLUMNS,
-ALTER COLUMN SET / DROP DEFAULT, ALTER COLUMN SET / DROP NOT NULL.
+ALTER COLUMN SET / DROP DEFAULT, ALTER COLUMN SET / DROP NOT NULL, ALTER COLUMN COMMENT / FIRST /
+AFTER and Hive-style CHANGE COLUMN.
 
 Each is one commit carrying a new ``metaData`` and no file actions, as Delta's
 ``AlterTable{AddColumns,DropColumns,ChangeColumn}DeltaCommand`` do; no data file is read or written.
@@ -30,6 +31,12 @@ Each is one commit carrying a new ``metaData`` and no file actions, as Delta's
   element / map value keeps its nullability (DELTA_UNSUPPORTED_ALTER_TABLE_CHANGE_COL_OP); identity
   columns are refused (DELTA_IDENTITY_COLUMNS_ALTER_COLUMN_NOT_SUPPORTED). Partition columns are
   not special (Delta does not refuse them).
+- COMMENT sets the field's ``comment`` metadata (a map key / value or array element cannot have one:
+  DELTA_UNSUPPORTED_COMMENT_MAP_ARRAY); FIRST / AFTER x moves the field among its struct's fields
+  (Delta's reorderFieldList: AFTER itself keeps it in place; partition, identity and generated
+  columns move too). Hive-style CHANGE COLUMN c c type: the column's own type changes nothing (Spark
+  drops it), another atomic type is a type widening under ALTER COLUMN TYPE's rules, in the same
+  commit; a struct / map / array type that differs is refused, as Spark's analyzer does.
 
 Every refusal is a typed error naming the column, raised before anything is written.
 """
@@ -56,7 +63,7 @@ from dvengine.errors import (
 from dvengine.expressions import parse_value_expression
 from dvengine.log import Snapshot, load_snapshot
 from dvengine.maintenance.clustering import clustering_columns
-from dvengine.maintenance.column_type import check_type_change, widened_field
+from dvengine.maintenance.column_type import check_atomic, check_type_change, widened_field
 from dvengine.protocol.features import check_writable, writer_features
 from dvengine.protocol.schema import ArrayType, DataType, MapType, StructField, StructType
 from dvengine.writing.constraints import CONSTRAINT_PREFIX
@@ -564,6 +571,7 @@ def change_column(table_root: str, column: Sequence[str], comment: str | None = 
             retype[0] = False
         elif data_type is not None:
             shown = _quoted(at)
+            check_atomic(old, data_type, _show(at))  # Spark's analyzer, before Delta sees the change
             if is_identity(old):
                 raise UnsupportedFeatureError(
                     f"{what}: ALTER TABLE ALTER COLUMN is not supported for IDENTITY columns ({shown} of table "
@@ -597,10 +605,13 @@ def change_column(table_root: str, column: Sequence[str], comment: str | None = 
         if data_type is not None and _same_type(old.type, data_type):
             retype[0] = False
         elif data_type is not None:
+            check_atomic(old, data_type, _show(at))
+            check_type_change(snapshot, _show(at))
             raise UnsupportedFeatureError(
-                f"{what}: changing the type of {shown} of table {table_root} from {old.type.simple_string()} to "
-                f"{data_type.simple_string()} is not supported (Delta's DELTA_UNSUPPORTED_ALTER_TABLE_CHANGE_COL_OP; "
-                "dvengine widens struct fields and top-level columns only); nothing was changed"
+                f"{what}: widening {shown} of table {table_root} from {old.type.simple_string()} to "
+                f"{data_type.simple_string()} is not supported yet: dvengine widens top-level columns and struct "
+                "fields, not map keys / values or array elements (Delta does, on a table with type widening); "
+                "nothing was changed"
             )
         if position is not None:  # Delta leaves a key / value / element where it is
             after = position.split(None, 1)[1] if position.upper() != "FIRST" else None

@@ -28,14 +28,19 @@ from dvengine.writing.constraints import constraint_texts
 from dvengine.writing.schema_merge import protocol_for_schema
 
 
-def widened_field(f: StructField, new_type: DataType, full: str) -> StructField:
-    """``f`` widened to ``new_type`` (its ``delta.typeChanges`` recording the change), if the
-    typeWidening feature allows that change; typed refusal otherwise."""
+def check_atomic(f: StructField, new_type: DataType, full: str) -> None:
+    """Only an atomic type changes (Spark's analyzer: a struct, map or array is changed through its fields)."""
     if isinstance(f.type, (StructType, ArrayType, MapType)) or isinstance(new_type, (StructType, ArrayType, MapType)):
         raise UnsupportedFeatureError(
             f"ALTER COLUMN {full!r} TYPE: only atomic types can be widened ({f.type.simple_string()} -> "
             f"{new_type.simple_string()}); nothing was changed"
         )
+
+
+def widened_field(f: StructField, new_type: DataType, full: str) -> StructField:
+    """``f`` widened to ``new_type`` (its ``delta.typeChanges`` recording the change), if the
+    typeWidening feature allows that change; typed refusal otherwise."""
+    check_atomic(f, new_type, full)
     if not type_widening.is_type_change_supported(f.type, new_type) or f.type == new_type:
         raise SchemaMismatchError(
             f"ALTER COLUMN {full!r} TYPE: {f.type.simple_string()} -> {new_type.simple_string()} is not a widening "
