@@ -39,7 +39,7 @@ from dvengine.maintenance.zorder import is_clustered
 from dvengine.protocol.actions import AddFile, DomainMetadata, Protocol
 from dvengine.protocol.feature_catalog import with_feature
 from dvengine.protocol.features import check_writable
-from dvengine.protocol.schema import ArrayType, MapType, StructType
+from dvengine.protocol.schema import DataType, DecimalType, PrimitiveType, StructType
 from dvengine.writing.stats import indexed_leaves, num_indexed_cols
 
 DOMAIN = "delta.clustering"
@@ -50,6 +50,9 @@ CONF_MAX_COLUMNS = "spark.databricks.delta.clusteredTable.numClusteringColumnsLi
 CONF_MIN_CUBE_SIZE = "spark.databricks.delta.optimize.clustering.mergeStrategy.minCubeSize.threshold"
 CONF_TARGET_CUBE_SIZE = "spark.databricks.delta.optimize.clustering.mergeStrategy.minCubeSize.targetCubeSize"
 DEFAULT_MAX_COLUMNS = 4
+_SKIPPING_ELIGIBLE = frozenset(
+    {"byte", "short", "integer", "long", "float", "double", "date", "timestamp", "timestamp_ntz", "string"}
+)
 DEFAULT_MIN_CUBE_SIZE = 100 * DEFAULT_MAX_FILE_SIZE
 DEFAULT_TARGET_CUBE_SIZE = DEFAULT_MIN_CUBE_SIZE * 3 // 2
 
@@ -97,6 +100,14 @@ def max_columns(conf: Conf) -> int:
     return int(conf_number(conf, CONF_MAX_COLUMNS, DEFAULT_MAX_COLUMNS, int))
 
 
+def skipping_eligible(data_type: DataType) -> bool:
+    """Delta's ``SkippingEligibleDataType``: numbers, decimals, dates, timestamps and strings (not
+    booleans, binary or complex types), the only types a clustering column may have."""
+    if isinstance(data_type, DecimalType):
+        return True
+    return isinstance(data_type, PrimitiveType) and data_type.name in _SKIPPING_ELIGIBLE
+
+
 def resolve_clustering_columns(
     schema: StructType,
     partition_columns: Sequence[str],
@@ -123,10 +134,12 @@ def resolve_clustering_columns(
             raise InvalidArgumentError(
                 f"clustering column {name!r} is not a top-level column of the table (columns: {schema.field_names})"
             )
-        if isinstance(field.type, (StructType, ArrayType, MapType)):
+        if not skipping_eligible(field.type):
+            # Delta (DELTA_CLUSTERING_COLUMNS_DATATYPE_NOT_SUPPORTED): only SkippingEligibleDataType
+            # columns have min/max in the stats schema
             raise InvalidArgumentError(
-                f"Clustering is not supported on column {name!r} of type {field.type.simple_string()}: "
-                "data skipping has no min/max for it"
+                f"CLUSTER BY is not supported because the following column(s): {field.name} : "
+                f"{field.type.simple_string()} don't support data skipping (clustering column {name!r})"
             )
         if field.name in resolved:
             raise InvalidArgumentError(f"clustering column {name!r} is given twice")
