@@ -16,7 +16,10 @@ under ``WriteSerializable`` (its default) and ``Serializable``:
 4. the winner removed (or re-DV'd, which is a remove of the old (path, DV)) a file we read ->
    :class:`ConcurrentDeleteReadError`;
 5. the winner removed a file we also remove -> :class:`ConcurrentDeleteDeleteError`;
-6. the winner wrote a ``txn`` for an application id we depend on -> :class:`ConcurrentTransactionError`.
+6. the winner wrote a ``txn`` for an application id we depend on -> :class:`ConcurrentTransactionError`;
+7. the winner wrote a ``domainMetadata`` action for a domain we also write (other than row
+   tracking's, which the commit recomputes) -> :class:`ConcurrentTransactionError`, as Delta's
+   ``checkIfDomainMetadataConflict`` (e.g. two ALTER TABLE ... CLUSTER BY).
 
 Files are compared by path, not by (path, DV): any change to a physical file we touched is a
 conflict, which is conservative and exactly what keeps DVs from being lost (a DV written by the
@@ -46,7 +49,7 @@ from dvengine.errors import (
     MetadataChangedError,
     ProtocolChangedError,
 )
-from dvengine.protocol.actions import Action, AddFile, CommitInfo, Metadata, Protocol, RemoveFile, Txn
+from dvengine.protocol.actions import Action, AddFile, CommitInfo, DomainMetadata, Metadata, Protocol, RemoveFile, Txn
 
 WRITE_SERIALIZABLE = "WriteSerializable"
 SERIALIZABLE = "Serializable"
@@ -69,6 +72,7 @@ class WinningCommit:
     operation: str | None
     dv_updates: Mapping[str, AddFile] = field(default_factory=dict)  # path -> its re-add with a DV
     tags: Mapping[str, str] = field(default_factory=dict)  # commitInfo.tags
+    domains: frozenset[str] = frozenset()  # domains of its domainMetadata actions
 
     @classmethod
     def from_actions(cls, version: int, actions: Iterable[Action]) -> WinningCommit:
@@ -77,6 +81,7 @@ class WinningCommit:
         added: list[AddFile] = []
         removed: list[RemoveFile] = []
         app_ids: set[str] = set()
+        domains: set[str] = set()
         info: CommitInfo | None = None
         for action in actions:
             if isinstance(action, AddFile):
@@ -89,6 +94,8 @@ class WinningCommit:
                 metadata = action
             elif isinstance(action, Txn):
                 app_ids.add(action.app_id)
+            elif isinstance(action, DomainMetadata):
+                domains.add(action.domain)
             elif isinstance(action, CommitInfo):
                 info = action
         removed_paths = {r.path for r in removed}
@@ -104,6 +111,7 @@ class WinningCommit:
             operation=None if info is None else info.operation,
             dv_updates={a.path: a for a in added if a.deletion_vector is not None and a.path in removed_paths},
             tags={str(k): str(v) for k, v in tags.items()} if isinstance(tags, dict) else {},
+            domains=frozenset(domains),
         )
 
     def describe(self) -> str:
@@ -130,6 +138,7 @@ class TransactionFootprint:
     read_predicates: list[FilePredicate | None] = field(default_factory=list)
     removed_paths: set[str] = field(default_factory=set)
     app_ids: set[str] = field(default_factory=set)
+    domains: set[str] = field(default_factory=set)  # domains this transaction writes (rule 7)
     changes_metadata: bool = False
     isolation_level: str = WRITE_SERIALIZABLE
 
@@ -234,6 +243,19 @@ def check_app_transactions(winner: WinningCommit, mine: TransactionFootprint) ->
         )
 
 
+# Row tracking's high-water mark is recomputed over the winners at commit (Delta merges it too).
+_MERGED_DOMAINS = frozenset({"delta.rowTracking"})
+
+
+def check_domains(winner: WinningCommit, mine: TransactionFootprint) -> None:
+    clash = sorted((winner.domains & mine.domains) - _MERGED_DOMAINS)
+    if clash:
+        raise ConcurrentTransactionError(
+            f"a concurrent commit at {winner.describe()} wrote metadata domain(s) {clash} that this transaction "
+            "also writes (Delta: 'A conflicting metadata domain ... is added'); retry on the new version"
+        )
+
+
 def check_conflicts(winner: WinningCommit, mine: TransactionFootprint, adopts_row_tracking: bool = False) -> list[str]:
     """Raise the first conflict between ``winner`` and ``mine``, in Delta's order.
 
@@ -250,4 +272,5 @@ def check_conflicts(winner: WinningCommit, mine: TransactionFootprint, adopts_ro
     check_deleted_read_files(winner, mine, row_level)
     check_deleted_deleted_files(winner, mine, row_level)
     check_app_transactions(winner, mine)
+    check_domains(winner, mine)
     return row_level

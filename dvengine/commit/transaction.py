@@ -306,6 +306,8 @@ class Transaction:
                 self._footprint.dv_changes[action.path] = action
             elif isinstance(action, Txn):
                 self._footprint.app_ids.add(action.app_id)
+            elif isinstance(action, DomainMetadata):
+                self._footprint.domains.add(action.domain)
             self._actions.append(action)
 
     def set_tag(self, key: str, value: str) -> None:

@@ -13,6 +13,10 @@ What PROTOCOL.md ("Clustered Table") requires of a writer, and how dvengine meet
   ``liquid``, and so is dvengine's, since it follows the same ZCube tagging), and a run may only
   recluster files with that provider or none.
 
+``ALTER TABLE t CLUSTER BY (cols)`` / ``CLUSTER BY NONE`` (:func:`alter_clustering`) is Delta's
+``AlterTableClusterByDeltaCommand``: a commit of the new domain only (plus the features, if the
+table was not clustered yet), no file rewritten.
+
 OPTIMIZE on a clustered table is Delta's ``ClusteringStrategy``: files of another provider or
 clustered by other columns are left alone; files are grouped into ZCubes by their ``ZCUBE_ID``
 tag (unclustered files first); ZCubes already at least
@@ -26,20 +30,22 @@ A partition predicate and ZORDER BY are refused, as Delta refuses them.
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from dvengine.commands.options import conf_number
-from dvengine.errors import InvalidArgumentError, OperationNotAllowedError, ProtocolError
-from dvengine.log import Snapshot
+from dvengine.commands.options import conf_number, no_conf
+from dvengine.commit.transaction import Transaction
+from dvengine.errors import InvalidArgumentError, OperationNotAllowedError, ProtocolError, UnsupportedFeatureError
+from dvengine.log import Snapshot, load_snapshot
 from dvengine.maintenance.optimize import DEFAULT_MAX_FILE_SIZE, Bin, BinRewriter, OptimizePlan, run_optimize
 from dvengine.maintenance.zorder import is_clustered
 from dvengine.protocol.actions import AddFile, DomainMetadata, Protocol
 from dvengine.protocol.feature_catalog import with_feature
 from dvengine.protocol.features import check_writable
-from dvengine.protocol.schema import ArrayType, MapType, StructType
+from dvengine.protocol.schema import DataType, DecimalType, PrimitiveType, StructType
 from dvengine.writing.stats import indexed_leaves, num_indexed_cols
 
 DOMAIN = "delta.clustering"
@@ -50,6 +56,9 @@ CONF_MAX_COLUMNS = "spark.databricks.delta.clusteredTable.numClusteringColumnsLi
 CONF_MIN_CUBE_SIZE = "spark.databricks.delta.optimize.clustering.mergeStrategy.minCubeSize.threshold"
 CONF_TARGET_CUBE_SIZE = "spark.databricks.delta.optimize.clustering.mergeStrategy.minCubeSize.targetCubeSize"
 DEFAULT_MAX_COLUMNS = 4
+_SKIPPING_ELIGIBLE = frozenset(
+    {"byte", "short", "integer", "long", "float", "double", "date", "timestamp", "timestamp_ntz", "string"}
+)
 DEFAULT_MIN_CUBE_SIZE = 100 * DEFAULT_MAX_FILE_SIZE
 DEFAULT_TARGET_CUBE_SIZE = DEFAULT_MIN_CUBE_SIZE * 3 // 2
 
@@ -97,6 +106,14 @@ def max_columns(conf: Conf) -> int:
     return int(conf_number(conf, CONF_MAX_COLUMNS, DEFAULT_MAX_COLUMNS, int))
 
 
+def skipping_eligible(data_type: DataType) -> bool:
+    """Delta's ``SkippingEligibleDataType``: numbers, decimals, dates, timestamps and strings (not
+    booleans, binary or complex types), the only types a clustering column may have."""
+    if isinstance(data_type, DecimalType):
+        return True
+    return isinstance(data_type, PrimitiveType) and data_type.name in _SKIPPING_ELIGIBLE
+
+
 def resolve_clustering_columns(
     schema: StructType,
     partition_columns: Sequence[str],
@@ -123,10 +140,12 @@ def resolve_clustering_columns(
             raise InvalidArgumentError(
                 f"clustering column {name!r} is not a top-level column of the table (columns: {schema.field_names})"
             )
-        if isinstance(field.type, (StructType, ArrayType, MapType)):
+        if not skipping_eligible(field.type):
+            # Delta (DELTA_CLUSTERING_COLUMNS_DATATYPE_NOT_SUPPORTED): only SkippingEligibleDataType
+            # columns have min/max in the stats schema
             raise InvalidArgumentError(
-                f"Clustering is not supported on column {name!r} of type {field.type.simple_string()}: "
-                "data skipping has no min/max for it"
+                f"CLUSTER BY is not supported because the following column(s): {field.name} : "
+                f"{field.type.simple_string()} don't support data skipping (clustering column {name!r})"
             )
         if field.name in resolved:
             raise InvalidArgumentError(f"clustering column {name!r} is given twice")
@@ -140,6 +159,85 @@ def resolve_clustering_columns(
             f"'{', '.join(missing)}' in stats schema (delta.dataSkippingNumIndexedCols = {num_indexed_cols(configuration)})"
         )
     return resolved
+
+
+# --- ALTER TABLE ... CLUSTER BY -------------------------------------------------------------------
+
+OPERATION_CLUSTER_BY = "CLUSTER BY"
+
+
+def quote_if_needed(part: str) -> str:
+    """Spark's ``quoteIfNeeded``: a name part back-quoted unless it is a plain word (how Delta's
+    ``FieldReference.toString`` writes column names into operation parameters)."""
+    if re.fullmatch(r"[A-Za-z0-9_]+", part) and not part.isdigit():
+        return part
+    return "`" + part.replace("`", "``") + "`"
+
+
+def _reference(parts: Sequence[str]) -> str:
+    return ".".join(quote_if_needed(p) for p in parts)
+
+
+def _top_level_names(snapshot: Snapshot, columns: Sequence[Sequence[str]]) -> list[str]:
+    """Each column as one top-level name; a nested path is refused (dvengine clusters by top-level
+    columns only, where Delta also takes struct fields), a path into a non-struct is unknown."""
+    by_lower = {f.name.lower(): f for f in snapshot.schema.fields}
+    names = []
+    for parts in columns:
+        if len(parts) != 1:
+            top = by_lower.get(parts[0].lower())
+            if top is not None and isinstance(top.type, StructType):
+                raise UnsupportedFeatureError(
+                    f"ALTER TABLE CLUSTER BY: clustering by the nested field {_reference(parts)} is not supported by "
+                    f"dvengine (top-level columns only); table {snapshot.table_root} was not changed"
+                )
+            raise InvalidArgumentError(
+                f"clustering column {_reference(parts)!r} is not a column of the table (columns: "
+                f"{snapshot.schema.field_names}); table {snapshot.table_root} was not changed"
+            )
+        names.append(parts[0])
+    return names
+
+
+def alter_clustering(table_root: str, columns: Sequence[Sequence[str]], conf: Conf = no_conf) -> int | None:
+    """``ALTER TABLE t CLUSTER BY (c, ...)`` (each column as its name parts) or, with no columns,
+    ``CLUSTER BY NONE``, as Delta's ``AlterTableClusterByDeltaCommand``.
+
+    One commit of a new ``delta.clustering`` domain (physical names), operation ``CLUSTER BY``
+    with ``oldClusteringColumns`` / ``newClusteringColumns`` (comma-joined, the old ones as the
+    schema spells them, the new ones as written); no file is touched, so files clustered by the
+    old columns keep their ZCube tags and OPTIMIZE leaves them alone. A table without the
+    ``clustering`` feature becomes clustered (the same metaData again, the protocol with
+    ``clustering`` and ``domainMetadata``); ``CLUSTER BY NONE`` on it does nothing (None). Refused
+    with nothing written: a partitioned table (also for NONE), more columns than
+    ``clusteredTable.numClusteringColumnsLimit``, unknown, repeated, non-skipping-eligible or
+    stats-less columns (:func:`resolve_clustering_columns`, the checks of CREATE ... CLUSTER BY).
+    """
+    snapshot = load_snapshot(table_root)
+    check_writable(snapshot.protocol, snapshot.metadata)
+    if snapshot.metadata.partition_columns:
+        raise OperationNotAllowedError(
+            "ALTER TABLE CLUSTER BY cannot be applied to a partitioned table. (table "
+            f"{snapshot.table_root} is partitioned by {list(snapshot.metadata.partition_columns)}; nothing was written)"
+        )
+    names = _top_level_names(snapshot, columns)
+    if not names and not is_clustered(snapshot):
+        return None  # Delta: CLUSTER BY NONE does not make an unclustered table clustered
+    resolved = resolve_clustering_columns(
+        snapshot.schema, (), names, snapshot.metadata.configuration, max_columns(conf)
+    )
+    parameters = {
+        "oldClusteringColumns": ",".join(quote_if_needed(c) for c in clustering_columns(snapshot)),
+        "newClusteringColumns": ",".join(_reference(parts) for parts in columns),
+    }
+    txn = Transaction(snapshot.table_root, snapshot, OPERATION_CLUSTER_BY, parameters)
+    if not is_clustered(snapshot):
+        # Delta sets delta.feature.clustering=supported, which becomes the protocol and is dropped
+        # from the configuration: an unchanged metaData action plus the upgraded protocol.
+        txn.update_metadata(snapshot.metadata)
+        txn.update_protocol(clustered_protocol(snapshot.protocol))
+    txn.add_actions([domain_action([snapshot.schema.get(n).physical_name for n in resolved])])
+    return txn.commit({})
 
 
 # --- OPTIMIZE on a clustered table --------------------------------------------------------------
@@ -239,7 +337,9 @@ def run_clustering(plan: OptimizePlan, columns: Sequence[str], rewrite_bin: BinR
 
 __all__ = [
     "DOMAIN",
+    "OPERATION_CLUSTER_BY",
     "PROVIDER",
+    "alter_clustering",
     "clustered_protocol",
     "clustering_columns",
     "clustering_parameters",

@@ -74,8 +74,8 @@ def add_feature(table_root: str, name: str) -> int | None:
         )
     if name == "clustering":  # needs the clustering domain and an unpartitioned table, not just the name
         raise UnsupportedFeatureError(
-            "adding table feature 'clustering' alone is refused: create the table with clusterBy(...) / CLUSTER BY; "
-            "ALTER TABLE ... CLUSTER BY is not implemented by dvengine"
+            "adding table feature 'clustering' alone is refused (as Delta refuses enabling it by table property): "
+            "create the table with clusterBy(...) / CLUSTER BY, or run ALTER TABLE ... CLUSTER BY (cols) on it"
         )
     # rowTracking requires domainMetadata (PROTOCOL.md "Row Tracking"), as Delta adds it too
     new = row_tracking.with_row_tracking(snapshot.protocol) if name == row_tracking.FEATURE else with_feature(snapshot.protocol, name)

@@ -17,6 +17,7 @@ from sqlglot.errors import ParseError
 from sqlglot.tokenizer_core import TokenType
 
 from dvengine.errors import SqlParseError
+from dvengine.sqlcmd.alter_cluster_parse import is_alter_cluster_by, parse_alter_cluster_by
 from dvengine.sqlcmd.alter_columns_parse import column_statement_kind, parse_alter_columns
 from dvengine.sqlcmd.alter_parse import (
     is_alter_column_type,
@@ -109,6 +110,8 @@ def parse_statement(text: str) -> Statement:
         return parse_alter_constraint(text)
     if first == "ALTER" and is_alter_column_type(text):
         return parse_alter_column_type(text)
+    if first == "ALTER" and is_alter_cluster_by(text):
+        return parse_alter_cluster_by(text)
     if first == "CREATE" and _uses_delta(text):
         text = identity_options_in_order(text)
         node = _parse_one(text, "CREATE TABLE ... USING delta")

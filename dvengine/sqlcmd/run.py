@@ -14,9 +14,11 @@ from typing import TYPE_CHECKING, Any, overload
 import pyarrow as pa
 
 from dvengine.api.table import DeltaTable
+from dvengine.commands.options import session_conf
 from dvengine.errors import TableNotFoundError
 from dvengine.log import load_snapshot
 from dvengine.log.intervals import parse_interval_ms
+from dvengine.maintenance.clustering import alter_clustering
 from dvengine.maintenance.column_type import change_column_type
 from dvengine.maintenance.history import history
 from dvengine.maintenance.vacuum import DEFAULT_DELETED_FILE_RETENTION, RETENTION_PROPERTY, vacuum
@@ -27,6 +29,7 @@ from dvengine.sqlcmd.insert_run import insert
 from dvengine.sqlcmd.parse import parse_sql
 from dvengine.sqlcmd.path_tables import PathTable, find_path_tables, substitute
 from dvengine.sqlcmd.statements import (
+    AlterClusterByStatement,
     AlterColumnTypeStatement,
     AlterConstraintStatement,
     AlterPropertiesStatement,
@@ -144,10 +147,11 @@ def insert_target(spark: SparkSession | None, ref: TableRef) -> tuple[str, str] 
 
 
 def runs_without_spark(stmt: Statement) -> bool:
-    """CREATE TABLE, the ALTER TABLE column statements and INSERT ... VALUES need no SparkSession
+    """CREATE TABLE, the ALTER TABLE column statements, ALTER TABLE ... CLUSTER BY and INSERT ... VALUES
+    need no SparkSession
     (their work is in-process)."""
     return (
-        isinstance(stmt, (CreateTableStatement, *COLUMN_STATEMENTS))
+        isinstance(stmt, (CreateTableStatement, AlterClusterByStatement, *COLUMN_STATEMENTS))
         or (isinstance(stmt, InsertStatement) and stmt.rows is not None)
     )
 
@@ -159,6 +163,8 @@ def run_local(stmt: Statement) -> pa.Table:
         table_statements.create_table(None, stmt)
     elif isinstance(stmt, COLUMN_STATEMENTS):
         run_column_statement(resolve_table(None, stmt.table).path, stmt)
+    elif isinstance(stmt, AlterClusterByStatement):
+        alter_clustering(resolve_table(None, stmt.table).path, stmt.columns, session_conf(None))
     else:
         assert isinstance(stmt, InsertStatement)
         # A catalog name resolves where CREATE TABLE put it (api.table_support.warehouse_of: the
@@ -206,6 +212,9 @@ def run_statement(spark: SparkSession, stmt: Statement) -> DataFrame:
         return results.empty_result(spark)
     if isinstance(stmt, COLUMN_STATEMENTS):
         run_column_statement(resolve_table(spark, stmt.table).path, stmt)
+        return results.empty_result(spark)
+    if isinstance(stmt, AlterClusterByStatement):
+        alter_clustering(resolve_table(spark, stmt.table).path, stmt.columns, session_conf(spark))
         return results.empty_result(spark)
     if isinstance(stmt, CreateTableStatement):
         table_statements.create_table(spark, stmt)

@@ -167,6 +167,15 @@ class AlterColumnTypeStatement:
 
 
 @dataclass(frozen=True)
+class AlterClusterByStatement:
+    """``ALTER TABLE t CLUSTER BY (c, ...)`` (each column as its name parts) or ``CLUSTER BY NONE``
+    (``columns`` empty)."""
+
+    table: TableRef
+    columns: tuple[tuple[str, ...], ...]
+
+
+@dataclass(frozen=True)
 class AlterConstraintStatement:
     """``ALTER TABLE t ADD CONSTRAINT name CHECK (expr)`` or ``DROP CONSTRAINT [IF EXISTS] name``."""
 
@@ -290,6 +299,7 @@ Statement = (
     | AlterColumnDefaultStatement
     | AlterColumnNullabilityStatement
     | AlterColumnChangeStatement
+    | AlterClusterByStatement
     | CreateTableAsSelectStatement
     | PassThrough
 )
