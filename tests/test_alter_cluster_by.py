@@ -17,7 +17,6 @@ bytes for refusals.
 from __future__ import annotations
 
 import json
-import os
 import uuid
 from pathlib import Path
 from typing import Any
@@ -29,6 +28,7 @@ from deltalake import DeltaTable as RsTable
 from deltalake import write_deltalake
 from deltalake.exceptions import CommitFailedError
 from dml_helpers import assert_every_reader_sees, data_listing, folder_state
+from raw_log import commit_actions, latest_version
 
 import dvengine
 from dvengine import DeltaTable
@@ -52,15 +52,6 @@ COLS = ["x", "y", "s"]
 MIN_CUBE_ENV = "SPARK_DATABRICKS_DELTA_OPTIMIZE_CLUSTERING_MERGESTRATEGY_MINCUBESIZE_THRESHOLD"
 
 
-def _actions(root: Path, version: int) -> list[dict[str, Any]]:
-    text = (root / "_delta_log" / f"{version:020d}.json").read_text()
-    return [json.loads(line) for line in text.splitlines()]
-
-
-def _latest(root: Path) -> int:
-    return max(int(name[:20]) for name in os.listdir(root / "_delta_log") if name.endswith(".json"))
-
-
 def _kinds(actions: list[dict[str, Any]]) -> list[str]:
     return sorted(k for a in actions for k in a)
 
@@ -73,7 +64,7 @@ def _one(actions: list[dict[str, Any]], kind: str) -> dict[str, Any]:
 
 def _cluster_by_commit(root: Path, old: str, new: str, columns: list[list[str]]) -> list[dict[str, Any]]:
     """The latest commit is Delta's ClusterBy: its commitInfo and the new domain; returns its actions."""
-    actions = _actions(root, _latest(root))
+    actions = commit_actions(root, latest_version(root))
     info = _one(actions, "commitInfo")
     assert info["operation"] == "CLUSTER BY"
     assert info["operationParameters"] == {"oldClusteringColumns": old, "newClusteringColumns": new}
@@ -123,7 +114,7 @@ def test_new_columns_on_a_clustered_table_leave_files_and_their_zcubes_alone(
     _optimize(root)
     clustered_by_x = _zorder_by(root)
     assert set(clustered_by_x.values()) == {'["x"]'}
-    protocol = _one(_actions(root, 0), "protocol")
+    protocol = _one(commit_actions(root, 0), "protocol")
     files = data_listing(root)
 
     dvengine.sql(None, f"ALTER TABLE delta.`{root}` CLUSTER BY (Y, x)")
@@ -146,7 +137,7 @@ def test_new_columns_on_a_clustered_table_leave_files_and_their_zcubes_alone(
     assert {p: t for p, t in after.items() if p in clustered_by_x} == clustered_by_x
     assert metrics["numFilesRemoved"] == 2
     assert {t for p, t in after.items() if p not in clustered_by_x} == {'["y","x"]'}
-    info = _one(_actions(root, _latest(root)), "commitInfo")
+    info = _one(commit_actions(root, latest_version(root)), "commitInfo")
     assert (info["operation"], info["operationParameters"]["clusterBy"]) == ("OPTIMIZE", '["y", "x"]')
     assert_every_reader_sees(root, COLS, model)
 
@@ -166,8 +157,8 @@ def test_an_unclustered_table_becomes_clustered(tmp_path: Path) -> None:
     first = pa.table({"x": pa.array([3, 1, 2], pa.int64()), "y": pa.array([30, 10, 20], pa.int64()), "s": ["c", "a", "b"]})
     write_deltalake(str(root), first)
     write_deltalake(str(root), first, mode="append")  # delta-rs appends before the ALTER
-    assert _one(_actions(root, 0), "protocol") == {"minReaderVersion": 1, "minWriterVersion": 2}
-    metadata = _one(_actions(root, 0), "metaData")
+    assert _one(commit_actions(root, 0), "protocol") == {"minReaderVersion": 1, "minWriterVersion": 2}
+    metadata = _one(commit_actions(root, 0), "metaData")
 
     dvengine.sql(None, f"ALTER TABLE delta.`{root}` CLUSTER BY (x)")
 
@@ -198,7 +189,7 @@ def test_cluster_by_none(tmp_path: Path) -> None:
     root = tmp_path / "t"
     dvengine.sql(None, f"CREATE TABLE delta.`{root}` (x BIGINT, y BIGINT, s STRING) USING delta CLUSTER BY (x, y)")
     model = _append(root, 3, 200, seed=3)
-    protocol = _one(_actions(root, 0), "protocol")
+    protocol = _one(commit_actions(root, 0), "protocol")
 
     dvengine.sql(None, f"ALTER TABLE delta.`{root}` CLUSTER BY NONE")
 
@@ -209,7 +200,7 @@ def test_cluster_by_none(tmp_path: Path) -> None:
     assert RsTable(str(root)).protocol().writer_features == protocol["writerFeatures"]  # never downgraded
     # OPTIMIZE is an ordinary compaction again (Delta: no clustering stats)
     _optimize(root)
-    info = _one(_actions(root, _latest(root)), "commitInfo")
+    info = _one(commit_actions(root, latest_version(root)), "commitInfo")
     assert (info["operation"], info["operationParameters"]["clusterBy"]) == ("OPTIMIZE", "[]")
     assert_every_reader_sees(root, COLS, model)
 

@@ -17,7 +17,6 @@ Refusals leave the table folder byte-identical.
 from __future__ import annotations
 
 import json
-import os
 import uuid
 from pathlib import Path
 from typing import Any
@@ -29,6 +28,7 @@ from deltalake import DeltaTable as RsTable
 from deltalake import QueryBuilder, write_deltalake
 from dml_helpers import assert_every_reader_sees, data_listing, folder_state
 from interop import duckdb_delta_extension, rows_arrow, rows_duckdb
+from raw_log import commit_actions, latest_version, metadata_at
 
 import dvengine
 from dvengine import DeltaTable
@@ -53,25 +53,8 @@ ST = pa.struct([pa.field("x", pa.int32()), pa.field("y", pa.string())])
 NOTHING = "nothing was changed"
 
 
-def _actions(root: Path, version: int) -> list[dict[str, Any]]:
-    text = (root / "_delta_log" / f"{version:020d}.json").read_text()
-    return [json.loads(line) for line in text.splitlines()]
-
-
-def _latest(root: Path) -> int:
-    return max(int(name[:20]) for name in os.listdir(root / "_delta_log") if name.endswith(".json"))
-
-
-def _metadata(root: Path, version: int) -> dict[str, Any]:
-    for v in range(version, -1, -1):
-        found = [a["metaData"] for a in _actions(root, v) if "metaData" in a]
-        if found:
-            return found[0]  # type: ignore[no-any-return]
-    raise AssertionError("no metaData in the log")
-
-
 def _schema(root: Path) -> list[dict[str, Any]]:
-    return json.loads(_metadata(root, _latest(root))["schemaString"])["fields"]  # type: ignore[no-any-return]
+    return json.loads(metadata_at(root, latest_version(root))["schemaString"])["fields"]  # type: ignore[no-any-return]
 
 
 def _field(root: Path, *path: str) -> dict[str, Any]:
@@ -86,8 +69,8 @@ def _field(root: Path, *path: str) -> dict[str, Any]:
 def _assert_change_column_commit(root: Path, column: dict[str, Any], position: str | None = None) -> None:
     """The latest commit is Delta's ChangeColumn: commitInfo + metaData only, ``column`` as Delta's
     compact JSON (``position`` when the column moved), every other metaData field as before."""
-    version = _latest(root)
-    actions = _actions(root, version)
+    version = latest_version(root)
+    actions = commit_actions(root, version)
     assert sorted(k for a in actions for k in a) == ["commitInfo", "metaData"]
     info = next(a["commitInfo"] for a in actions if "commitInfo" in a)
     assert info["operation"] == "CHANGE COLUMN"
@@ -96,7 +79,7 @@ def _assert_change_column_commit(root: Path, column: dict[str, Any], position: s
         expected["position"] = position
     assert info["operationParameters"] == expected
     new, old = ({k: v for k, v in m.items() if k != "schemaString" and v is not None}  # null = absent
-                for m in (_metadata(root, version), _metadata(root, version - 1)))
+                for m in (metadata_at(root, version), metadata_at(root, version - 1)))
     assert new == old
 
 
@@ -174,12 +157,12 @@ def test_comment_is_the_fields_comment_metadata(tmp_path: Path) -> None:
     _assert_change_column_commit(root, {"name": "s", "type": "struct", "nullable": True,
                                         "metadata": {"comment": "the struct"}})
 
-    assert _latest(root) == 7
+    assert latest_version(root) == 7
     assert data_listing(root) == files
     assert [f.get("metadata") for f in _schema(root)] == [{}, {"comment": "it's v"}, {"comment": "the struct"},
                                                          {"comment": ""}]
     assert _field(root, "s", "x")["metadata"] == {"comment": "nested"}
-    assert _metadata(root, 7)["partitionColumns"] == ["p"]
+    assert metadata_at(root, 7)["partitionColumns"] == ["p"]
     rs = RsTable(str(root)).schema()
     assert [f.metadata for f in rs.fields] == [{}, {"comment": "it's v"}, {"comment": "the struct"}, {"comment": ""}]
     assert rs.fields[2].type.fields[0].metadata == {"comment": "nested"}
@@ -218,12 +201,12 @@ def test_reorder_top_level_columns(tmp_path: Path) -> None:
         ("CHANGE COLUMN v AFTER id", "v", "string", "AFTER id", ["p", "s", "id", "v"]),  # after the last one
     ]
     for statement, name, type_name, position, order in steps:
-        version = _latest(root)
+        version = latest_version(root)
         _alter(root, statement)
-        assert _latest(root) == version + 1
+        assert latest_version(root) == version + 1
         _assert_change_column_commit(root, {"name": name, "type": type_name, "nullable": True, "metadata": {}}, position)
         assert [f["name"] for f in _schema(root)] == order
-    assert _metadata(root, _latest(root))["partitionColumns"] == ["p"]
+    assert metadata_at(root, latest_version(root))["partitionColumns"] == ["p"]
     assert data_listing(root) == files
     _assert_order(root, ["p", "s", "s.x", "s.y", "id", "v"])
     assert_every_reader_sees(root, ["id", "v", "s", "p"], rows)
@@ -276,11 +259,11 @@ def test_hive_style_change_column(tmp_path: Path) -> None:
     _alter(root, "CHANGE S.x X int COMMENT 'sx'")  # names resolve case-insensitively and keep their spelling
     _assert_change_column_commit(root, {"name": "s.x", "type": "integer", "nullable": True,
                                         "metadata": {"comment": "sx"}})
-    version = _latest(root)
+    version = latest_version(root)
     before = folder_state(root)
     _alter(root, "CHANGE COLUMN id ID BIGINT")
     _alter(root, "CHANGE COLUMN p p varchar(3)")  # Delta stores CHAR / VARCHAR as string
-    assert (_latest(root), folder_state(root)) == (version, before)
+    assert (latest_version(root), folder_state(root)) == (version, before)
 
     plain = tmp_path / "plain"
     dvengine.sql(None, f"CREATE TABLE delta.`{plain}` (v1 INT, s STRUCT<v1: INT, v2: STRING>, v2 STRING) USING delta")
@@ -367,10 +350,10 @@ def test_refusals_name_the_column_and_table(tmp_path: Path) -> None:
     assert _field(root, "id")["metadata"]["comment"] == "identity"
     _alter(root, "ALTER COLUMN id AFTER a")
     assert [f["name"] for f in _schema(root)] == ["v", "s", "m", "a", "id"]
-    schema = _metadata(root, _latest(root))["schemaString"]
+    schema = metadata_at(root, latest_version(root))["schemaString"]
     _alter(root, "ALTER COLUMN m.key FIRST")
     _assert_change_column_commit(root, {"name": "m.key", "type": "string", "nullable": False, "metadata": {}}, "FIRST")
-    assert _metadata(root, _latest(root))["schemaString"] == schema
+    assert metadata_at(root, latest_version(root))["schemaString"] == schema
 
 
 def test_parse() -> None:

@@ -26,6 +26,7 @@ from deltalake import DeltaTable as RsTable
 from deltalake import write_deltalake
 from deltalake.exceptions import DeltaError
 from dml_helpers import assert_every_reader_sees, data_listing, folder_state
+from raw_log import commit_actions, latest_version, metadata_at
 
 import dvengine
 from dvengine import DeltaTable
@@ -42,39 +43,22 @@ from dvengine.sqlcmd.statements import AlterColumnNullabilityStatement, TableRef
 ST = pa.struct([pa.field("x", pa.int32()), pa.field("y", pa.string())])
 
 
-def _actions(root: Path, version: int) -> list[dict[str, Any]]:
-    text = (root / "_delta_log" / f"{version:020d}.json").read_text()
-    return [json.loads(line) for line in text.splitlines()]
-
-
-def _latest(root: Path) -> int:
-    return max(int(name[:20]) for name in os.listdir(root / "_delta_log") if name.endswith(".json"))
-
-
-def _metadata(root: Path, version: int) -> dict[str, Any]:
-    for v in range(version, -1, -1):
-        found = [a["metaData"] for a in _actions(root, v) if "metaData" in a]
-        if found:
-            return found[0]  # type: ignore[no-any-return]
-    raise AssertionError("no metaData in the log")
-
-
 def _fields(root: Path) -> dict[str, dict[str, Any]]:
-    schema = json.loads(_metadata(root, _latest(root))["schemaString"])
+    schema = json.loads(metadata_at(root, latest_version(root))["schemaString"])
     return {f["name"]: f for f in schema["fields"]}
 
 
 def _assert_change_column_commit(root: Path, column: dict[str, Any]) -> None:
     """The latest commit is Delta's ChangeColumn: commitInfo + metaData only (no file or protocol
     action), ``column`` as Delta's compact JSON, every other metaData field as before."""
-    version = _latest(root)
-    actions = _actions(root, version)
+    version = latest_version(root)
+    actions = commit_actions(root, version)
     assert sorted(k for a in actions for k in a) == ["commitInfo", "metaData"]
     info = next(a["commitInfo"] for a in actions if "commitInfo" in a)
     assert info["operation"] == "CHANGE COLUMN"
     assert info["operationParameters"] == {"column": json.dumps(column, separators=(",", ":"))}
     new, old = ({k: v for k, v in m.items() if k != "schemaString" and v is not None}  # null = absent
-                for m in (_metadata(root, version), _metadata(root, version - 1)))
+                for m in (metadata_at(root, version), metadata_at(root, version - 1)))
     assert new == old
 
 
@@ -113,7 +97,7 @@ def test_drop_not_null_is_metadata_only_and_lets_nulls_in(tmp_path: Path) -> Non
 
     dvengine.sql(None, f"ALTER TABLE delta.`{root}` ALTER COLUMN v DROP NOT NULL")
 
-    assert _latest(root) == 2
+    assert latest_version(root) == 2
     _assert_change_column_commit(root, {"name": "v", "type": "string", "nullable": True, "metadata": {}})
     assert data_listing(root) == files  # no data file touched
     fields = _fields(root)
@@ -177,15 +161,15 @@ def test_set_not_null_is_refused_on_a_nullable_column_whatever_its_rows(tmp_path
     for column in ("v", "w", "W"):
         _refused(root, f"ALTER COLUMN {column} SET NOT NULL", UnsupportedFeatureError,
                  f"cannot change nullable column to non-nullable: {column.lower()} of table {root}", "nothing was changed")
-    schema_before = _metadata(root, _latest(root))["schemaString"]
+    schema_before = metadata_at(root, latest_version(root))["schemaString"]
 
     dvengine.sql(None, f"ALTER TABLE delta.`{root}` ALTER COLUMN id SET NOT NULL")
-    assert _latest(root) == 2
+    assert latest_version(root) == 2
     _assert_change_column_commit(root, {"name": "id", "type": "long", "nullable": False, "metadata": {}})
     dvengine.sql(None, f"ALTER TABLE delta.`{root}` ALTER COLUMN v DROP NOT NULL")
-    assert _latest(root) == 3
+    assert latest_version(root) == 3
     _assert_change_column_commit(root, {"name": "v", "type": "string", "nullable": True, "metadata": {}})
-    assert _metadata(root, 3)["schemaString"] == schema_before
+    assert metadata_at(root, 3)["schemaString"] == schema_before
     with pytest.raises(SchemaViolationError, match="'id'"):
         dvengine.sql(None, f"INSERT INTO delta.`{root}` VALUES (NULL, 'c', 3)")
     assert_every_reader_sees(root, ["id", "v", "w"], [(1, "a", None), (2, "b", 20)])
@@ -213,9 +197,9 @@ def test_map_and_array_parts(tmp_path: Path) -> None:
         ("ALTER COLUMN E.element.Q DROP NOT NULL", {"name": "e.element.q", "type": "integer", "nullable": True,
                                                     "metadata": {}}),
     ]:
-        version = _latest(root)
+        version = latest_version(root)
         dvengine.sql(None, f"ALTER TABLE delta.`{root}` {statement}")
-        assert _latest(root) == version + 1
+        assert latest_version(root) == version + 1
         _assert_change_column_commit(root, logged)
     fields = _fields(root)
     assert fields["e"]["type"]["elementType"]["fields"][0]["nullable"] is True
@@ -239,7 +223,7 @@ def test_partition_column_and_other_refusals(tmp_path: Path) -> None:
         dvengine.sql(None, f"INSERT INTO delta.`{root}` (v, p) VALUES ('a', NULL)")
     dvengine.sql(None, f"ALTER TABLE delta.`{root}` ALTER COLUMN p DROP NOT NULL")
     _assert_change_column_commit(root, {"name": "p", "type": "string", "nullable": True, "metadata": {}})
-    assert _metadata(root, _latest(root))["partitionColumns"] == ["p"]
+    assert metadata_at(root, latest_version(root))["partitionColumns"] == ["p"]
     dvengine.sql(None, f"INSERT INTO delta.`{root}` (v, p) VALUES ('a', NULL), ('b', 'q')")
     assert_every_reader_sees(root, ["v", "p"], [("a", None), ("b", "q")])
 
