@@ -175,8 +175,36 @@ def _check_empty_location(root: str, label: str) -> None:
         )
 
 
-def create_table(definition: TableDefinition, mode: str) -> CreateResult:
-    """Run one builder ``mode`` against ``definition.location``; see the module docstring."""
+@dataclass(frozen=True)
+class PreparedCreate:
+    """A checked CREATE / REPLACE, its transaction opened and not committed: ``schema`` is the
+    table's as committed (ids and physical names under column mapping), ``metrics`` those of the
+    replaced files (empty on a create). The AS SELECT path writes its rows into ``transaction``
+    before committing, so rows and definition land in one commit."""
+
+    transaction: Transaction
+    schema: StructType
+    partition_columns: tuple[str, ...]
+    configuration: dict[str, str]
+    metrics: dict[str, int]
+
+
+def _operation(mode: str, replacing: bool, as_select: bool) -> str:
+    """Delta's operation name. With AS SELECT it follows the statement (``CreateDeltaTableCommand.
+    getOperation``): CREATE OR REPLACE records ``CREATE OR REPLACE TABLE AS SELECT`` even when it
+    creates; without, a create records ``CREATE TABLE`` (dvengine's builder rule, unchanged)."""
+    if as_select:
+        return {CREATE_OR_REPLACE: "CREATE OR REPLACE TABLE", REPLACE: "REPLACE TABLE"}.get(mode, "CREATE TABLE") + " AS SELECT"
+    if not replacing:
+        return "CREATE TABLE"
+    return "CREATE OR REPLACE TABLE" if mode == CREATE_OR_REPLACE else "REPLACE TABLE"
+
+
+def prepare_create(definition: TableDefinition, mode: str, as_select: bool = False) -> PreparedCreate | None:
+    """Every check of ``mode`` against ``definition.location`` and the transaction that commits it
+    (None when ``createIfNotExists`` found the table); nothing is written. ``as_select``: the
+    rows of a query follow (the operation is Delta's ``... AS SELECT`` one, and replacing the
+    rows of an append-only table is refused, as Delta's commit refuses removing its files)."""
     if mode not in BUILDER_MODES:
         raise InvalidArgumentError(f"builder mode must be one of {BUILDER_MODES}, got {mode!r}")
     root = definition.location
@@ -184,7 +212,7 @@ def create_table(definition: TableDefinition, mode: str) -> CreateResult:
     if exists and mode == CREATE:
         raise TableAlreadyExistsError(f"Table {definition.label} already exists (a Delta table is at {root})")
     if exists and mode == CREATE_IF_NOT_EXISTS:
-        return CreateResult(root, None)
+        return None
     if not exists and mode == REPLACE:
         raise TableNotFoundError(
             f"Table {definition.label} cannot be found: REPLACE needs an existing table at {root} (use createOrReplace)"
@@ -196,6 +224,7 @@ def create_table(definition: TableDefinition, mode: str) -> CreateResult:
     now = int(time.time() * 1000)
     schema_string = definition.schema.to_json_string()
     params = _operation_parameters(definition, configuration)
+    operation = _operation(mode, snapshot is not None, as_select)
     wanted_protocol = with_features(new_table_protocol(definition.schema, configuration), features)
     old_writers = frozenset() if snapshot is None else writer_features(snapshot.protocol)
     check_default_definitions(
@@ -210,12 +239,17 @@ def create_table(definition: TableDefinition, mode: str) -> CreateResult:
         if domains:
             wanted_protocol = clustering.clustered_protocol(wanted_protocol)
         check_writable(wanted_protocol, metadata)
-        txn = Transaction(root, None, "CREATE TABLE", params)
+        txn = Transaction(root, None, operation, params)
         txn.update_protocol(wanted_protocol)
         txn.update_metadata(metadata)
         txn.add_actions(domains)
-        return CreateResult(root, txn.commit({}))
+        return PreparedCreate(txn, definition.schema, partitions, configuration, {})
     check_writable(snapshot.protocol, snapshot.metadata)
+    if as_select and snapshot.files and snapshot.configuration.get("delta.appendOnly", "false").lower() == "true":
+        raise InvalidArgumentError(
+            f"table {definition.label} is append-only (delta.appendOnly=true): replacing its rows is refused, as Delta "
+            "refuses removing files of an append-only table (DELTA_CANNOT_MODIFY_APPEND_ONLY)"
+        )
     metadata = Metadata(
         id=snapshot.metadata.id, schema_string=schema_string, partition_columns=partitions,
         configuration=configuration, description=definition.description, created_time=now,
@@ -225,7 +259,6 @@ def create_table(definition: TableDefinition, mode: str) -> CreateResult:
         wanted_protocol = clustering.clustered_protocol(wanted_protocol)
     protocol = merge_protocols(snapshot.protocol, wanted_protocol)
     check_writable(protocol, metadata)
-    operation = "CREATE OR REPLACE TABLE" if mode == CREATE_OR_REPLACE else "REPLACE TABLE"
     txn = Transaction(root, snapshot, operation, params)
     txn.record_read(snapshot.files, None)
     if protocol != snapshot.protocol:
@@ -234,4 +267,12 @@ def create_table(definition: TableDefinition, mode: str) -> CreateResult:
     txn.add_actions(f.to_remove(now) for f in snapshot.files)
     txn.add_actions(domains)
     metrics = {"numRemovedFiles": len(snapshot.files), "numRemovedBytes": sum(f.size for f in snapshot.files)}
-    return CreateResult(root, txn.commit(metrics))
+    return PreparedCreate(txn, definition.schema, partitions, configuration, metrics)
+
+
+def create_table(definition: TableDefinition, mode: str) -> CreateResult:
+    """Run one builder ``mode`` against ``definition.location``; see the module docstring."""
+    prepared = prepare_create(definition, mode)
+    if prepared is None:
+        return CreateResult(definition.location, None)
+    return CreateResult(definition.location, prepared.transaction.commit(prepared.metrics))
