@@ -16,7 +16,7 @@ from interop import rows_delta_rs, rows_duckdb
 
 import dvengine
 from dvengine import DeltaTable
-from dvengine.errors import SqlParseError, TableAlreadyExistsError, TableNotFoundError, UnsupportedFeatureError
+from dvengine.errors import SqlParseError, TableAlreadyExistsError, TableNotFoundError
 from dvengine.storage.catalog import WAREHOUSE_OVERRIDE_CONF
 
 
@@ -77,8 +77,6 @@ def test_ctas_refusals(spark: Any, tmp_path: Path) -> None:
     cases: list[tuple[str, type[Exception], str]] = [
         (f"CREATE TABLE delta.`{root}` USING delta AS SELECT 2 AS a", TableAlreadyExistsError, "already exists"),
         (f"REPLACE TABLE delta.`{tmp_path / 'none'}` USING delta AS SELECT 2 AS a", TableNotFoundError, "does not exist"),
-        (f"CREATE OR REPLACE TABLE delta.`{root}` USING delta TBLPROPERTIES ('delta.appendOnly' = 'true') AS SELECT 2 AS a",
-         UnsupportedFeatureError, "TBLPROPERTIES"),
         (f"CREATE TABLE delta.`{root}` (a INT) USING delta AS SELECT 2 AS a", SqlParseError, "column list"),
     ]
     for text, error, words in cases:

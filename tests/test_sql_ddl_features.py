@@ -155,7 +155,7 @@ def test_create_refusals_are_typed_and_write_nothing(tmp_path: Path) -> None:
         (f"CREATE TABLE delta.`{root}` (id INT, v INT DEFAULT id + 1) USING delta {FEATURE}", UnresolvedColumnError),
         (f"CREATE TABLE delta.`{root}` (a INT, b INT GENERATED ALWAYS AS (nope + 1)) USING delta", UnresolvedColumnError),
         (f"CREATE OR REPLACE TABLE IF NOT EXISTS delta.`{root}` (a INT) USING delta", SqlParseError),
-        (f"CREATE TABLE delta.`{root}` USING delta CLUSTER BY (a) AS SELECT 1 AS a", UnsupportedFeatureError),
+        (f"CREATE TABLE delta.`{root}` USING delta CLUSTER BY (s.a) AS SELECT 1 AS a", UnsupportedFeatureError),
         (f"CREATE TABLE delta.`{root}` (a INT) USING delta TBLPROPERTIES ('delta.feature.noSuch' = 'supported')",
          UnsupportedFeatureError),
         (f"CREATE TABLE delta.`{root}` (a INT) USING delta TBLPROPERTIES ('delta.feature.appendOnly' = 'on')",

@@ -108,6 +108,15 @@ def _query_text(text: str) -> str:
     raise SqlParseError(f"CREATE TABLE ... AS: cannot find the query in {text!r}")
 
 
+def _comment_text(node: exp.Expr) -> str:
+    """A table COMMENT's text: one string literal, or adjacent ones, which Spark concatenates
+    (``'it''s'`` is ``its`` in Spark SQL, not ``it's``)."""
+    parts = node.expressions if isinstance(node, exp.Concat) else [node]
+    if not all(isinstance(p, exp.Literal) and p.is_string for p in parts):
+        raise SqlParseError(f"CREATE TABLE ... COMMENT: expected a string literal, got {node.sql(dialect=DIALECT)!r}")
+    return "".join(p.name for p in parts)
+
+
 def _table_options(node: exp.Create) -> tuple[tuple[str, ...], tuple[str, ...], str | None, str | None, dict[str, str]]:
     """(partitioned by, cluster by, location, comment, properties) of a CREATE's property list."""
     partitioned: tuple[str, ...] = ()
@@ -129,11 +138,16 @@ def _table_options(node: exp.Create) -> tuple[tuple[str, ...], tuple[str, ...], 
             for n in prop.expressions:
                 if not isinstance(n, (exp.Identifier, exp.Column)):
                     raise UnsupportedFeatureError(f"CREATE TABLE ... CLUSTER BY: {n.sql(dialect=DIALECT)} is not a column")
+                if isinstance(n, exp.Column) and len(n.parts) > 1:  # a nested field: Delta allows it, dvengine not
+                    raise UnsupportedFeatureError(
+                        f"CREATE TABLE ... CLUSTER BY: clustering by the nested field {n.sql(dialect=DIALECT)} is not "
+                        "supported by dvengine (top-level columns only)"
+                    )
             clustered = tuple(n.name for n in prop.expressions)
         elif isinstance(prop, exp.LocationProperty):
             location = prop.this.name
         elif isinstance(prop, exp.SchemaCommentProperty):
-            comment = prop.this.name
+            comment = _comment_text(prop.this)
         elif isinstance(prop, exp.Property):
             properties[prop.name] = prop.args["value"].name
         else:
@@ -148,15 +162,9 @@ def parse_create_as_select(node: exp.Create, text: str) -> CreateTableAsSelectSt
                             "table's (Spark's 'Schema may not be specified in a Create Table As Select')")
     table = table_ref(node.this, "CREATE TABLE ... AS SELECT")
     partitioned, clustered, location, comment, properties = _table_options(node)
-    if clustered:
-        raise UnsupportedFeatureError("CREATE TABLE ... CLUSTER BY ... AS SELECT is not supported by dvengine; create the "
-                                      "clustered table first, then INSERT the query")
-    if comment is not None:
-        raise UnsupportedFeatureError("CREATE TABLE ... COMMENT ... AS SELECT is not supported by dvengine (the write that "
-                                      "creates the table records no description); create the table first, then INSERT")
     return CreateTableAsSelectStatement(
         table, _query_text(text), bool(node.args.get("exists")), bool(node.args.get("replace")), False, partitioned,
-        location, properties,
+        location, properties, comment, clustered,
     )
 
 

@@ -255,8 +255,8 @@ class AlterColumnChangeStatement:
 
 @dataclass(frozen=True)
 class CreateTableAsSelectStatement:
-    """``CREATE [OR REPLACE] TABLE [IF NOT EXISTS] t USING delta [PARTITIONED BY ...] [LOCATION ...]
-    [TBLPROPERTIES ...] [COMMENT ...] AS query`` (or ``REPLACE TABLE ... AS query``).
+    """``CREATE [OR REPLACE] TABLE [IF NOT EXISTS] t USING delta [PARTITIONED BY ...] [CLUSTER BY ...]
+    [LOCATION ...] [TBLPROPERTIES ...] [COMMENT ...] AS query`` (or ``REPLACE TABLE ... AS query``).
 
     ``query`` is the query's SQL text as written; Spark runs it (``delta.`path``` in it read by
     dvengine) and dvengine writes its rows."""
@@ -270,6 +270,7 @@ class CreateTableAsSelectStatement:
     location: str | None = None
     properties: dict[str, str] = field(default_factory=dict)
     comment: str | None = None
+    cluster_by: tuple[str, ...] = ()  # CLUSTER BY (liquid clustering) columns
 
 
 @dataclass(frozen=True)
