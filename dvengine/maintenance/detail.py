@@ -6,7 +6,8 @@ minReaderVersion, minWriterVersion, tableFeatures. ``name`` is the catalog name 
 was opened by name (``spark_catalog.db.t``), else None, as in Delta for path-based tables;
 ``location`` is a ``file:`` URI like Delta's; ``lastModified`` is the modification time of the
 latest commit file; ``tableFeatures`` lists the features the protocol supports, legacy versions
-expanded to the features they imply (Delta's ``(1, 2)`` -> ``appendOnly``, ``invariants``).
+expanded to the features they imply (Delta's ``(1, 2)`` -> ``appendOnly``, ``invariants``);
+``clusteringColumns`` are logical names (the domain holds physical ones under column mapping).
 """
 
 from __future__ import annotations
@@ -55,7 +56,10 @@ def detail(table_root: str, name: str | None = None) -> dict[str, Any]:
     clustering_columns: list[str] = []
     if clustering is not None and not clustering.removed:
         raw = json.loads(clustering.configuration or "{}").get("clusteringColumns") or []
-        clustering_columns = [".".join(c) if isinstance(c, list) else str(c) for c in raw]
+        # the domain holds physical names; Delta shows logical ones (ClusteringColumnInfo.extractLogicalNames)
+        logical = {f.physical_name: f.name for f in snapshot.schema.fields}
+        parts = [[str(p) for p in c] if isinstance(c, list) else [str(c)] for c in raw]
+        clustering_columns = [logical.get(p[0], p[0]) if len(p) == 1 else ".".join(p) for p in parts]
     protocol = snapshot.protocol
     return {
         "format": "delta",
