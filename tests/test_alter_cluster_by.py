@@ -337,3 +337,30 @@ def test_through_a_session(spark: Any) -> None:
     _cluster_by_commit(root, "id", "v,id", [["v"], ["id"]])
     with pytest.raises(InvalidArgumentError, match="'nope'"):
         dvengine.sql(spark, f"ALTER TABLE {name} CLUSTER BY (nope)")
+
+
+def test_the_clustering_feature_is_enabled_by_ddl_only(tmp_path: Path) -> None:
+    """Delta refuses ``delta.feature.clustering`` as a table property on an existing table
+    (DELTA_ALTER_TABLE_SET_CLUSTERING_TABLE_FEATURE_NOT_ALLOWED) and at a CREATE without CLUSTER BY
+    (DELTA_CREATE_TABLE_SET_CLUSTERING_TABLE_FEATURE_NOT_ALLOWED): a clustered table needs its
+    domain, which only CLUSTER BY writes. Nothing is written either way; with CLUSTER BY it is accepted."""
+    plain = tmp_path / "plain"
+    dvengine.sql(None, f"CREATE TABLE delta.`{plain}` (a INT, b STRING) USING delta")
+    before = folder_state(plain)
+    with pytest.raises(UnsupportedFeatureError, match="ALTER_TABLE_SET_CLUSTERING_TABLE_FEATURE_NOT_ALLOWED"):
+        dvengine.sql(None, f"ALTER TABLE delta.`{plain}` SET TBLPROPERTIES ('delta.feature.clustering' = 'supported')")
+    assert folder_state(plain) == before
+    fresh = tmp_path / "fresh"
+    with pytest.raises(UnsupportedFeatureError, match="CREATE_TABLE_SET_CLUSTERING_TABLE_FEATURE_NOT_ALLOWED"):
+        dvengine.sql(None, f"CREATE TABLE delta.`{fresh}` (a INT) USING delta TBLPROPERTIES ('delta.feature.clustering' = 'supported')")
+    assert not fresh.exists() or folder_state(fresh) == {}
+    with pytest.raises(UnsupportedFeatureError, match="CREATE_TABLE_SET_CLUSTERING"):
+        DeltaTable.create(None).location(str(fresh)).addColumn("a", "INT").property("delta.feature.clustering", "enabled").execute()
+    clustered = tmp_path / "clustered"
+    dvengine.sql(None, f"CREATE TABLE delta.`{clustered}` (a INT) USING delta CLUSTER BY (a) "
+                       "TBLPROPERTIES ('delta.feature.clustering' = 'supported')")
+    assert clustering_columns(load_snapshot(str(clustered))) == ["a"]
+    (metadata,) = [a["metaData"] for a in commit_actions(clustered, 0) if "metaData" in a]
+    assert "delta.feature.clustering" not in metadata["configuration"]  # a feature, not a property, as Delta stores it
+    (protocol,) = [a["protocol"] for a in commit_actions(clustered, 0) if "protocol" in a]
+    assert "clustering" in protocol["writerFeatures"]

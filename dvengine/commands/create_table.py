@@ -36,7 +36,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from dvengine.commit.transaction import Transaction
-from dvengine.errors import InvalidArgumentError, TableAlreadyExistsError, TableNotFoundError
+from dvengine.errors import InvalidArgumentError, TableAlreadyExistsError, TableNotFoundError, UnsupportedFeatureError
 from dvengine.log import Snapshot, load_snapshot, table_exists
 from dvengine.maintenance import clustering
 from dvengine.protocol.actions import DomainMetadata, Metadata, Protocol
@@ -128,6 +128,12 @@ def _check_definition(
     check_identity_definitions(definition.schema)
     partitions = resolve_partition_columns(definition.schema, definition.partition_columns)
     features, properties = split_feature_properties(definition.properties)
+    if "clustering" in features and not definition.clustering_columns:
+        raise UnsupportedFeatureError(
+            f"table {definition.label}: the table property delta.feature.clustering cannot be set when creating a "
+            "table without CLUSTER BY (Delta's DELTA_CREATE_TABLE_SET_CLUSTERING_TABLE_FEATURE_NOT_ALLOWED): "
+            "use clusterBy(...) / CLUSTER BY (cols); nothing was written"
+        )
     configuration = {**DEFAULT_NEW_TABLE_CONFIGURATION, **properties}
     check_new_table_configuration(configuration)
     previous_max = 0 if old is None else max_column_id(old.configuration)

@@ -60,6 +60,12 @@ def set_table_properties(table_root: str, properties: Mapping[str, str]) -> int:
     # ``delta.feature.<name>`` adds the feature to the protocol and is not kept (as at CREATE):
     # Delta's documented way to turn on allowColumnDefaults before ALTER COLUMN ... SET DEFAULT.
     features, plain = split_feature_properties({k: str(v) for k, v in properties.items()})
+    if "clustering" in features:  # clustering is enabled by DDL only: it needs its domain and columns
+        raise UnsupportedFeatureError(
+            f"SET TBLPROPERTIES on {table_root}: the table feature clustering cannot be enabled by a table property "
+            "(Delta's DELTA_ALTER_TABLE_SET_CLUSTERING_TABLE_FEATURE_NOT_ALLOWED): use ALTER TABLE ... CLUSTER BY "
+            "(cols); nothing was changed"
+        )
     snapshot = load_snapshot(table_root)
     check_writable(snapshot.protocol, snapshot.metadata)
     configuration = {**snapshot.metadata.configuration, **plain}
