@@ -483,9 +483,22 @@ def advance_by_commit(
     if [v for v, _ in winners] != list(range(read_version + 1, own.version)):
         return False
     tail = [list(actions) for _, actions in winners]
-    tail.append(parse_actions(own.data, f"{log_dir(root)}/{commit_file_name(own.version)}"))
-    verified_at = own.sent_at if not winners else None
-    return _advanced(store, root, entry, tail, snapshot_cache.digest(own.data), own.e_tag, verified_at) is not None
+    return _advanced_by_own(store, root, entry, tail, own, own.sent_at if not winners else None) is not None
+
+
+def _advanced_by_own(
+    store: LogStore,
+    root: str,
+    entry: snapshot_cache.CachedTable,
+    before: list[list[Action]],
+    own: snapshot_cache.OwnCommit,
+    verified_at: float | None,
+) -> Snapshot | None:
+    """``entry`` moved by the commits ``before`` (parsed already) and then this process's own
+    commit, whose bytes give the new entry its digest and e-tag (:func:`_advanced`)."""
+    path = f"{log_dir(root)}/{commit_file_name(own.version)}"
+    tail = [*before, parse_actions(own.data, path)]
+    return _advanced(store, root, entry, tail, snapshot_cache.digest(own.data), own.e_tag, verified_at)
 
 
 def _latest_from_hint(store: LogStore, table_root: str, verified_at: float) -> Snapshot | None:
@@ -603,9 +616,7 @@ def _fresh_cached(store: LogStore, root: str, max_staleness_s: float) -> Snapsho
             return None  # the table moved past the entry (this process committed after a lost race): list
         # This process wrote the next version after the entry was shown latest: move it forward by
         # those bytes (its put-if-absent succeeding shows it was the latest when sent).
-        path = f"{log_dir(root)}/{commit_file_name(own.version)}"
-        tail = [parse_actions(own.data, path)]
-        if _advanced(store, root, entry, tail, snapshot_cache.digest(own.data), own.e_tag, own.sent_at) is None:
+        if _advanced_by_own(store, root, entry, [], own, own.sent_at) is None:
             return None
         entry = snapshot_cache.get(root)
         if entry is None or entry.version != own.version or entry.verified_at is None:
