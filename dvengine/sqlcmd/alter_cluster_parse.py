@@ -10,6 +10,7 @@ from __future__ import annotations
 from sqlglot.tokenizer_core import TokenType
 
 from dvengine.errors import SqlParseError
+from dvengine.sqlcmd.alter_parse import after_alter_table
 from dvengine.sqlcmd.statements import AlterClusterByStatement
 from dvengine.sqlcmd.tokens import TokenCursor, tokenize
 
@@ -18,14 +19,8 @@ PART = "ALTER TABLE ... CLUSTER BY"
 
 def is_alter_cluster_by(text: str) -> bool:
     """``ALTER TABLE <table> CLUSTER BY ...``."""
-    cur = TokenCursor(text, tokenize(text), text)
-    if not cur.accept("ALTER", "TABLE"):
-        return False
-    try:
-        cur.table(PART)
-    except SqlParseError:
-        return False
-    return _at_cluster_by(cur)
+    cur = after_alter_table(text, PART)
+    return cur is not None and _at_cluster_by(cur)
 
 
 def _at_cluster_by(cur: TokenCursor) -> bool:

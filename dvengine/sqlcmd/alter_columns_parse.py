@@ -18,7 +18,7 @@ from sqlglot.tokenizer_core import TokenType
 
 from dvengine.errors import SchemaError, SqlParseError
 from dvengine.protocol.ddl import parse_ddl_type
-from dvengine.sqlcmd.alter_parse import open_alter_column
+from dvengine.sqlcmd.alter_parse import after_alter_table, open_alter_column
 from dvengine.sqlcmd.dml_parse import DIALECT
 from dvengine.sqlcmd.statements import (
     AddColumnDefinition,
@@ -35,22 +35,10 @@ from dvengine.sqlcmd.tokens import TokenCursor, tokenize
 PART = "ALTER TABLE"
 
 
-def _after_table(text: str) -> TokenCursor | None:
-    """A cursor just after ``ALTER TABLE <table>``, None when the text is not such a statement."""
-    cur = TokenCursor(text, tokenize(text), text)
-    if not cur.accept("ALTER", "TABLE"):
-        return None
-    try:
-        cur.table(PART)
-    except SqlParseError:
-        return None
-    return cur
-
-
 def column_statement_kind(text: str) -> str | None:
     """``add``, ``rename``, ``drop``, ``default``, ``nullability`` or ``change`` for the column
     statements this module parses, else None."""
-    cur = _after_table(text)
+    cur = after_alter_table(text, PART)
     if cur is None:
         return None
     if cur.word() == "ADD" and cur.word(1) in ("COLUMN", "COLUMNS"):
@@ -237,7 +225,7 @@ def parse_column_change(text: str) -> AlterColumnChangeStatement:
     [FIRST | AFTER x]``, whose new name must be the column's own: Spark's parser refuses a rename
     there (_LEGACY_ERROR_TEMP_0034), and so does this one, before any statement of the text runs."""
     part = "ALTER TABLE ... ALTER COLUMN"
-    opening = _after_table(text)
+    opening = after_alter_table(text, PART)
     hive = opening is not None and opening.word() == "CHANGE"
     cur, table = open_alter_column(text, part)
     column = _path(cur, _ACTIONS, part, dotted=True)

@@ -42,6 +42,19 @@ def is_alter_column_type(text: str) -> bool:
     )
 
 
+def after_alter_table(text: str, part: str) -> TokenCursor | None:
+    """A cursor just after ``ALTER TABLE <table>``; None when the text is not such a statement
+    (how the ALTER forms that share that opening tell whether a text is theirs)."""
+    cur = TokenCursor(text, tokenize(text), text)
+    if not cur.accept("ALTER", "TABLE"):
+        return None
+    try:
+        cur.table(part)
+    except SqlParseError:
+        return None
+    return cur
+
+
 def open_alter_column(text: str, part: str) -> tuple[TokenCursor, TableRef]:
     """The cursor past ``ALTER TABLE t {ALTER|CHANGE} [COLUMN]``, and ``t``: the opening every
     single-column ALTER statement shares (type, default, nullability)."""
