@@ -146,15 +146,21 @@ def assert_every_reader_sees(path: Path, columns: list[str], expected: list[tupl
     assert rows_duckdb(path, columns) == want
 
 
+def record_calls(monkeypatch: pytest.MonkeyPatch, owner: Any, name: str, argument: int) -> list[Any]:
+    """Record positional argument ``argument`` of every call of ``owner.name`` from now on, in
+    order; the calls themselves still run."""
+    calls: list[Any] = []
+    real = getattr(owner, name)
+
+    def recording(*args: Any, **kwargs: Any) -> Any:
+        calls.append(args[argument])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, recording)
+    return calls
+
+
 def count_log_listings(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Record every full listing of a ``_delta_log`` the loader makes from now on (the table roots,
     in order); the listing itself still runs."""
-    calls: list[str] = []
-    real = loader.list_log
-
-    def counting(store: Any, table_root: str) -> Any:
-        calls.append(table_root)
-        return real(store, table_root)
-
-    monkeypatch.setattr(loader, "list_log", counting)
-    return calls
+    return record_calls(monkeypatch, loader, "list_log", 1)

@@ -21,9 +21,9 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 import pytest
+from clustering_rows import append_xys
 from deltalake import DeltaTable as RsTable
 from deltalake import write_deltalake
 from deltalake.exceptions import CommitFailedError
@@ -75,17 +75,6 @@ def _cluster_by_commit(root: Path, old: str, new: str, columns: list[list[str]])
     return actions
 
 
-def _append(root: Path, batches: int, rows: int, seed: int) -> list[tuple[Any, ...]]:
-    rng = np.random.default_rng(seed)
-    model: list[tuple[Any, ...]] = []
-    for b in range(batches):
-        x, y = rng.integers(0, 1000, rows).tolist(), rng.integers(0, 1000, rows).tolist()
-        s = [f"{seed}-{b}-{i}" for i in range(rows)]
-        dvengine.write(pa.table({"x": x, "y": y, "s": s}), str(root), mode="append")
-        model.extend(zip(x, y, s, strict=True))
-    return model
-
-
 def _optimize(root: Path) -> dict[str, Any]:
     result: Any = DeltaTable.forPath(None, str(root)).optimize().executeCompaction()
     return result["metrics"]  # type: ignore[no-any-return]
@@ -110,7 +99,7 @@ def test_new_columns_on_a_clustered_table_leave_files_and_their_zcubes_alone(
 ) -> None:
     root = tmp_path / "t"
     dvengine.sql(None, f"CREATE TABLE delta.`{root}` (x BIGINT, y BIGINT, s STRING) USING delta CLUSTER BY (x)")
-    model = _append(root, 3, 500, seed=1)
+    model = append_xys(root, 3, 500, seed=1)
     _optimize(root)
     clustered_by_x = _zorder_by(root)
     assert set(clustered_by_x.values()) == {'["x"]'}
@@ -130,7 +119,7 @@ def test_new_columns_on_a_clustered_table_leave_files_and_their_zcubes_alone(
 
     # New files are clustered by the new columns; the ZCube of the old ones stays (Delta: without
     # FULL, files clustered by other columns are not candidates), also when no cube is "done".
-    model += _append(root, 2, 500, seed=2)
+    model += append_xys(root, 2, 500, seed=2)
     monkeypatch.setenv(MIN_CUBE_ENV, str(2**62))
     metrics = _optimize(root)
     after = _zorder_by(root)
@@ -188,7 +177,7 @@ def test_an_unclustered_table_becomes_clustered(tmp_path: Path) -> None:
 def test_cluster_by_none(tmp_path: Path) -> None:
     root = tmp_path / "t"
     dvengine.sql(None, f"CREATE TABLE delta.`{root}` (x BIGINT, y BIGINT, s STRING) USING delta CLUSTER BY (x, y)")
-    model = _append(root, 3, 200, seed=3)
+    model = append_xys(root, 3, 200, seed=3)
     protocol = _one(commit_actions(root, 0), "protocol")
 
     dvengine.sql(None, f"ALTER TABLE delta.`{root}` CLUSTER BY NONE")
@@ -220,7 +209,7 @@ def test_column_mapping_writes_physical_names(tmp_path: Path) -> None:
     root = tmp_path / "t"
     dvengine.sql(None, f"CREATE TABLE delta.`{root}` (x BIGINT, y BIGINT, s STRING) USING delta "
                        "TBLPROPERTIES ('delta.columnMapping.mode' = 'name')")
-    model = _append(root, 2, 100, seed=4)
+    model = append_xys(root, 2, 100, seed=4)
     dvengine.sql(None, f"ALTER TABLE delta.`{root}` RENAME COLUMN y TO `y 2`")
     schema = json.loads(load_snapshot(str(root)).metadata.schema_string)
     physical = {f["name"]: f["metadata"]["delta.columnMapping.physicalName"] for f in schema["fields"]}
@@ -280,7 +269,7 @@ def test_concurrent_cluster_by_conflicts_but_an_append_does_not(tmp_path: Path, 
     dvengine.sql(None, f"CREATE TABLE delta.`{root}` (x BIGINT, y BIGINT, s STRING) USING delta CLUSTER BY (x)")
     stale = load_snapshot(str(root))
     monkeypatch.setattr(clustering, "load_snapshot", lambda _root: stale)
-    model = _append(root, 1, 10, seed=5)  # a blind append won the race: no conflict
+    model = append_xys(root, 1, 10, seed=5)  # a blind append won the race: no conflict
 
     clustering.alter_clustering(str(root), [("y",)])
     _cluster_by_commit(root, "x", "y", [["y"]])

@@ -11,7 +11,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from dml_helpers import assert_every_reader_sees
+from dml_helpers import assert_every_reader_sees, record_calls
 
 import dvengine
 from dvengine import DeltaTable
@@ -45,15 +45,8 @@ def _listed(uri: str, monkeypatch: pytest.MonkeyPatch) -> Any:
 
 
 def _count_parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    parsed: list[str] = []
-    original = loader_module.parse_actions
-
-    def counting(data: bytes, path: str) -> Any:
-        parsed.append(path)
-        return original(data, path)
-
-    monkeypatch.setattr(loader_module, "parse_actions", counting)
-    return parsed
+    """The paths of the commits the loader parses from now on."""
+    return record_calls(monkeypatch, loader_module, "parse_actions", 1)
 
 
 def _stale_delete(uri: str, stale: Any, condition: str, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:

@@ -10,9 +10,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 import pytest
+from clustering_rows import append_xys
 from interop import rows_arrow, rows_delta_rs, rows_duckdb, sort_rows
 
 import dvengine
@@ -34,17 +34,6 @@ def _clustered(path: Path, *cols: str) -> DeltaTable:
     (DeltaTable.create(None).location(str(path)).addColumn("x", "BIGINT").addColumn("y", "BIGINT")
      .addColumn("s", "STRING").clusterBy(*cols).execute())
     return DeltaTable.forPath(None, str(path))
-
-
-def _append(path: Path, batches: int, rows: int, seed: int) -> list[tuple[Any, ...]]:
-    rng = np.random.default_rng(seed)
-    model: list[tuple[Any, ...]] = []
-    for b in range(batches):
-        x, y = rng.integers(0, 1000, rows).tolist(), rng.integers(0, 1000, rows).tolist()
-        s = [f"{seed}-{b}-{i}" for i in range(rows)]
-        dvengine.write(pa.table({"x": x, "y": y, "s": s}), str(path), mode="append")
-        model.extend(zip(x, y, s, strict=True))
-    return model
 
 
 def _log(path: Path, version: int) -> list[dict[str, Any]]:
@@ -88,7 +77,7 @@ def test_cluster_by_creates_the_features_and_domain_delta_expects(tmp_path: Path
 
 def test_optimize_clusters_keeps_rows_and_makes_both_columns_skip(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     dt = _clustered(tmp_path, "x", "y")
-    model = _append(tmp_path, 8, 2000, seed=1)
+    model = append_xys(tmp_path, 8, 2000, seed=1)
     dt.delete("y % 9 = 0", mode="dv")
     model = [r for r in model if r[1] % 9 != 0]
     before = dt.snapshot().files
@@ -123,10 +112,10 @@ def test_optimize_clusters_keeps_rows_and_makes_both_columns_skip(tmp_path: Path
 
 def test_optimize_is_incremental_once_a_zcube_is_big_enough(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     dt = _clustered(tmp_path, "y")
-    model = _append(tmp_path, 3, 500, seed=2)
+    model = append_xys(tmp_path, 3, 500, seed=2)
     dt.optimize().executeCompaction()
     first = {f.path for f in dt.snapshot().files}
-    model += _append(tmp_path, 2, 300, seed=3)
+    model += append_xys(tmp_path, 2, 300, seed=3)
     dt.delete("x < 100", mode="dv")  # clustered files keep their ZCube tags with a DV
     model = [r for r in model if r[0] >= 100]
     assert all(f.clustering_provider == "liquid" for f in dt.snapshot().files if f.path in first)
@@ -170,7 +159,7 @@ def test_clustering_refusals_are_typed_and_write_nothing(tmp_path: Path) -> None
     assert not target.exists()
 
     dt = _clustered(target, "x")
-    _append(target, 2, 10, seed=4)
+    append_xys(target, 2, 10, seed=4)
     state = _folder(target)
     with pytest.raises(OperationNotAllowedError, match=r"cannot specify ZORDER BY. Please remove ZORDER BY \(y\)"):
         dt.optimize().executeZOrderBy("y")
@@ -203,7 +192,7 @@ def test_replace_without_cluster_by_empties_the_domain(tmp_path: Path) -> None:
 
 def test_domain_survives_checkpoints_and_replay_drops_a_removed_one(tmp_path: Path) -> None:
     dt = _clustered(tmp_path, "y", "x")
-    model = _append(tmp_path, 3, 50, seed=5)
+    model = append_xys(tmp_path, 3, 50, seed=5)
     write_checkpoint(load_snapshot(str(tmp_path)))
     for v in range(3):  # only the checkpoint and the commits after it remain
         (tmp_path / "_delta_log" / f"{v:020d}.json").unlink()
@@ -245,7 +234,7 @@ def test_sql_create_cluster_by_parses_and_creates(tmp_path: Path) -> None:
 
 def test_sql_cluster_by_and_optimize_with_a_session(spark: Any, tmp_path: Path) -> None:
     dvengine.sql(spark, f"CREATE TABLE delta.`{tmp_path}` (x BIGINT, y BIGINT, s STRING) USING delta CLUSTER BY (x, y)")
-    model = _append(tmp_path, 3, 100, seed=6)
+    model = append_xys(tmp_path, 3, 100, seed=6)
     detail = dvengine.sql(spark, f"DESCRIBE DETAIL delta.`{tmp_path}`").collect()[0]
     assert list(detail.clusteringColumns) == ["x", "y"]
     out = dvengine.sql(spark, f"OPTIMIZE delta.`{tmp_path}`").collect()[0]
@@ -269,9 +258,9 @@ def test_auto_compaction_of_a_clustered_table_clusters_incrementally(tmp_path: P
     def readers_agree(model: list[tuple[Any, ...]]) -> None:
         assert rows_arrow(tmp_path, COLS) == rows_delta_rs(tmp_path, COLS) == rows_duckdb(tmp_path, COLS) == sort_rows(model)
 
-    model = _append(tmp_path, 3, 200, seed=5)
+    model = append_xys(tmp_path, 3, 200, seed=5)
     assert last_info()["operation"] == "WRITE" and len(dt.snapshot().files) == 3  # 3 small files: below minNumFiles
-    model += _append(tmp_path, 1, 200, seed=6)  # the 4th small file: auto compaction clusters all four
+    model += append_xys(tmp_path, 1, 200, seed=6)  # the 4th small file: auto compaction clusters all four
     info = last_info()
     assert info["operation"] == "OPTIMIZE"
     params = info["operationParameters"]
@@ -284,7 +273,7 @@ def test_auto_compaction_of_a_clustered_table_clusters_incrementally(tmp_path: P
     # cubes of at least 1 byte are finished: the next compaction clusters only the new files
     monkeypatch.setenv("SPARK_DATABRICKS_DELTA_OPTIMIZE_CLUSTERING_MERGESTRATEGY_MINCUBESIZE_THRESHOLD", "1")
     first = snap.files[0]
-    model += _append(tmp_path, 2, 100, seed=7)
+    model += append_xys(tmp_path, 2, 100, seed=7)
     source = pa.table({"x": [model[0][0], 5000], "y": [model[0][1], 5000], "s": [model[0][2], "new"]})
     (dt.alias("t").merge(source, "t.s = s.s", source_alias="s")
      .whenMatchedUpdate(set={"x": "s.x + 1"}).whenNotMatchedInsertAll().execute())
