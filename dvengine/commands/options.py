@@ -1,12 +1,19 @@
-"""DML options from the call, else configuration keys (Spark conf when a session exists), else defaults."""
+"""DML options from the call, else configuration keys (Spark conf when a session exists), else defaults.
+
+The lookups themselves (:data:`ConfLookup`, :func:`no_conf`, :func:`env_key`, :func:`conf_bool`)
+live in :mod:`dvengine.commit.conf`, where the transaction reads a conf too; they are re-exported here.
+"""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from typing import Any
 
 from dvengine.commands.app_txn import app_transaction_from_conf
+from dvengine.commit.conf import ConfLookup as ConfLookup
+from dvengine.commit.conf import conf_bool as conf_bool
+from dvengine.commit.conf import env_key as env_key
+from dvengine.commit.conf import no_conf as no_conf
 from dvengine.errors import InvalidArgumentError
 from dvengine.planning.decisions import (
     DEFAULT_DML_COMMIT_ATTEMPTS,
@@ -17,8 +24,6 @@ from dvengine.planning.decisions import (
     DEFAULT_REWRITE_THRESHOLD,
     DmlOptions,
 )
-
-ConfLookup = Callable[[str], "str | None"]
 
 CONF_MODE = "dvengine.dml.mode"
 CONF_REWRITE_THRESHOLD = "dvengine.dml.rewriteThreshold"
@@ -35,17 +40,6 @@ CONF_MAX_COMMIT_ATTEMPTS = "spark.databricks.delta.maxCommitAttempts"
 CONF_MAX_STALENESS = "dvengine.snapshot.maxStalenessSeconds"
 # How Spark reads apply DVs: auto | jvm | python (dvengine/engine/spark/dv_format.py).
 CONF_DV_READER = "dvengine.read.dvReader"
-
-
-def env_key(key: str) -> str:
-    """The environment variable standing for a conf key without a SparkSession:
-    ``dvengine.dv.inlineMaxBytes`` -> ``DVENGINE_DV_INLINEMAXBYTES``."""
-    return key.replace(".", "_").upper()
-
-
-def no_conf(key: str) -> str | None:
-    """The lookup used without a SparkSession: the key's environment variable, else the default."""
-    return os.environ.get(env_key(key))
 
 
 def session_conf(session: Any) -> ConfLookup:
@@ -86,13 +80,3 @@ def resolve_options(conf: ConfLookup, mode: str | None) -> DmlOptions:
         max_staleness_s=float(conf_number(conf, CONF_MAX_STALENESS, DEFAULT_MAX_STALENESS_S, float)),
     )
 
-
-def conf_bool(conf: ConfLookup, key: str, default: bool) -> bool:
-    """A boolean conf value ("true"/"false", any case); anything else raises InvalidArgumentError naming the key."""
-    raw = conf(key)
-    if raw is None or raw.strip() == "":
-        return default
-    value = raw.strip().lower()
-    if value not in ("true", "false"):
-        raise InvalidArgumentError(f"configuration {key} must be 'true' or 'false', got {raw!r}")
-    return value == "true"
