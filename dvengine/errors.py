@@ -136,6 +136,14 @@ class SchemaMismatchError(SchemaError, AnalysisError):
     delta_error_class = "DELTA_METADATA_MISMATCH"
 
 
+class NestedNotNullConstraintError(SchemaError, AnalysisError):
+    """A schema change would leave a NOT NULL inside an array element or a map key / value, where
+    no writer can enforce it (Delta's DELTA_NESTED_NOT_NULL_CONSTRAINT). The message names the
+    column path and the conf that makes Delta drop such flags instead. Nothing is committed."""
+
+    delta_error_class = "DELTA_NESTED_NOT_NULL_CONSTRAINT"
+
+
 class SchemaViolationError(SchemaError):
     """A write would store a value the schema forbids (null in NOT NULL, uncastable type)."""
 

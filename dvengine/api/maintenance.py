@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from dvengine.commands.options import session_conf
 from dvengine.log import Snapshot
 
 
@@ -30,15 +31,16 @@ def check_bool(value: Any, name: str) -> bool:
     return value
 
 
-def clone_table(source: Snapshot, target: Any, is_shallow: Any, replace: Any, properties: Any) -> str:
-    """Clone ``source`` to ``target``; returns the clone's root."""
+def clone_table(source: Snapshot, target: Any, is_shallow: Any, replace: Any, properties: Any, spark: Any = None) -> str:
+    """Clone ``source`` to ``target``; returns the clone's root. ``spark``: the table's session, whose
+    conf the commit reads (None: dvengine's configuration)."""
     from dvengine.maintenance.clone import clone
     from dvengine.storage import normalize_table_path
 
     check_str(target, "target")
     check_bool(is_shallow, "isShallow")
     check_bool(replace, "replace")
-    clone(source, target, is_shallow, replace, properties)
+    clone(source, target, is_shallow, replace, properties, session_conf(spark))
     return normalize_table_path(target)
 
 

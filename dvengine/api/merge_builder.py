@@ -193,7 +193,7 @@ class DeltaMergeBuilder:
         def local_request(arrow: pa.Table) -> LocalMergeRequest:
             return LocalMergeRequest(
                 self._table_root, self._target_alias, arrow, source_alias, self._condition, tuple(self._clauses),
-                options, self._column_resolver(), evolution,
+                options, self._column_resolver(), evolution, choice.conf,
             )
 
         if choice.requested != ENGINE_SPARK:

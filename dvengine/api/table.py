@@ -17,6 +17,7 @@ import pyarrow as pa
 from dvengine.api.merge_builder import DeltaMergeBuilder
 from dvengine.api.table_builder import CREATE, CREATE_IF_NOT_EXISTS, CREATE_OR_REPLACE, REPLACE, new_builder
 from dvengine.commands.arguments import check_column_mapping, check_condition, check_int, check_str
+from dvengine.commands.options import session_conf
 from dvengine.errors import TableNotFoundError
 from dvengine.log import Snapshot, find_table_root, load_snapshot, table_exists
 from dvengine.read import scan_snapshot_arrow
@@ -391,7 +392,7 @@ class DeltaTable:
         """dvengine-native RESTORE: Delta's restore metrics (snake_case, as in its DataFrame) plus ``version``."""
         from dvengine.maintenance.restore import restore
 
-        return restore(self._path, version=version, timestamp=timestamp)
+        return restore(self._path, version=version, timestamp=timestamp, conf=session_conf(self._spark))
 
     def _restore_result(self, metrics: dict[str, Any]) -> DataFrame | dict[str, Any]:
         if not self._delta_spark_results:
@@ -421,7 +422,7 @@ class DeltaTable:
         """Clone the latest version to ``target`` (shallow: files referenced by absolute path)."""
         from dvengine.api.maintenance import clone_table
 
-        return DeltaTable(self._spark, clone_table(self.snapshot(), target, isShallow, replace, properties))
+        return DeltaTable(self._spark, clone_table(self.snapshot(), target, isShallow, replace, properties, self._spark))
 
     def cloneAtVersion(
         self, version: int, target: str, isShallow: bool = False, replace: bool = False,
@@ -430,7 +431,7 @@ class DeltaTable:
         from dvengine.api.maintenance import check_int, clone_table
 
         snapshot = self.snapshot(version=check_int(version, "version"))
-        return DeltaTable(self._spark, clone_table(snapshot, target, isShallow, replace, properties))
+        return DeltaTable(self._spark, clone_table(snapshot, target, isShallow, replace, properties, self._spark))
 
     def cloneAtTimestamp(
         self, timestamp: str, target: str, isShallow: bool = False, replace: bool = False,
@@ -439,7 +440,7 @@ class DeltaTable:
         from dvengine.api.maintenance import check_str, clone_table
 
         snapshot = self.snapshot(timestamp=check_str(timestamp, "timestamp"))
-        return DeltaTable(self._spark, clone_table(snapshot, target, isShallow, replace, properties))
+        return DeltaTable(self._spark, clone_table(snapshot, target, isShallow, replace, properties, self._spark))
 
     @classmethod
     def convertToDelta(cls, sparkSession: SparkSession | None, identifier: str, partitionSchema: Any = None) -> DeltaTable:

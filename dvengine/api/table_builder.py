@@ -28,6 +28,7 @@ from dvengine.commands.create_table import (
     TableDefinition,
     create_table,
 )
+from dvengine.commands.options import session_conf
 from dvengine.errors import InvalidArgumentError
 from dvengine.protocol.ddl import from_spark_field, from_spark_type, parse_ddl_type
 from dvengine.protocol.schema import DataType, StructField, StructType
@@ -206,7 +207,7 @@ class DeltaTableBuilder:
             partition_columns=tuple(self._partitions), properties=dict(self._properties),
             description=self._comment, managed=managed, clustering_columns=tuple(self._clustering),
         )
-        create_table(definition, self._mode)
+        create_table(definition, self._mode, session_conf(self._spark))
         if self._name is not None:
             catalog.register_table(self._name, root, warehouse_of(self._spark))
         return self._open_table(self._spark, root, self._name)

@@ -19,6 +19,7 @@ from dvengine.commands.app_txn import AppTransaction
 from dvengine.commands.concurrency import exact_might_match, row_level_enabled
 from dvengine.commands.replan import PlanAttempt
 from dvengine.commands.written import WrittenFiles, commit_or_clean_up
+from dvengine.commit.conf import ConfLookup
 from dvengine.commit.rebase import RowLevelResolution
 from dvengine.commit.transaction import Transaction
 from dvengine.errors import OperationNotAllowedError, UnsupportedFeatureError
@@ -124,19 +125,22 @@ def open_dml(
     parameters: Mapping[str, Any] | None = None,
     row_level: bool = True,
     attempt: PlanAttempt | None = None,
+    conf: ConfLookup | None = None,
 ) -> DmlContext:
     """Gate, plan candidates, and open the transaction with its read set.
 
     ``row_level``: the command's outcome depends only on the rows it retires, so concurrent DV
     updates of its files may be resolved row by row (commands/concurrency.py) when the table and
     session allow it. ``attempt``: the run of a command that may plan on a blind snapshot
-    (commands/replan.py); its transaction is tracked there.
+    (commands/replan.py); its transaction is tracked there. ``conf``: the session's conf, read by
+    the commit when the command changes the table's metadata (MERGE schema evolution, a write's
+    new schema, identity high-water marks); None: dvengine's configuration.
     """
     check_dml_allowed(snapshot, operation)
     dv_supported = check_dv_mode_allowed(snapshot, options)
     plan = plan_candidates(snapshot, predicate)
     params = dict(parameters) if parameters is not None else {"predicate": json.dumps([] if predicate is None else [predicate.sql])}
-    txn = Transaction(snapshot.table_root, snapshot, operation, params, max_attempts=options.max_commit_attempts)
+    txn = Transaction(snapshot.table_root, snapshot, operation, params, max_attempts=options.max_commit_attempts, conf=conf)
     if attempt is not None:
         attempt.track(txn)
     written = WrittenFiles(snapshot.table_root)

@@ -11,9 +11,10 @@ The four builder modes behave as Delta's SQL statements do:
   never downgraded: it becomes the union of the old one and what the new definition needs;
 - ``createOrReplace`` (CREATE OR REPLACE TABLE): replace when it exists, else create.
 
-Everything that can reject the statement (types, names, partitioning, properties) is checked
-before the commit, and nothing but the commit file is written, so a failure leaves the folder as
-it was. New tables get deletion vectors on, like every table dvengine creates.
+Everything that can reject the statement (types, names, partitioning, properties, and, in the
+transaction, NOT NULL nested inside an array or a map: :mod:`dvengine.protocol.nested_not_null`)
+is checked before the commit, and nothing but the commit file is written, so a failure leaves the
+folder as it was. New tables get deletion vectors on, like every table dvengine creates.
 
 ``delta.feature.<name>`` properties add that feature to the protocol and are not kept in the
 configuration, as Delta does (:mod:`dvengine.protocol.feature_properties`); a column with a
@@ -35,6 +36,7 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from dvengine.commit.conf import ConfLookup
 from dvengine.commit.transaction import Transaction
 from dvengine.errors import InvalidArgumentError, TableAlreadyExistsError, TableNotFoundError, UnsupportedFeatureError
 from dvengine.log import Snapshot, load_snapshot, table_exists
@@ -206,11 +208,14 @@ def _operation(mode: str, replacing: bool, as_select: bool) -> str:
     return "CREATE OR REPLACE TABLE" if mode == CREATE_OR_REPLACE else "REPLACE TABLE"
 
 
-def prepare_create(definition: TableDefinition, mode: str, as_select: bool = False) -> PreparedCreate | None:
+def prepare_create(
+    definition: TableDefinition, mode: str, as_select: bool = False, conf: ConfLookup | None = None
+) -> PreparedCreate | None:
     """Every check of ``mode`` against ``definition.location`` and the transaction that commits it
     (None when ``createIfNotExists`` found the table); nothing is written. ``as_select``: the
     rows of a query follow (the operation is Delta's ``... AS SELECT`` one, and replacing the
-    rows of an append-only table is refused, as Delta's commit refuses removing its files)."""
+    rows of an append-only table is refused, as Delta's commit refuses removing its files).
+    ``conf``: the session's conf, which the commit reads (None: dvengine's configuration)."""
     if mode not in BUILDER_MODES:
         raise InvalidArgumentError(f"builder mode must be one of {BUILDER_MODES}, got {mode!r}")
     root = definition.location
@@ -245,7 +250,7 @@ def prepare_create(definition: TableDefinition, mode: str, as_select: bool = Fal
         if domains:
             wanted_protocol = clustering.clustered_protocol(wanted_protocol)
         check_writable(wanted_protocol, metadata)
-        txn = Transaction(root, None, operation, params)
+        txn = Transaction(root, None, operation, params, conf=conf)
         txn.update_protocol(wanted_protocol)
         txn.update_metadata(metadata)
         txn.add_actions(domains)
@@ -265,7 +270,7 @@ def prepare_create(definition: TableDefinition, mode: str, as_select: bool = Fal
         wanted_protocol = clustering.clustered_protocol(wanted_protocol)
     protocol = merge_protocols(snapshot.protocol, wanted_protocol)
     check_writable(protocol, metadata)
-    txn = Transaction(root, snapshot, operation, params)
+    txn = Transaction(root, snapshot, operation, params, conf=conf)
     txn.record_read(snapshot.files, None)
     if protocol != snapshot.protocol:
         txn.update_protocol(protocol)
@@ -276,9 +281,10 @@ def prepare_create(definition: TableDefinition, mode: str, as_select: bool = Fal
     return PreparedCreate(txn, definition.schema, partitions, configuration, metrics)
 
 
-def create_table(definition: TableDefinition, mode: str) -> CreateResult:
-    """Run one builder ``mode`` against ``definition.location``; see the module docstring."""
-    prepared = prepare_create(definition, mode)
+def create_table(definition: TableDefinition, mode: str, conf: ConfLookup | None = None) -> CreateResult:
+    """Run one builder ``mode`` against ``definition.location``; see the module docstring.
+    ``conf``: the session's conf (None: dvengine's configuration)."""
+    prepared = prepare_create(definition, mode, conf=conf)
     if prepared is None:
         return CreateResult(definition.location, None)
     return CreateResult(definition.location, prepared.transaction.commit(prepared.metrics))

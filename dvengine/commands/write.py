@@ -27,6 +27,7 @@ from dvengine.log import Snapshot, load_snapshot, table_exists
 from dvengine.protocol.actions import AddFile, Metadata
 from dvengine.protocol.feature_properties import split_feature_properties, with_features
 from dvengine.protocol.features import check_writable
+from dvengine.protocol.nested_not_null import without_unenforceable_not_nulls
 from dvengine.protocol.schema import StructType
 from dvengine.writing.constraints import check_no_invariants, table_constraints
 from dvengine.writing.identity import check_explicit_values, with_high_water_marks
@@ -109,7 +110,7 @@ def plan_write(
         snapshot = load_snapshot(table_root)
         if app is not None and app.is_repeat(snapshot.app_transactions):
             # Delta checks the watermark first, before the save mode: a retried batch is a no-op.
-            txn = Transaction(table_root, snapshot, "WRITE", {"mode": _DELTA_MODE_NAMES[mode]})
+            txn = Transaction(table_root, snapshot, "WRITE", {"mode": _DELTA_MODE_NAMES[mode]}, conf=opts.conf)
             return WritePlan(table_root, txn, snapshot.schema, snapshot.partition_columns, snapshot.configuration, [], repeat=True)
         if mode == "error":
             raise TableAlreadyExistsError(f"a Delta table already exists at {table_root}; use mode='append' or 'overwrite'")
@@ -122,7 +123,7 @@ def plan_write(
         match_columns(data_schema, data_schema)  # duplicate names (case-insensitive) are refused here
         partition_columns = resolve_partition_columns(data_schema, partition_by or ())
         # under column mapping: ids and physical names for every field; the files use the physical names
-        table_schema, config = new_table_column_mapping(data_schema, config)
+        table_schema, config = new_table_column_mapping(without_unenforceable_not_nulls(data_schema), config)
         config = new_table_configuration(table_schema, config)
         metadata = Metadata(
             id=str(uuid.uuid4()),
@@ -134,7 +135,7 @@ def plan_write(
         protocol = with_features(new_table_protocol(table_schema, config), features)
         check_writable(protocol, metadata)
         params["partitionBy"] = list(partition_columns)
-        txn = Transaction(table_root, None, "WRITE", params)
+        txn = Transaction(table_root, None, "WRITE", params, conf=opts.conf)
         txn.update_protocol(protocol)
         txn.update_metadata(metadata)
         if app is not None:
@@ -154,10 +155,10 @@ def plan_write(
     if replace_where is not None:
         predicate = parse_predicate(replace_where, evolved.schema)
         params["predicate"] = json.dumps([predicate.sql])
-        replace = open_dml(evolved.snapshot, "WRITE", resolve_options(opts.conf, None), predicate, params)
+        replace = open_dml(evolved.snapshot, "WRITE", resolve_options(opts.conf, None), predicate, params, conf=opts.conf)
         txn = replace.transaction
     else:
-        txn = Transaction(table_root, snapshot, "WRITE", params)
+        txn = Transaction(table_root, snapshot, "WRITE", params, conf=opts.conf)
     if evolved.changed:
         if evolved.protocol is not None:
             txn.update_protocol(evolved.protocol)

@@ -4,7 +4,10 @@
 - Same schema (names case-insensitive, types exact): nothing changes; nullable table columns the
   data lacks are written as NULL (Delta refuses extra columns, not missing ones).
 - ``overwriteSchema`` (an overwrite without ``replaceWhere``): the data's schema and the given
-  ``partitionBy`` (none when omitted) replace the table's; the table id and properties stay.
+  ``partitionBy`` (none when omitted) replace the table's; the table id and properties stay. NOT
+  NULL flags inside array elements and map keys / values of the data are dropped
+  (:func:`~dvengine.protocol.nested_not_null.without_unenforceable_not_nulls`), as Delta's
+  ``schema.asNullable`` drops them before its commit would refuse them.
 - ``mergeSchema`` (or the auto-merge conf): :func:`merge_struct`; new columns are appended,
   table columns the data lacks are written as nulls, the partitioning cannot change; on a table
   with type widening enabled a wider data type widens the column (recorded in ``delta.typeChanges``).
@@ -25,6 +28,7 @@ from dvengine.errors import SchemaMismatchError
 from dvengine.log import Snapshot
 from dvengine.protocol import type_widening
 from dvengine.protocol.actions import Metadata, Protocol
+from dvengine.protocol.nested_not_null import without_unenforceable_not_nulls
 from dvengine.protocol.schema import StructType, parse_schema
 from dvengine.writing.schema_checks import (
     check_distinct_column_names,
@@ -78,7 +82,8 @@ def evolve_table_schema(
     table = snapshot.schema
     if overwrite_schema:
         partitions = resolve_partition_columns(data_schema, partition_by or ())
-        schema, config = assign_column_mapping(strip_column_mapping(data_schema), snapshot.configuration)
+        data_table = without_unenforceable_not_nulls(strip_column_mapping(data_schema))
+        schema, config = assign_column_mapping(data_table, snapshot.configuration)
         changed = type_signature(schema) != type_signature(table) or partitions != snapshot.partition_columns or any(
             a.nullable != b.nullable for a, b in zip(schema.fields, table.fields)
         )

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 import logging
 import random
 import time
@@ -39,6 +40,7 @@ from pyroaring import BitMap64
 from dvengine.commit import in_commit_timestamps, row_tracking_conflicts
 from dvengine.commit.commit_info import build_commit_info
 from dvengine.commit.commit_lock import commit_turn, turn_taken
+from dvengine.commit.conf import ConfLookup, conf_bool, env_key, no_conf
 from dvengine.commit.conflicts import (
     FilePredicate,
     TransactionFootprint,
@@ -61,6 +63,7 @@ from dvengine.errors import (
     CommitError,
     InvalidArgumentError,
     MaxCommitAttemptsExceededError,
+    NestedNotNullConstraintError,
     ProtocolChangedError,
     TableAlreadyExistsError,
 )
@@ -86,6 +89,8 @@ from dvengine.protocol.actions import (
     action_to_line,
 )
 from dvengine.protocol.features import check_writable, writer_features
+from dvengine.protocol.nested_not_null import CONF_ALLOW_UNENFORCED_NOT_NULL, remove_unenforceable_not_nulls
+from dvengine.protocol.schema import parse_schema
 from dvengine.storage import pending
 from dvengine.storage.base import FileInfo, StagedCommits, TaggedReads
 from dvengine.storage.batch import read_many_tagged
@@ -187,7 +192,10 @@ class Transaction:
         store: LogStore | None = None,
         isolation_level: str = "WriteSerializable",
         max_attempts: int = 10,
+        conf: ConfLookup | None = None,
     ) -> None:
+        """``conf``: where the commit's own confs are read (the session's conf, when the command
+        has one; None: dvengine's configuration, :func:`dvengine.commit.conf.no_conf`)."""
         if max_attempts < 1:
             raise InvalidArgumentError(f"max_attempts must be >= 1, got {max_attempts}")
         self.table_root = normalize_table_path(table_root)
@@ -198,6 +206,7 @@ class Transaction:
         self._is_local: bool = getattr(self.store, "is_local", True)
         self.isolation_level = check_isolation_level(isolation_level)
         self.max_attempts = max_attempts
+        self.conf: ConfLookup = conf if conf is not None else no_conf
         self.txn_id = str(uuid.uuid4())
         self._actions: list[Action] = []
         self._new_metadata: Metadata | None = None
@@ -284,9 +293,38 @@ class Transaction:
         self._kept_rows.setdefault(path, BitMap64()).update(rows)
 
     def update_metadata(self, metadata: Metadata) -> None:
+        """Commit ``metadata`` with this transaction. A schema that differs from the read one is
+        checked first for NOT NULL flags no writer can enforce (see :meth:`_enforceable`): raised
+        here, before the caller writes any file, as Delta's ``updateMetadata`` does."""
         self._check_open()
-        self._new_metadata = metadata
+        self._new_metadata = self._enforceable(metadata)
         self._footprint.changes_metadata = True
+
+    def _enforceable(self, metadata: Metadata) -> Metadata:
+        """``metadata`` without NOT NULL nested inside arrays or maps, as every metadata change of
+        Delta's ``OptimisticTransaction.updateMetadataInternal`` is: when the schema string differs
+        from the read snapshot's (always, for a new table), ``SchemaUtils.
+        removeUnenforceableNotNullConstraints`` raises DELTA_NESTED_NOT_NULL_CONSTRAINT, or, with
+        ``spark.databricks.delta.constraints.allowUnenforcedNotNull.enabled``, drops those flags.
+        An unchanged schema is not checked, so tables other engines wrote with such flags stay
+        writable by commands that keep the schema (DML, appends, properties)."""
+        read = None if self.read_snapshot is None else self.read_snapshot.metadata.schema_string
+        if metadata.schema_string == read:
+            return metadata
+        relaxed, found = remove_unenforceable_not_nulls(parse_schema(metadata.schema_string))
+        if not found:
+            return metadata
+        if conf_bool(self.conf, CONF_ALLOW_UNENFORCED_NOT_NULL, False):
+            return dataclasses.replace(metadata, schema_string=relaxed.to_json_string())
+        first = found[0]
+        raise NestedNotNullConstraintError(
+            f"The {first.nest} type of the field {first.parent_name} contains a NOT NULL constraint. Delta does not "
+            "support NOT NULL constraints nested within arrays or maps. To suppress this error and silently ignore "
+            f"the specified constraints, set {CONF_ALLOW_UNENFORCED_NOT_NULL} = true (without a SparkSession: the "
+            f"environment variable {env_key(CONF_ALLOW_UNENFORCED_NOT_NULL)}). Parsed {first.nest} type: "
+            f"{json.dumps(first.nested.to_json(), separators=(',', ':'))} (Delta's DELTA_NESTED_NOT_NULL_CONSTRAINT); "
+            f"nothing was committed to {self.table_root}"
+        )
 
     def update_protocol(self, protocol: Protocol) -> None:
         self._check_open()

@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from urllib.parse import quote
 
 from dvengine.commands.written import WrittenFiles, commit_or_clean_up
+from dvengine.commit.conf import ConfLookup
 from dvengine.commit.transaction import Transaction
 from dvengine.dv.descriptor import absolute_dv_path
 from dvengine.dv.z85 import z85_encode
@@ -111,9 +112,11 @@ def _target_root(source: Snapshot, target: str) -> str:
 
 
 def clone(
-    source: Snapshot, target: str, shallow: bool, replace: bool, properties: Mapping[str, str] | None
+    source: Snapshot, target: str, shallow: bool, replace: bool, properties: Mapping[str, str] | None,
+    conf: ConfLookup | None = None,
 ) -> int:
-    """Clone ``source`` (one version) to ``target``; returns the clone's committed version."""
+    """Clone ``source`` (one version) to ``target``; returns the clone's committed version.
+    ``conf``: the session's conf, which the commit reads (None: dvengine's configuration)."""
     check_writable(source.protocol, source.metadata)
     props = _check_properties(properties)
     root = _target_root(source, target)
@@ -142,7 +145,7 @@ def clone(
         if merged != set(writer_features(source.protocol)):
             protocol = normalized(merged)
     params = {"source": source.table_root, "sourceVersion": source.version, "isShallow": shallow}
-    txn = Transaction(root, existing, "CLONE", params)
+    txn = Transaction(root, existing, "CLONE", params, conf=conf)
     txn.update_protocol(protocol)
     txn.update_metadata(metadata)
     written = WrittenFiles(root)

@@ -14,8 +14,8 @@ Each is one commit carrying a new ``metaData`` and no file actions, as Delta's
   clustering column is refused, and so is renaming or dropping a column a CHECK constraint or a
   generation expression reads (DELTA_CONSTRAINT_DEPENDENT_COLUMN_CHANGE /
   DELTA_GENERATED_COLUMNS_DEPENDENT_COLUMN_CHANGE): Delta does not rewrite those expressions.
-- ADD COLUMNS: nullable columns only ("NOT NULL in ALTER TABLE ADD COLUMNS" is not supported by
-  Delta: old rows have no value), no DEFAULT (WRONG_COLUMN_DEFAULTS_FOR_DELTA_ALTER_TABLE_ADD_COLUMN_NOT_SUPPORTED),
+- ADD COLUMNS: nullable columns only, also inside the added type ("NOT NULL in ALTER TABLE ADD
+  COLUMNS" is not supported by Delta: old rows have no value), no DEFAULT (WRONG_COLUMN_DEFAULTS_FOR_DELTA_ALTER_TABLE_ADD_COLUMN_NOT_SUPPORTED),
   at the end or at ``FIRST`` / ``AFTER c``, inside a struct by a dotted path. Under column mapping
   each new field gets the next id and a ``col-<uuid>`` physical name.
 - SET DEFAULT stores the expression text in ``CURRENT_DEFAULT`` (existing rows are unchanged;
@@ -38,7 +38,11 @@ Each is one commit carrying a new ``metaData`` and no file actions, as Delta's
   drops it), another atomic type is a type widening under ALTER COLUMN TYPE's rules, in the same
   commit; a struct / map / array type that differs is refused, as Spark's analyzer does.
 
-Every refusal is a typed error naming the column, raised before anything is written.
+Every refusal is a typed error naming the column, raised before anything is written. Each commit
+checks the whole new schema for NOT NULL nested inside arrays or maps (the transaction's check,
+:mod:`dvengine.protocol.nested_not_null`), as Delta's ``updateMetadata`` does for any schema change:
+on a table another engine wrote with such flags, a column change is refused unless it removes them
+(DROP NOT NULL) or ``spark.databricks.delta.constraints.allowUnenforcedNotNull.enabled`` is set.
 """
 
 from __future__ import annotations
@@ -53,6 +57,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError
 
+from dvengine.commit.conf import ConfLookup
 from dvengine.commit.transaction import Transaction
 from dvengine.errors import (
     InvalidArgumentError,
@@ -175,15 +180,18 @@ def _check_dependents(snapshot: Snapshot, column: Path, what: str) -> None:
 
 
 def _commit(snapshot: Snapshot, schema: StructType, operation: str, params: dict[str, Any],
-            partition_columns: Sequence[str] | None = None, configuration: dict[str, str] | None = None) -> int:
-    """One metaData (and, if the schema needs it, protocol) action; a concurrent metadata change conflicts."""
+            partition_columns: Sequence[str] | None = None, configuration: dict[str, str] | None = None,
+            conf: ConfLookup | None = None) -> int:
+    """One metaData (and, if the schema needs it, protocol) action; a concurrent metadata change
+    conflicts. ``conf``: the session's conf, which the commit reads (its check of NOT NULL nested
+    in arrays and maps covers the whole new schema, as Delta's)."""
     metadata = dataclasses.replace(
         snapshot.metadata,
         schema_string=schema.to_json_string(),
         partition_columns=tuple(partition_columns) if partition_columns is not None else snapshot.metadata.partition_columns,
         configuration=configuration if configuration is not None else snapshot.metadata.configuration,
     )
-    txn = Transaction(snapshot.table_root, snapshot, operation, params)
+    txn = Transaction(snapshot.table_root, snapshot, operation, params, conf=conf)
     txn.record_read([], None)
     txn.update_metadata(metadata)
     protocol = protocol_for_schema(snapshot.protocol, schema)
@@ -203,7 +211,7 @@ def _mapped_snapshot(table_root: str, what: str, code: str) -> Snapshot:
     return snapshot
 
 
-def rename_column(table_root: str, column: Sequence[str], new_name: str) -> int:
+def rename_column(table_root: str, column: Sequence[str], new_name: str, conf: ConfLookup | None = None) -> int:
     """``ALTER TABLE t RENAME COLUMN a.b TO c``: the field keeps its id and physical name."""
     path = tuple(column)
     snapshot = _mapped_snapshot(table_root, f"RENAME COLUMN {_show(path)}", "DELTA_UNSUPPORTED_RENAME_COLUMN")
@@ -231,10 +239,12 @@ def rename_column(table_root: str, column: Sequence[str], new_name: str) -> int:
         partitions = tuple(new_name if p.lower() == old.name.lower() else p for p in partitions)
     new_path = (*[p for p in _names_at(snapshot.schema, indexes[:-1])], new_name)
     params = {"oldColumnPath": _show(_names_at(snapshot.schema, indexes)), "newColumnPath": _show(new_path)}
-    return _commit(snapshot, schema, "RENAME COLUMN", params, partitions)
+    return _commit(snapshot, schema, "RENAME COLUMN", params, partitions, conf=conf)
 
 
-def drop_columns(table_root: str, columns: Sequence[Sequence[str]], if_exists: bool = False) -> int | None:
+def drop_columns(
+    table_root: str, columns: Sequence[Sequence[str]], if_exists: bool = False, conf: ConfLookup | None = None
+) -> int | None:
     """``ALTER TABLE t DROP COLUMN[S] [IF EXISTS] a, b.c``: the data stays in the files, unread.
     Returns None when IF EXISTS found none of them (nothing committed)."""
     paths = [tuple(c) for c in columns]
@@ -270,10 +280,10 @@ def drop_columns(table_root: str, columns: Sequence[Sequence[str]], if_exists: b
         dropped.append(names)
     if not dropped:
         return None
-    return _commit(snapshot, schema, "DROP COLUMNS", {"columns": json.dumps([_show(p) for p in dropped])})
+    return _commit(snapshot, schema, "DROP COLUMNS", {"columns": json.dumps([_show(p) for p in dropped])}, conf=conf)
 
 
-def add_columns(table_root: str, columns: Sequence[NewColumn]) -> int:
+def add_columns(table_root: str, columns: Sequence[NewColumn], conf: ConfLookup | None = None) -> int:
     """``ALTER TABLE t ADD COLUMN[S] (...)``: nullable columns without DEFAULT, as Delta allows."""
     if not columns:
         raise InvalidArgumentError("ADD COLUMNS needs at least one column")
@@ -283,10 +293,12 @@ def add_columns(table_root: str, columns: Sequence[NewColumn]) -> int:
     logged: list[dict[str, Any]] = []
     for column in columns:
         shown = _show(column.path)
-        if not column.nullable:
+        inner = _not_null_fields(column.data_type, ())
+        if not column.nullable or inner:
+            where = "" if not column.nullable else f" (on {_show(inner[0])} inside it)"
             raise UnsupportedFeatureError(
-                f"ADD COLUMNS {shown!r}: NOT NULL in ALTER TABLE ADD COLUMNS is not supported by Delta (existing rows "
-                "have no value); nothing was changed"
+                f"ADD COLUMNS {shown!r}{where}: NOT NULL in ALTER TABLE ADD COLUMNS is not supported by Delta (existing "
+                "rows have no value); nothing was changed"
             )
         if column.default is not None:
             raise UnsupportedFeatureError(
@@ -316,10 +328,28 @@ def add_columns(table_root: str, columns: Sequence[NewColumn]) -> int:
             entry["position"] = column.position.upper() if column.position.upper() == "FIRST" else column.position
         logged.append(entry)
     schema, configuration = assign_column_mapping(schema, snapshot.metadata.configuration)
-    return _commit(snapshot, schema, "ADD COLUMNS", {"columns": json.dumps(logged)}, configuration=configuration)
+    return _commit(snapshot, schema, "ADD COLUMNS", {"columns": json.dumps(logged)}, configuration=configuration, conf=conf)
 
 
-def set_column_default(table_root: str, column: Sequence[str], default: str | None) -> int:
+def _not_null_fields(data_type: DataType, path: Path) -> list[Path]:
+    """The NOT NULL struct fields anywhere inside ``data_type`` (through structs, array elements and
+    map keys / values; a collection's own ``containsNull`` is not a field): what Delta's
+    ``AlterTableAddColumnsDeltaCommand`` refuses with ``SchemaUtils.filterRecursively(checkComplexTypes
+    = true)(!_.nullable)`` before anything else, so an added ``s struct<x: int NOT NULL>`` is refused too."""
+    if isinstance(data_type, StructType):
+        found: list[Path] = []
+        for f in data_type.fields:
+            found.extend([] if f.nullable else [(*path, f.name)])
+            found.extend(_not_null_fields(f.type, (*path, f.name)))
+        return found
+    if isinstance(data_type, ArrayType):
+        return _not_null_fields(data_type.element_type, (*path, "element"))
+    if isinstance(data_type, MapType):
+        return _not_null_fields(data_type.key_type, (*path, "key")) + _not_null_fields(data_type.value_type, (*path, "value"))
+    return []
+
+
+def set_column_default(table_root: str, column: Sequence[str], default: str | None, conf: ConfLookup | None = None) -> int:
     """``ALTER TABLE t ALTER COLUMN c SET DEFAULT expr`` (``default`` as written) or ``DROP DEFAULT`` (None)."""
     path = tuple(column)
     shown = _show(path)
@@ -361,7 +391,8 @@ def set_column_default(table_root: str, column: Sequence[str], default: str | No
         return fields
 
     schema = _replace_at(snapshot.schema, indexes, put)
-    return _commit(snapshot, schema, "CHANGE COLUMN", _change_column_parameters(_names_at(snapshot.schema, indexes), changed))
+    return _commit(snapshot, schema, "CHANGE COLUMN", _change_column_parameters(_names_at(snapshot.schema, indexes), changed),
+                   conf=conf)
 
 
 def _quoted(path: Sequence[str]) -> str:
@@ -462,7 +493,7 @@ def _struct_in(data_type: DataType, here: Path, rest: Path, what: str, table: st
     return data_type
 
 
-def set_column_nullability(table_root: str, column: Sequence[str], nullable: bool) -> int:
+def set_column_nullability(table_root: str, column: Sequence[str], nullable: bool, conf: ConfLookup | None = None) -> int:
     """``ALTER TABLE t ALTER COLUMN c DROP NOT NULL`` (``nullable=True``) or ``SET NOT NULL`` (False):
     one metadata-only commit, operation ``CHANGE COLUMN``, as Delta's AlterTableChangeColumnDeltaCommand."""
     path = tuple(column)
@@ -498,7 +529,7 @@ def set_column_nullability(table_root: str, column: Sequence[str], nullable: boo
             "never nullable, and an array element's or map value's nullability does not change); nothing was changed"
         )
     return _commit(snapshot, schema, "CHANGE COLUMN",
-                   _change_column_parameters(target.path, dataclasses.replace(old, nullable=nullable)))
+                   _change_column_parameters(target.path, dataclasses.replace(old, nullable=nullable)), conf=conf)
 
 
 def _position(siblings: Sequence[StructField], position: str | None, shown: str, table: str,
@@ -545,7 +576,7 @@ def _without_mapping(data_type: DataType) -> DataType:
 
 
 def change_column(table_root: str, column: Sequence[str], comment: str | None = None, position: str | None = None,
-                  data_type: DataType | None = None) -> int | None:
+                  data_type: DataType | None = None, conf: ConfLookup | None = None) -> int | None:
     """``ALTER TABLE t {ALTER|CHANGE} [COLUMN] c {COMMENT 'text' | FIRST | AFTER x}`` and Hive-style
     ``CHANGE [COLUMN] c c type [COMMENT 'text'] [FIRST | AFTER x]`` (``data_type``: the type written
     there): one metadata-only ``CHANGE COLUMN`` commit, as Delta's AlterTableChangeColumnDeltaCommand.
@@ -635,7 +666,7 @@ def change_column(table_root: str, column: Sequence[str], comment: str | None = 
     params = _change_column_parameters(target.path, logged)
     if logged_position:
         params["position"] = logged_position[0]
-    return _commit(snapshot, schema, "CHANGE COLUMN", params)
+    return _commit(snapshot, schema, "CHANGE COLUMN", params, conf=conf)
 
 
 def _child_fields(struct: StructType, indexes: Sequence[int]) -> tuple[StructField, ...]:

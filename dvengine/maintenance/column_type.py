@@ -17,6 +17,7 @@ import dataclasses
 import json
 import re
 
+from dvengine.commit.conf import ConfLookup
 from dvengine.commit.transaction import Transaction
 from dvengine.errors import InvalidArgumentError, OperationNotAllowedError, SchemaMismatchError, UnsupportedFeatureError
 from dvengine.log import Snapshot, load_snapshot
@@ -85,8 +86,9 @@ def _reads(sql: str, column: str) -> bool:
     return re.search(rf"(?<![\w.]){re.escape(column)}(?!\w)", sql.replace("`", ""), re.IGNORECASE) is not None
 
 
-def change_column_type(table_root: str, column: str, type_text: str) -> int:
-    """Widen ``column`` (a dotted path for nested struct fields) to ``type_text``; returns the version."""
+def change_column_type(table_root: str, column: str, type_text: str, conf: ConfLookup | None = None) -> int:
+    """Widen ``column`` (a dotted path for nested struct fields) to ``type_text``; returns the version.
+    ``conf``: the session's conf, which the commit reads (None: dvengine's configuration)."""
     snapshot = load_snapshot(table_root)
     check_writable(snapshot.protocol, snapshot.metadata)
     check_type_change(snapshot, column)
@@ -100,7 +102,7 @@ def change_column_type(table_root: str, column: str, type_text: str) -> int:
     schema, changed = _retype(snapshot.schema, path, parse_ddl_type(type_text), column)
     metadata = dataclasses.replace(snapshot.metadata, schema_string=schema.to_json_string())
     protocol = protocol_for_schema(snapshot.protocol, schema)  # date -> timestamp_ntz needs timestampNtz
-    txn = Transaction(snapshot.table_root, snapshot, "CHANGE COLUMN", {"column": json.dumps(changed.to_json())})
+    txn = Transaction(snapshot.table_root, snapshot, "CHANGE COLUMN", {"column": json.dumps(changed.to_json())}, conf=conf)
     txn.record_read([], None)
     txn.update_metadata(metadata)
     if protocol is not None:

@@ -36,6 +36,7 @@ from dvengine.errors import (
 from dvengine.log import table_exists
 from dvengine.protocol.actions import AddFile, Metadata
 from dvengine.protocol.features import check_writable
+from dvengine.protocol.nested_not_null import as_nullable
 from dvengine.protocol.schema import (
     DataType,
     DecimalType,
@@ -154,6 +155,10 @@ def _merge_schemas(footers: list[tuple[str, pq.FileMetaData]]) -> StructType:
     order: list[str] = []
     for relative, md in footers:
         for f in from_arrow_schema(_arrow_schema(md)).fields:
+            # Delta merges the files' schemas ``asNullable`` (ConvertUtils.mergeSchemasInParallel):
+            # a Parquet file's required fields are no table constraint, and an array element or
+            # map value flag would be a NOT NULL no writer can enforce (protocol/nested_not_null.py)
+            f = StructField(f.name, as_nullable(f.type), True)
             seen = merged.get(f.name.lower())
             if seen is None:
                 merged[f.name.lower()] = (f, relative)
@@ -162,7 +167,7 @@ def _merge_schemas(footers: list[tuple[str, pq.FileMetaData]]) -> StructType:
                 raise SchemaMismatchError(
                     f"column {f.name!r} is {seen[0].type.simple_string()} in {seen[1]} but {f.type.simple_string()} in {relative}"
                 )
-    return StructType(tuple(StructField(merged[k][0].name, merged[k][0].type, True) for k in order))
+    return StructType(tuple(merged[k][0] for k in order))
 
 
 def _arrow_schema(md: pq.FileMetaData) -> pa.Schema:

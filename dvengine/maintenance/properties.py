@@ -21,6 +21,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 
 from dvengine.commit import in_commit_timestamps
+from dvengine.commit.conf import ConfLookup
 from dvengine.commit.transaction import Transaction
 from dvengine.errors import InvalidArgumentError, UnsupportedFeatureError
 from dvengine.log import Snapshot, checkpoint_v2, load_snapshot
@@ -49,8 +50,9 @@ ENABLE_DELETION_VECTORS = "delta.enableDeletionVectors"
 _NOT_SETTABLE = (MAX_COLUMN_ID_KEY,)
 
 
-def set_table_properties(table_root: str, properties: Mapping[str, str]) -> int:
-    """Set ``properties`` (string values) on the latest version; returns the committed version."""
+def set_table_properties(table_root: str, properties: Mapping[str, str], conf: ConfLookup | None = None) -> int:
+    """Set ``properties`` (string values) on the latest version; returns the committed version.
+    ``conf``: the session's conf, which the commit reads (None: dvengine's configuration)."""
     if not properties:
         raise InvalidArgumentError("SET TBLPROPERTIES needs at least one property")
     validate_table_properties(properties)
@@ -93,7 +95,7 @@ def set_table_properties(table_root: str, properties: Mapping[str, str]) -> int:
         protocol = with_column_mapping(protocol)
     return _commit(
         snapshot, configuration, protocol, "SET TBLPROPERTIES", {"properties": dict(properties)}, backfill, tags,
-        schema_string,
+        schema_string, conf,
     )
 
 
@@ -139,14 +141,16 @@ def unset_table_properties(table_root: str, keys: Sequence[str], if_exists: bool
 
 def _commit(snapshot: Snapshot, configuration: dict[str, str], protocol: Protocol, operation: str,
             params: dict[str, object], backfill: Sequence[AddFile] | None = None,
-            tags: Mapping[str, str] | None = None, schema_string: str | None = None) -> int:
+            tags: Mapping[str, str] | None = None, schema_string: str | None = None,
+            conf: ConfLookup | None = None) -> int:
     """One metadata (and, if it changed, protocol) action, conflict-checked against the snapshot
     read; with ``backfill``, the re-adds of a row tracking enablement (Transaction.backfill_row_ids);
-    ``schema_string`` replaces the schema (column mapping's ids and physical names)."""
+    ``schema_string`` replaces the schema (column mapping's ids and physical names), which the
+    commit then checks as any schema change (``conf``: the session's)."""
     metadata: Metadata = dataclasses.replace(
         snapshot.metadata, configuration=configuration, schema_string=schema_string or snapshot.metadata.schema_string
     )
-    txn = Transaction(snapshot.table_root, snapshot, operation, params)
+    txn = Transaction(snapshot.table_root, snapshot, operation, params, conf=conf)
     txn.update_metadata(metadata)
     if protocol != snapshot.protocol:
         txn.update_protocol(protocol)

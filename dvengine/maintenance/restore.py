@@ -29,6 +29,7 @@ from collections.abc import Callable
 from typing import Any
 
 from dvengine.commands.create_table import merge_protocols
+from dvengine.commit.conf import ConfLookup
 from dvengine.commit.transaction import Transaction
 from dvengine.dv import absolute_dv_path
 from dvengine.errors import DataFileError, DeletionVectorError, InvalidArgumentError
@@ -111,8 +112,11 @@ def resolve_restore_version(table_root: str, version: int | None, timestamp: Any
     return load_snapshot(table_root, timestamp=ts_ms).version
 
 
-def restore(table_root: str, version: int | None = None, timestamp: Any = None) -> dict[str, Any]:
-    """Restore the table to ``version`` (or as of ``timestamp``); Delta's restore metrics plus ``version``."""
+def restore(
+    table_root: str, version: int | None = None, timestamp: Any = None, conf: ConfLookup | None = None
+) -> dict[str, Any]:
+    """Restore the table to ``version`` (or as of ``timestamp``); Delta's restore metrics plus ``version``.
+    ``conf``: the session's conf, which the commit reads (None: dvengine's configuration)."""
     target_version = resolve_restore_version(table_root, version, timestamp)
     latest = load_snapshot(table_root)
     if target_version >= latest.version:
@@ -129,7 +133,7 @@ def restore(table_root: str, version: int | None = None, timestamp: Any = None) 
     protocol = merge_protocols(target.protocol, latest.protocol)
     check_writable(protocol, target.metadata)
     params = {"version": target_version if version is not None else None, "timestamp": None if timestamp is None else str(timestamp)}
-    txn = Transaction(latest.table_root, latest, "RESTORE", params)
+    txn = Transaction(latest.table_root, latest, "RESTORE", params, conf=conf)
     txn.record_read(latest.files, None)
     if protocol != latest.protocol:
         txn.update_protocol(protocol)

@@ -7,6 +7,7 @@ SparkSession, so ``dvengine.sql(None, ...)`` runs them in-process like CREATE TA
 
 from __future__ import annotations
 
+from dvengine.commands.options import ConfLookup
 from dvengine.maintenance.column_changes import (
     NewColumn,
     add_columns,
@@ -44,22 +45,23 @@ COLUMN_STATEMENTS = (
 )
 
 
-def run_column_statement(table_root: str, stmt: ColumnStatement) -> int | None:
+def run_column_statement(table_root: str, stmt: ColumnStatement, conf: ConfLookup) -> int | None:
     """The committed version (None when DROP COLUMNS IF EXISTS found nothing to drop, or a Hive-style
-    CHANGE COLUMN asked for nothing)."""
+    CHANGE COLUMN asked for nothing). ``conf``: the session's conf (:func:`~dvengine.commands.options.
+    no_conf` without one), which the commit reads."""
     if isinstance(stmt, AddColumnsStatement):
         columns = [
             NewColumn(c.path, parse_ddl_type(c.data_type), c.nullable, c.comment, c.default, c.position)
             for c in stmt.columns
         ]
-        return add_columns(table_root, columns)
+        return add_columns(table_root, columns, conf=conf)
     if isinstance(stmt, RenameColumnStatement):
-        return rename_column(table_root, stmt.column, stmt.new_name)
+        return rename_column(table_root, stmt.column, stmt.new_name, conf=conf)
     if isinstance(stmt, DropColumnsStatement):
-        return drop_columns(table_root, stmt.columns, stmt.if_exists)
+        return drop_columns(table_root, stmt.columns, stmt.if_exists, conf=conf)
     if isinstance(stmt, AlterColumnNullabilityStatement):
-        return set_column_nullability(table_root, stmt.column, stmt.nullable)
+        return set_column_nullability(table_root, stmt.column, stmt.nullable, conf=conf)
     if isinstance(stmt, AlterColumnChangeStatement):
         data_type = None if stmt.data_type is None else parse_ddl_type(stmt.data_type)
-        return change_column(table_root, stmt.column, stmt.comment, stmt.position, data_type)
-    return set_column_default(table_root, stmt.column, stmt.default)
+        return change_column(table_root, stmt.column, stmt.comment, stmt.position, data_type, conf=conf)
+    return set_column_default(table_root, stmt.column, stmt.default, conf=conf)

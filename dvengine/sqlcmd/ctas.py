@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 
 from dvengine.api.table_support import warehouse_of
 from dvengine.commands.create_table import CREATE, CREATE_IF_NOT_EXISTS, CREATE_OR_REPLACE, REPLACE, TableDefinition
+from dvengine.commands.options import session_conf
 from dvengine.commands.written import WrittenFiles, commit_or_clean_up
 from dvengine.errors import InvalidArgumentError, TableAlreadyExistsError, TableNotFoundError
 from dvengine.log import table_exists
@@ -93,7 +94,7 @@ def create_table_as_select(
         properties=stmt.properties, description=stmt.comment, managed=register and stmt.location is None,
         clustering_columns=stmt.cluster_by,
     )
-    prepared = prepare_create(definition, _mode(stmt), as_select=True)  # every check; nothing written yet
+    prepared = prepare_create(definition, _mode(stmt), as_select=True, conf=session_conf(spark))  # every check; nothing written yet
     if prepared is None:
         return None  # IF NOT EXISTS: created meanwhile by someone else
     txn = prepared.transaction

@@ -162,7 +162,7 @@ def run_local(stmt: Statement) -> pa.Table:
     if isinstance(stmt, CreateTableStatement):
         table_statements.create_table(None, stmt)
     elif isinstance(stmt, COLUMN_STATEMENTS):
-        run_column_statement(resolve_table(None, stmt.table).path, stmt)
+        run_column_statement(resolve_table(None, stmt.table).path, stmt, session_conf(None))
     elif isinstance(stmt, AlterClusterByStatement):
         alter_clustering(resolve_table(None, stmt.table).path, stmt.columns, session_conf(None))
     else:
@@ -205,13 +205,13 @@ def run_statement(spark: SparkSession, stmt: Statement) -> DataFrame:
         table_statements.alter_constraint(spark, resolve_table(spark, stmt.table), stmt)
         return results.empty_result(spark)
     if isinstance(stmt, AlterColumnTypeStatement):
-        change_column_type(resolve_table(spark, stmt.table).path, stmt.column, stmt.data_type)
+        change_column_type(resolve_table(spark, stmt.table).path, stmt.column, stmt.data_type, session_conf(spark))
         return results.empty_result(spark)
     if isinstance(stmt, AlterPropertiesStatement):
-        table_statements.alter_properties(resolve_table(spark, stmt.table), stmt)
+        table_statements.alter_properties(resolve_table(spark, stmt.table), stmt, session_conf(spark))
         return results.empty_result(spark)
     if isinstance(stmt, COLUMN_STATEMENTS):
-        run_column_statement(resolve_table(spark, stmt.table).path, stmt)
+        run_column_statement(resolve_table(spark, stmt.table).path, stmt, session_conf(spark))
         return results.empty_result(spark)
     if isinstance(stmt, AlterClusterByStatement):
         alter_clustering(resolve_table(spark, stmt.table).path, stmt.columns, session_conf(spark))

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from dvengine.api.table import DeltaTable
 from dvengine.api.table_builder import DeltaTableBuilder, IdentityGenerator
+from dvengine.commands.options import ConfLookup
 from dvengine.maintenance.constraints import add_constraint, drop_constraint
 from dvengine.maintenance.properties import set_table_properties, unset_table_properties
 from dvengine.protocol.ddl import parse_ddl_type
@@ -60,9 +61,10 @@ def optimize(table: DeltaTable, condition: str | None, zorder_by: tuple[str, ...
     return cast("DataFrame", builder.executeCompaction())
 
 
-def alter_properties(table: DeltaTable, stmt: AlterPropertiesStatement) -> None:
+def alter_properties(table: DeltaTable, stmt: AlterPropertiesStatement, conf: ConfLookup) -> None:
+    """SET / UNSET TBLPROPERTIES; ``conf``: the session's, which the commit reads."""
     if stmt.set_properties is not None:
-        set_table_properties(table.path, stmt.set_properties)
+        set_table_properties(table.path, stmt.set_properties, conf)
     else:
         unset_table_properties(table.path, stmt.unset_keys, stmt.if_exists)
 

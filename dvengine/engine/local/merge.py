@@ -39,6 +39,7 @@ from dvengine.commands.merge_clauses import (
 )
 from dvengine.commands.merge_evolution import evolve_for_merge
 from dvengine.commands.merge_metrics import merge_metrics
+from dvengine.commands.options import ConfLookup
 from dvengine.commands.replan import PlanAttempt, run_replanning
 from dvengine.commands.retirement import RowRetirement
 from dvengine.commands.write import record_marks
@@ -98,6 +99,7 @@ class LocalMergeRequest:
     # some expression is an engine object (a pyspark Column); None: SQL text only.
     resolver: Callable[[StructType, StructType, str, str], Callable[[object, bool], str]] | None = None
     schema_evolution: bool = False  # withSchemaEvolution() or the auto-merge conf
+    conf: ConfLookup | None = None  # the session's conf, read by the commit (None: dvengine's configuration)
 
 
 @dataclass(frozen=True)
@@ -372,7 +374,8 @@ def _merge_on(
     # Both runners (in process, and the Spark executor's file tasks) report every target row that
     # joined and stayed (TargetResult.kept_rows), so any MERGE they run can be judged row by row.
     ctx = open_dml(
-        snapshot, "MERGE", req.options, derived, operation_parameters(condition, clauses), True, attempt=attempt
+        snapshot, "MERGE", req.options, derived, operation_parameters(condition, clauses), True, attempt=attempt,
+        conf=req.conf,
     )
     ctx.started = started  # executionTimeMs covers binding too, as on Spark
     if ctx.repeat:

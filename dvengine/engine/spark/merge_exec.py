@@ -253,6 +253,7 @@ def execute_merge(spark: SparkSession, req: MergeRequest) -> dict[str, Any]:
             None if by_source else derived,
             operation_parameters(condition, clauses),
             row_level_safe(clauses),
+            conf=session_conf(spark),
         )
         if ctx.repeat:
             return ctx.skip_repeat(merge_metrics(clauses, {}, False, 0, RowRetirement(), [], ctx.plan, 0, 0, "none"))

@@ -178,9 +178,9 @@ def write(
         executor = None
         if plan.replace is not None:
             executor = SparkExecutor(session)  # before any file is written: it checks the Python workers
-        adds = write_parquet_files(df, plan.table_root, plan.schema, plan.partition_columns, plan.num_indexed_cols)
-        if marks:
+        if marks:  # before any file is written: the new metadata is checked when it is recorded
             record_identity_marks(plan, marks)
+        adds = write_parquet_files(df, plan.table_root, plan.schema, plan.partition_columns, plan.num_indexed_cols)
         return finish_write(plan, adds, executor)
     finally:
         for frame in persisted:
