@@ -8,7 +8,8 @@ The four builder modes behave as Delta's SQL statements do:
 - ``replace`` (REPLACE TABLE): the table must exist; one commit removes every live file and
   writes a new ``metaData`` (schema, partitioning, properties, description). As in Delta the
   table id is kept (it is the same table, logically emptied and redefined), and the protocol is
-  never downgraded: it becomes the union of the old one and what the new definition needs;
+  never downgraded: it becomes the union of the old one and what the new definition needs. An
+  append-only table with files is refused (its files cannot be removed);
 - ``createOrReplace`` (CREATE OR REPLACE TABLE): replace when it exists, else create.
 
 Everything that can reject the statement (types, names, partitioning, properties, and, in the
@@ -208,14 +209,31 @@ def _operation(mode: str, replacing: bool, as_select: bool) -> str:
     return "CREATE OR REPLACE TABLE" if mode == CREATE_OR_REPLACE else "REPLACE TABLE"
 
 
+def _check_removable(snapshot: Snapshot, label: str, as_select: bool) -> None:
+    """Refuse to replace an append-only table whose rows the replace would remove, as Delta does on
+    its two paths: REPLACE without AS commits a ``remove`` per live file, and its commit refuses
+    data-changing removes on an append-only table (``OptimisticTransaction.prepareCommit`` ->
+    ``DeltaLog.assertRemovable``), so an append-only table without files can be replaced;
+    REPLACE ... AS writes through ``WriteIntoDelta`` in Overwrite mode, which calls
+    ``assertRemovable`` on any existing table, files or not. The rule reads the table as it is
+    (the replacement's own ``delta.appendOnly`` does not matter)."""
+    if snapshot.configuration.get("delta.appendOnly", "false").lower() != "true":
+        return
+    if as_select or snapshot.files:
+        raise InvalidArgumentError(
+            f"table {label} is append-only (delta.appendOnly=true): replacing it would remove its rows, and Delta "
+            "refuses removing files of an append-only table (DELTA_CANNOT_MODIFY_APPEND_ONLY); nothing was written"
+        )
+
+
 def prepare_create(
     definition: TableDefinition, mode: str, as_select: bool = False, conf: ConfLookup | None = None
 ) -> PreparedCreate | None:
     """Every check of ``mode`` against ``definition.location`` and the transaction that commits it
     (None when ``createIfNotExists`` found the table); nothing is written. ``as_select``: the
-    rows of a query follow (the operation is Delta's ``... AS SELECT`` one, and replacing the
-    rows of an append-only table is refused, as Delta's commit refuses removing its files).
-    ``conf``: the session's conf, which the commit reads (None: dvengine's configuration)."""
+    rows of a query follow (the operation is Delta's ``... AS SELECT`` one). Replacing an
+    append-only table is refused as Delta refuses it (:func:`_check_removable`). ``conf``: the
+    session's conf, which the commit reads (None: dvengine's configuration)."""
     if mode not in BUILDER_MODES:
         raise InvalidArgumentError(f"builder mode must be one of {BUILDER_MODES}, got {mode!r}")
     root = definition.location
@@ -256,11 +274,7 @@ def prepare_create(
         txn.add_actions(domains)
         return PreparedCreate(txn, definition.schema, partitions, configuration, {})
     check_writable(snapshot.protocol, snapshot.metadata)
-    if as_select and snapshot.files and snapshot.configuration.get("delta.appendOnly", "false").lower() == "true":
-        raise InvalidArgumentError(
-            f"table {definition.label} is append-only (delta.appendOnly=true): replacing its rows is refused, as Delta "
-            "refuses removing files of an append-only table (DELTA_CANNOT_MODIFY_APPEND_ONLY)"
-        )
+    _check_removable(snapshot, definition.label, as_select)
     metadata = Metadata(
         id=snapshot.metadata.id, schema_string=schema_string, partition_columns=partitions,
         configuration=configuration, description=definition.description, created_time=now,

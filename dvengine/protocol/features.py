@@ -24,7 +24,7 @@ SUPPORTED_READER_FEATURES = frozenset(
     {DELETION_VECTORS, COLUMN_MAPPING, TIMESTAMP_NTZ, V2_CHECKPOINT, "vacuumProtocolCheck", *TYPE_WIDENING_FEATURES}
 )
 
-# Writer features dvengine honours when it commits: appendOnly (DML and overwrite are refused),
+# Writer features dvengine honours when it commits: appendOnly (DML, overwrite, REPLACE with files are refused),
 # invariants (writes are refused while the schema uses them: dvengine does not evaluate them),
 # checkConstraints and generatedColumns (every new row is checked, generated values computed:
 # dvengine.writing.constraints / .generated), changeDataFeed (DML writes _change_data files,

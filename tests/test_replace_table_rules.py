@@ -1,0 +1,89 @@
+"""REPLACE TABLE on append-only tables.
+
+What Delta does (delta-io/delta master, read in its source; spec_notes/sql-and-delta-format.md):
+
+- REPLACE / CREATE OR REPLACE without AS (``CreateDeltaTableCommand.handleCreateTable``) commits a
+  ``remove`` (``dataChange = true``) per live file; ``OptimisticTransaction.prepareCommit`` then
+  calls ``DeltaLog.assertRemovable`` on the read snapshot, which throws
+  DELTA_CANNOT_MODIFY_APPEND_ONLY when it has ``delta.appendOnly = true``. With no file there is
+  no remove, and the replace commits. REPLACE ... AS writes through ``WriteIntoDelta`` in
+  Overwrite mode, which calls ``assertRemovable`` on any existing table, files or not.
+
+Checked in the raw log, with delta-rs reads; refusals leave the folder byte-identical.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from deltalake import DeltaTable as RsTable
+from dml_helpers import folder_state
+from interop import rows_delta_rs
+from raw_log import commit_actions
+
+import dvengine
+from dvengine import DeltaTable
+from dvengine.errors import InvalidArgumentError
+
+
+def _info(root: Path, version: int) -> dict[str, Any]:
+    return next(a["commitInfo"] for a in commit_actions(root, version) if "commitInfo" in a)  # type: ignore[no-any-return]
+
+
+def _append_only(root: Path, rows: int) -> None:
+    dvengine.sql(None, f"CREATE TABLE delta.`{root}` (id INT, v STRING) USING delta "
+                       "TBLPROPERTIES ('delta.appendOnly' = 'true')")
+    if rows:
+        dvengine.write(pa.table({"id": pa.array(range(rows), pa.int32()), "v": ["x"] * rows}), str(root), mode="append")
+
+
+def test_replacing_an_append_only_table_with_files_is_refused(tmp_path: Path) -> None:
+    root = tmp_path / "t"
+    _append_only(root, 3)
+    before = folder_state(root)
+    replacements = [
+        lambda: dvengine.sql(None, f"REPLACE TABLE delta.`{root}` (w BIGINT) USING delta"),
+        lambda: dvengine.sql(None, f"CREATE OR REPLACE TABLE delta.`{root}` (id INT, v STRING) USING delta"),
+        # the rule reads the table as it is: the replacement's own property does not lift it
+        lambda: dvengine.sql(None, f"REPLACE TABLE delta.`{root}` (id INT) USING delta "
+                                   "TBLPROPERTIES ('delta.appendOnly' = 'false')"),
+        lambda: DeltaTable.replace().location(str(root)).addColumn("w", "bigint").execute(),
+        lambda: DeltaTable.createOrReplace().location(str(root)).addColumn("w", "bigint").execute(),
+    ]
+    for replace in replacements:
+        with pytest.raises(InvalidArgumentError) as caught:
+            replace()
+        message = str(caught.value)
+        assert "append-only" in message and "DELTA_CANNOT_MODIFY_APPEND_ONLY" in message and str(root) in message
+        assert folder_state(root) == before
+    assert rows_delta_rs(root, ["id"]) == [(0,), (1,), (2,)]
+
+
+@pytest.mark.parametrize("statement", ["REPLACE TABLE", "CREATE OR REPLACE TABLE"])
+def test_replacing_an_empty_append_only_table_commits(tmp_path: Path, statement: str) -> None:
+    """No live file, no remove: Delta's commit has nothing to refuse."""
+    root = tmp_path / "t"
+    _append_only(root, 0)
+    table_id = next(a["metaData"]["id"] for a in commit_actions(root, 0) if "metaData" in a)
+    dvengine.sql(None, f"{statement} delta.`{root}` (w BIGINT) USING delta")
+    actions = commit_actions(root, 1)
+    assert sorted({k for a in actions for k in a}) == ["commitInfo", "metaData"]  # no remove, no add
+    metadata = next(a["metaData"] for a in actions if "metaData" in a)
+    assert metadata["id"] == table_id and "delta.appendOnly" not in metadata["configuration"]
+    assert _info(root, 1)["operation"] == statement
+    assert [(f.name, f.type.type) for f in RsTable(str(root)).schema().fields] == [("w", "long")]
+
+
+def test_replace_as_select_on_an_empty_append_only_table_is_refused(spark: Any, tmp_path: Path) -> None:
+    """REPLACE ... AS goes through WriteIntoDelta's Overwrite, which asserts removability on any
+    existing table: unlike the non-AS form, an append-only table with no file is refused too."""
+    root = tmp_path / "t"
+    _append_only(root, 0)
+    before = folder_state(root)
+    for statement in ("REPLACE TABLE", "CREATE OR REPLACE TABLE"):
+        with pytest.raises(InvalidArgumentError, match="DELTA_CANNOT_MODIFY_APPEND_ONLY"):
+            dvengine.sql(spark, f"{statement} delta.`{root}` USING delta AS SELECT 1 AS w")
+        assert folder_state(root) == before
