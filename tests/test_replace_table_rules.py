@@ -1,4 +1,4 @@
-"""REPLACE TABLE on append-only tables.
+"""REPLACE TABLE on append-only tables, and the operation CREATE OR REPLACE records when it creates.
 
 What Delta does (delta-io/delta master, read in its source; spec_notes/sql-and-delta-format.md):
 
@@ -8,6 +8,13 @@ What Delta does (delta-io/delta master, read in its source; spec_notes/sql-and-d
   DELTA_CANNOT_MODIFY_APPEND_ONLY when it has ``delta.appendOnly = true``. With no file there is
   no remove, and the replace commits. REPLACE ... AS writes through ``WriteIntoDelta`` in
   Overwrite mode, which calls ``assertRemovable`` on any existing table, files or not.
+- ``CreateDeltaTableCommand.getOperation`` maps ``TableCreationModes.CreateOrReplace`` to
+  ``DeltaOperations.ReplaceTable(orCreate = true)`` whether or not the table existed: operation
+  ``CREATE OR REPLACE TABLE``, parameters ``isManaged``, ``description``, ``partitionBy``,
+  ``clusterBy``, ``properties`` (the same names as ``CreateTable``'s). A real log confirms it:
+  delta-io/delta's ``spark/src/test/resources/delta/variant-stats-no-checkpoint/_delta_log/
+  00000000000000000000.json`` (written by Databricks Runtime) opens with ``"operation":"CREATE OR
+  REPLACE TABLE"`` and no ``readVersion``.
 
 Checked in the raw log, with delta-rs reads; refusals leave the folder byte-identical.
 """
@@ -22,11 +29,13 @@ import pytest
 from deltalake import DeltaTable as RsTable
 from dml_helpers import folder_state
 from interop import rows_delta_rs
-from raw_log import commit_actions
+from raw_log import commit_actions, latest_version
 
 import dvengine
 from dvengine import DeltaTable
 from dvengine.errors import InvalidArgumentError
+
+CREATE_PARAMETERS = ["clusterBy", "description", "isManaged", "partitionBy", "properties"]
 
 
 def _info(root: Path, version: int) -> dict[str, Any]:
@@ -75,6 +84,25 @@ def test_replacing_an_empty_append_only_table_commits(tmp_path: Path, statement:
     assert metadata["id"] == table_id and "delta.appendOnly" not in metadata["configuration"]
     assert _info(root, 1)["operation"] == statement
     assert [(f.name, f.type.type) for f in RsTable(str(root)).schema().fields] == [("w", "long")]
+
+
+def test_create_or_replace_records_create_or_replace_when_it_creates(tmp_path: Path) -> None:
+    sql_root, builder_root, plain_root = tmp_path / "sql", tmp_path / "builder", tmp_path / "plain"
+    dvengine.sql(None, f"CREATE OR REPLACE TABLE delta.`{sql_root}` (id INT, p INT) USING delta PARTITIONED BY (p)")
+    DeltaTable.createOrReplace().location(str(builder_root)).addColumn("id", "int").comment("c").execute()
+    for root in (sql_root, builder_root):
+        info = _info(root, 0)
+        assert info["operation"] == "CREATE OR REPLACE TABLE"
+        assert sorted(info["operationParameters"]) == CREATE_PARAMETERS and "readVersion" not in info
+    assert _info(sql_root, 0)["operationParameters"]["partitionBy"] == '["p"]'
+    assert _info(builder_root, 0)["operationParameters"]["description"] == "c"
+    # the other statements keep theirs: CREATE [IF NOT EXISTS] creates, REPLACE / CREATE OR REPLACE replace
+    dvengine.sql(None, f"CREATE TABLE IF NOT EXISTS delta.`{plain_root}` (id INT) USING delta")
+    dvengine.sql(None, f"REPLACE TABLE delta.`{plain_root}` (id INT) USING delta")
+    dvengine.sql(None, f"CREATE OR REPLACE TABLE delta.`{plain_root}` (id INT) USING delta")
+    assert [_info(plain_root, v)["operation"] for v in range(latest_version(plain_root) + 1)] == [
+        "CREATE TABLE", "REPLACE TABLE", "CREATE OR REPLACE TABLE"]
+    assert all(sorted(_info(plain_root, v)["operationParameters"]) == CREATE_PARAMETERS for v in range(3))
 
 
 def test_replace_as_select_on_an_empty_append_only_table_is_refused(spark: Any, tmp_path: Path) -> None:

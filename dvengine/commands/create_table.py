@@ -10,7 +10,8 @@ The four builder modes behave as Delta's SQL statements do:
   table id is kept (it is the same table, logically emptied and redefined), and the protocol is
   never downgraded: it becomes the union of the old one and what the new definition needs. An
   append-only table with files is refused (its files cannot be removed);
-- ``createOrReplace`` (CREATE OR REPLACE TABLE): replace when it exists, else create.
+- ``createOrReplace`` (CREATE OR REPLACE TABLE): replace when it exists, else create; either way
+  the commit records Delta's ``CREATE OR REPLACE TABLE``.
 
 Everything that can reject the statement (types, names, partitioning, properties, and, in the
 transaction, NOT NULL nested inside an array or a map: :mod:`dvengine.protocol.nested_not_null`)
@@ -198,15 +199,13 @@ class PreparedCreate:
     metrics: dict[str, int]
 
 
-def _operation(mode: str, replacing: bool, as_select: bool) -> str:
-    """Delta's operation name. With AS SELECT it follows the statement (``CreateDeltaTableCommand.
-    getOperation``): CREATE OR REPLACE records ``CREATE OR REPLACE TABLE AS SELECT`` even when it
-    creates; without, a create records ``CREATE TABLE`` (dvengine's builder rule, unchanged)."""
-    if as_select:
-        return {CREATE_OR_REPLACE: "CREATE OR REPLACE TABLE", REPLACE: "REPLACE TABLE"}.get(mode, "CREATE TABLE") + " AS SELECT"
-    if not replacing:
-        return "CREATE TABLE"
-    return "CREATE OR REPLACE TABLE" if mode == CREATE_OR_REPLACE else "REPLACE TABLE"
+def _operation(mode: str, as_select: bool) -> str:
+    """Delta's operation name, which follows the statement, not whether the table existed
+    (``CreateDeltaTableCommand.getOperation``): ``TableCreationModes.CreateOrReplace`` is always a
+    ``DeltaOperations.ReplaceTable(orCreate = true)``, so CREATE OR REPLACE records ``CREATE OR
+    REPLACE TABLE`` (``... AS SELECT``) also when it creates the table."""
+    name = {CREATE_OR_REPLACE: "CREATE OR REPLACE TABLE", REPLACE: "REPLACE TABLE"}.get(mode, "CREATE TABLE")
+    return name + " AS SELECT" if as_select else name
 
 
 def _check_removable(snapshot: Snapshot, label: str, as_select: bool) -> None:
@@ -253,7 +252,7 @@ def prepare_create(
     now = int(time.time() * 1000)
     schema_string = definition.schema.to_json_string()
     params = _operation_parameters(definition, configuration)
-    operation = _operation(mode, snapshot is not None, as_select)
+    operation = _operation(mode, as_select)
     wanted_protocol = with_features(new_table_protocol(definition.schema, configuration), features)
     old_writers = frozenset() if snapshot is None else writer_features(snapshot.protocol)
     check_default_definitions(
