@@ -57,8 +57,9 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +68,7 @@ import pyarrow as pa
 
 import dvengine
 from dvengine.api.table import DeltaTable
+from dvengine.bench import contention_delta_rs
 from dvengine.bench.contention_lane import (
     LaneArgs,
     is_worker_call,
@@ -84,6 +86,27 @@ from dvengine.storage.registry import storage_for
 from dvengine.storage.uris import is_object_uri
 
 CONF_ENV = "SPARK_DATABRICKS_DELTA_ROWLEVELCONCURRENCY_ENABLED"
+
+
+@dataclass(frozen=True)
+class Engine:
+    """An engine the bench's writers can drive: the module whose ``--worker`` main runs one writer
+    process (``contention_lane``), and the ``operationParameters.predicate`` its operation on row
+    ``x`` leaves in the commit (what verification counts, once per operation)."""
+
+    writer_module: str
+    logged_predicate: Callable[[int], str]
+
+
+def _dvengine_logged_predicate(x: int) -> str:
+    """dvengine records a DML's predicate as Delta Spark does: a JSON list of SQL strings."""
+    return json.dumps([f"`id` = {x}"])
+
+
+ENGINES: dict[str, Engine] = {
+    "dvengine": Engine("dvengine.bench.contention", _dvengine_logged_predicate),
+    "delta-rs": Engine(contention_delta_rs.WRITER_MODULE, contention_delta_rs.predicate),
+}
 
 
 def create_hot_table(
@@ -165,14 +188,16 @@ def _predicates_by_version(root: str, options: dict[str, str] | None = None) -> 
 
 def verify(
     root: str, rows: int, writers: int, ops: int, result: RunResult, options: dict[str, str] | None = None,
-    file_per_writer: bool = False,
+    file_per_writer: bool = False, engine: str = "dvengine",
 ) -> None:
-    """Fill the verification fields of ``result`` from the table's log and rows."""
+    """Fill the verification fields of ``result`` from the table's log and rows (``engine``: who
+    wrote the commits, which says how each operation's predicate reads in the log)."""
     predicates = _predicates_by_version(root, options)
     total = writers * ops
     result.versions_gap_free = sorted(predicates) == list(range(total + 1))
-    wanted = sorted(json.dumps([f"`id` = {x}"]) for w in range(writers) for x in writer_rows(w, writers, ops, rows, file_per_writer))
-    seen = sorted(json.dumps(json.loads(p)) for v, p in predicates.items() if v > 0)
+    logged = ENGINES[engine].logged_predicate
+    wanted = sorted(logged(x) for w in range(writers) for x in writer_rows(w, writers, ops, rows, file_per_writer))
+    seen = sorted(p for v, p in predicates.items() if v > 0)
     result.each_op_once = seen == wanted
     if not result.each_op_once:
         result.errors.append(f"log predicates differ from the operations: {len(seen)} commits for {len(wanted)} ops")
@@ -200,8 +225,9 @@ def _duckdb_matches(root: str, model: list[tuple[int, int]], options: dict[str, 
 
 
 def run_contention(
-    root: str, rows: int, writers: int, ops: int, row_level: bool, serial: bool = False, independent: bool = False,
-    warm_ops: int = 0, options: dict[str, str] | None = None, file_per_writer: bool = False,
+    root: str, rows: int, writers: int, ops: int, row_level: bool | None, serial: bool = False,
+    independent: bool = False, warm_ops: int = 0, options: dict[str, str] | None = None, file_per_writer: bool = False,
+    engine: str = "dvengine",
 ) -> RunResult:
     """Create the hot table at ``root`` (must not exist), run the writers, verify. ``serial``: one
     process runs all ``writers`` writers' operations instead (the same-total baseline); the table
@@ -212,7 +238,14 @@ def run_contention(
     environment variables, which dvengine reads as delta-rs does. ``file_per_writer``: the table
     holds one file of ``rows`` rows per writer and each writer changes only its own (the baselines
     run on the same layout), so writers still race for versions and read each other's commits,
-    but never rebase a file another writer changed."""
+    but never rebase a file another writer changed. ``engine``: whose writers run (``ENGINES``) on
+    the same hot table; ``row_level`` is dvengine's row-level resolution on or off, and must be
+    None for delta-rs, which has none (its conflicts are per file)."""
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {sorted(ENGINES)}, got {engine!r}")
+    if (row_level is None) != (engine != "dvengine"):
+        raise ValueError(f"row_level is dvengine's setting: a bool for dvengine, None for other engines; got "
+                         f"{row_level!r} for {engine}")
     if file_per_writer and writers * ops > rows:
         raise ValueError(f"file_per_writer needs writers * ops <= rows so each writer's rows fit its file, got "
                          f"{writers} * {ops} > {rows}")
@@ -228,10 +261,13 @@ def run_contention(
     roots = list(dict.fromkeys(r for r, _ in jobs))
     for table_root in roots:
         create_hot_table(table_root, rows, options, files=writers if file_per_writer else 1)
-    result = RunResult(writers, ops, row_level, serial and not independent, independent, warm_ops=warm_ops)
+    result = RunResult(writers, ops, row_level, serial and not independent, independent, warm_ops=warm_ops,
+                       engine=engine)
     work = tempfile.mkdtemp(prefix="dvengine-contention-")
     start_file = os.path.join(work, "start")
-    env = {**os.environ, **(options or {}), CONF_ENV: "true" if row_level else "false"}
+    env = {**os.environ, **(options or {})}
+    if row_level is not None:
+        env[CONF_ENV] = "true" if row_level else "false"
     procs = []
     outs = []
     try:
@@ -239,7 +275,7 @@ def run_contention(
             out = os.path.join(work, f"serial-all-{i}.json" if w is None else f"writer-{w}-{i}.json")
             outs.append(out)
             lane = LaneArgs(table_root, w, writers, ops, start_file, out, warm_ops, rows, file_per_writer)
-            procs.append(subprocess.Popen(worker_command("dvengine.bench.contention", lane), env=env))
+            procs.append(subprocess.Popen(worker_command(ENGINES[engine].writer_module, lane), env=env))
         while not all(os.path.exists(f"{out}.ready") for out in outs):  # every writer imported and ready
             if any(p.poll() is not None for p in procs):
                 break
@@ -271,13 +307,14 @@ def run_contention(
                     continue
                 result.committed += 1
                 result.timed += 0 if rec.get("warm") else 1
-                result.internal_retries += rec["attempts"] - 1
+                # dvengine: commit attempts beyond the first; delta-rs: winners it committed past
+                result.internal_retries += rec.get("attempts", 1) - 1 + rec.get("reconciled", 0)
                 result.rebased_files += rec["rebased"]
         result.ops_per_s = result.timed / result.elapsed_s if result.elapsed_s else 0.0
         if len(roots) == 1:
-            verify(root, rows, writers, ops, result, options, file_per_writer)
+            verify(root, rows, writers, ops, result, options, file_per_writer, engine)
         else:
-            _verify_all(roots, rows, writers, ops, result, options, file_per_writer)
+            _verify_all(roots, rows, writers, ops, result, options, file_per_writer, engine)
     finally:
         for p in procs:
             if p.poll() is None:
@@ -288,13 +325,13 @@ def run_contention(
 
 def _verify_all(
     roots: list[str], rows: int, writers: int, ops: int, result: RunResult, options: dict[str, str] | None = None,
-    file_per_writer: bool = False,
+    file_per_writer: bool = False, engine: str = "dvengine",
 ) -> None:
     """Verify every table of the run into ``result``: each check holds only if it holds for all."""
     checks: dict[str, list[bool | None]] = {}
     for table_root in roots:
         one = RunResult(writers, ops, result.row_level)
-        verify(table_root, rows, writers, ops, one, options, file_per_writer)
+        verify(table_root, rows, writers, ops, one, options, file_per_writer, engine)
         result.errors.extend(f"{table_root}: {e}" for e in one.errors)
         for name in ("versions_gap_free", "each_op_once", "rows_match_model", "delta_rs_matches", "duckdb_matches"):
             checks.setdefault(name, []).append(getattr(one, name))

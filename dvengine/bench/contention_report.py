@@ -15,11 +15,11 @@ from typing import Any
 
 @dataclass
 class RunResult:
-    """One (writers, row-level) run: counts, throughput and what verification found."""
+    """One (engine, writers, row-level) run: counts, throughput and what verification found."""
 
     writers: int
     ops_per_writer: int
-    row_level: bool
+    row_level: bool | None  # dvengine's row-level resolution; None for an engine without it (delta-rs)
     serial: bool = False  # one process ran all ``writers`` writers' operations (the same-total baseline)
     # ``writers`` processes each ran the same-total baseline on its own copy of the table (the ceiling)
     independent: bool = False
@@ -27,6 +27,8 @@ class RunResult:
     warm_ops: int = 0  # operations per lane run before the start signal (committed, not timed)
     timed: int = 0  # committed operations inside the DML window (ops/s and CPU per op use these)
     surfaced_conflicts: int = 0
+    # Races resolved inside the engine, never reaching the caller: dvengine's commit attempts beyond
+    # the first; delta-rs's other writers' commits it conflict-checked and committed past
     internal_retries: int = 0
     rebased_files: int = 0
     gave_up: int = 0
@@ -43,6 +45,7 @@ class RunResult:
     conflict_messages: list[str] = field(default_factory=list)  # the first 5 that surfaced
     # Object-store requests the writers sent in the DML window, by kind (empty for a local table)
     store_requests: dict[str, int] = field(default_factory=dict)
+    engine: str = "dvengine"  # whose writers ran: dvengine or delta-rs (contention.ENGINES)
 
     @property
     def verified(self) -> bool:
