@@ -19,8 +19,9 @@ from typing import Any
 import pytest
 from interop import rows_duckdb
 
-from dvengine.bench.contention import create_hot_table, run_contention
+from dvengine.bench.contention import create_hot_table, main, run_contention
 from dvengine.bench.contention_delta_rs import run_op
+from dvengine.bench.contention_report import markdown
 from dvengine.bench.contention_workload import model_rows
 
 deltalake = pytest.importorskip("deltalake")
@@ -113,3 +114,25 @@ def test_row_level_is_dvengine_only(tmp_path: Path) -> None:
         run_contention(str(tmp_path / "b"), ROWS, WRITERS, OPS, row_level=None)
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
 
+
+def test_cli_reports_both_engines_and_their_same_round_ratio(tmp_path: Path) -> None:
+    """``--engines dvengine delta-rs``: rows of both engines, labelled, and dvengine/delta-rs per W
+    from the same round; dvengine's rows alone still render the table without an engine column."""
+    out = tmp_path / "out"
+    code = main(["--writers", str(WRITERS), "--ops", str(OPS), "--rows", str(ROWS), "--repeats", "1",
+                 "--row-level", "on", "--same-total", "off", "--engines", "dvengine", "delta-rs", "--out", str(out)])
+    assert code == 0
+    report = json.loads((out / "contention.json").read_text())
+    rows = {r["engine"]: r for r in report["results"]}
+    assert sorted(rows) == ["delta-rs", "dvengine"] and len(report["results"]) == 2
+    assert rows["dvengine"]["row_level"] is True and rows["delta-rs"]["row_level"] is None
+    assert all(r["verified"] and r["committed"] == WRITERS * OPS for r in rows.values())
+    (ratio,) = report["engine_ratios"]
+    assert ratio["who"] == str(WRITERS) and ratio["row_level"] is True
+    assert ratio["ratio"] == pytest.approx(rows["dvengine"]["ops_per_s"] / rows["delta-rs"]["ops_per_s"])
+    text = (out / "contention.md").read_text()
+    assert "| engine | row-level | W |" in text and f"| delta-rs | - | {WRITERS} |" in text
+    assert f"| {WRITERS} | on | {ratio['ratio']:.2f}x" in text
+    dvengine_only = markdown([rows["dvengine"]], report["meta"])
+    assert "\n| row-level | W |" in dvengine_only and "| engine |" not in dvengine_only
+    assert "delta-rs" not in dvengine_only

@@ -36,10 +36,20 @@ Every run is verified: versions 1..W*N gap-free, each operation's predicate in e
 commit, and the rows equal the model (all writers' changes; disjoint rows, so order-free) through
 dvengine's Arrow reader and, when installed, delta-rs and DuckDB's delta extension.
 
+``--engines dvengine delta-rs`` (default: dvengine only, the report as it always was) also runs the
+workload with delta-rs writers (``contention_delta_rs``: ``deltalake.DeltaTable.delete/update``,
+copy-on-write, file-level conflicts) on their own copy of the same hot table, with the same
+baselines, warm-up, DML window, bound on re-plans and verification; a ``CommitFailedError`` is
+delta-rs's conflict surfaced to the caller. delta-rs runs in the same rounds as dvengine's first
+``--row-level`` setting, right after it at each W, and the report gains an ``engine`` column and
+dvengine's ops/s over delta-rs's per W and round. delta-rs has no row-level resolution: its rows
+show ``row-level`` -.
+
     python -m dvengine.bench.contention [--writers 1 2 4 8] [--ops 50] [--rows 100000] [--out DIR]
     python -m dvengine.bench.contention --local-s3 ...   # the tables on moto's S3 on 127.0.0.1
+    python -m dvengine.bench.contention --engines dvengine delta-rs --row-level on ...   # and delta-rs's writers
 
-No SparkSession: the writers run DML on the embedded executor (the issue's measurement).
+No SparkSession: dvengine's writers run DML on the embedded executor (the issue's measurement).
 With ``--local-s3`` the tables live on an S3 endpoint (moto in a child process, conditional creates
 atomic as S3's): there is no host-local commit turn, writers race with conditional PUTs and back
 off, and every check reads through the store (DuckDB over httpfs). moto shares the two cores with
@@ -49,6 +59,7 @@ the writers, so its figures say what the protocol costs against a local server, 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import shutil
@@ -77,7 +88,7 @@ from dvengine.bench.contention_lane import (
     worker_command,
     worker_main,
 )
-from dvengine.bench.contention_report import RunResult, markdown, summary_row, who_label
+from dvengine.bench.contention_report import ContenderRuns, RunResult, engine_ratio_rows, markdown, who_label
 from dvengine.bench.contention_workload import model_rows, writer_rows
 from dvengine.bench.verify import duckdb_delta_connection
 from dvengine.errors import CommitConflictError
@@ -362,6 +373,54 @@ def _tables_home(local_s3: bool, latency_ms: float = 0.0) -> Iterator[tuple[str,
         yield f"s3://{bucket}/tables", options
 
 
+Contender = tuple[str, bool | None]  # (engine, dvengine's row-level resolution; None for delta-rs)
+
+
+def contender_groups(engines: list[str], settings: list[bool]) -> list[list[Contender]]:
+    """Contenders that share rounds, group by group: dvengine's row-level settings one after the
+    other (all rounds of one, then the other's, as ever), and delta-rs in the first group, so each
+    of its runs sits beside dvengine's at the same W in the same round (the engine ratio)."""
+    groups: list[list[Contender]] = [[("dvengine", row_level)] for row_level in settings] if "dvengine" in engines else []
+    if "delta-rs" in engines:
+        if groups:
+            groups[0].append(("delta-rs", None))
+        else:
+            groups.append([("delta-rs", None)])
+    return groups
+
+
+def _contender_label(contender: Contender) -> str:
+    engine, row_level = contender
+    return f"row-level={row_level}" if engine == "dvengine" else engine
+
+
+def _run_rounds(
+    group: list[Contender], opts: argparse.Namespace, tmp: str, options: dict[str, str] | None
+) -> dict[Contender, ContenderRuns]:
+    """Every round of ``group``. Rounds: every W once per round, so a change of the machine's load
+    (other engineers' work) hits all W alike; each ratio is the median of each round's own ratio.
+    The same-total baseline of W runs right after W, in the same round, and each contender of the
+    group runs its W right after the previous contender's."""
+    per_writer = opts.layout == "file-per-writer"
+    runs = {c: ContenderRuns.planned(opts.writers, opts.same_total == "on", opts.ceiling == "on") for c in group}
+    for rep in range(opts.repeats):
+        for count in opts.writers:
+            for contender in group:
+                engine, row_level = contender
+                for one_process, independent in runs[contender].kinds(count):
+                    root = f"{tmp}/t-{engine}-{row_level}-{count}-{rep}-{one_process}-{independent}"
+                    run = run_contention(root, opts.rows, count, opts.ops, row_level, serial=one_process,
+                                         independent=independent, warm_ops=opts.warm_ops, options=options,
+                                         file_per_writer=per_writer, engine=engine)
+                    if options is None:
+                        shutil.rmtree(root, ignore_errors=True)
+                    who = who_label(count, opts.ops, one_process, independent)
+                    print(f"{_contender_label(contender)} {who} rep={rep}: {run.ops_per_s:.1f} ops/s, "
+                          f"surfaced {run.surfaced_conflicts}, verified {run.verified}", flush=True)
+                    runs[contender].add(count, one_process, independent, run)
+    return runs
+
+
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if is_worker_call(args):
@@ -391,51 +450,38 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--store-latency-ms", type=float, default=0.0,
                         help="with --local-s3: every request first waits this long in the server, as a round trip "
                              "to a remote store would (concurrent requests wait concurrently)")
+    parser.add_argument("--engines", nargs="+", choices=sorted(ENGINES), default=["dvengine"],
+                        help="whose writers run the workload, each on its own copy of the hot table: dvengine (row-level "
+                             "resolution per --row-level) and/or delta-rs (the deltalake package: copy-on-write, its "
+                             "CommitFailedError re-planned like dvengine's conflicts); delta-rs runs in the same rounds "
+                             "as dvengine's first --row-level setting and the report adds dvengine/delta-rs per W")
     opts = parser.parse_args(args)
+    if "delta-rs" in opts.engines and importlib.util.find_spec("deltalake") is None:
+        parser.error("--engines delta-rs needs the deltalake package")
     settings = {"on": [True], "off": [False], "both": [True, False]}[opts.row_level]
-    per_writer = opts.layout == "file-per-writer"
     meta: dict[str, Any] = {"rows": opts.rows, "ops": opts.ops, "repeats": opts.repeats, "warm_ops": opts.warm_ops,
-                            "layout": opts.layout,
+                            "layout": opts.layout, "engines": opts.engines,
                             "store": (f"local S3 (moto, {opts.store_latency_ms:g} ms added per request)" if opts.local_s3
                                       else "local folder"), "load_before": _uptime()}
     summary: list[dict[str, Any]] = []
+    comparisons: list[dict[str, Any]] = []
     with _tables_home(opts.local_s3, opts.store_latency_ms) as (tmp, options):
-        for row_level in settings:
-            # Rounds: every W once per round, so a change of the machine's load (other engineers'
-            # work) hits all W alike; each ratio is the median of each round's own ratio. The
-            # same-total baseline of W runs right after W, in the same round.
-            by_writers: dict[int, list[RunResult]] = {w: [] for w in opts.writers}
-            serial: dict[int, list[RunResult]] = {w: [] for w in opts.writers if w > 1 and opts.same_total == "on"}
-            ceiling: dict[int, list[RunResult]] = {w: [] for w in serial if opts.ceiling == "on"}
-            for rep in range(opts.repeats):
-                for count in opts.writers:
-                    kinds = [(False, False)] + ([(True, False)] if count in serial else []) + (
-                        [(True, True)] if count in ceiling else [])
-                    for one_process, independent in kinds:
-                        root = f"{tmp}/t-{row_level}-{count}-{rep}-{one_process}-{independent}"
-                        run = run_contention(root, opts.rows, count, opts.ops, row_level, serial=one_process,
-                                             independent=independent, warm_ops=opts.warm_ops, options=options,
-                                             file_per_writer=per_writer)
-                        if options is None:
-                            shutil.rmtree(root, ignore_errors=True)
-                        who = who_label(count, opts.ops, one_process, independent)
-                        print(f"row-level={row_level} {who} rep={rep}: {run.ops_per_s:.1f} ops/s, "
-                              f"surfaced {run.surfaced_conflicts}, verified {run.verified}", flush=True)
-                        group = ceiling if independent else serial if one_process else by_writers
-                        group[count].append(run)
-            ones = by_writers.get(1)
-            for count, runs in by_writers.items():
-                summary.append(summary_row(runs, ones, serial.get(count)))
-                if count in serial:
-                    summary.append(summary_row(serial[count], ones, None))
-                if count in ceiling:
-                    summary.append(summary_row(ceiling[count], ones, serial[count]))
+        for group in contender_groups(opts.engines, settings):
+            runs = _run_rounds(group, opts, tmp, options)
+            for contender in group:
+                summary.extend(runs[contender].summary_rows())
+            if len(group) > 1:  # dvengine with its first row-level setting, and delta-rs
+                ours, theirs = group
+                comparisons.extend(engine_ratio_rows(runs[ours], runs[theirs], ours[1] is True, opts.ops))
     meta["load_after"] = _uptime()
     out_dir = Path(opts.out)
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "contention.json").write_text(json.dumps({"meta": meta, "results": summary}, indent=2))
-    (out_dir / "contention.md").write_text(markdown(summary, meta))
-    print(markdown(summary, meta))
+    payload: dict[str, Any] = {"meta": meta, "results": summary}
+    if comparisons:
+        payload["engine_ratios"] = comparisons
+    (out_dir / "contention.json").write_text(json.dumps(payload, indent=2))
+    (out_dir / "contention.md").write_text(markdown(summary, meta, comparisons))
+    print(markdown(summary, meta, comparisons))
     return 0 if all(r["verified"] for r in summary) else 1
 
 

@@ -67,8 +67,16 @@ def _ratio_cell(r: dict[str, Any], key: str) -> str:
     return f"{r[key]:.2f}x ({r[key + '_min']:.2f}-{r[key + '_max']:.2f})"
 
 
-def markdown(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
+def _is_dvengine(r: dict[str, Any]) -> bool:
+    return bool(r.get("engine", "dvengine") == "dvengine")
+
+
+def markdown(results: list[dict[str, Any]], meta: dict[str, Any], engine_ratios: list[dict[str, Any]] | None = None) -> str:
+    """The report. With only dvengine's rows it is the table it always was; rows of another engine
+    (delta-rs) add an ``engine`` column, a note on what its cells mean, and ``engine_ratios``
+    (``engine_ratio_rows``) below the table."""
     on_store = any(r.get("requests_per_op") for r in results)
+    engines = not all(_is_dvengine(r) for r in results)
     lines = [
         "# Contention: W writer processes x N single-row DML on one file"
         + (" each (one per writer, one table)" if meta.get("layout") == "file-per-writer" else ""),
@@ -84,20 +92,43 @@ def markdown(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
         "(same rows, same final table; rows `1xW*N` below). "
         "`W x 1xW*N`: W processes each doing that baseline on its own copy of the table, nothing shared but the "
         "machine: its `vs 1xW*N` is the most W writers of one table could reach here.",
+        *([] if not engines else [
+            "",
+            "`engine`: whose writers ran, each engine on its own copy of the same hot table (made by one "
+            "function: the same Parquet file, the deletionVectors feature on). delta-rs writes copy-on-write (each "
+            "op rewrites the whole file) and has no row-level resolution (`row-level` -); its conflicts surface as "
+            "`CommitFailedError` and are re-planned like dvengine's. Its `retries inside` are other writers' commits "
+            "it conflict-checked and committed past inside one call (delta-rs returns no commit-attempt count); it "
+            "rebases nothing" + ("; its store requests are not counted (its own client)." if on_store else "."),
+        ]),
         "",
-        "| row-level | W | committed | conflicts surfaced | retries inside | files rebased | ops/s median (min-max) | vs W=1, same round: median (min-max) | vs 1xW*N, same round: median (min-max) | writer CPU ms/op | cores busy | DML window s (to process exit s) | verified |"
+        ("| engine " if engines else "") + "| row-level | W | committed | conflicts surfaced | retries inside | files rebased | ops/s median (min-max) | vs W=1, same round: median (min-max) | vs 1xW*N, same round: median (min-max) | writer CPU ms/op | cores busy | DML window s (to process exit s) | verified |"
         + (" store requests per op |" if on_store else ""),
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if on_store else ""),
+        ("|---" if engines else "") + "|---|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if on_store else ""),
     ]
     for r in results:
         who = who_label(r["writers"], r["ops_per_writer"], r["serial"], r["independent"])
+        row_level = "-" if r["row_level"] is None else "on" if r["row_level"] else "off"
         lines.append(
-            f"| {'on' if r['row_level'] else 'off'} | {who} | {r['committed']} | {r['surfaced_conflicts']} | "
-            f"{r['internal_retries']} | {r['rebased_files']} | {r['ops_per_s']:.1f} ({r['ops_min']:.1f}-{r['ops_max']:.1f}) | "
+            (f"| {r.get('engine', 'dvengine')} " if engines else "")
+            + f"| {row_level} | {who} | {r['committed']} | {r['surfaced_conflicts']} | "
+            f"{r['internal_retries']} | {r['rebased_files'] if _is_dvengine(r) else '-'} | {r['ops_per_s']:.1f} ({r['ops_min']:.1f}-{r['ops_max']:.1f}) | "
             f"{_ratio_cell(r, 'vs_one')} | {_ratio_cell(r, 'vs_serial')} | {r['cpu_ms_per_op']:.1f} | "
             f"{r['cores_busy']:.2f} | {r['window_s']:.2f} ({r['process_s']:.2f}) | {r['verified']} |"
             + (f" {', '.join(f'{k} {v:.2f}' for k, v in r.get('requests_per_op', {}).items())} |" if on_store else "")
         )
+    if engine_ratios:
+        lines += [
+            "",
+            "dvengine / delta-rs: each round's dvengine ops/s over delta-rs ops/s for the same W and kind, both run "
+            "in that round one after the other (median, min-max over rounds).",
+            "",
+            "| W | dvengine row-level | dvengine ops/s / delta-rs ops/s, same round: median (min-max) |",
+            "|---|---|---|",
+        ]
+        for c in engine_ratios:
+            cell = "-" if c["ratio"] is None else f"{c['ratio']:.2f}x ({c['ratio_min']:.2f}-{c['ratio_max']:.2f})"
+            lines.append(f"| {c['who']} | {'on' if c['row_level'] else 'off'} | {cell} |")
     return "\n".join(lines) + "\n"
 
 
@@ -145,3 +176,63 @@ def summary_row(runs: list[RunResult], ones: list[RunResult] | None, serial: lis
         if ratios is not None:
             row[key + "_min"], row[key + "_max"] = ratios["_min"], ratios["_max"]
     return row
+
+
+@dataclass
+class ContenderRuns:
+    """Every round's runs of one contender (an engine; for dvengine, with row-level on or off), by W:
+    W writers of one table, the same-total baseline ``1xW*N`` (for W > 1) and the ceiling."""
+
+    by_writers: dict[int, list[RunResult]]
+    serial: dict[int, list[RunResult]]
+    ceiling: dict[int, list[RunResult]]
+
+    @classmethod
+    def planned(cls, writers: list[int], same_total: bool, ceiling: bool) -> ContenderRuns:
+        serial: dict[int, list[RunResult]] = {w: [] for w in writers if w > 1 and same_total}
+        return cls({w: [] for w in writers}, serial, {w: [] for w in serial if ceiling})
+
+    def kinds(self, count: int) -> list[tuple[bool, bool]]:
+        """(one process, independent tables) of every run due at W = ``count`` in a round, in order:
+        the W writers, then the same-total baseline, then the ceiling."""
+        return [(False, False)] + ([(True, False)] if count in self.serial else []) + (
+            [(True, True)] if count in self.ceiling else [])
+
+    def _kind(self, one_process: bool, independent: bool) -> dict[int, list[RunResult]]:
+        return self.ceiling if independent else self.serial if one_process else self.by_writers
+
+    def add(self, count: int, one_process: bool, independent: bool, run: RunResult) -> None:
+        self._kind(one_process, independent)[count].append(run)
+
+    def runs(self, count: int, one_process: bool, independent: bool) -> list[RunResult] | None:
+        return self._kind(one_process, independent).get(count)
+
+    def summary_rows(self) -> list[dict[str, Any]]:
+        """The report's rows: for every W, the writers, their same-total baseline, the ceiling."""
+        ones = self.by_writers.get(1)
+        rows = []
+        for count, runs in self.by_writers.items():
+            rows.append(summary_row(runs, ones, self.serial.get(count)))
+            if count in self.serial:
+                rows.append(summary_row(self.serial[count], ones, None))
+            if count in self.ceiling:
+                rows.append(summary_row(self.ceiling[count], ones, self.serial[count]))
+        return rows
+
+
+def engine_ratio_rows(dvengine: ContenderRuns, delta_rs: ContenderRuns, row_level: bool, ops: int) -> list[dict[str, Any]]:
+    """dvengine's ops/s over delta-rs's for every W and kind both ran, each round's own ratio (the
+    two ran one after the other in that round, so a swing of the machine's load hits both)."""
+    rows = []
+    for count in dvengine.by_writers:
+        for one_process, independent in dvengine.kinds(count):
+            ratios = _ratios(dvengine.runs(count, one_process, independent) or [],
+                             delta_rs.runs(count, one_process, independent))
+            rows.append({
+                "who": who_label(count, ops, one_process, independent), "writers": count, "serial": one_process and not independent,
+                "independent": independent, "row_level": row_level,
+                "ratio": None if ratios is None else ratios[""],
+                "ratio_min": None if ratios is None else ratios["_min"],
+                "ratio_max": None if ratios is None else ratios["_max"],
+            })
+    return rows
