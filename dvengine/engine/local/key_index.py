@@ -11,11 +11,7 @@ each lookup is then two ``np.searchsorted`` over the wanted keys: microseconds.
 
 Only exact cases take this path, everything else filters as before:
 
-- the whole predicate is ``col = <integer literal>`` or ``col IN (<integer literals>[, NULL])``
-  on a top-level BYTE/SHORT/INT/BIGINT column, with every literal inside the column type's range
-  (an out-of-range literal keeps the Arrow translation's error). Spark's SQL answers TRUE exactly
-  for the non-NULL rows whose value equals a listed value; NULL rows and a listed NULL are never
-  TRUE, so a DML condition (TRUE rows only) keeps exactly those rows;
+- predicates that ``point_lookup`` recognises (one column equals one of a few literals);
 - MERGE's target side (``merge.run_target_locally``) narrows each candidate file to the rows whose
   key equals some source key before its hash join, when the join has an integer key and no
   NOT MATCHED BY SOURCE clause needs the other rows.
@@ -32,26 +28,6 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from sqlglot import exp
-
-from dvengine.expressions import BoundPredicate
-from dvengine.expressions.literals import literal_of
-from dvengine.expressions.refs import ref_of
-
-_RANGES = {
-    "byte": (-(2**7), 2**7 - 1),
-    "short": (-(2**15), 2**15 - 1),
-    "integer": (-(2**31), 2**31 - 1),
-    "long": (-(2**63), 2**63 - 1),
-}
-
-
-@dataclass(frozen=True)
-class PointLookup:
-    """``column`` (logical, top-level) equals one of ``values`` (sorted, unique int64)."""
-
-    column: str
-    values: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -102,44 +78,3 @@ def build_key_index(column: pa.ChunkedArray | pa.Array) -> KeyIndex:
 
 def is_integer_column(column: pa.ChunkedArray | pa.Array) -> bool:
     return bool(pa.types.is_integer(column.type))
-
-
-def point_lookup(predicate: BoundPredicate | None) -> PointLookup | None:
-    """The lookup a predicate amounts to (see the module docstring), or None."""
-    if predicate is None:
-        return None
-    node = _unparen(predicate.tree)
-    if isinstance(node, exp.In) and not node.args.get("query") and not node.args.get("unnest"):
-        subject, items = node.this, list(node.expressions)
-    elif isinstance(node, exp.EQ):
-        if ref_of(_unparen(node.this)) is not None:
-            subject, items = node.this, [node.expression]
-        else:
-            subject, items = node.expression, [node.this]
-    else:
-        return None
-    ref = ref_of(_unparen(subject))
-    if ref is None or len(ref.path) != 1 or ref.qualifier is not None:
-        return None
-    bounds = _RANGES.get(ref.leaf.type.name)
-    if bounds is None:
-        return None
-    values: list[int] = []
-    for item in items:
-        lit = literal_of(item)
-        if lit is None:
-            return None
-        if lit.value is None:
-            if isinstance(node, exp.EQ):
-                return None  # col = NULL: never TRUE, but leave that to the general path
-            continue
-        if not isinstance(lit.value, int) or isinstance(lit.value, bool) or not bounds[0] <= lit.value <= bounds[1]:
-            return None
-        values.append(lit.value)
-    return PointLookup(ref.top, np.unique(np.array(values, dtype=np.int64)))
-
-
-def _unparen(node: exp.Expr) -> exp.Expr:
-    while isinstance(node, exp.Paren):
-        node = node.this
-    return node
