@@ -20,8 +20,9 @@ written once under unique names). The total is bounded by ``DVENGINE_EXECUTION_C
 (default 256 MiB; 0 turns the cache off), least recently used first out.
 
 The same budget and LRU hold what is derived from a cached column and costs more than a
-lookup to rebuild: the sorted key index of ``key_index`` (``cached_derived``), under the same
-key plus what it is (``"index:<column>"``), so it lives and dies with the file's entry. A file
+lookup to rebuild: the sorted key indexes of ``key_lookup`` (``cached_derived``), under the
+same key plus what it is (``"index:<column>"``, ``"string-index:<column>"``), so they live and
+die with the file's entry. A file
 that leaves the table is forgotten when the snapshot cache announces it (``retired_files``).
 """
 

@@ -41,7 +41,7 @@ from dvengine.engine.local.change_data import tag, write_change_rows
 from dvengine.engine.local.column_cache import cached_columns, holds_columns
 from dvengine.engine.local.constraints import check_constraints
 from dvengine.engine.local.failures import evaluation_error
-from dvengine.engine.local.key_lookup import indexed_rows
+from dvengine.engine.local.key_lookup import LookupKeys, indexed_rows
 from dvengine.engine.local.point_lookup import PointLookup, point_lookup
 from dvengine.engine.local.writer import write_data_files
 from dvengine.errors import InvalidPredicateError, SchemaViolationError
@@ -126,12 +126,12 @@ def physical_file(snapshot: Snapshot, add: AddFile) -> FileMatch:
     return FileMatch(add, physical, _deletion_vector(snapshot, add, physical), np.arange(physical, dtype=np.int64), table)
 
 
-def key_rows(snapshot: Snapshot, add: AddFile, name: str, keys: pa.Array) -> FileMatch | None:
-    """The live rows of ``add`` whose column ``name`` equals one of ``keys``
-    (``point_lookup.distinct_keys``), all columns, through the file's cached key index
-    (``key_lookup``); like ``match_file`` with ``name IN (keys)`` but no SQL. None when no row's
-    key is among ``keys``: the file has nothing to join, and its DV, stable ids and an empty
-    gather are not worth building (a stream's many small files rarely hold one of a round's keys).
+def key_rows(snapshot: Snapshot, add: AddFile, name: str, keys: LookupKeys) -> FileMatch | None:
+    """The live rows of ``add`` whose column ``name`` equals one of ``keys``, all columns, through
+    the file's cached key index (``key_lookup``); like ``match_file`` with ``name IN (keys)`` but
+    no SQL. None when no row's key is among ``keys``: the file has nothing to join, and its DV,
+    stable ids and an empty gather are not worth building (a stream's many small files rarely
+    hold one of a round's keys).
     A column no index serves (it cannot be one, for a schema field of an indexed type, but the
     answer must not depend on that) gives ``physical_file``."""
     physical, table = cached_columns(snapshot, add, None, lambda: _read(snapshot, add, None))
@@ -323,7 +323,7 @@ class LocalExecutor:
             lambda add: physical_file(ctx.snapshot, add), files, lambda add: holds_columns(ctx.snapshot, add, None)
         )
 
-    def key_rows(self, ctx: DmlContext, files: Sequence[AddFile], name: str, keys: pa.Array) -> list[FileMatch]:
+    def key_rows(self, ctx: DmlContext, files: Sequence[AddFile], name: str, keys: LookupKeys) -> list[FileMatch]:
         """``key_rows`` of the files holding one of ``keys`` (in ``files``' order; the others are
         left out), those not in the column cache on the thread pool."""
         found = cached_first_map(

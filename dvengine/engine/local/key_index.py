@@ -61,19 +61,28 @@ class KeyIndex:
 
 def build_key_index(column: pa.ChunkedArray | pa.Array) -> KeyIndex:
     """The index of one file's integer column (any Arrow integer type)."""
-    if column.null_count:
-        valid = np.flatnonzero(pc.is_valid(column).to_numpy(zero_copy_only=False))
-        values = np.asarray(pc.drop_null(column).to_numpy(), dtype=np.int64)
-    else:
-        valid = None
-        values = np.asarray(column.to_numpy(), dtype=np.int64)
+    rows = valid_rows(column)
+    present = column if rows is None else pc.drop_null(column)
+    return sorted_key_index(np.asarray(present.to_numpy(), dtype=np.int64), rows, len(column))
+
+
+def valid_rows(column: pa.ChunkedArray | pa.Array) -> np.ndarray | None:
+    """Positions of the non-NULL rows of ``column``; None when it has no NULLs (every row)."""
+    if not column.null_count:
+        return None
+    return np.flatnonzero(pc.is_valid(column).to_numpy(zero_copy_only=False))
+
+
+def sorted_key_index(values: np.ndarray, rows: np.ndarray | None, length: int) -> KeyIndex:
+    """The index of int64 ``values`` found at ``rows`` (None: at 0, 1, ...) of a column of
+    ``length`` rows: sorted (``np.argsort``, stable, or nothing when already sorted)."""
     if len(values) > 1 and not bool(np.all(values[:-1] <= values[1:])):
         order = np.argsort(values, kind="stable")  # timsort: cheap on concatenated sorted runs
         values = values[order]
-        valid = order if valid is None else valid[order]
-    if valid is not None:
-        valid = valid.astype(np.int32 if len(column) < 2**31 else np.int64)
-    return KeyIndex(np.ascontiguousarray(values), valid)
+        rows = order if rows is None else rows[order]
+    if rows is not None:
+        rows = rows.astype(np.int32 if length < 2**31 else np.int64)
+    return KeyIndex(np.ascontiguousarray(values), rows)
 
 
 def is_integer_column(column: pa.ChunkedArray | pa.Array) -> bool:

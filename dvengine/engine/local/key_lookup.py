@@ -10,23 +10,64 @@ and the file agreeing: the Arrow types are checked here, not assumed from the sc
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from dvengine.engine.local.column_cache import cached_derived
 from dvengine.engine.local.key_index import KeyIndex, build_key_index, is_integer_column
+from dvengine.engine.local.string_key_index import (
+    StringKeyIndex,
+    build_string_key_index,
+    is_string_column,
+    string_hashes,
+)
 from dvengine.log import Snapshot
 from dvengine.protocol.actions import AddFile
 
 
-def indexed_rows(snapshot: Snapshot, add: AddFile, name: str, column: pa.ChunkedArray, keys: pa.Array) -> np.ndarray | None:
+@dataclass(frozen=True)
+class LookupKeys:
+    """Keys to look up, prepared once for every file a command looks them up in.
+
+    ``values``: the distinct non-NULL keys (int64, sorted; or string). ``searched``: what the
+    files' indexes search for them, sorted distinct int64: the integers themselves, or the
+    strings' hashes (``string_hashes`` costs ~80 us even for one key: numpy's per-call overhead
+    over its word passes; paid once per command, not once per file)."""
+
+    values: pa.Array
+    searched: np.ndarray
+
+
+def lookup_keys(values: pa.Array | pa.ChunkedArray) -> LookupKeys | None:
+    """``values`` (NULLs and duplicates allowed) as LookupKeys; None for a type no index serves."""
+    present = pc.drop_null(values)
+    if pa.types.is_integer(present.type):
+        searched = np.unique(np.asarray(present.to_numpy(), dtype=np.int64))
+        return LookupKeys(pa.array(searched), searched)
+    if is_string_column(present):
+        distinct = pc.unique(present)
+        return LookupKeys(distinct, np.unique(string_hashes(distinct)))
+    return None
+
+
+def indexed_rows(snapshot: Snapshot, add: AddFile, name: str, column: pa.ChunkedArray, keys: LookupKeys) -> np.ndarray | None:
     """Ascending positions of the non-NULL rows of ``add``'s column ``name`` (its values are
-    ``column``) equal to one of ``keys`` (``point_lookup.distinct_keys``), deleted rows included;
-    None when no index serves this column and these keys."""
-    if is_integer_column(column) and pa.types.is_integer(keys.type):
-        return _integer_index(snapshot, add, name, column).rows_of(np.asarray(keys.to_numpy(), dtype=np.int64))
+    ``column``) equal to one of ``keys``, deleted rows included; None when no index serves this
+    column and these keys."""
+    kind = keys.values.type
+    if is_integer_column(column) and pa.types.is_integer(kind):
+        return _integer_index(snapshot, add, name, column).rows_of(keys.searched)
+    if is_string_column(column) and is_string_column(keys.values):
+        return _string_index(snapshot, add, name, column).rows_of(column, keys.values, keys.searched)
     return None
 
 
 def _integer_index(snapshot: Snapshot, add: AddFile, name: str, column: pa.ChunkedArray) -> KeyIndex:
     return cached_derived(snapshot, add, f"index:{name}", lambda: (len(column), build_key_index(column)))[1]
+
+
+def _string_index(snapshot: Snapshot, add: AddFile, name: str, column: pa.ChunkedArray) -> StringKeyIndex:
+    return cached_derived(snapshot, add, f"string-index:{name}", lambda: (len(column), build_string_key_index(column)))[1]

@@ -45,7 +45,7 @@ from dvengine.commands.write import record_marks
 from dvengine.dv import outside
 from dvengine.engine.local.change_data import MergeChanges, write_change_rows
 from dvengine.engine.local.executor import FileMatch, LocalExecutor, keep_row_ids
-from dvengine.engine.local.point_lookup import distinct_keys
+from dvengine.engine.local.key_lookup import lookup_keys
 from dvengine.errors import (
     EvaluationError,
     InvalidArgumentError,
@@ -655,7 +655,10 @@ def _joinable_rows(ctx: DmlContext, executor: LocalExecutor, src: pa.Table, job:
     result is the same. Otherwise every physical row of every file, as before."""
     if job.by_source or not job.keys or _family(job.keys[0].target) != "int":
         return executor.physical_files(ctx, ctx.plan.candidates)
-    return executor.key_rows(ctx, ctx.plan.candidates, job.keys[0].target.name, distinct_keys(src.column("__ks0")))
+    keys = lookup_keys(src.column("__ks0"))
+    if keys is None:
+        return executor.physical_files(ctx, ctx.plan.candidates)
+    return executor.key_rows(ctx, ctx.plan.candidates, job.keys[0].target.name, keys)
 
 
 def _run(

@@ -7,24 +7,30 @@ module decides, from the bound tree alone and before any file is read, whether a
 such a lookup, and what its keys are; anything it does not recognise filters as before.
 
 Recognised (the whole predicate): ``col = <literal>``, ``<literal> = col`` and
-``col IN (<literals>[, NULL])`` on a top-level BYTE/SHORT/INT/BIGINT column with integer
-literals inside the column type's range (an out-of-range literal keeps the Arrow translation's
-error). Spark's SQL answers TRUE exactly for the non-NULL rows whose value equals a listed value;
-NULL rows and a listed NULL are never TRUE, so a DML condition (TRUE rows only) keeps exactly those
+``col IN (<literals>[, NULL])`` on a top-level column of one of these types, every literal of the
+column's own type (an implicit cast is the general path's to judge):
+
+- BYTE/SHORT/INT/BIGINT: integer literals inside the column type's range (an out-of-range literal
+  keeps the Arrow translation's error);
+- STRING: plain string literals, compared byte-wise (Spark's default UTF8_BINARY collation).
+
+Spark's SQL answers TRUE exactly for the non-NULL rows whose value equals a listed value; NULL
+rows and a listed NULL are never TRUE, so a DML condition (TRUE rows only) keeps exactly those
 rows.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
-import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 from sqlglot import exp
 
+from dvengine.engine.local.key_lookup import LookupKeys, lookup_keys
 from dvengine.expressions import BoundPredicate
-from dvengine.expressions.literals import literal_of
+from dvengine.expressions.kinds import Kind
+from dvengine.expressions.literals import Lit, literal_of
 from dvengine.expressions.refs import ref_of
 
 _RANGES = {
@@ -37,20 +43,11 @@ _RANGES = {
 
 @dataclass(frozen=True)
 class PointLookup:
-    """``column`` (logical, top-level) equals one of ``keys`` (``distinct_keys``: int64)."""
+    """``column`` (logical, top-level) equals one of ``keys`` (int64 for an integer column,
+    string for a string column)."""
 
     column: str
-    keys: pa.Array
-
-
-def distinct_keys(values: pa.Array | pa.ChunkedArray) -> pa.Array:
-    """The distinct non-NULL values, sorted: the form every key index searches (computed once per
-    command, not once per file)."""
-    present = pc.drop_null(values)
-    if isinstance(present, pa.ChunkedArray):
-        present = present.combine_chunks()
-    distinct = pc.unique(present)
-    return distinct.take(pc.sort_indices(distinct))
+    keys: LookupKeys
 
 
 def point_lookup(predicate: BoundPredicate | None) -> PointLookup | None:
@@ -70,10 +67,11 @@ def point_lookup(predicate: BoundPredicate | None) -> PointLookup | None:
     ref = ref_of(_unparen(subject))
     if ref is None or len(ref.path) != 1 or ref.qualifier is not None:
         return None
-    bounds = _RANGES.get(ref.leaf.type.name)
-    if bounds is None:
+    column_type = ref.leaf.type.name
+    reader = _KEY_READERS.get(column_type)
+    if reader is None:
         return None
-    values: list[int] = []
+    values: list[object] = []
     for item in items:
         lit = literal_of(item)
         if lit is None:
@@ -82,10 +80,47 @@ def point_lookup(predicate: BoundPredicate | None) -> PointLookup | None:
             if isinstance(node, exp.EQ):
                 return None  # col = NULL: never TRUE, but leave that to the general path
             continue
-        if not isinstance(lit.value, int) or isinstance(lit.value, bool) or not bounds[0] <= lit.value <= bounds[1]:
+        value = reader.read(column_type, _unparen(item), lit)
+        if value is None:
             return None
-        values.append(lit.value)
-    return PointLookup(ref.top, distinct_keys(pa.array(np.array(values, dtype=np.int64))))
+        values.append(value)
+    try:
+        keys = lookup_keys(pa.array(values, type=reader.arrow_type))
+    except UnicodeEncodeError:  # a lone surrogate has no UTF-8 bytes: the general path judges it
+        return None
+    return None if keys is None else PointLookup(ref.top, keys)
+
+
+def _integer_key(column_type: str, node: exp.Expr, lit: Lit) -> object | None:
+    """An integer literal inside the column type's range (an out-of-range one keeps the Arrow
+    translation's error)."""
+    low, high = _RANGES[column_type]
+    value = lit.value
+    if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+        return None
+    return value
+
+
+def _string_key(column_type: str, node: exp.Expr, lit: Lit) -> object | None:
+    """A plain string literal; anything else compared with a string column (a number, a date, a
+    cast) is an implicit or explicit cast that the general path judges."""
+    if not (isinstance(node, exp.Literal) and node.is_string and lit.kind == Kind.STRING):
+        return None
+    return str(lit.value)
+
+
+@dataclass(frozen=True)
+class _KeyReader:
+    """How a column type's lookup keys are read from literals, and their Arrow type."""
+
+    arrow_type: pa.DataType
+    read: Callable[[str, exp.Expr, Lit], object | None]
+
+
+_KEY_READERS = {
+    **{name: _KeyReader(pa.int64(), _integer_key) for name in _RANGES},
+    "string": _KeyReader(pa.string(), _string_key),
+}
 
 
 def _unparen(node: exp.Expr) -> exp.Expr:
