@@ -32,9 +32,9 @@ from dvengine.protocol.actions import AddFile
 class LookupKeys:
     """Keys to look up, prepared once for every file a command looks them up in.
 
-    ``values``: the distinct non-NULL keys (int64, sorted; or string). ``searched``: what the
-    files' indexes search for them, sorted distinct int64: the integers themselves, or the
-    strings' hashes (``string_hashes`` costs ~80 us even for one key: numpy's per-call overhead
+    ``values``: the distinct non-NULL keys (int64 or date32, sorted; or string). ``searched``:
+    what the files' indexes search for them, sorted distinct int64: the integers themselves, a
+    date's days since 1970-01-01 (the date32 value), or the strings' hashes (``string_hashes`` costs ~80 us even for one key: numpy's per-call overhead
     over its word passes; paid once per command, not once per file)."""
 
     values: pa.Array
@@ -47,6 +47,9 @@ def lookup_keys(values: pa.Array | pa.ChunkedArray) -> LookupKeys | None:
     if pa.types.is_integer(present.type):
         searched = np.unique(np.asarray(present.to_numpy(), dtype=np.int64))
         return LookupKeys(pa.array(searched), searched)
+    if pa.types.is_date32(present.type):
+        searched = np.unique(_days(present))
+        return LookupKeys(pa.array(searched.astype(np.int32)).cast(pa.date32()), searched)
     if is_string_column(present):
         distinct = pc.unique(present)
         return LookupKeys(distinct, np.unique(string_hashes(distinct)))
@@ -60,6 +63,8 @@ def indexed_rows(snapshot: Snapshot, add: AddFile, name: str, column: pa.Chunked
     kind = keys.values.type
     if is_integer_column(column) and pa.types.is_integer(kind):
         return _integer_index(snapshot, add, name, column).rows_of(keys.searched)
+    if pa.types.is_date32(column.type) and pa.types.is_date32(kind):
+        return _date_index(snapshot, add, name, column).rows_of(keys.searched)
     if is_string_column(column) and is_string_column(keys.values):
         return _string_index(snapshot, add, name, column).rows_of(column, keys.values, keys.searched)
     return None
@@ -71,3 +76,12 @@ def _integer_index(snapshot: Snapshot, add: AddFile, name: str, column: pa.Chunk
 
 def _string_index(snapshot: Snapshot, add: AddFile, name: str, column: pa.ChunkedArray) -> StringKeyIndex:
     return cached_derived(snapshot, add, f"string-index:{name}", lambda: (len(column), build_string_key_index(column)))[1]
+
+
+def _date_index(snapshot: Snapshot, add: AddFile, name: str, column: pa.ChunkedArray) -> KeyIndex:
+    """The integer index over a date column's days (date32 is an int32 day count)."""
+    return cached_derived(snapshot, add, f"date-index:{name}", lambda: (len(column), build_key_index(column.cast(pa.int32()))))[1]
+
+
+def _days(dates: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    return np.asarray(dates.cast(pa.int32()).to_numpy(), dtype=np.int64)

@@ -12,7 +12,10 @@ column's own type (an implicit cast is the general path's to judge):
 
 - BYTE/SHORT/INT/BIGINT: integer literals inside the column type's range (an out-of-range literal
   keeps the Arrow translation's error);
-- STRING: plain string literals, compared byte-wise (Spark's default UTF8_BINARY collation).
+- STRING: plain string literals, compared byte-wise (Spark's default UTF8_BINARY collation);
+- DATE: typed date literals (``DATE 'yyyy-mm-dd'``, ``CAST('yyyy-mm-dd' AS DATE)``), looked up
+  by their day number in the integer index; ``date_col = '2024-01-01'`` is a string that Spark
+  casts by its comparison rules, which the binder does not type, so it filters as before.
 
 Spark's SQL answers TRUE exactly for the non-NULL rows whose value equals a listed value; NULL
 rows and a listed NULL are never TRUE, so a DML condition (TRUE rows only) keeps exactly those
@@ -21,6 +24,7 @@ rows.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -44,7 +48,7 @@ _RANGES = {
 @dataclass(frozen=True)
 class PointLookup:
     """``column`` (logical, top-level) equals one of ``keys`` (int64 for an integer column,
-    string for a string column)."""
+    string for a string column, date32 for a date column)."""
 
     column: str
     keys: LookupKeys
@@ -109,6 +113,15 @@ def _string_key(column_type: str, node: exp.Expr, lit: Lit) -> object | None:
     return str(lit.value)
 
 
+def _date_key(column_type: str, node: exp.Expr, lit: Lit) -> object | None:
+    """A typed date literal (``DATE '2024-01-01'``, ``CAST('2024-01-01' AS DATE)``), as
+    ``literal_of`` reads it. A plain string compared with a date column is cast by Spark's
+    comparison rules, which the binder leaves to the Arrow translation: the general path."""
+    if lit.kind != Kind.DATE or not isinstance(lit.value, dt.date):
+        return None
+    return lit.value
+
+
 @dataclass(frozen=True)
 class _KeyReader:
     """How a column type's lookup keys are read from literals, and their Arrow type."""
@@ -120,6 +133,7 @@ class _KeyReader:
 _KEY_READERS = {
     **{name: _KeyReader(pa.int64(), _integer_key) for name in _RANGES},
     "string": _KeyReader(pa.string(), _string_key),
+    "date": _KeyReader(pa.date32(), _date_key),
 }
 
 
