@@ -199,7 +199,12 @@ def match_file(
         if lookup is _UNSET:
             lookup = point_lookup(predicate)
         found = None if lookup is None else indexed_rows(snapshot, add, lookup.column, table.column(lookup.column), lookup.keys)
-        positions = matching_positions(table, predicate) if found is None else found
+        if found is None:
+            positions = matching_positions(table, predicate)
+        elif lookup is not None and not lookup.whole and len(found):
+            positions = found[matching_positions(table.take(pa.array(found)), predicate)]
+        else:
+            positions = found
     if len(previously) and len(positions):
         positions = positions[outside(positions, previously)]
     rows = table.take(pa.array(positions)) if all_columns else None

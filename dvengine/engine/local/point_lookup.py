@@ -20,6 +20,15 @@ column's own type (an implicit cast is the general path's to judge):
 Spark's SQL answers TRUE exactly for the non-NULL rows whose value equals a listed value; NULL
 rows and a listed NULL are never TRUE, so a DML condition (TRUE rows only) keeps exactly those
 rows.
+
+``lookup AND other AND ...`` (``id = 5 AND status = 'x'``): the first conjunct that is a lookup
+finds candidate rows (``whole`` False), and the whole predicate is then evaluated by the Arrow
+filter on those rows only. A row where the conjunction is TRUE has the lookup TRUE, so it is a
+candidate, and a row's value does not depend on the other rows: the same rows come out. Errors
+are the exception (a filter over all rows raises for ``x + 1`` overflowing on any row, one over
+the candidates only for theirs), so this is taken only when no conjunct's evaluation can fail
+(``_cannot_fail``: connectives and comparisons of plain columns and literals); anything else
+filters the whole column as before.
 """
 
 from __future__ import annotations
@@ -36,6 +45,7 @@ from dvengine.expressions import BoundPredicate
 from dvengine.expressions.kinds import Kind
 from dvengine.expressions.literals import Lit, literal_of
 from dvengine.expressions.refs import ref_of
+from dvengine.expressions.trees import conjuncts
 
 _RANGES = {
     "byte": (-(2**7), 2**7 - 1),
@@ -52,13 +62,28 @@ class PointLookup:
 
     column: str
     keys: LookupKeys
+    whole: bool  # the lookup is the whole predicate; else its rows are candidates (module docstring)
 
 
 def point_lookup(predicate: BoundPredicate | None) -> PointLookup | None:
     """The lookup a predicate amounts to (see the module docstring), or None."""
     if predicate is None:
         return None
-    node = _unparen(predicate.tree)
+    parts = conjuncts(predicate.tree)
+    if len(parts) == 1:
+        return _lookup(parts[0], whole=True)
+    if not all(_cannot_fail(part) for part in parts):
+        return None
+    for part in parts:
+        found = _lookup(part, whole=False)
+        if found is not None:
+            return found
+    return None
+
+
+def _lookup(node: exp.Expr, whole: bool) -> PointLookup | None:
+    """The lookup one conjunct is, if it is one."""
+    node = _unparen(node)
     if isinstance(node, exp.In) and not node.args.get("query") and not node.args.get("unnest"):
         subject, items = node.this, list(node.expressions)
     elif isinstance(node, exp.EQ):
@@ -92,7 +117,37 @@ def point_lookup(predicate: BoundPredicate | None) -> PointLookup | None:
         keys = lookup_keys(pa.array(values, type=reader.arrow_type))
     except UnicodeEncodeError:  # a lone surrogate has no UTF-8 bytes: the general path judges it
         return None
-    return None if keys is None else PointLookup(ref.top, keys)
+    return None if keys is None else PointLookup(ref.top, keys, whole)
+
+
+# Shapes whose Arrow evaluation cannot fail on any row: boolean connectives and comparisons of
+# columns of these types with each other or with literals (the translation types and checks the
+# literals before any file is read). No arithmetic, function, cast of a column, LIKE pattern or
+# DECIMAL (Arrow rescales decimals to compare them).
+_CONNECTIVES = (exp.And, exp.Or, exp.Not, exp.Paren)
+_COMPARISONS = (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE, exp.NullSafeEQ, exp.In, exp.Between, exp.Is)
+_PLAIN_TYPES = frozenset({*_RANGES, "string", "date", "boolean", "timestamp", "timestamp_ntz", "float", "double"})
+
+
+def _cannot_fail(node: exp.Expr) -> bool:
+    """Whether evaluating ``node`` (a bound condition) in Arrow can raise on no row, so that
+    evaluating it on some rows gives, for those rows, what evaluating it on all rows gives,
+    and no error is left out."""
+    if isinstance(node, _CONNECTIVES):
+        return all(_cannot_fail(child) for child in node.iter_expressions())
+    if isinstance(node, _COMPARISONS):
+        if isinstance(node, exp.In) and (node.args.get("query") or node.args.get("unnest")):
+            return False
+        return all(_plain_operand(child) for child in node.iter_expressions())
+    return _plain_operand(node)
+
+
+def _plain_operand(node: exp.Expr) -> bool:
+    node = _unparen(node)
+    ref = ref_of(node)
+    if ref is not None:
+        return ref.leaf.type.name in _PLAIN_TYPES
+    return literal_of(node) is not None
 
 
 def _integer_key(column_type: str, node: exp.Expr, lit: Lit) -> object | None:
