@@ -226,3 +226,57 @@ def test_delete_update_merge_by_string_key_keep_the_model(tmp_path: Path, mode: 
     assert sort_rows([(r["k"], r["v"]) for r in t.toArrow().to_pylist()]) == expected
     assert rows_delta_rs(root, ["k", "v"]) == expected
     assert rows_duckdb(root, ["k", "v"]) == expected
+
+
+@pytest.mark.parametrize("by_source", [False, True])
+@pytest.mark.parametrize("key_type", [pa.string(), pa.date32()])
+def test_merge_joins_only_the_rows_the_index_finds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, by_source: bool, key_type: pa.DataType) -> None:
+    """MERGE on a string or date key narrows each candidate file to the rows whose key is a source
+    key (no file is joined whole) unless a NOT MATCHED BY SOURCE clause needs the other rows; a
+    file holding no source key stays out of the commit; the table equals the model either way,
+    read back by dvengine, delta-rs and DuckDB."""
+    import datetime as dt
+
+    from dvengine.engine.local.executor import LocalExecutor
+    from dvengine.log import read_commit_actions
+    from dvengine.protocol.actions import RemoveFile
+
+    def key(n: int | None) -> Any:
+        if n is None:
+            return None
+        return f"key-{n:03d}-é" if pa.types.is_string(key_type) else dt.date(2024, 1, 1) + dt.timedelta(days=n)
+
+    root = str(tmp_path / "t")
+    config = {"delta.autoOptimize.autoCompact": "false"}
+    files = [[7, 3, None, 9, 3, 1], [20, 21, 22], [40, 41, None]]  # unsorted with NULLs; sorted; no source key
+    for i, ns in enumerate(files):
+        table = pa.table({"k": pa.array([key(n) for n in ns], key_type), "v": [f"f{i}"] * len(ns)})
+        dvengine.write(table, root, mode="append" if i else "error", configuration=config)
+    model = [(key(n), f"f{i}") for i, ns in enumerate(files) for n in ns]
+    before = {f.path for f in load_snapshot(root).files}
+
+    whole_files: list[int] = []
+    real = LocalExecutor.physical_files
+    monkeypatch.setattr(LocalExecutor, "physical_files", lambda self, ctx, fs: whole_files.append(len(fs)) or real(self, ctx, fs))
+    source = pa.table({"k": pa.array([key(n) for n in (3, 9, 21, 30, 30, None)], key_type), "v": ["u", "del", "u", "i", "i", "n"]})
+    builder = (
+        DeltaTable.forPath(None, root).alias("t").merge(source, "t.k = s.k", source_alias="s")
+        .whenMatchedDelete("s.v = 'del'").whenMatchedUpdate(set={"v": "s.v"}).whenNotMatchedInsertAll()
+    )
+    if by_source:
+        builder = builder.whenNotMatchedBySourceUpdate("t.v = 'f1'", {"v": "'orphan'"})
+    builder.withEngine("local").execute()
+
+    keys = {key(3): "u", key(21): "u"}
+    model = [(k, keys.get(k, v)) for k, v in model if k != key(9)] + [(key(30), "i"), (key(30), "i"), (None, "n")]
+    if by_source:
+        model = [(k, "orphan" if v == "f1" and k != key(21) else v) for k, v in model]
+    assert bool(whole_files) == by_source
+    expected = sort_rows(model)
+    assert sort_rows([(r["k"], r["v"]) for r in DeltaTable.forPath(None, root).toArrow().to_pylist()]) == expected
+    assert rows_delta_rs(root, ["k", "v"]) == expected
+    assert rows_duckdb(root, ["k", "v"]) == expected
+    snapshot = load_snapshot(root)
+    removed = {a.path for a in read_commit_actions(root, snapshot.version) if isinstance(a, RemoveFile)}
+    third = [p for p in before if p in {f.path for f in snapshot.files} and p not in removed]
+    assert len(third) == 1  # only the file without a source key kept out of the commit
