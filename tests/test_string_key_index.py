@@ -156,26 +156,36 @@ def test_other_string_shapes_take_the_general_path(text: str) -> None:
 
 
 def test_match_file_answers_string_lookups_from_the_index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The executor takes the index for a string lookup (the filter is not called) and builds it
-    once per file."""
+    """A file's first string lookup filters (no index is built: a one-off command would not
+    repay it), the second builds the index, and from then on the filter is not called."""
     root = str(tmp_path / "t")
     vals: list[str | None] = [f"k{i % 37}" for i in range(499, -1, -1)]
     vals.append(None)
     dvengine.write(pa.table({"s": pa.array(vals), "i": pa.array(range(501), pa.int64())}), root)
     snap = load_snapshot(root)
     builds: list[int] = []
-    real = key_lookup.build_string_key_index
-    monkeypatch.setattr(key_lookup, "build_string_key_index", lambda c: builds.append(1) or real(c))
-
-    def no_filter(*args: object) -> Any:
-        raise AssertionError("the general filter ran")
-
-    monkeypatch.setattr(executor, "matching_positions", no_filter)
-    for key in ("k3", "k36", "k3", "absent"):
+    real_build = key_lookup.build_string_key_index
+    monkeypatch.setattr(key_lookup, "build_string_key_index", lambda c: builds.append(1) or real_build(c))
+    filtered: list[int] = []
+    real_filter = executor.matching_positions
+    monkeypatch.setattr(executor, "matching_positions", lambda t, p: filtered.append(t.num_rows) or real_filter(t, p))
+    for n, key in enumerate(("k3", "k36", "k3", "absent")):
         predicate: BoundPredicate = parse_predicate(f"s = '{key}'", snap.schema)
         m = executor.match_file(snap, snap.files[0], predicate, all_columns=False)
         assert m.matched.tolist() == [i for i, v in enumerate(vals) if v == key]
-    assert len(builds) == 1
+        assert (len(filtered), len(builds)) == ((1, 0) if n == 0 else (1, 1))
+
+
+def test_no_string_index_without_the_column_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the cache off (budget 0) nothing remembers a lookup: every one filters, none builds."""
+    monkeypatch.setenv(column_cache.ENV_BYTES, "0")
+    root = str(tmp_path / "t")
+    dvengine.write(pa.table({"s": pa.array(["a", "b", "a"])}), root)
+    snap = load_snapshot(root)
+    monkeypatch.setattr(key_lookup, "build_string_key_index", lambda c: pytest.fail("an index was built"))
+    for _ in range(3):
+        m = executor.match_file(snap, snap.files[0], parse_predicate("s = 'a'", snap.schema), all_columns=False)
+        assert m.matched.tolist() == [0, 2]
 
 
 def _rows(keys: list[str | None], tag: str) -> pa.Table:
@@ -231,15 +241,11 @@ def test_delete_update_merge_by_string_key_keep_the_model(tmp_path: Path, mode: 
 @pytest.mark.parametrize("by_source", [False, True])
 @pytest.mark.parametrize("key_type", [pa.string(), pa.date32()])
 def test_merge_joins_only_the_rows_the_index_finds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, by_source: bool, key_type: pa.DataType) -> None:
-    """MERGE on a string or date key narrows each candidate file to the rows whose key is a source
-    key (no file is joined whole) unless a NOT MATCHED BY SOURCE clause needs the other rows; a
-    file holding no source key stays out of the commit; the table equals the model either way,
-    read back by dvengine, delta-rs and DuckDB."""
+    """Two MERGE rounds on a string or date key (a stream: the first round's lookups make the
+    files' string indexes worth building). In the second round no file looked up before is
+    joined whole unless a NOT MATCHED BY SOURCE clause needs the other rows; the table equals the model either
+    way, read back by dvengine, delta-rs and DuckDB."""
     import datetime as dt
-
-    from dvengine.engine.local.executor import LocalExecutor
-    from dvengine.log import read_commit_actions
-    from dvengine.protocol.actions import RemoveFile
 
     def key(n: int | None) -> Any:
         if n is None:
@@ -248,35 +254,40 @@ def test_merge_joins_only_the_rows_the_index_finds(tmp_path: Path, monkeypatch: 
 
     root = str(tmp_path / "t")
     config = {"delta.autoOptimize.autoCompact": "false"}
-    files = [[7, 3, None, 9, 3, 1], [20, 21, 22], [40, 41, None]]  # unsorted with NULLs; sorted; no source key
+    files = [[7, 3, None, 9, 3, 1], [20, 21, 22], [40, 41, None]]  # unsorted with NULLs; sorted; another
     for i, ns in enumerate(files):
         table = pa.table({"k": pa.array([key(n) for n in ns], key_type), "v": [f"f{i}"] * len(ns)})
         dvengine.write(table, root, mode="append" if i else "error", configuration=config)
     model = [(key(n), f"f{i}") for i, ns in enumerate(files) for n in ns]
-    before = {f.path for f in load_snapshot(root).files}
+    whole_files: list[str] = []
+    real = executor.physical_file
+    monkeypatch.setattr(executor, "physical_file", lambda snap, add: whole_files.append(add.path) or real(snap, add))
 
-    whole_files: list[int] = []
-    real = LocalExecutor.physical_files
-    monkeypatch.setattr(LocalExecutor, "physical_files", lambda self, ctx, fs: whole_files.append(len(fs)) or real(self, ctx, fs))
-    source = pa.table({"k": pa.array([key(n) for n in (3, 9, 21, 30, 30, None)], key_type), "v": ["u", "del", "u", "i", "i", "n"]})
-    builder = (
-        DeltaTable.forPath(None, root).alias("t").merge(source, "t.k = s.k", source_alias="s")
-        .whenMatchedDelete("s.v = 'del'").whenMatchedUpdate(set={"v": "s.v"}).whenNotMatchedInsertAll()
-    )
-    if by_source:
-        builder = builder.whenNotMatchedBySourceUpdate("t.v = 'f1'", {"v": "'orphan'"})
-    builder.withEngine("local").execute()
+    def merge(pairs: list[tuple[int | None, str]]) -> None:
+        nonlocal model
+        whole_files.clear()
+        source = pa.table({"k": pa.array([key(n) for n, _ in pairs], key_type), "v": [v for _, v in pairs]})
+        builder = (
+            DeltaTable.forPath(None, root).alias("t").merge(source, "t.k = s.k", source_alias="s")
+            .whenMatchedDelete("s.v = 'del'").whenMatchedUpdate(set={"v": "s.v"}).whenNotMatchedInsertAll()
+        )
+        if by_source:
+            builder = builder.whenNotMatchedBySourceUpdate("t.v = 'f1'", {"v": "'orphan'"})
+        builder.withMode("dv").withEngine("local").execute()  # DVs: the files keep their paths
+        new = {key(n): v for n, v in pairs if n is not None}
+        present = {k for k, _ in model}
+        updated = [(k, new.get(k, v)) for k, v in model if new.get(k) != "del"]
+        if by_source:
+            updated = [(k, "orphan" if v == "f1" and k not in new else v) for k, v in updated]
+        model = updated + [(key(n), v) for n, v in pairs if n is None or key(n) not in present]
 
-    keys = {key(3): "u", key(21): "u"}
-    model = [(k, keys.get(k, v)) for k, v in model if k != key(9)] + [(key(30), "i"), (key(30), "i"), (None, "n")]
-    if by_source:
-        model = [(k, "orphan" if v == "f1" and k != key(21) else v) for k, v in model]
-    assert bool(whole_files) == by_source
+    first_files = {f.path for f in load_snapshot(root).files}
+    merge([(3, "u"), (20, "u"), (41, "u"), (99, "i")])  # a first round over every file
+    merge([(3, "u2"), (9, "del"), (21, "u"), (30, "i"), (30, "i"), (None, "n")])
+    # the file the first round wrote is looked up for the first time: a string index waits for its
+    # second lookup (test above); the files looked up before are narrowed
+    assert bool(set(whole_files) & first_files) == by_source
     expected = sort_rows(model)
     assert sort_rows([(r["k"], r["v"]) for r in DeltaTable.forPath(None, root).toArrow().to_pylist()]) == expected
     assert rows_delta_rs(root, ["k", "v"]) == expected
     assert rows_duckdb(root, ["k", "v"]) == expected
-    snapshot = load_snapshot(root)
-    removed = {a.path for a in read_commit_actions(root, snapshot.version) if isinstance(a, RemoveFile)}
-    third = [p for p in before if p in {f.path for f in snapshot.files} and p not in removed]
-    assert len(third) == 1  # only the file without a source key kept out of the commit

@@ -111,6 +111,12 @@ def cached_derived(
     return _cached(_key(snapshot, add, None, what), build)
 
 
+def holds_derived(snapshot: Snapshot, add: AddFile, what: str) -> bool:
+    """Whether ``cached_derived`` would likely answer ``what`` from memory (no file check, no LRU
+    touch): for callers that build something only when it is already there or wanted twice."""
+    return _budget() != 0 and _CACHE.holds(_key(snapshot, add, None, what))
+
+
 def _key(snapshot: Snapshot, add: AddFile, columns: Sequence[str] | None, what: str) -> Key:
     return (
         resolve_data_path(snapshot.table_root, add.path),

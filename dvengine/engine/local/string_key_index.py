@@ -9,7 +9,8 @@ hashed to 64 bits (``string_hashes``: ~0.11 s for 1M UUIDs) and the hashes go in
 index (``np.argsort``, ~0.09 s): 12 bytes a row, counted against the column cache's budget like
 the integer index. A lookup hashes the keys, finds the rows with an equal hash (two
 ``np.searchsorted``) and keeps those whose value is byte-for-byte one of the keys (``pc.is_in`` on
-the few rows taken): a hash collision costs a row checked, never a wrong answer.
+the few rows taken): a hash collision costs a row checked, never a wrong answer. A file's index
+is built at its second lookup, not its first (``key_lookup._string_index`` says why).
 
 Equality is Spark's default UTF8_BINARY collation: byte-wise. (Tables with other collations use a
 writer feature dvengine refuses to write, so DML never sees them.) NULL rows are not in the index.
