@@ -34,8 +34,9 @@ class LookupKeys:
 
     ``values``: the distinct non-NULL keys (int64 or date32, sorted; or string). ``searched``:
     what the files' indexes search for them, sorted distinct int64: the integers themselves, a
-    date's days since 1970-01-01 (the date32 value), or the strings' hashes (``string_hashes`` costs ~80 us even for one key: numpy's per-call overhead
-    over its word passes; paid once per command, not once per file)."""
+    date's days since 1970-01-01 (the date32 value), or the strings' hashes (``string_hashes``
+    costs ~80 us even for one key, numpy's per-call overhead over its word passes: paid once per
+    command, not once per file)."""
 
     values: pa.Array
     searched: np.ndarray
@@ -103,7 +104,8 @@ class _LookedUp:
 
 def _date_index(snapshot: Snapshot, add: AddFile, name: str, column: pa.ChunkedArray) -> KeyIndex:
     """The integer index over a date column's days (date32 is an int32 day count)."""
-    return cached_derived(snapshot, add, f"date-index:{name}", lambda: (len(column), build_key_index(column.cast(pa.int32()))))[1]
+    days = f"date-index:{name}"
+    return cached_derived(snapshot, add, days, lambda: (len(column), build_key_index(column.cast(pa.int32()))))[1]
 
 
 def _days(dates: pa.Array | pa.ChunkedArray) -> np.ndarray:
