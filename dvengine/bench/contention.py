@@ -91,6 +91,7 @@ from dvengine.bench.contention_lane import (
 from dvengine.bench.contention_report import ContenderRuns, RunResult, engine_ratio_rows, markdown, who_label
 from dvengine.bench.contention_workload import model_rows, writer_rows
 from dvengine.bench.verify import duckdb_delta_connection
+from dvengine.commit.commit_info import delta_json
 from dvengine.errors import CommitConflictError
 from dvengine.storage.logstore import log_dir
 from dvengine.storage.registry import storage_for
@@ -110,8 +111,9 @@ class Engine:
 
 
 def _dvengine_logged_predicate(x: int) -> str:
-    """dvengine records a DML's predicate as Delta Spark does: a JSON list of SQL strings."""
-    return json.dumps([f"`id` = {x}"])
+    """dvengine records a DML's predicate as Delta Spark does: a JSON list of SQL strings, as the
+    commit writes it (``commit_info.delta_json``, Jackson's compact text)."""
+    return delta_json([f"`id` = {x}"])
 
 
 ENGINES: dict[str, Engine] = {
