@@ -6,28 +6,21 @@ and multi-file tables, narrow key types and column mapping (checked against delt
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pytest
 from interop import rows_delta_rs, sort_rows
+from key_index_support import fresh_column_cache  # noqa: F401 (autouse fixture)
 
 import dvengine
 from dvengine import DeltaTable
-from dvengine.engine.local import column_cache, executor
+from dvengine.engine.local import executor
 from dvengine.engine.local.key_index import build_key_index
 from dvengine.engine.local.point_lookup import point_lookup
 from dvengine.expressions import parse_predicate
 from dvengine.log import load_snapshot
 from dvengine.protocol.schema import StructType, from_arrow_schema
-
-
-@pytest.fixture(autouse=True)
-def _empty() -> Any:
-    column_cache.clear_column_cache()
-    yield
-    column_cache.clear_column_cache()
 
 
 @pytest.mark.parametrize("sorted_input", [True, False])

@@ -15,10 +15,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from interop import rows_delta_rs, rows_duckdb, sort_rows
+from key_index_support import fresh_column_cache  # noqa: F401 (autouse fixture)
 
 import dvengine
 from dvengine import DeltaTable
-from dvengine.engine.local import column_cache, executor
+from dvengine.engine.local import executor
 from dvengine.engine.local.point_lookup import point_lookup
 from dvengine.errors import DvengineError
 from dvengine.expressions import parse_predicate
@@ -26,13 +27,6 @@ from dvengine.log import load_snapshot
 from dvengine.protocol.schema import StructType, from_arrow_schema
 
 BASE = dt.date(2024, 1, 1)
-
-
-@pytest.fixture(autouse=True)
-def _empty() -> Any:
-    column_cache.clear_column_cache()
-    yield
-    column_cache.clear_column_cache()
 
 
 def _schema() -> StructType:
