@@ -127,7 +127,7 @@ def test_new_columns_on_a_clustered_table_leave_files_and_their_zcubes_alone(
     assert metrics["numFilesRemoved"] == 2
     assert {t for p, t in after.items() if p not in clustered_by_x} == {'["y","x"]'}
     info = _one(commit_actions(root, latest_version(root)), "commitInfo")
-    assert (info["operation"], info["operationParameters"]["clusterBy"]) == ("OPTIMIZE", '["y", "x"]')
+    assert (info["operation"], info["operationParameters"]["clusterBy"]) == ("OPTIMIZE", '["y","x"]')
     assert_every_reader_sees(root, COLS, model)
 
     # the new domain is kept by a checkpoint (the commits before it deleted: only it is read)

@@ -61,7 +61,7 @@ def _params(info: CommitInfo) -> dict[str, Any]:
 
 
 def _is_auto(info: CommitInfo) -> bool:
-    return info.operation == "OPTIMIZE" and _params(info).get("auto") == "true"
+    return info.operation == "OPTIMIZE" and _params(info).get("auto") is True
 
 
 def test_triggers_at_min_num_files_with_deltas_commit_info(tmp_path: Path) -> None:
@@ -83,11 +83,12 @@ def test_triggers_at_min_num_files_with_deltas_commit_info(tmp_path: Path) -> No
     assert files and all(a.data_change is False for a in files)
     assert len(load_snapshot(root).files) == 1
     assert _read(root) == rows_delta_rs(root, COLS) == rows_duckdb(root, COLS) == _model_rows({i: "a" for i in range(5)})
-    # Delta Spark writes "auto": true as a JSON boolean, which Delta Kernel cannot decode
-    # (delta-io/delta#3888); dvengine keeps every parameter a string, as kernel readers expect.
+    # DeltaOperations.Optimize: AUTO_COMPACTION_PARAMETER_KEY -> auto, a Boolean, so Delta Spark writes
+    # "auto":true as a JSON boolean (Delta Kernel reads it since delta-io/delta#4182); delta-rs and
+    # DuckDB read this table above.
     line = next(json.loads(x) for x in Path(root, "_delta_log", f"{before + 2:020d}.json").read_text().splitlines()
                 if "commitInfo" in x)
-    assert line["commitInfo"]["operationParameters"]["auto"] == "true"
+    assert line["commitInfo"]["operationParameters"] == {"predicate": "[]", "zOrderBy": "[]", "clusterBy": "[]", "auto": True}
     assert line["commitInfo"]["isBlindAppend"] is False
 
 

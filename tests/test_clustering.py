@@ -69,7 +69,7 @@ def test_cluster_by_creates_the_features_and_domain_delta_expects(tmp_path: Path
     metadata = next(a["metaData"] for a in actions if "metaData" in a)
     assert metadata["partitionColumns"] == [] and "delta.feature.clustering" not in metadata["configuration"]
     info = next(a["commitInfo"] for a in actions if "commitInfo" in a)
-    assert info["operationParameters"]["clusterBy"] == '["x", "y"]'
+    assert info["operationParameters"]["clusterBy"] == '["x","y"]'  # CreateTable: JsonUtils.toJson(clusterBy), compact
     detail = DeltaTable.forPath(None, tmp_path).detail()
     assert detail["clusteringColumns"] == ["x", "y"]
     assert {"clustering", "domainMetadata"} <= set(detail["tableFeatures"])
@@ -101,7 +101,8 @@ def test_optimize_clusters_keeps_rows_and_makes_both_columns_skip(tmp_path: Path
     info = next(a["commitInfo"] for a in actions if "commitInfo" in a)
     assert info["operation"] == "OPTIMIZE"
     params = info["operationParameters"]
-    assert (params["clusterBy"], params["zOrderBy"], params["isFull"]) == ('["x", "y"]', "[]", "false")
+    # DeltaOperations.Optimize on a clustered table: zOrderBy empty, isFull a JSON boolean
+    assert params == {"predicate": "[]", "zOrderBy": "[]", "clusterBy": '["x","y"]', "auto": False, "isFull": False}
     assert all(a[k]["dataChange"] is False for a in actions for k in ("add", "remove") if k in a)
     assert all(a["add"]["clusteringProvider"] == "liquid" for a in actions if "add" in a)
 
@@ -264,7 +265,7 @@ def test_auto_compaction_of_a_clustered_table_clusters_incrementally(tmp_path: P
     info = last_info()
     assert info["operation"] == "OPTIMIZE"
     params = info["operationParameters"]
-    assert (params["auto"], params["clusterBy"], params["zOrderBy"]) == ("true", '["x", "y"]', "[]")
+    assert params == {"predicate": "[]", "zOrderBy": "[]", "clusterBy": '["x","y"]', "auto": True, "isFull": False}
     snap = dt.snapshot()
     assert len(snap.files) == 1 and snap.files[0].clustering_provider == "liquid"
     assert snap.files[0].tags is not None and snap.files[0].tags["ZCUBE_ZORDER_BY"] == '["x","y"]'
@@ -278,7 +279,7 @@ def test_auto_compaction_of_a_clustered_table_clusters_incrementally(tmp_path: P
     (dt.alias("t").merge(source, "t.s = s.s", source_alias="s")
      .whenMatchedUpdate(set={"x": "s.x + 1"}).whenNotMatchedInsertAll().execute())
     model = [(r[0] + 1, r[1], r[2]) if r[2] == model[0][2] else r for r in model] + [(5000, 5000, "new")]
-    assert last_info()["operationParameters"]["auto"] == "true"  # first cube + 2 appends + the MERGE's file
+    assert last_info()["operationParameters"]["auto"] is True  # first cube + 2 appends + the MERGE's file
     snap = dt.snapshot()
     assert first.path in {f.path for f in snap.files}  # with the DV of the MERGE's update, not rewritten
     assert all(f.clustering_provider == "liquid" and f.tags and "ZCUBE_ID" in f.tags for f in snap.files)
@@ -291,7 +292,7 @@ def test_auto_compaction_of_a_clustered_table_clusters_incrementally(tmp_path: P
     dt.delete("x < 100", mode="dv")
     model = [r for r in model if r[0] >= 100]
     snap = dt.snapshot()
-    assert last_info()["operationParameters"]["auto"] == "true"
+    assert last_info()["operationParameters"]["auto"] is True
     assert len(snap.files) == 1 and snap.files[0].deletion_vector is None
     assert first.tags is not None and snap.files[0].tags is not None
     assert snap.files[0].tags["ZCUBE_ID"] != first.tags["ZCUBE_ID"]

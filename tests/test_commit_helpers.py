@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from dvengine.commit.commit_info import delta_json
 from dvengine.commit.transaction import Transaction
 from dvengine.protocol.actions import (
     AddFile,
@@ -64,7 +65,7 @@ def create_table(root: str, files: int = 6) -> int:
 
 def redv(root: str, path: str, tag: str, read_version: int = 0) -> int:
     """A DELETE-by-DV of one file: read it (predicate selects only it), remove old, add new DV."""
-    txn = Transaction(root, FakeSnapshot(root, read_version), "DELETE", {"predicate": [f"path = {path}"]})
+    txn = Transaction(root, FakeSnapshot(root, read_version), "DELETE", {"predicate": delta_json([f"path = {path}"])})
     old = add(path)
     txn.record_read([old], lambda f: f.path == path)
     txn.add_actions([old.to_remove(1), add(path, dv(tag))])
@@ -72,7 +73,7 @@ def redv(root: str, path: str, tag: str, read_version: int = 0) -> int:
 
 
 def append(root: str, path: str, read_version: int = 0) -> int:
-    txn = Transaction(root, FakeSnapshot(root, read_version), "WRITE", {"mode": "Append", "partitionBy": []})
+    txn = Transaction(root, FakeSnapshot(root, read_version), "WRITE", {"mode": "Append", "partitionBy": delta_json([])})
     txn.add_actions([add(path)])
     return txn.commit({"numFiles": 1})
 

@@ -25,6 +25,7 @@ from test_commit_helpers import (
     replay,
 )
 
+from dvengine.commit.commit_info import delta_json
 from dvengine.commit.transaction import Transaction
 from dvengine.errors import (
     CommitConflictError,
@@ -56,15 +57,34 @@ def test_create_writes_commit_info_protocol_metadata_and_adds(tmp_path: Path) ->
 
 
 def test_commit_info_encodes_parameters_and_metrics_as_delta_does(tmp_path: Path) -> None:
+    """Delta's JsonMapSerializer writes each parameter raw (``writeRawValue`` of ``JsonUtils.toJson``):
+    a String as a JSON string, a Boolean / Long as JSON, None as null; lists arrive pre-encoded as
+    compact JSON text. The commit line is compared byte for byte with that shape."""
     root = str(tmp_path / "t")
     create_table(root)
-    txn = Transaction(root, FakeSnapshot(root, 0), "WRITE", {"mode": "Append", "partitionBy": ["a", "b"]})
+    params = {"mode": "Append", "partitionBy": delta_json(["a", "b", "é"]), "canMergeSchema": True,
+              "numFiles": 3, "description": None}
+    txn = Transaction(root, FakeSnapshot(root, 0), "WRITE", params)
     txn.add_actions([add("new.parquet")])
     assert txn.commit({"numFiles": 1, "numOutputRows": 10}) == 1
+    raw = (Path(root) / "_delta_log" / f"{1:020d}.json").read_text(encoding="utf-8").splitlines()[0]
+    assert ('"operationParameters":{"mode":"Append","partitionBy":"[\\"a\\",\\"b\\",\\"\\u00e9\\"]",'
+            '"canMergeSchema":true,"numFiles":3,"description":null}') in raw
     info = next(line for v, line in log_lines(root) if v == 1)["commitInfo"]
-    assert info["operationParameters"] == {"mode": "Append", "partitionBy": '["a","b"]'}
+    assert info["operationParameters"]["partitionBy"] == '["a","b","é"]'  # Jackson keeps non-ASCII as is
     assert info["operationMetrics"] == {"numFiles": "1", "numOutputRows": "10"}
     assert info["readVersion"] == 0 and info["isBlindAppend"] is True
+
+
+@pytest.mark.parametrize("value", [["a"], {"k": "v"}, 1.5])
+def test_a_parameter_that_is_not_a_delta_scalar_is_refused_before_anything_is_written(tmp_path: Path, value: Any) -> None:
+    """Lists and maps go through delta_json (Delta never logs a raw JSON array or object): a raw one
+    is a TypeError when the transaction opens."""
+    root = str(tmp_path / "t")
+    create_table(root)
+    with pytest.raises(TypeError, match="delta_json"):
+        Transaction(root, FakeSnapshot(root, 0), "WRITE", {"mode": "Append", "partitionBy": value})
+    assert log_versions(root) == [0]
 
 
 def test_delete_is_not_blind_append_and_replays(tmp_path: Path) -> None:

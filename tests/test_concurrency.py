@@ -30,6 +30,7 @@ import pyarrow as pa
 import pytest
 from test_concurrency_support import core_delete, core_update, create_table, retire_rows_core, rows_of
 
+from dvengine.commit.commit_info import delta_json
 from dvengine.errors import CommitConflictError, ConcurrentDeleteReadError
 from dvengine.log import latest_version, load_snapshot, read_commit_actions
 from dvengine.protocol.actions import CommitInfo
@@ -148,7 +149,7 @@ def test_same_file_conflicts_other_file_retries(tmp_path: Path) -> None:
 
     def prepared(cond: str) -> Transaction:
         actions, read, _ = retire_rows_core(snapshot, cond, int(time.time() * 1000))
-        txn = Transaction(str(root), snapshot, "DELETE", {"predicate": json.dumps([cond])})
+        txn = Transaction(str(root), snapshot, "DELETE", {"predicate": delta_json([cond])})
         txn.record_read(read, might_match_function(snapshot, parse_predicate(cond, snapshot.schema)))
         txn.add_actions(actions)
         return txn

@@ -13,7 +13,6 @@ this way read identically through all readers, so the helpers themselves are val
 
 from __future__ import annotations
 
-import json
 import os
 import time
 import uuid
@@ -27,6 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from dvengine.commit.commit_info import delta_json
 from dvengine.commit.transaction import Transaction
 from dvengine.dv import bitmap_from_row_indexes, encode_deletion_vectors, load_deletion_vector
 from dvengine.expressions import parse_predicate, to_pyarrow_expression
@@ -80,7 +80,7 @@ def create_table(
     path = str(root)
     os.makedirs(path, exist_ok=True)
     adds = write_files(path, batches, partition_by)
-    txn = Transaction(path, None, "CREATE TABLE", {"isManaged": "false", "partitionBy": [] if partition_by is None else [partition_by]})
+    txn = Transaction(path, None, "CREATE TABLE", {"isManaged": "false", "partitionBy": delta_json([] if partition_by is None else [partition_by])})
     txn.update_protocol(DEFAULT_NEW_TABLE_PROTOCOL)
     txn.update_metadata(
         Metadata(
@@ -155,7 +155,7 @@ def core_delete(root: str | Path, predicate_sql: str, op_id: str | None = None) 
     path = str(root)
     snapshot = load_snapshot(path)
     actions, read, deleted = retire_rows_core(snapshot, predicate_sql, int(time.time() * 1000))
-    params: dict[str, Any] = {"predicate": json.dumps([predicate_sql])}
+    params: dict[str, Any] = {"predicate": delta_json([predicate_sql])}
     if op_id is not None:
         params["opId"] = op_id
     txn = Transaction(path, snapshot, "DELETE", params)
@@ -174,7 +174,7 @@ def core_update(root: str | Path, predicate_sql: str, new_rows: pa.Table, op_id:
     if deleted == 0:
         return None
     assert deleted == new_rows.num_rows, "the caller passes exactly the updated rows"
-    params: dict[str, Any] = {"predicate": json.dumps([predicate_sql])}
+    params: dict[str, Any] = {"predicate": delta_json([predicate_sql])}
     if op_id is not None:
         params["opId"] = op_id
     txn = Transaction(path, snapshot, "UPDATE", params)

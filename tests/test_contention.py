@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 from interop import rows_duckdb
 
-from dvengine.bench.contention import model_rows, operations, run_contention
+from dvengine.bench.contention import run_contention
+from dvengine.bench.contention_workload import model_rows, operations
 
 WRITERS = 8
 OPS = 12

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from s3_support import S3Server, no_ambient_credentials, rows_delta_rs_s3, rows_duckdb_s3, s3_server  # noqa: F401
 
-from dvengine.bench.contention import model_rows, run_contention
+from dvengine.bench.contention import run_contention
+from dvengine.bench.contention_workload import model_rows
 
 WRITERS = 4
 OPS = 6

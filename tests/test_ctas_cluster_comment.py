@@ -113,8 +113,9 @@ def test_ctas_cluster_by_comment_one_commit_then_optimize_clusters(spark: Any, t
     info = _one(actions, "commitInfo")
     assert info["operation"] == "CREATE TABLE AS SELECT"
     params = info["operationParameters"]
-    assert (params["isManaged"], params["description"], json.loads(params["partitionBy"])) == ("false", "clustered copy", [])
-    assert json.loads(params["clusterBy"]) == ["y", "x"]
+    # CreateTable(asSelect = true): isManaged.toString, Option(description), JsonUtils.toJson lists (compact)
+    assert (params["isManaged"], params["description"], params["partitionBy"]) == ("false", "clustered copy", "[]")
+    assert params["clusterBy"] == '["y","x"]'
     assert json.loads(params["properties"])["delta.checkpointInterval"] == "5"
     assert int(info["operationMetrics"]["numFiles"]) == len(adds)
     assert int(info["operationMetrics"]["numOutputRows"]) == len(rows)
@@ -179,7 +180,8 @@ def test_replace_as_select_clusters_an_existing_table_and_takes_the_statement_pr
     actions = commit_actions(root, 2)
     assert json.loads(_one(actions, "domainMetadata")["configuration"]) == {"clusteringColumns": []}
     info = _one(actions, "commitInfo")
-    assert info["operation"] == "CREATE OR REPLACE TABLE AS SELECT" and json.loads(info["operationParameters"]["clusterBy"]) == []
+    assert info["operation"] == "CREATE OR REPLACE TABLE AS SELECT" and info["operationParameters"]["clusterBy"] == "[]"
+    assert info["operationParameters"]["description"] is None  # no COMMENT: JSON null, as Option(description)
     assert DeltaTable.forPath(None, str(root)).detail()["clusteringColumns"] == []
     assert_every_reader_sees(root, ["x"], [(r[0],) for r in rows])
 

@@ -278,7 +278,7 @@ def test_writes_run_auto_compaction_with_the_session_confs(spark: Any, tmp_path:
         batch = _rows(3, start=100)
         written += batch
         _frame(spark, batch).coalesce(1).write.format("delta").mode("append").save(str(path))
-    assert last_operation() == ("OPTIMIZE", "true")
+    assert last_operation() == ("OPTIMIZE", True)  # DeltaOperations.Optimize: "auto" -> auto, a JSON boolean
     snapshot = load_snapshot(str(path))
     assert (snapshot.version, len(snapshot.files)) == (4, 1)  # 4 appends, then the compaction
     assert _read(spark, path) == rows_delta_rs(path, COLUMNS) == rows_duckdb(path, COLUMNS) == sort_rows(written)

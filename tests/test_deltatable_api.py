@@ -287,6 +287,12 @@ def test_history(tc: Case) -> None:
     tc.check(dt_.history(1).select("operationParameters.mode"), [("Overwrite",)])
     versions = [r.version for r in dt_.history().collect()]
     assert versions == [1, 0]
+    # DESCRIBE HISTORY's map<string,string> (DeltaHistory.fromCommitInfo): the raw JSON boolean false of
+    # OPTIMIZE's "auto" and the raw JSON text of "zOrderBy" both read as strings
+    tc.write([("d", 4)], mode="append")
+    dt_.optimize().executeCompaction()
+    tc.check(dt_.history(1).select("operation", "operationParameters.auto", "operationParameters.zOrderBy"),
+             [("OPTIMIZE", "false", "[]")])
 
 
 def test_detail(tc: Case) -> None:

@@ -30,7 +30,7 @@ from dvengine.expressions import parse_predicate
 from dvengine.log import load_snapshot, read_commit_actions
 from dvengine.maintenance import history, vacuum
 from dvengine.planning.candidates import might_match_function
-from dvengine.protocol.actions import AddFile, RemoveFile
+from dvengine.protocol.actions import AddFile, CommitInfo, RemoveFile
 from dvengine.storage.logstore import resolve_data_path
 
 COLS = ["id", "p"]
@@ -60,6 +60,9 @@ def test_purge_rewrites_dv_files_and_rows_stay(spark: Any, tmp_path: Path) -> No
     assert f1 not in live and sum(a.deletion_vector is not None for a in live.values()) == 1
 
     actions = read_commit_actions(str(root), m["version"])
+    # DeltaOperations.Reorg: OperationWithPredicates' JSON-text list, then "applyPurge" -> applyPurge (a Boolean)
+    info = next(a for a in actions if isinstance(a, CommitInfo))
+    assert (info.operation, info.values["operationParameters"]) == ("REORG", {"predicate": "[]", "applyPurge": True})
     removes = [a for a in actions if isinstance(a, RemoveFile)]
     adds = [a for a in actions if isinstance(a, AddFile)]
     assert [r.path for r in removes] == [f1] and removes[0].deletion_vector == with_dv[f1].deletion_vector
@@ -73,7 +76,7 @@ def test_purge_rewrites_dv_files_and_rows_stay(spark: Any, tmp_path: Path) -> No
     assert all(a.deletion_vector is None for a in load_snapshot(str(root)).files)
     assert purge(spark, str(root))["version"] is None  # nothing left to purge: no commit
     record = history(str(root), limit=1)[0]
-    assert record["operation"] == "REORG" and record["operationParameters"]["applyPurge"] == "true"
+    assert record["operation"] == "REORG" and record["operationParameters"]["applyPurge"] == "true"  # DESCRIBE HISTORY's string
     assert record["isBlindAppend"] is False and record["operationMetrics"]["numDeletionVectorsRemoved"] == "1"
     assert rows_of(root, version=1) == rows_of(root, version=3)  # time travel across purges
 

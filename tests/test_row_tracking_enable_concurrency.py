@@ -27,6 +27,7 @@ import dvengine
 import dvengine.commands.context as dml_context
 import dvengine.commands.write as write_command
 from dvengine import DeltaTable
+from dvengine.commit.commit_info import delta_json
 from dvengine.commit.transaction import Transaction
 from dvengine.errors import MetadataChangedError
 from dvengine.log import load_snapshot
@@ -320,7 +321,8 @@ def _delta_style_enable(root: Path) -> None:
     (here a metadata-only enablement, the files all having ids by then)."""
     DeltaTable.forPath(None, str(root)).addFeatureSupport("rowTracking")
     snapshot = load_snapshot(str(root))
-    txn = Transaction(str(root), snapshot, "ROW TRACKING BACKFILL", {"batchId": 0})
+    # DeltaOperations.RowTrackingBackfill: "batchId" -> JsonUtils.toJson(batchId), the JSON string "0"
+    txn = Transaction(str(root), snapshot, "ROW TRACKING BACKFILL", {"batchId": delta_json(0)})
     txn.backfill_row_ids([f for f in snapshot.files if f.base_row_id is None])
     txn.commit()
     set_table_properties(str(root), ENABLE)

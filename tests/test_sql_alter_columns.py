@@ -123,10 +123,11 @@ def test_rename_drop_add_are_metadata_only_and_every_reader_agrees(tmp_path: Pat
         ("RENAME COLUMN", {"oldColumnPath": "p", "newColumnPath": "part"}),
         ("RENAME COLUMN", {"oldColumnPath": "s.x", "newColumnPath": "s.xx"}),
         ("DROP COLUMNS", {"columns": '["w"]'}),
-        ("ADD COLUMNS", {"columns": json.dumps([
-            {"column": {"name": "w", "type": "string", "nullable": True, "metadata": {"comment": "new w"}}},
-            {"column": {"name": "s.z", "type": "double", "nullable": True, "metadata": {}}, "position": "AFTER xx"},
-        ])}),
+        # DeltaOperations.AddColumns, compact as Delta's DescribeDeltaHistorySuite "operations - add columns"
+        # expects: [{"column":{"name":"v3","type":"long","nullable":true,"metadata":{}}},{..."position":"AFTER v1"}]
+        ("ADD COLUMNS", {"columns":
+            '[{"column":{"name":"w","type":"string","nullable":true,"metadata":{"comment":"new w"}}},'
+            '{"column":{"name":"s.z","type":"double","nullable":true,"metadata":{}},"position":"AFTER xx"}]'}),
     ]
     assert all(_file_actions(root, v) == [] for v in range(2, 7))
 

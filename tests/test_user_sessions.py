@@ -78,7 +78,8 @@ def test_configure_appends_the_jar_and_keeps_the_users_settings(jar: str, monkey
     options = dvengine.configure_spark_with_dvengine(builder)._options
     assert options["spark.jars"] == f"/opt/other.jar,{jar}"
     assert options["spark.sql.execution.arrow.pyspark.enabled"] == "false"  # the user's value wins
-    assert options[CONF_ENABLED] == "true"
+    # spark.-prefixed: spark-submit drops (and warns about) keys that do not start with "spark."
+    assert options[f"spark.{CONF_ENABLED}"] == "true" and CONF_ENABLED not in options
     again = dvengine.configure_spark_with_dvengine(builder)._options  # idempotent
     assert again["spark.jars"] == f"/opt/other.jar,{jar}"
 

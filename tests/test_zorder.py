@@ -143,8 +143,7 @@ def test_zorder_keeps_rows_and_makes_point_lookups_skip_files(tmp_path: Path, mo
     actions = _last_commit(tmp_path)
     info = next(a["commitInfo"] for a in actions if "commitInfo" in a)
     assert info["operation"] == "OPTIMIZE"
-    assert info["operationParameters"]["zOrderBy"] == '["x", "y"]'
-    assert info["operationParameters"]["clusterBy"] == "[]"
+    assert info["operationParameters"] == {"predicate": "[]", "zOrderBy": '["x","y"]', "clusterBy": "[]", "auto": False}
     assert info["operationMetrics"]["numRemovedFiles"] == "8" and info["operationMetrics"]["numAddedFiles"] == "16"
     assert info["operationMetrics"]["numDeletionVectorsRemoved"] == "8"
     assert all(a[k]["dataChange"] is False for a in actions for k in ("add", "remove") if k in a)
@@ -172,7 +171,7 @@ def test_zorder_where_rewrites_only_the_selected_partition_even_a_single_file(
     cols = ["x", "y", "s", "p"]
     assert rows_delta_rs(tmp_path, cols) == rows_duckdb(tmp_path, cols) == sort_rows(model)
     info = next(a["commitInfo"] for a in _last_commit(tmp_path) if "commitInfo" in a)
-    assert info["operationParameters"]["predicate"] == json.dumps(["`p` = 'a'"])
+    assert info["operationParameters"]["predicate"] == '["`p` = \'a\'"]'
     assert info["operationParameters"]["zOrderBy"] == '["y"]'
 
 
@@ -242,5 +241,5 @@ def test_zorder_with_a_session_returns_deltas_frame_and_sql_runs_it(spark: Any, 
     finally:
         spark.conf.unset("spark.databricks.delta.optimize.maxFileSize")
     info = DeltaTable.forPath(None, tmp_path).history(1)[0]
-    assert info["operationParameters"]["zOrderBy"] == '["y", "x"]'
+    assert info["operationParameters"]["zOrderBy"] == '["y","x"]'
     assert rows_delta_rs(tmp_path, ["x", "y", "s", "p"]) == sort_rows(model)

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from dvengine.commands.options import ConfLookup
+from dvengine.commands.options import ConfLookup, session_conf
 from dvengine.errors import InvalidArgumentError, TableNotFoundError
 from dvengine.log import load_snapshot, table_exists
 from dvengine.log.intervals import parse_interval_ms
@@ -79,7 +79,7 @@ def warehouse_of(spark: SparkSession | None) -> str | None:
     session = spark if spark is not None else active_session()
     if session is None:
         return None
-    value = session.conf.get(catalog.WAREHOUSE_OVERRIDE_CONF, None) or session.conf.get(catalog.WAREHOUSE_CONF, None)
+    value = session_conf(session)(catalog.WAREHOUSE_OVERRIDE_CONF) or session.conf.get(catalog.WAREHOUSE_CONF, None)
     return None if value is None else str(value)
 
 

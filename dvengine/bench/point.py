@@ -4,7 +4,12 @@ This is the workload deletion vectors exist for (GDPR deletes, corrections): eac
 one row found by stats skipping. Latency per call is reported as p50 / p95 / max for dvengine
 on each executor and for delta-rs, on fresh copies of one base table, in one run.
 
-    python -m dvengine.bench.point [--rows N] [--files F] [--ops K] [--engines local,spark,delta-rs] [--out DIR]
+``--key-type string`` keys the rows by UUID strings instead of integers, in random order as CDC
+and GDPR keys are: stats skip no file then, so every call looks its key up in every file (the
+embedded executor through each file's string key index).
+
+    python -m dvengine.bench.point [--rows N] [--files F] [--ops K] [--key-type int|string]
+        [--engines local,spark,delta-rs] [--out DIR]
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import shutil
 import statistics
 import tempfile
 import time
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -27,15 +33,31 @@ from dvengine.bench.outputs import write_report
 from dvengine.bench.results import machine_facts
 
 ENGINES = ("local", "spark", "auto", "delta-rs")
+KEY_TYPES = ("int", "string")
+_SCRAMBLE = 0x9E3779B97F4A7C15F39CC0605CEDC835  # odd: row number -> UUID is one-to-one mod 2**128
 
 
-def build_base(root: str, rows: int, files: int) -> None:
-    """``files`` files of contiguous ids, so min/max stats isolate the one file holding a key."""
+def key_of(row: int, key_type: str) -> str:
+    """The SQL literal of row ``row``'s key: the number itself, or a UUID string that looks random."""
+    if key_type == "int":
+        return str(row)
+    return f"'{uuid.UUID(int=(row * _SCRAMBLE) % 2**128)}'"
+
+
+def _keys(ids: np.ndarray, key_type: str) -> pa.Array:
+    if key_type == "int":
+        return pa.array(ids)
+    return pa.array([key_of(int(i), key_type).strip("'") for i in ids], pa.string())
+
+
+def build_base(root: str, rows: int, files: int, key_type: str = "int") -> None:
+    """``files`` files of contiguous row numbers; keyed by the numbers, min/max stats isolate the
+    one file holding a key; keyed by UUID strings, they isolate none."""
     per_file = rows // files
     for i in range(files):
         ids = np.arange(i * per_file, (i + 1) * per_file, dtype=np.int64)
         rng = np.random.default_rng(i)
-        table = pa.table({"id": ids, "value": rng.random(len(ids)), "cat": (ids % 16).astype(np.int32)})
+        table = pa.table({"id": _keys(ids, key_type), "value": rng.random(len(ids)), "cat": (ids % 16).astype(np.int32)})
         dvengine.write(table, root, mode="append" if i else "error")
 
 
@@ -44,31 +66,32 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-def _ops(engine: str, table: str, spark: Any) -> tuple[Callable[[int], None], Callable[[int], None]]:
+def _ops(engine: str, table: str, spark: Any) -> tuple[Callable[[str], None], Callable[[str], None]]:
+    """DELETE and UPDATE of the row whose key is the SQL literal given."""
     if engine == "delta-rs":
         from deltalake import DeltaTable as RsTable
 
-        def rs_delete(key: int) -> None:
+        def rs_delete(key: str) -> None:
             RsTable(table).delete(f"id = {key}")
 
-        def rs_update(key: int) -> None:
+        def rs_update(key: str) -> None:
             RsTable(table).update(updates={"value": "-1.0"}, predicate=f"id = {key}")
 
         return rs_delete, rs_update
     session = spark if engine in ("spark", "auto") else None
 
-    def delete(key: int) -> None:
+    def delete(key: str) -> None:
         DeltaTable.forPath(session, table).delete(f"id = {key}", engine=engine)
 
-    def update(key: int) -> None:
+    def update(key: str) -> None:
         DeltaTable.forPath(session, table).update(f"id = {key}", {"value": "-1.0"}, engine=engine)
 
     return delete, update
 
 
-def run(rows: int, files: int, ops: int, engines: tuple[str, ...], work: str) -> dict[str, Any]:
+def run(rows: int, files: int, ops: int, engines: tuple[str, ...], work: str, key_type: str = "int") -> dict[str, Any]:
     base = os.path.join(work, "base")
-    build_base(base, rows, files)
+    build_base(base, rows, files, key_type)
     spark = None
     if any(e in ("spark", "auto") for e in engines):
         from dvengine.engine.spark.session import get_or_create_session
@@ -81,12 +104,12 @@ def run(rows: int, files: int, ops: int, engines: tuple[str, ...], work: str) ->
         table = os.path.join(work, f"t-{engine}")
         shutil.copytree(base, table)
         delete, update = _ops(engine, table, spark)
-        delete(int(keys[-1]))  # warm-up (JIT, imports, caches), not timed
+        delete(key_of(int(keys[-1]), key_type))  # warm-up (JIT, imports, caches), not timed
         timings: dict[str, list[float]] = {"delete": [], "update": []}
         for i in range(ops):
             for kind, op, key in (("delete", delete, keys[2 * i]), ("update", update, keys[2 * i + 1])):
                 started = time.perf_counter()
-                op(int(key))
+                op(key_of(int(key), key_type))
                 timings[kind].append(time.perf_counter() - started)
         check = DeltaTable.forPath(None, table).toArrow()
         expected_rows = rows - ops - 1
@@ -106,18 +129,25 @@ def run(rows: int, files: int, ops: int, engines: tuple[str, ...], work: str) ->
     return {
         "rows": rows,
         "files": files,
+        "key_type": key_type,
         "ops_per_kind": ops,
         "machine": machine_facts(None),
         "results": results,
     }
 
 
+_KEY_TEXT = {
+    "int": "integer keys, contiguous per file (stats skipping finds the one file)",
+    "string": "UUID string keys in random order (every file is a candidate)",
+}
+
+
 def to_markdown(report: dict[str, Any]) -> str:
     lines = [
         f"# Point DML: {report['ops_per_kind']} single-row DELETEs and UPDATEs in a row",
         "",
-        f"{report['rows']:,} rows in {report['files']} files; each call opens the table, finds the row by stats "
-        "skipping, changes it and commits. Warm (one untimed call first).",
+        f"{report['rows']:,} rows in {report['files']} files, {_KEY_TEXT[report.get('key_type', 'int')]}; each call "
+        "opens the table, finds the row, changes it and commits. Warm (one untimed call first).",
         "",
         "| engine | DELETE p50 ms | DELETE p95 ms | UPDATE p50 ms | UPDATE p95 ms |",
         "|---|---:|---:|---:|---:|",
@@ -134,6 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--files", type=int, default=10)
     parser.add_argument("--ops", type=int, default=100)
+    parser.add_argument("--key-type", choices=KEY_TYPES, default="int", help="integer ids or UUID strings")
     parser.add_argument("--engines", default="local,auto,spark,delta-rs")
     parser.add_argument("--out", default="bench-results")
     args = parser.parse_args(argv)
@@ -143,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown engine(s) {unknown}; choose from {ENGINES}")
     work = tempfile.mkdtemp(prefix="dvengine-point-")
     try:
-        report = run(args.rows, args.files, args.ops, engines, work)
+        report = run(args.rows, args.files, args.ops, engines, work, args.key_type)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     markdown = to_markdown(report)

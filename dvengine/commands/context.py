@@ -9,7 +9,6 @@ read set (candidate files and the predicate they were chosen by, for conflict de
 from __future__ import annotations
 
 import contextlib
-import json
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -19,6 +18,7 @@ from dvengine.commands.app_txn import AppTransaction
 from dvengine.commands.concurrency import exact_might_match, row_level_enabled
 from dvengine.commands.replan import PlanAttempt
 from dvengine.commands.written import WrittenFiles, commit_or_clean_up
+from dvengine.commit.commit_info import ParameterValue, predicate_parameter
 from dvengine.commit.conf import ConfLookup
 from dvengine.commit.rebase import RowLevelResolution
 from dvengine.commit.transaction import Transaction
@@ -122,7 +122,7 @@ def open_dml(
     operation: str,
     options: DmlOptions,
     predicate: BoundPredicate | None,
-    parameters: Mapping[str, Any] | None = None,
+    parameters: Mapping[str, ParameterValue] | None = None,
     row_level: bool = True,
     attempt: PlanAttempt | None = None,
     conf: ConfLookup | None = None,
@@ -139,7 +139,7 @@ def open_dml(
     check_dml_allowed(snapshot, operation)
     dv_supported = check_dv_mode_allowed(snapshot, options)
     plan = plan_candidates(snapshot, predicate)
-    params = dict(parameters) if parameters is not None else {"predicate": json.dumps([] if predicate is None else [predicate.sql])}
+    params = dict(parameters) if parameters is not None else {"predicate": predicate_parameter(predicate)}
     txn = Transaction(snapshot.table_root, snapshot, operation, params, max_attempts=options.max_commit_attempts, conf=conf)
     if attempt is not None:
         attempt.track(txn)

@@ -31,13 +31,13 @@ writes the domain with none, as Delta does; with partition columns it is refused
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from dvengine.commit.commit_info import ParameterValue, delta_json
 from dvengine.commit.conf import ConfLookup
 from dvengine.commit.transaction import Transaction
 from dvengine.errors import InvalidArgumentError, TableAlreadyExistsError, TableNotFoundError, UnsupportedFeatureError
@@ -108,13 +108,16 @@ def _schema_name(definition: TableDefinition, column: str) -> str:
     return column if found is None else found.name
 
 
-def _operation_parameters(definition: TableDefinition, configuration: Mapping[str, str]) -> dict[str, object]:
+def _operation_parameters(definition: TableDefinition, configuration: Mapping[str, str]) -> dict[str, ParameterValue]:
+    """Delta's ``CreateTable`` / ``ReplaceTable`` parameters: ``isManaged`` the string "true" /
+    "false" (``isManaged.toString``), ``description`` a string or JSON null (``Option(description)``),
+    the lists and the committed configuration as compact JSON text."""
     return {
         "isManaged": "true" if definition.managed else "false",
         "description": definition.description,
-        "partitionBy": json.dumps(list(definition.partition_columns)),
-        "clusterBy": json.dumps([_schema_name(definition, c) for c in definition.clustering_columns]),
-        "properties": json.dumps(dict(configuration), separators=(",", ":")),
+        "partitionBy": delta_json(list(definition.partition_columns)),
+        "clusterBy": delta_json([_schema_name(definition, c) for c in definition.clustering_columns]),
+        "properties": delta_json(dict(configuration)),
     }
 
 

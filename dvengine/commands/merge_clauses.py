@@ -9,12 +9,11 @@ NOT MATCHED BY SOURCE clauses see only the target, since there is no source row.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any
 
+from dvengine.commit.commit_info import ParameterValue, delta_json, predicate_parameter
 from dvengine.errors import InvalidArgumentError, SchemaMismatchError
 from dvengine.expressions import BoundExpression, BoundPredicate, parse_predicate, parse_value_expression
 from dvengine.expressions.identifiers import quote_identifier
@@ -231,8 +230,10 @@ def _with_generated(
     return out
 
 
-def operation_parameters(condition: BoundPredicate, clauses: Sequence[BoundClause]) -> dict[str, Any]:
-    """``operationParameters`` as Delta Spark writes them for MERGE (JSON text values)."""
+def operation_parameters(condition: BoundPredicate, clauses: Sequence[BoundClause]) -> dict[str, ParameterValue]:
+    """``operationParameters`` as Delta Spark writes them for MERGE (``DeltaOperations.Merge``):
+    ``predicate`` and the three clause lists are JSON text, each clause a ``MergePredicate``
+    (``predicate`` only when the clause has a condition, then ``actionType``)."""
 
     def describe(kind: ClauseKind) -> str:
         items: list[dict[str, str]] = []
@@ -243,10 +244,10 @@ def operation_parameters(condition: BoundPredicate, clauses: Sequence[BoundClaus
             if c.condition is not None:
                 item = {"predicate": c.condition.sql, **item}
             items.append(item)
-        return json.dumps(items, separators=(",", ":"))
+        return delta_json(items)
 
     return {
-        "predicate": json.dumps([condition.sql]),
+        "predicate": predicate_parameter(condition),
         "matchedPredicates": describe(ClauseKind.MATCHED),
         "notMatchedPredicates": describe(ClauseKind.NOT_MATCHED),
         "notMatchedBySourcePredicates": describe(ClauseKind.NOT_MATCHED_BY_SOURCE),

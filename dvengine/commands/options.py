@@ -42,12 +42,32 @@ CONF_MAX_STALENESS = "dvengine.snapshot.maxStalenessSeconds"
 CONF_DV_READER = "dvengine.read.dvReader"
 
 
+# Spark keeps only keys that start with "spark." from spark-submit --conf and spark-defaults.conf
+# ("Warning: Ignoring non-Spark config property"), so every dvengine.* key is also read under
+# this prefix: spark.dvengine.dml.mode reaches a session any way a Spark setting can.
+SPARK_PREFIX = "spark."
+
+
+def spark_alias(key: str) -> str | None:
+    """The ``spark.``-prefixed spelling also accepted for a ``dvengine.*`` key (None for others)."""
+    return SPARK_PREFIX + key if key.startswith("dvengine.") else None
+
+
 def session_conf(session: Any) -> ConfLookup:
     """The lookup of a SparkSession's runtime conf (classic or Connect; None when a key is unset),
-    or :func:`no_conf` when there is no session. Typed loosely: this layer does not import pyspark."""
+    or :func:`no_conf` when there is no session. A ``dvengine.*`` key set as written wins over its
+    ``spark.dvengine.*`` spelling. Typed loosely: this layer does not import pyspark."""
     if session is None:
         return no_conf
-    return lambda key: session.conf.get(key, None)
+
+    def lookup(key: str) -> str | None:
+        value: str | None = session.conf.get(key, None)
+        alias = spark_alias(key)
+        if value is None and alias is not None:
+            value = session.conf.get(alias, None)
+        return value
+
+    return lookup
 
 
 def conf_number(conf: ConfLookup, key: str, default: float, kind: Callable[[str], float]) -> float:

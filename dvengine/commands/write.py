@@ -6,7 +6,6 @@ the data files, and :func:`finish_write` commits them (deleting them again if th
 
 from __future__ import annotations
 
-import json
 import time
 import uuid
 from collections.abc import Mapping, Sequence
@@ -20,6 +19,7 @@ from dvengine.commands.options import resolve_options
 from dvengine.commands.write_options import SchemaWriteOptions
 from dvengine.commands.write_schema import evolve_table_schema
 from dvengine.commands.written import WrittenFiles, commit_or_clean_up
+from dvengine.commit.commit_info import ParameterValue, delta_json
 from dvengine.commit.transaction import Transaction
 from dvengine.errors import InvalidArgumentError, TableAlreadyExistsError
 from dvengine.expressions import parse_predicate
@@ -80,6 +80,25 @@ def replace_where_mismatch(predicate_sql: str, bad_rows: int) -> str:
     )
 
 
+def write_parameters(mode: str, partition_by: Sequence[str], opts: SchemaWriteOptions) -> dict[str, ParameterValue]:
+    """operationParameters of Delta's ``DeltaOperations.Write`` as ``WriteIntoDelta`` fills it.
+
+    ``partitionBy`` is the writer's own ``partitionBy`` as compact JSON text
+    (``DeltaDataSource.createRelation`` passes the DataFrameWriter's columns, so an append naming
+    none logs ``[]`` also on a partitioned table); ``predicate`` is the ``replaceWhere`` option as
+    the caller wrote it (a plain string, not a JSON list); ``canMergeSchema`` / ``canOverwriteSchema``
+    appear only when the option (for merging also the session's auto-merge key) turned them on,
+    as Delta logs them ("Only log these fields when explicitly set")."""
+    params: dict[str, ParameterValue] = {"mode": _DELTA_MODE_NAMES[mode], "partitionBy": delta_json(list(partition_by))}
+    if opts.replace_where is not None:
+        params["predicate"] = opts.replace_where
+    if opts.overwrite_schema:
+        params["canOverwriteSchema"] = True
+    if opts.merge_schema:
+        params["canMergeSchema"] = True
+    return params
+
+
 def normalize_write_mode(mode: object) -> str:
     if not isinstance(mode, str) or mode.lower() not in WRITE_MODES:
         raise InvalidArgumentError(f"mode must be one of 'error', 'append', 'overwrite', got {mode!r}")
@@ -114,7 +133,6 @@ def plan_write(
             return WritePlan(table_root, txn, snapshot.schema, snapshot.partition_columns, snapshot.configuration, [], repeat=True)
         if mode == "error":
             raise TableAlreadyExistsError(f"a Delta table already exists at {table_root}; use mode='append' or 'overwrite'")
-    params: dict[str, Any] = {"mode": _DELTA_MODE_NAMES[mode]}
     if snapshot is None:
         # ``delta.feature.<name>`` asks for the feature in the protocol and is not kept, as at CREATE TABLE
         features, given = split_feature_properties(dict(configuration or {}))
@@ -134,8 +152,7 @@ def plan_write(
         )
         protocol = with_features(new_table_protocol(table_schema, config), features)
         check_writable(protocol, metadata)
-        params["partitionBy"] = list(partition_columns)
-        txn = Transaction(table_root, None, "WRITE", params, conf=opts.conf)
+        txn = Transaction(table_root, None, "WRITE", write_parameters(mode, partition_by or (), opts), conf=opts.conf)
         txn.update_protocol(protocol)
         txn.update_metadata(metadata)
         if app is not None:
@@ -150,11 +167,10 @@ def plan_write(
     replace_where = opts.replace_where if mode == "overwrite" else None
     overwrite_schema = opts.overwrite_schema and mode == "overwrite" and replace_where is None
     evolved = evolve_table_schema(snapshot, data_schema, partition_by, opts.merge_schema, overwrite_schema)
-    params["partitionBy"] = list(evolved.metadata.partition_columns)
+    params = write_parameters(mode, partition_by or (), opts)
     replace: DmlContext | None = None
     if replace_where is not None:
         predicate = parse_predicate(replace_where, evolved.schema)
-        params["predicate"] = json.dumps([predicate.sql])
         replace = open_dml(evolved.snapshot, "WRITE", resolve_options(opts.conf, None), predicate, params, conf=opts.conf)
         txn = replace.transaction
     else:

@@ -1,10 +1,16 @@
 """The ``commitInfo`` action dvengine writes, shaped like Delta Spark's.
 
 Tools such as ``DESCRIBE HISTORY``, delta-rs ``history()`` and audit scripts read these fields,
-and they parse them the way Delta writes them: ``operationParameters`` values are strings where
-the parameter is a string and JSON text otherwise (``"partitionBy": "[\\"part\\"]"``), and every
-``operationMetrics`` value is a string. ``readVersion`` is absent for the commit that creates
-the table.
+and they parse them the way Delta writes them. Delta's ``CommitInfo.operationParameters`` is
+written by ``JsonMapSerializer`` (delta-io/delta ``actions/actions.scala``), which emits each value
+with ``writeRawValue`` of ``Operation.jsonEncodedValues`` (``DeltaOperations.scala``: every
+parameter passed through ``JsonUtils.toJson``). So a String parameter is a JSON string, a Boolean
+a JSON boolean, a Long a JSON number, ``None`` JSON ``null``; lists and maps are passed by the
+operation already encoded with ``JsonUtils.toJson`` and so land as a JSON string holding compact
+JSON (``"partitionBy":"[\\"a\\",\\"b\\"]"``). dvengine keeps that one path: call sites pass values
+of Delta's types (:data:`ParameterValue`), lists and maps encoded by :func:`delta_json`, and
+:func:`build_commit_info` writes them as raw JSON values. Every ``operationMetrics`` value is a
+string. ``readVersion`` is absent for the commit that creates the table.
 """
 
 from __future__ import annotations
@@ -13,9 +19,13 @@ import json
 from collections.abc import Mapping
 from functools import lru_cache
 from importlib.metadata import PackageNotFoundError, version
-from typing import Any
+from typing import Any, TypeAlias
 
+from dvengine.expressions import BoundPredicate
 from dvengine.protocol.actions import CommitInfo
+
+# What a Delta operation parameter is once ``JsonUtils.toJson`` has run: String, Boolean, Long, None.
+ParameterValue: TypeAlias = str | bool | int | None
 
 
 @lru_cache(maxsize=1)
@@ -27,11 +37,36 @@ def engine_info() -> str:
         return "dvengine/unknown"
 
 
-def encode_parameter(value: Any) -> str:
-    """Delta's encoding of one operation parameter: strings verbatim, anything else as JSON."""
-    if isinstance(value, str):
-        return value
-    return json.dumps(value, separators=(",", ":"), default=str)
+def delta_json(value: object) -> str:
+    """``value`` as Delta's ``JsonUtils.toJson`` text: Jackson's compact form (no spaces after
+    ``,`` / ``:``) with non-ASCII characters kept as they are (Jackson writes UTF-8, it does not
+    escape them), so the string a reader decodes is the one Delta would have logged."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def predicate_parameter(predicate: BoundPredicate | None) -> str:
+    """``predicate`` of Delta's ``OperationWithPredicates`` (DELETE, UPDATE, MERGE, OPTIMIZE, REORG):
+    ``JsonUtils.toJson(predicatesToString(predicates))``, a JSON list of the conditions' SQL, ``[]``
+    for none."""
+    return delta_json([] if predicate is None else [predicate.sql])
+
+
+def checked_parameters(parameters: Mapping[str, Any]) -> dict[str, ParameterValue]:
+    """The parameters, refused (TypeError) unless every value is one of Delta's JSON scalar types.
+
+    A list or a map must come through :func:`delta_json` first: written raw it would be a JSON
+    array or object, which no Delta operation logs and Delta's own history reader cannot coerce
+    into its ``Map[String, String]``. Checked when the transaction opens, before any file is written.
+    """
+    out: dict[str, ParameterValue] = {}
+    for key, value in parameters.items():
+        if not isinstance(key, str) or not (value is None or isinstance(value, (str, bool, int))):
+            raise TypeError(
+                f"operation parameter {key!r} = {value!r}: values must be str, bool, int or None "
+                "(encode lists and maps with dvengine.commit.commit_info.delta_json)"
+            )
+        out[key] = value
+    return out
 
 
 def encode_metric(value: Any) -> str:
@@ -44,7 +79,7 @@ def build_commit_info(
     *,
     timestamp_ms: int,
     operation: str,
-    operation_parameters: Mapping[str, Any],
+    operation_parameters: Mapping[str, ParameterValue],
     read_version: int | None,
     isolation_level: str,
     is_blind_append: bool,
@@ -55,7 +90,7 @@ def build_commit_info(
     values: dict[str, Any] = {
         "timestamp": timestamp_ms,
         "operation": operation,
-        "operationParameters": {k: encode_parameter(v) for k, v in operation_parameters.items()},
+        "operationParameters": checked_parameters(operation_parameters),
     }
     if read_version is not None:
         values["readVersion"] = read_version

@@ -3,7 +3,8 @@ from the environment.
 
 A lookup is a plain function (key -> value, None when unset), so no layer that reads a conf
 imports pyspark: the layers above build one from a session
-(:func:`dvengine.commands.options.session_conf`) and hand it down. Without a session a key reads
+(:func:`dvengine.commands.options.session_conf`, which also reads a ``dvengine.*`` key under its
+``spark.dvengine.*`` spelling) and hand it down. Without a session a key reads
 its environment variable (:func:`env_key`). These live in the commit layer because it is the
 lowest one that reads a conf (the transaction's check of NOT NULL nested in arrays and maps,
 ``spark.databricks.delta.constraints.allowUnenforcedNotNull.enabled``);

@@ -38,7 +38,7 @@ from typing import Any
 from pyroaring import BitMap64
 
 from dvengine.commit import in_commit_timestamps, row_tracking_conflicts
-from dvengine.commit.commit_info import build_commit_info
+from dvengine.commit.commit_info import ParameterValue, build_commit_info, checked_parameters
 from dvengine.commit.commit_lock import commit_turn, turn_taken
 from dvengine.commit.conf import ConfLookup, conf_bool, env_key, no_conf
 from dvengine.commit.conflicts import (
@@ -188,7 +188,7 @@ class Transaction:
         table_root: str,
         read_snapshot: SnapshotView | None,
         operation: str,
-        operation_parameters: Mapping[str, Any],
+        operation_parameters: Mapping[str, ParameterValue],
         store: LogStore | None = None,
         isolation_level: str = "WriteSerializable",
         max_attempts: int = 10,
@@ -201,7 +201,7 @@ class Transaction:
         self.table_root = normalize_table_path(table_root)
         self.read_snapshot = read_snapshot
         self.operation = operation
-        self.operation_parameters = dict(operation_parameters)
+        self.operation_parameters = checked_parameters(operation_parameters)  # a list or map is refused here
         self.store: LogStore = store if store is not None else storage_for(self.table_root)
         self._is_local: bool = getattr(self.store, "is_local", True)
         self.isolation_level = check_isolation_level(isolation_level)

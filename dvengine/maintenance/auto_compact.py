@@ -32,13 +32,13 @@ Whether a table dvengine creates turns it on by default is decided in spec_notes
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from dvengine.commands.options import ConfLookup, conf_number
+from dvengine.commit.commit_info import ParameterValue, delta_json
 from dvengine.errors import CommitConflictError, InvalidArgumentError
 from dvengine.log import Snapshot, load_snapshot
 from dvengine.maintenance.clustering import clustering_columns, clustering_parameters, cube_sizes, plan_clustering
@@ -50,6 +50,7 @@ from dvengine.maintenance.optimize import (
     OptimizePlan,
     files_by_partition,
     max_deleted_rows_ratio,
+    optimize_parameters,
     pack_bins,
     run_optimize,
     too_many_deleted_rows,
@@ -237,23 +238,23 @@ def plan_auto_compaction(snapshot: Snapshot, settings: AutoCompactSettings) -> O
     return plan if plan.bins else None
 
 
-def auto_compaction_parameters(plan: OptimizePlan) -> dict[str, Any]:
+def auto_compaction_parameters(plan: OptimizePlan) -> dict[str, ParameterValue]:
     """operationParameters of DeltaOperations.Optimize(predicate, auto = true)."""
     predicates = sorted({_partition_sql(plan.snapshot, b.files[0]) for b in plan.bins} - {""})
-    return {"predicate": json.dumps(predicates), "zOrderBy": json.dumps([]), "clusterBy": json.dumps([]), "auto": True}
+    return optimize_parameters(delta_json(predicates), auto=True)
 
 
 def clustering_plan(
     snapshot: Snapshot, columns: Sequence[str], conf: ConfLookup, settings: AutoCompactSettings,
     clustering_rewriter: ClusteringRewriter,
-) -> tuple[OptimizePlan, BinRewriter, dict[str, Any]]:
+) -> tuple[OptimizePlan, BinRewriter, dict[str, ParameterValue]]:
     """Auto compaction of a clustered table clusters, as Delta's does (AutoCompact runs the same
     OptimizeExecutor, whose ClusteringStrategy a clustered table selects): unclustered files and
     ZCubes under ``minCubeSize`` are rewritten along the curve as new ZCubes, bounded by
     ``autoCompact.maxFileSize``; the commit records ``clusterBy`` and ``auto: true``."""
     min_cube, bin_size = cube_sizes(conf)
     plan = plan_clustering(snapshot, columns, min_cube, bin_size)
-    return plan, clustering_rewriter(columns, settings.max_file_size), {**clustering_parameters(columns), "auto": True}
+    return plan, clustering_rewriter(columns, settings.max_file_size), clustering_parameters(columns, auto=True)
 
 
 def maybe_auto_compact(

@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from urllib.parse import quote
 
 from dvengine.commands.written import WrittenFiles, commit_or_clean_up
+from dvengine.commit.commit_info import ParameterValue
 from dvengine.commit.conf import ConfLookup
 from dvengine.commit.transaction import Transaction
 from dvengine.dv.descriptor import absolute_dv_path
@@ -144,7 +145,9 @@ def clone(
         merged = set(writer_features(existing.protocol)) | set(writer_features(source.protocol))
         if merged != set(writer_features(source.protocol)):
             protocol = normalized(merged)
-    params = {"source": source.table_root, "sourceVersion": source.version, "isShallow": shallow}
+    # DeltaOperations.Clone logs source and sourceVersion (OSS Delta clones only shallowly); isShallow,
+    # a JSON boolean as Delta writes Booleans, is dvengine's extra key: it also makes deep clones.
+    params: dict[str, ParameterValue] = {"source": source.table_root, "sourceVersion": source.version, "isShallow": shallow}
     txn = Transaction(root, existing, "CLONE", params, conf=conf)
     txn.update_protocol(protocol)
     txn.update_metadata(metadata)

@@ -37,10 +37,18 @@ from dataclasses import replace
 from typing import Any
 
 from dvengine.commands.options import conf_number, no_conf
+from dvengine.commit.commit_info import ParameterValue, delta_json
 from dvengine.commit.transaction import Transaction
 from dvengine.errors import InvalidArgumentError, OperationNotAllowedError, ProtocolError, UnsupportedFeatureError
 from dvengine.log import Snapshot, load_snapshot
-from dvengine.maintenance.optimize import DEFAULT_MAX_FILE_SIZE, Bin, BinRewriter, OptimizePlan, run_optimize
+from dvengine.maintenance.optimize import (
+    DEFAULT_MAX_FILE_SIZE,
+    Bin,
+    BinRewriter,
+    OptimizePlan,
+    optimize_parameters,
+    run_optimize,
+)
 from dvengine.maintenance.zorder import is_clustered
 from dvengine.protocol.actions import AddFile, DomainMetadata, Protocol
 from dvengine.protocol.feature_catalog import with_feature
@@ -319,15 +327,10 @@ def zcube_tagger(columns: Sequence[str]) -> Callable[[list[AddFile]], list[AddFi
     return tag
 
 
-def clustering_parameters(columns: Sequence[str]) -> dict[str, Any]:
-    """DeltaOperations.Optimize with clusterBy: zOrderBy empty, isFull recorded."""
-    return {
-        "predicate": json.dumps([]),
-        "zOrderBy": json.dumps([]),
-        "clusterBy": json.dumps(list(columns)),
-        "auto": False,
-        "isFull": False,
-    }
+def clustering_parameters(columns: Sequence[str], auto: bool = False) -> dict[str, ParameterValue]:
+    """DeltaOperations.Optimize with clusterBy: zOrderBy empty, isFull recorded (OPTIMIZE of a
+    clustered table takes no condition, so ``predicate`` is ``[]``)."""
+    return optimize_parameters(delta_json([]), cluster_by=columns, auto=auto)
 
 
 def run_clustering(plan: OptimizePlan, columns: Sequence[str], rewrite_bin: BinRewriter) -> tuple[dict[str, Any], int | None]:

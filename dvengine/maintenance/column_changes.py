@@ -48,8 +48,7 @@ on a table another engine wrote with such flags, a column change is refused unle
 from __future__ import annotations
 
 import dataclasses
-import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,6 +56,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError
 
+from dvengine.commit.commit_info import ParameterValue, delta_json
 from dvengine.commit.conf import ConfLookup
 from dvengine.commit.transaction import Transaction
 from dvengine.errors import (
@@ -68,6 +68,7 @@ from dvengine.errors import (
 from dvengine.expressions import parse_value_expression
 from dvengine.log import Snapshot, load_snapshot
 from dvengine.maintenance.clustering import clustering_columns
+from dvengine.maintenance.column_log import change_column_parameters, column_path_name, field_description
 from dvengine.maintenance.column_type import check_atomic, check_type_change, widened_field
 from dvengine.protocol.features import check_writable, writer_features
 from dvengine.protocol.schema import ArrayType, DataType, MapType, StructField, StructType
@@ -179,7 +180,7 @@ def _check_dependents(snapshot: Snapshot, column: Path, what: str) -> None:
         )
 
 
-def _commit(snapshot: Snapshot, schema: StructType, operation: str, params: dict[str, Any],
+def _commit(snapshot: Snapshot, schema: StructType, operation: str, params: Mapping[str, ParameterValue],
             partition_columns: Sequence[str] | None = None, configuration: dict[str, str] | None = None,
             conf: ConfLookup | None = None) -> int:
     """One metaData (and, if the schema needs it, protocol) action; a concurrent metadata change
@@ -238,7 +239,8 @@ def rename_column(table_root: str, column: Sequence[str], new_name: str, conf: C
     if len(path) == 1:
         partitions = tuple(new_name if p.lower() == old.name.lower() else p for p in partitions)
     new_path = (*[p for p in _names_at(snapshot.schema, indexes[:-1])], new_name)
-    params = {"oldColumnPath": _show(_names_at(snapshot.schema, indexes)), "newColumnPath": _show(new_path)}
+    # DeltaOperations.RenameColumn: both paths as UnresolvedAttribute names
+    params = {"oldColumnPath": column_path_name(_names_at(snapshot.schema, indexes)), "newColumnPath": column_path_name(new_path)}
     return _commit(snapshot, schema, "RENAME COLUMN", params, partitions, conf=conf)
 
 
@@ -280,7 +282,7 @@ def drop_columns(
         dropped.append(names)
     if not dropped:
         return None
-    return _commit(snapshot, schema, "DROP COLUMNS", {"columns": json.dumps([_show(p) for p in dropped])}, conf=conf)
+    return _commit(snapshot, schema, "DROP COLUMNS", {"columns": delta_json([column_path_name(p) for p in dropped])}, conf=conf)
 
 
 def add_columns(table_root: str, columns: Sequence[NewColumn], conf: ConfLookup | None = None) -> int:
@@ -322,13 +324,12 @@ def add_columns(table_root: str, columns: Sequence[NewColumn], conf: ConfLookup 
         at = _position(siblings, column.position, shown, table_root)
         fields = (*siblings[:at], new_field, *siblings[at:])
         schema = _with_child_fields(schema, parent_indexes, fields)
-        entry: dict[str, Any] = {"column": {"name": shown, "type": new_field.type.to_json(), "nullable": True,
-                                            "metadata": metadata}}
+        entry: dict[str, Any] = {"column": field_description(column.path, new_field)}  # DeltaOperations.AddColumns
         if column.position is not None:
             entry["position"] = column.position.upper() if column.position.upper() == "FIRST" else column.position
         logged.append(entry)
     schema, configuration = assign_column_mapping(schema, snapshot.metadata.configuration)
-    return _commit(snapshot, schema, "ADD COLUMNS", {"columns": json.dumps(logged)}, configuration=configuration, conf=conf)
+    return _commit(snapshot, schema, "ADD COLUMNS", {"columns": delta_json(logged)}, configuration=configuration, conf=conf)
 
 
 def _not_null_fields(data_type: DataType, path: Path) -> list[Path]:
@@ -391,27 +392,8 @@ def set_column_default(table_root: str, column: Sequence[str], default: str | No
         return fields
 
     schema = _replace_at(snapshot.schema, indexes, put)
-    return _commit(snapshot, schema, "CHANGE COLUMN", _change_column_parameters(_names_at(snapshot.schema, indexes), changed),
+    return _commit(snapshot, schema, "CHANGE COLUMN", change_column_parameters(_names_at(snapshot.schema, indexes), changed),
                    conf=conf)
-
-
-def _quoted(path: Sequence[str]) -> str:
-    """A column path as Spark's ``UnresolvedAttribute.name`` shows it: a name holding a dot in backquotes."""
-    return ".".join(f"`{name}`" if "." in name else name for name in path)
-
-
-def _type_name(data_type: DataType) -> str:
-    """Spark's ``DataType.typeName``: the JSON name of an atomic type, ``struct`` / ``array`` / ``map`` otherwise."""
-    raw = data_type.to_json()
-    return raw if isinstance(raw, str) else data_type.name
-
-
-def _change_column_parameters(path: Sequence[str], field: StructField) -> dict[str, Any]:
-    """operationParameters of Delta's ``ChangeColumn`` (operation ``CHANGE COLUMN``): ``column`` is the
-    compact JSON of ``{name: the full path, type: typeName, nullable, metadata}`` (``structFieldToMap``)."""
-    logged = {"name": _quoted(path), "type": _type_name(field.type), "nullable": field.nullable,
-              "metadata": dict(field.metadata)}
-    return {"column": json.dumps(logged, separators=(",", ":"))}
 
 
 @dataclass(frozen=True)
@@ -509,7 +491,7 @@ def set_column_nullability(table_root: str, column: Sequence[str], nullable: boo
     schema, target = _edit_at(snapshot.schema, path, renull, lambda old, _path: dataclasses.replace(old, nullable=nullable),
                               (), what, table_root)
     assert isinstance(schema, StructType)
-    old, shown = target.old, _quoted(target.path)
+    old, shown = target.old, column_path_name(target.path)
     if old.nullable and not nullable:
         raise UnsupportedFeatureError(
             f"{what}: cannot change nullable column to non-nullable: {shown} of table {table_root} (Spark's "
@@ -529,7 +511,7 @@ def set_column_nullability(table_root: str, column: Sequence[str], nullable: boo
             "never nullable, and an array element's or map value's nullability does not change); nothing was changed"
         )
     return _commit(snapshot, schema, "CHANGE COLUMN",
-                   _change_column_parameters(target.path, dataclasses.replace(old, nullable=nullable)), conf=conf)
+                   change_column_parameters(target.path, dataclasses.replace(old, nullable=nullable)), conf=conf)
 
 
 def _position(siblings: Sequence[StructField], position: str | None, shown: str, table: str,
@@ -601,7 +583,7 @@ def change_column(table_root: str, column: Sequence[str], comment: str | None = 
         if data_type is not None and _same_type(old.type, data_type):
             retype[0] = False
         elif data_type is not None:
-            shown = _quoted(at)
+            shown = column_path_name(at)
             check_atomic(old, data_type, _show(at))  # Spark's analyzer, before Delta sees the change
             if is_identity(old):
                 raise UnsupportedFeatureError(
@@ -627,7 +609,7 @@ def change_column(table_root: str, column: Sequence[str], comment: str | None = 
         return [*others[:at_index], new, *others[at_index:]]
 
     def in_part(old: StructField, at: Path) -> StructField:
-        shown = _quoted(at)
+        shown = column_path_name(at)
         if comment is not None:
             raise UnsupportedFeatureError(
                 f"{what} COMMENT: {shown} of table {table_root} is a map key / value or an array element, which "
@@ -663,9 +645,7 @@ def change_column(table_root: str, column: Sequence[str], comment: str | None = 
             logged = dataclasses.replace(logged, metadata={**logged.metadata, "comment": comment})
         if retype[0] and data_type is not None:
             logged = dataclasses.replace(logged, type=data_type)  # Delta logs the new type, not delta.typeChanges
-    params = _change_column_parameters(target.path, logged)
-    if logged_position:
-        params["position"] = logged_position[0]
+    params = change_column_parameters(target.path, logged, logged_position[0] if logged_position else None)
     return _commit(snapshot, schema, "CHANGE COLUMN", params, conf=conf)
 
 

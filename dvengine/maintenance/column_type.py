@@ -14,13 +14,13 @@ DELTA_GENERATED_COLUMNS_DEPENDENT_COLUMN_CHANGE), whose meaning could change wit
 from __future__ import annotations
 
 import dataclasses
-import json
 import re
 
 from dvengine.commit.conf import ConfLookup
 from dvengine.commit.transaction import Transaction
 from dvengine.errors import InvalidArgumentError, OperationNotAllowedError, SchemaMismatchError, UnsupportedFeatureError
 from dvengine.log import Snapshot, load_snapshot
+from dvengine.maintenance.column_log import change_column_parameters
 from dvengine.protocol import type_widening
 from dvengine.protocol.ddl import parse_ddl_type
 from dvengine.protocol.features import check_writable
@@ -63,22 +63,24 @@ def check_type_change(snapshot: Snapshot, column: str) -> None:
         raise UnsupportedFeatureError(f"ALTER COLUMN {column!r} TYPE: {top!r} is a partition column; nothing was changed")
 
 
-def _retype(struct: StructType, path: list[str], new_type: DataType, full: str) -> tuple[StructType, StructField]:
-    """``struct`` with the field at ``path`` widened to ``new_type`` (and the changed field)."""
+def _retype(
+    struct: StructType, path: list[str], new_type: DataType, full: str, done: tuple[str, ...] = ()
+) -> tuple[StructType, tuple[str, ...], StructField]:
+    """``struct`` with the field at ``path`` widened to ``new_type``, the field's path as the schema
+    spells it, and the field as it was."""
     head = path[0].lower()
     fields = list(struct.fields)
     for i, f in enumerate(fields):
         if f.name.lower() != head:
             continue
         if len(path) == 1:
-            changed = widened_field(f, new_type, full)
-            fields[i] = changed
-            return StructType(tuple(fields)), changed
+            fields[i] = widened_field(f, new_type, full)
+            return StructType(tuple(fields)), (*done, f.name), f
         if not isinstance(f.type, StructType):
             break
-        inner, changed = _retype(f.type, path[1:], new_type, full)
+        inner, at, old = _retype(f.type, path[1:], new_type, full, (*done, f.name))
         fields[i] = dataclasses.replace(f, type=inner)
-        return StructType(tuple(fields)), changed
+        return StructType(tuple(fields)), at, old
     raise InvalidArgumentError(f"ALTER COLUMN: table has no column {full!r}; nothing was changed")
 
 
@@ -99,10 +101,14 @@ def change_column_type(table_root: str, column: str, type_text: str, conf: ConfL
                 f"ALTER COLUMN {column!r} TYPE: constraint {name} ({sql}) reads the column; drop it first "
                 "(Delta's DELTA_CONSTRAINT_DEPENDENT_COLUMN_CHANGE); nothing was changed"
             )
-    schema, changed = _retype(snapshot.schema, path, parse_ddl_type(type_text), column)
+    new_type = parse_ddl_type(type_text)
+    schema, at, old = _retype(snapshot.schema, path, new_type, column)
     metadata = dataclasses.replace(snapshot.metadata, schema_string=schema.to_json_string())
     protocol = protocol_for_schema(snapshot.protocol, schema)  # date -> timestamp_ntz needs timestampNtz
-    txn = Transaction(snapshot.table_root, snapshot, "CHANGE COLUMN", {"column": json.dumps(changed.to_json())}, conf=conf)
+    # Delta's ChangeColumn logs the table's field with the new type (its full path; delta.typeChanges is
+    # added to the schema, not to the logged field), as ALTER COLUMN ... TYPE through column_changes does.
+    params = change_column_parameters(at, dataclasses.replace(old, type=new_type))
+    txn = Transaction(snapshot.table_root, snapshot, "CHANGE COLUMN", params, conf=conf)
     txn.record_read([], None)
     txn.update_metadata(metadata)
     if protocol is not None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from dvengine.commit.commit_info import ParameterValue
 from dvengine.commit.transaction import Transaction
 from dvengine.errors import ConstraintError, InvalidPredicateError, NotLocallyEvaluableError
 from dvengine.expressions import to_pyarrow_expression
@@ -73,7 +74,9 @@ def drop_constraint(table_root: str, name: str, if_exists: bool = False) -> int 
     if dropped is None:
         return None
     metadata, expression = dropped
-    txn = Transaction(snapshot.table_root, snapshot, "DROP CONSTRAINT", {"name": name.lower(), "expr": expression})
+    # DeltaOperations.DropConstraint: "existed" is the string "true" (Delta passes it as a String)
+    params: dict[str, ParameterValue] = {"name": name.lower(), "expr": expression, "existed": "true"}
+    txn = Transaction(snapshot.table_root, snapshot, "DROP CONSTRAINT", params)
     txn.record_read([], None)
     txn.update_metadata(metadata)
     return txn.commit()

@@ -24,6 +24,7 @@ from urllib.parse import unquote
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from dvengine.commit.commit_info import ParameterValue, delta_json
 from dvengine.commit.transaction import Transaction
 from dvengine.errors import (
     DataFileError,
@@ -229,9 +230,9 @@ def convert_to_delta(identifier: str, partition_schema: Any = None) -> str:
         st = os.stat(os.path.join(root, *relative.split("/")))
         stats = stats_from_parquet_metadata(md, schema, num_indexed_cols=indexed)
         adds.append(build_add_file(relative, values[relative], st.st_size, int(st.st_mtime * 1000), stats))
-    params = {
+    params: dict[str, ParameterValue] = {  # DeltaOperations.Convert
         "numFiles": len(adds),
-        "partitionedBy": json.dumps([f.name for f in partition_fields]),
+        "partitionedBy": delta_json([f.name for f in partition_fields]),
         "collectStats": True,
         "sourceFormat": "parquet",
     }

@@ -4,10 +4,19 @@ Auditing tools read history through Delta Spark (``DeltaTable.history()``) or de
 (``DeltaTable.history()``); both return the commitInfo fields under their protocol names plus
 ``version``. We return the same so scripts written for either keep working, and we keep every
 field the writer recorded (unknown ones too), because history is an audit trail, not a view.
+
+``operationParameters`` is shown as DESCRIBE HISTORY shows it, a ``map<string,string>``: Delta's
+``DeltaHistory.fromCommitInfo`` passes it through ``CommitInfo.getLegacyPostDeserializationOperationParameters``
+(delta-io/delta ``actions/actions.scala``), which reads each raw JSON value back as a string: a JSON
+string as its text, ``true`` / ``false`` and numbers as their JSON text, ``null`` as null. So a
+commit Delta wrote (``"auto":true``) and an older dvengine commit (``"auto":"true"``) both read
+``"true"``, and a script comparing with strings keeps working on either.
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from typing import Any
 
 from dvengine.errors import InvalidArgumentError
@@ -35,6 +44,14 @@ HISTORY_FIELDS = (
 )
 
 
+def parameter_text(value: Any) -> str | None:
+    """One ``operationParameters`` value as DESCRIBE HISTORY shows it. Delta never writes an array or
+    object raw (its legacy reader would fail on one); another writer's is shown as compact JSON text."""
+    if value is None or isinstance(value, str):
+        return value
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
 def history(table_root: str, limit: int | None = None) -> list[dict[str, Any]]:
     """Commit records of the table, newest first; at most ``limit`` of them.
 
@@ -49,6 +66,9 @@ def history(table_root: str, limit: int | None = None) -> list[dict[str, Any]]:
         values = dict(info.values)
         values["version"] = version
         values["timestamp"] = commit_info_timestamp(info, int(values.get("timestamp") or 0))
+        params = values.get("operationParameters")
+        if isinstance(params, Mapping):
+            values["operationParameters"] = {str(k): parameter_text(v) for k, v in params.items()}
         record = {key: values.pop(key) for key in HISTORY_FIELDS if key in values}
         record.update(values)
         out.append(record)

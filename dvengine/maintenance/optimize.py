@@ -19,7 +19,6 @@ the embedded executor (and later Spark) only has to turn a bin of files into new
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -27,6 +26,7 @@ from typing import Any
 
 from dvengine.commands.options import conf_number
 from dvengine.commands.written import WrittenFiles, commit_or_clean_up
+from dvengine.commit.commit_info import ParameterValue, delta_json, predicate_parameter
 from dvengine.commit.transaction import Transaction
 from dvengine.errors import CommitError, InvalidArgumentError, InvalidPredicateError
 from dvengine.expressions import BoundPredicate, is_partition_only, parse_predicate, partition_might_match
@@ -267,20 +267,35 @@ def commit_metrics(plan: OptimizePlan, added: Sequence[AddFile]) -> dict[str, in
     }
 
 
-def operation_parameters(predicate: BoundPredicate | None, z_order_by: Sequence[str] = ()) -> dict[str, Any]:
-    return {
-        "predicate": json.dumps([] if predicate is None else [predicate.sql]),
-        "zOrderBy": json.dumps(list(z_order_by)),
-        "clusterBy": json.dumps([]),
-        "auto": False,
+def optimize_parameters(
+    predicate: str, z_order_by: Sequence[str] = (), cluster_by: Sequence[str] = (), auto: bool = False
+) -> dict[str, ParameterValue]:
+    """operationParameters of Delta's ``DeltaOperations.Optimize`` (``predicate`` already JSON text:
+    OPTIMIZE's condition or auto compaction's partitions): ``zOrderBy`` / ``clusterBy`` compact
+    JSON lists (``zOrderBy`` empty when clustering), ``auto`` a JSON boolean, and ``isFull`` only
+    for a clustered table ("isFull is not relevant for non-clustering tables, so skip it");
+    dvengine has no ``OPTIMIZE ... FULL``, so it is always false."""
+    params: dict[str, ParameterValue] = {
+        "predicate": predicate,
+        "zOrderBy": delta_json([] if cluster_by else list(z_order_by)),
+        "clusterBy": delta_json(list(cluster_by)),
+        "auto": auto,
     }
+    if cluster_by:
+        params["isFull"] = False
+    return params
+
+
+def operation_parameters(predicate: BoundPredicate | None, z_order_by: Sequence[str] = ()) -> dict[str, ParameterValue]:
+    """A manual OPTIMIZE [ZORDER BY] of an unclustered table."""
+    return optimize_parameters(predicate_parameter(predicate), z_order_by)
 
 
 def run_optimize(
     plan: OptimizePlan,
     rewrite_bin: BinRewriter,
     operation: str = OPERATION,
-    parameters: Mapping[str, Any] | None = None,
+    parameters: Mapping[str, ParameterValue] | None = None,
 ) -> tuple[dict[str, Any], int | None]:
     """Rewrite every bin and commit once; returns (Delta's OptimizeMetrics, committed version or None).
 

@@ -21,6 +21,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 
 from dvengine.commit import in_commit_timestamps
+from dvengine.commit.commit_info import ParameterValue, delta_json
 from dvengine.commit.conf import ConfLookup
 from dvengine.commit.transaction import Transaction
 from dvengine.errors import InvalidArgumentError, UnsupportedFeatureError
@@ -94,7 +95,8 @@ def set_table_properties(table_root: str, properties: Mapping[str, str], conf: C
     if new_mode != NONE:  # last: a writer-7 protocol then lists it as a reader feature too
         protocol = with_column_mapping(protocol)
     return _commit(
-        snapshot, configuration, protocol, "SET TBLPROPERTIES", {"properties": dict(properties)}, backfill, tags,
+        snapshot, configuration, protocol, "SET TBLPROPERTIES",
+        {"properties": delta_json({k: str(v) for k, v in properties.items()})}, backfill, tags,
         schema_string, conf,
     )
 
@@ -135,12 +137,13 @@ def unset_table_properties(table_root: str, keys: Sequence[str], if_exists: bool
     configuration = {k: v for k, v in snapshot.metadata.configuration.items() if k not in keys}
     if configuration == dict(snapshot.metadata.configuration):
         return None
+    # DeltaOperations.UnsetTableProperties: the keys as JSON text under "properties", ifExists a boolean
     return _commit(snapshot, configuration, snapshot.protocol, "UNSET TBLPROPERTIES",
-                   {"propertyKeys": list(keys), "ifExists": if_exists})
+                   {"properties": delta_json(list(keys)), "ifExists": if_exists})
 
 
 def _commit(snapshot: Snapshot, configuration: dict[str, str], protocol: Protocol, operation: str,
-            params: dict[str, object], backfill: Sequence[AddFile] | None = None,
+            params: dict[str, ParameterValue], backfill: Sequence[AddFile] | None = None,
             tags: Mapping[str, str] | None = None, schema_string: str | None = None,
             conf: ConfLookup | None = None) -> int:
     """One metadata (and, if it changed, protocol) action, conflict-checked against the snapshot

@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
+from dvengine.commit.commit_info import ParameterValue, delta_json, predicate_parameter
 from dvengine.commit.transaction import Transaction
 from dvengine.errors import OperationNotAllowedError, UnsupportedFeatureError
 from dvengine.log import Snapshot, load_snapshot
@@ -44,11 +45,18 @@ ENABLE_DVS = "delta.enableDeletionVectors"
 # Features dvengine knows how to drop (Delta can drop more: v2Checkpoint, columnMapping, ...).
 DROPPABLE = frozenset({DELETION_VECTORS, "checkConstraints", row_tracking.FEATURE})
 
-def _commit_protocol(snapshot: Snapshot, protocol: Protocol, operation: str, params: dict[str, object]) -> int:
+def _commit_protocol(snapshot: Snapshot, protocol: Protocol, operation: str, params: dict[str, ParameterValue]) -> int:
     txn = Transaction(snapshot.table_root, snapshot, operation, params)
     txn.record_read([], None)
     txn.update_protocol(protocol)
     return txn.commit()
+
+
+def upgrade_protocol_parameters(new: Protocol) -> dict[str, ParameterValue]:
+    """DeltaOperations.UpgradeProtocol: ``newProtocol`` is one JSON text of the versions and the
+    feature sets (Jackson leaves an absent set out, as ``Protocol.to_json`` does)."""
+    return {"newProtocol": delta_json(new.to_json())}
+
 
 def upgrade_protocol(table_root: str, reader_version: int, writer_version: int) -> int | None:
     """Raise the protocol versions; returns the committed version, or None when nothing changed."""
@@ -57,8 +65,7 @@ def upgrade_protocol(table_root: str, reader_version: int, writer_version: int) 
     new = upgraded(snapshot.protocol, reader_version, writer_version)
     if new == snapshot.protocol:
         return None
-    params: dict[str, object] = {"newProtocol": new.to_json()}
-    return _commit_protocol(snapshot, new, "UPGRADE PROTOCOL", params)
+    return _commit_protocol(snapshot, new, "UPGRADE PROTOCOL", upgrade_protocol_parameters(new))
 
 def add_feature(table_root: str, name: str) -> int | None:
     """Add ``name`` to the supported features; None when it was supported already."""
@@ -79,7 +86,7 @@ def add_feature(table_root: str, name: str) -> int | None:
         )
     # rowTracking requires domainMetadata (PROTOCOL.md "Row Tracking"), as Delta adds it too
     new = row_tracking.with_row_tracking(snapshot.protocol) if name == row_tracking.FEATURE else with_feature(snapshot.protocol, name)
-    return _commit_protocol(snapshot, new, "UPGRADE PROTOCOL", {"newProtocol": new.to_json()})
+    return _commit_protocol(snapshot, new, "UPGRADE PROTOCOL", upgrade_protocol_parameters(new))
 
 def _history_uses_dvs(table_root: str) -> list[int]:
     """Versions of the commit files still in the log whose add/remove actions carry a DV."""
@@ -95,13 +102,21 @@ def _history_uses_dvs(table_root: str) -> list[int]:
             found.append(version)
     return found
 
+
+def drop_feature_parameters(name: str, truncate_history: bool | None) -> dict[str, ParameterValue]:
+    """DeltaOperations.DropTableFeature: ``featureName`` and ``truncateHistory`` always, a JSON
+    boolean (AlterTableDropFeatureDeltaCommand's ``truncateHistory`` defaults to false)."""
+    return {"featureName": name, "truncateHistory": bool(truncate_history)}
+
+
 def _disable_dvs(snapshot: Snapshot) -> None:
     config = dict(snapshot.metadata.configuration)
     config[ENABLE_DVS] = "false"
     metadata: Metadata = dataclasses.replace(snapshot.metadata, configuration=config)
-    txn = Transaction(snapshot.table_root, snapshot, "SET TBLPROPERTIES", {"properties": {ENABLE_DVS: "false"}})
+    txn = Transaction(snapshot.table_root, snapshot, "SET TBLPROPERTIES", {"properties": delta_json({ENABLE_DVS: "false"})})
     txn.update_metadata(metadata)
     txn.commit()
+
 
 def drop_feature(
     table_root: str, name: str, truncate_history: bool | None, rewrite: BinRewriter
@@ -132,7 +147,7 @@ def drop_feature(
             _disable_dvs(snapshot)
             snapshot = load_snapshot(table_root)
         if any(f.deletion_vector is not None for f in snapshot.files):
-            run_optimize(purge_plan(snapshot), rewrite, "REORG", {"predicate": "[]", "applyPurge": True})
+            run_optimize(purge_plan(snapshot), rewrite, "REORG", {"predicate": predicate_parameter(None), "applyPurge": True})
             snapshot = load_snapshot(table_root)
         traces = _history_uses_dvs(table_root)
         if traces:
@@ -144,10 +159,7 @@ def drop_feature(
                 "history truncation nor checkpointProtection, so the feature stays until those commits are cleaned up"
             )
     new = without_feature(snapshot.protocol, name)
-    params: dict[str, object] = {"featureName": name}
-    if truncate_history is not None:
-        params["truncateHistory"] = truncate_history
-    return _commit_protocol(snapshot, new, "DROP FEATURE", params)
+    return _commit_protocol(snapshot, new, "DROP FEATURE", drop_feature_parameters(name, truncate_history))
 
 def _row_tracking_traces(snapshot: Snapshot) -> list[str]:
     """Why the table still shows row tracking (Delta's ``RowTrackingFeature.validateDropInvariants``
@@ -192,7 +204,8 @@ def drop_row_tracking(snapshot: Snapshot, truncate_history: bool | None) -> int:
         snapshot = load_snapshot(root)
         carrying = [f for f in snapshot.files if f.base_row_id is not None or f.default_row_commit_version is not None]
         if carrying:
-            txn = Transaction(root, snapshot, "ROW TRACKING UNBACKFILL", {"batchId": 0})
+            # DeltaOperations.RowTrackingUnBackfill logs "batchId" -> JsonUtils.toJson(batchId): the string "0"
+            txn = Transaction(root, snapshot, "ROW TRACKING UNBACKFILL", {"batchId": delta_json(0)})
             txn.record_read(carrying, None)  # a concurrent change of any file (or an append) conflicts
             txn.add_actions([
                 dataclasses.replace(f, base_row_id=None, default_row_commit_version=None, data_change=False)
@@ -207,10 +220,7 @@ def drop_row_tracking(snapshot: Snapshot, truncate_history: bool | None) -> int:
             f"({'; '.join(traces)}; Delta's DELTA_FEATURE_DROP_CONFLICT_REVALIDATION_FAIL); nothing more was changed"
         )
     configuration = {k: v for k, v in snapshot.metadata.configuration.items() if k not in _ROW_TRACKING_PROPERTIES}
-    params: dict[str, object] = {"featureName": row_tracking.FEATURE}
-    if truncate_history is not None:
-        params["truncateHistory"] = truncate_history
-    txn = Transaction(root, snapshot, "DROP FEATURE", params)
+    txn = Transaction(root, snapshot, "DROP FEATURE", drop_feature_parameters(row_tracking.FEATURE, truncate_history))
     txn.record_read(snapshot.files, None)
     txn.update_protocol(without_feature(snapshot.protocol, row_tracking.FEATURE))
     txn.update_metadata(dataclasses.replace(snapshot.metadata, configuration=configuration))

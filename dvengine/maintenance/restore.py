@@ -29,6 +29,7 @@ from collections.abc import Callable
 from typing import Any
 
 from dvengine.commands.create_table import merge_protocols
+from dvengine.commit.commit_info import ParameterValue
 from dvengine.commit.conf import ConfLookup
 from dvengine.commit.transaction import Transaction
 from dvengine.dv import absolute_dv_path
@@ -132,7 +133,11 @@ def restore(
     _check_available(latest.table_root, to_add, target_version)
     protocol = merge_protocols(target.protocol, latest.protocol)
     check_writable(protocol, target.metadata)
-    params = {"version": target_version if version is not None else None, "timestamp": None if timestamp is None else str(timestamp)}
+    # DeltaOperations.Restore: the version asked for as a JSON number, the timestamp as a string, the other null
+    params: dict[str, ParameterValue] = {
+        "version": target_version if version is not None else None,
+        "timestamp": None if timestamp is None else str(timestamp),
+    }
     txn = Transaction(latest.table_root, latest, "RESTORE", params, conf=conf)
     txn.record_read(latest.files, None)
     if protocol != latest.protocol:

@@ -20,8 +20,9 @@ written once under unique names). The total is bounded by ``DVENGINE_EXECUTION_C
 (default 256 MiB; 0 turns the cache off), least recently used first out.
 
 The same budget and LRU hold what is derived from a cached column and costs more than a
-lookup to rebuild: the sorted key index of ``key_index`` (``cached_derived``), under the same
-key plus what it is (``"index:<column>"``), so it lives and dies with the file's entry. A file
+lookup to rebuild: the sorted key indexes of ``key_lookup`` (``cached_derived``), under the
+same key plus what it is (``"index:<column>"``, ``"string-index:<column>"``), so they live and
+die with the file's entry. A file
 that leaves the table is forgotten when the snapshot cache announces it (``retired_files``).
 """
 
@@ -108,6 +109,12 @@ def cached_derived(
     schema (e.g. ``"index:id"``); ``build`` must return the same kind of value for the same
     ``what``. Shares the budget, the LRU and the local-file checks of ``cached_columns``."""
     return _cached(_key(snapshot, add, None, what), build)
+
+
+def holds_derived(snapshot: Snapshot, add: AddFile, what: str) -> bool:
+    """Whether ``cached_derived`` would likely answer ``what`` from memory (no file check, no LRU
+    touch): for callers that build something only when it is already there or wanted twice."""
+    return _budget() != 0 and _CACHE.holds(_key(snapshot, add, None, what))
 
 
 def _key(snapshot: Snapshot, add: AddFile, columns: Sequence[str] | None, what: str) -> Key:

@@ -38,10 +38,11 @@ from dvengine.dv import (
     outside,
 )
 from dvengine.engine.local.change_data import tag, write_change_rows
-from dvengine.engine.local.column_cache import cached_columns, cached_derived, holds_columns
+from dvengine.engine.local.column_cache import cached_columns, holds_columns
 from dvengine.engine.local.constraints import check_constraints
 from dvengine.engine.local.failures import evaluation_error
-from dvengine.engine.local.key_index import KeyIndex, PointLookup, build_key_index, is_integer_column, point_lookup
+from dvengine.engine.local.key_lookup import LookupKeys, indexed_rows
+from dvengine.engine.local.point_lookup import PointLookup, point_lookup
 from dvengine.engine.local.writer import write_data_files
 from dvengine.errors import InvalidPredicateError, SchemaViolationError
 from dvengine.expressions import BoundExpression, BoundPredicate, to_pyarrow_expression, to_pyarrow_value
@@ -125,19 +126,18 @@ def physical_file(snapshot: Snapshot, add: AddFile) -> FileMatch:
     return FileMatch(add, physical, _deletion_vector(snapshot, add, physical), np.arange(physical, dtype=np.int64), table)
 
 
-def key_rows(snapshot: Snapshot, add: AddFile, name: str, keys: np.ndarray) -> FileMatch | None:
-    """The live rows of ``add`` whose integer column ``name`` equals one of ``keys`` (sorted,
-    unique int64), all columns, through the file's sorted key index; like ``match_file`` with
-    ``name IN (keys)`` but no SQL. None when no row's key is among ``keys``: the file has nothing
-    to join, and its DV, stable ids and an empty gather are not worth building (a stream's many
-    small files rarely hold one of a round's keys). A file whose column is not an integer one (it
-    cannot be, for an integer schema field, but the answer must not depend on that) gives
-    ``physical_file``."""
+def key_rows(snapshot: Snapshot, add: AddFile, name: str, keys: LookupKeys) -> FileMatch | None:
+    """The live rows of ``add`` whose column ``name`` equals one of ``keys``, all columns, through
+    the file's cached key index (``key_lookup``); like ``match_file`` with ``name IN (keys)`` but
+    no SQL. None when no row's key is among ``keys``: the file has nothing to join, and its DV,
+    stable ids and an empty gather are not worth building (a stream's many small files rarely
+    hold one of a round's keys).
+    A column no index serves (it cannot be one, for a schema field of an indexed type, but the
+    answer must not depend on that) gives ``physical_file``."""
     physical, table = cached_columns(snapshot, add, None, lambda: _read(snapshot, add, None))
-    column = table.column(name)
-    if not is_integer_column(column):
+    rows = indexed_rows(snapshot, add, name, table.column(name), keys)
+    if rows is None:
         return physical_file(snapshot, add)
-    rows = key_index(snapshot, add, name, column).rows_of(keys)
     if not len(rows):
         return None
     table = with_stable_ids(snapshot, add, table)  # rows a MERGE copies or updates keep their stable ids
@@ -198,21 +198,17 @@ def match_file(
     else:
         if lookup is _UNSET:
             lookup = point_lookup(predicate)
-        column = None if lookup is None else table.column(lookup.column)
-        if lookup is not None and column is not None and is_integer_column(column):
-            positions = key_index(snapshot, add, lookup.column, column).rows_of(lookup.values)
-        else:
+        found = None if lookup is None else indexed_rows(snapshot, add, lookup.column, table.column(lookup.column), lookup.keys)
+        if found is None:
             positions = matching_positions(table, predicate)
+        elif lookup is not None and not lookup.whole and len(found):
+            positions = found[matching_positions(table.take(pa.array(found)), predicate)]
+        else:
+            positions = found
     if len(previously) and len(positions):
         positions = positions[outside(positions, previously)]
     rows = table.take(pa.array(positions)) if all_columns else None
     return FileMatch(add, physical, previously, positions, rows)
-
-
-def key_index(snapshot: Snapshot, add: AddFile, name: str, column: pa.ChunkedArray) -> KeyIndex:
-    """The sorted index of ``add``'s integer column ``name`` (its values are ``column``), built
-    once per immutable file and kept in the column cache (``key_index`` module)."""
-    return cached_derived(snapshot, add, f"index:{name}", lambda: (len(column), build_key_index(column)))[1]
 
 
 def surviving_rows(snapshot: Snapshot, add: AddFile, dead: BitMap64 | None) -> pa.Table:
@@ -332,7 +328,7 @@ class LocalExecutor:
             lambda add: physical_file(ctx.snapshot, add), files, lambda add: holds_columns(ctx.snapshot, add, None)
         )
 
-    def key_rows(self, ctx: DmlContext, files: Sequence[AddFile], name: str, keys: np.ndarray) -> list[FileMatch]:
+    def key_rows(self, ctx: DmlContext, files: Sequence[AddFile], name: str, keys: LookupKeys) -> list[FileMatch]:
         """``key_rows`` of the files holding one of ``keys`` (in ``files``' order; the others are
         left out), those not in the column cache on the thread pool."""
         found = cached_first_map(

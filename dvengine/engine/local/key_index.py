@@ -11,11 +11,7 @@ each lookup is then two ``np.searchsorted`` over the wanted keys: microseconds.
 
 Only exact cases take this path, everything else filters as before:
 
-- the whole predicate is ``col = <integer literal>`` or ``col IN (<integer literals>[, NULL])``
-  on a top-level BYTE/SHORT/INT/BIGINT column, with every literal inside the column type's range
-  (an out-of-range literal keeps the Arrow translation's error). Spark's SQL answers TRUE exactly
-  for the non-NULL rows whose value equals a listed value; NULL rows and a listed NULL are never
-  TRUE, so a DML condition (TRUE rows only) keeps exactly those rows;
+- predicates that ``point_lookup`` recognises (one column equals one of a few literals);
 - MERGE's target side (``merge.run_target_locally``) narrows each candidate file to the rows whose
   key equals some source key before its hash join, when the join has an integer key and no
   NOT MATCHED BY SOURCE clause needs the other rows.
@@ -32,26 +28,6 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from sqlglot import exp
-
-from dvengine.expressions import BoundPredicate
-from dvengine.expressions.literals import literal_of
-from dvengine.expressions.refs import ref_of
-
-_RANGES = {
-    "byte": (-(2**7), 2**7 - 1),
-    "short": (-(2**15), 2**15 - 1),
-    "integer": (-(2**31), 2**31 - 1),
-    "long": (-(2**63), 2**63 - 1),
-}
-
-
-@dataclass(frozen=True)
-class PointLookup:
-    """``column`` (logical, top-level) equals one of ``values`` (sorted, unique int64)."""
-
-    column: str
-    values: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -85,61 +61,29 @@ class KeyIndex:
 
 def build_key_index(column: pa.ChunkedArray | pa.Array) -> KeyIndex:
     """The index of one file's integer column (any Arrow integer type)."""
-    if column.null_count:
-        valid = np.flatnonzero(pc.is_valid(column).to_numpy(zero_copy_only=False))
-        values = np.asarray(pc.drop_null(column).to_numpy(), dtype=np.int64)
-    else:
-        valid = None
-        values = np.asarray(column.to_numpy(), dtype=np.int64)
+    rows = valid_rows(column)
+    present = column if rows is None else pc.drop_null(column)
+    return sorted_key_index(np.asarray(present.to_numpy(), dtype=np.int64), rows, len(column))
+
+
+def valid_rows(column: pa.ChunkedArray | pa.Array) -> np.ndarray | None:
+    """Positions of the non-NULL rows of ``column``; None when it has no NULLs (every row)."""
+    if not column.null_count:
+        return None
+    return np.flatnonzero(pc.is_valid(column).to_numpy(zero_copy_only=False))
+
+
+def sorted_key_index(values: np.ndarray, rows: np.ndarray | None, length: int) -> KeyIndex:
+    """The index of int64 ``values`` found at ``rows`` (None: at 0, 1, ...) of a column of
+    ``length`` rows: sorted (``np.argsort``, stable, or nothing when already sorted)."""
     if len(values) > 1 and not bool(np.all(values[:-1] <= values[1:])):
         order = np.argsort(values, kind="stable")  # timsort: cheap on concatenated sorted runs
         values = values[order]
-        valid = order if valid is None else valid[order]
-    if valid is not None:
-        valid = valid.astype(np.int32 if len(column) < 2**31 else np.int64)
-    return KeyIndex(np.ascontiguousarray(values), valid)
+        rows = order if rows is None else rows[order]
+    if rows is not None:
+        rows = rows.astype(np.int32 if length < 2**31 else np.int64)
+    return KeyIndex(np.ascontiguousarray(values), rows)
 
 
 def is_integer_column(column: pa.ChunkedArray | pa.Array) -> bool:
     return bool(pa.types.is_integer(column.type))
-
-
-def point_lookup(predicate: BoundPredicate | None) -> PointLookup | None:
-    """The lookup a predicate amounts to (see the module docstring), or None."""
-    if predicate is None:
-        return None
-    node = _unparen(predicate.tree)
-    if isinstance(node, exp.In) and not node.args.get("query") and not node.args.get("unnest"):
-        subject, items = node.this, list(node.expressions)
-    elif isinstance(node, exp.EQ):
-        if ref_of(_unparen(node.this)) is not None:
-            subject, items = node.this, [node.expression]
-        else:
-            subject, items = node.expression, [node.this]
-    else:
-        return None
-    ref = ref_of(_unparen(subject))
-    if ref is None or len(ref.path) != 1 or ref.qualifier is not None:
-        return None
-    bounds = _RANGES.get(ref.leaf.type.name)
-    if bounds is None:
-        return None
-    values: list[int] = []
-    for item in items:
-        lit = literal_of(item)
-        if lit is None:
-            return None
-        if lit.value is None:
-            if isinstance(node, exp.EQ):
-                return None  # col = NULL: never TRUE, but leave that to the general path
-            continue
-        if not isinstance(lit.value, int) or isinstance(lit.value, bool) or not bounds[0] <= lit.value <= bounds[1]:
-            return None
-        values.append(lit.value)
-    return PointLookup(ref.top, np.unique(np.array(values, dtype=np.int64)))
-
-
-def _unparen(node: exp.Expr) -> exp.Expr:
-    while isinstance(node, exp.Paren):
-        node = node.this
-    return node

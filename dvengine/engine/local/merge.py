@@ -46,6 +46,7 @@ from dvengine.commands.write import record_marks
 from dvengine.dv import outside
 from dvengine.engine.local.change_data import MergeChanges, write_change_rows
 from dvengine.engine.local.executor import FileMatch, LocalExecutor, keep_row_ids
+from dvengine.engine.local.key_lookup import lookup_keys
 from dvengine.errors import (
     EvaluationError,
     InvalidArgumentError,
@@ -648,18 +649,18 @@ def run_target_locally(executor: LocalExecutor) -> TargetRunner:
 
 
 def _joinable_rows(ctx: DmlContext, executor: LocalExecutor, src: pa.Table, job: TargetJob) -> list[FileMatch]:
-    """The candidate files' rows the hash join needs: with an integer first join key and no NOT
-    MATCHED BY SOURCE clause (those act on the other rows), only each file's live rows whose key
-    equals some source key, found through the file's cached sorted key index (``key_index``
-    module, ``executor.key_rows``): the join then sees ~the source's size instead of the table's
-    (1.5M target rows / 7 files, 100 keys: the join cost ~7 ms a round and grew with the table).
-    A superset of the rows the join pairs (other keys and the residual still decide), so the
+    """The candidate files' rows the hash join needs: with no NOT MATCHED BY SOURCE clause (those
+    act on the other rows), only each file's live rows whose first join key (integer, string or
+    date) equals some source key, found through the file's cached key index (``key_lookup``,
+    ``executor.key_rows``): the join then sees ~the source's size instead of the table's (1.5M
+    target rows / 7 files, 100 keys: the join cost ~7 ms a round and grew with the table). The
+    index's equality is the join's (integers by value, dates by day, strings byte-wise), so this
+    is a superset of the rows the join pairs (other keys and the residual still decide) and the
     result is the same. Otherwise every physical row of every file, as before."""
-    if job.by_source or not job.keys or _family(job.keys[0].target) != "int":
+    keys = None if job.by_source or not job.keys else lookup_keys(src.column("__ks0"))
+    if keys is None:
         return executor.physical_files(ctx, ctx.plan.candidates)
-    keys = pc.drop_null(src.column("__ks0"))
-    wanted = np.unique(np.asarray(keys.to_numpy(), dtype=np.int64))
-    return executor.key_rows(ctx, ctx.plan.candidates, job.keys[0].target.name, wanted)
+    return executor.key_rows(ctx, ctx.plan.candidates, job.keys[0].target.name, keys)
 
 
 def _run(

@@ -25,6 +25,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame, DataFrameReader, DataFrameWriter, SparkSession
 
+from dvengine.commands.options import session_conf
 from dvengine.commands.source_options import ReadRequest
 from dvengine.engine.spark.delta_format import _is_delta, is_registered, read_delta, save_delta, write_request
 from dvengine.errors import InvalidArgumentError
@@ -34,7 +35,7 @@ _ORIGINALS: dict[str, Callable[..., Any]] = {}
 
 
 def _warehouse(spark: SparkSession) -> str | None:
-    value = spark.conf.get(catalog.WAREHOUSE_OVERRIDE_CONF, None) or spark.conf.get(catalog.WAREHOUSE_CONF, None)
+    value = session_conf(spark)(catalog.WAREHOUSE_OVERRIDE_CONF) or spark.conf.get(catalog.WAREHOUSE_CONF, None)
     return None if value is None else str(value)
 
 

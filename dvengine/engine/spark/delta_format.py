@@ -73,7 +73,7 @@ def _is_delta(builder: Any) -> bool:
 
 
 def is_registered(spark: SparkSession) -> bool:
-    return str(spark.conf.get(CONF_ENABLED, "false")).lower() == "true"
+    return str(session_conf(spark)(CONF_ENABLED) or "false").lower() == "true"
 
 
 # --- reads ------------------------------------------------------------------------------------------

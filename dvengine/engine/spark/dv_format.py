@@ -34,7 +34,7 @@ from pyspark.sql.types import (
 )
 from pyspark.sql.types import StructType as SparkStructType
 
-from dvengine.commands.options import CONF_DV_READER
+from dvengine.commands.options import CONF_DV_READER, session_conf
 from dvengine.dv.descriptor import absolute_dv_path
 from dvengine.dv.dvfile import check_descriptor_range
 from dvengine.dv.z85 import z85_decode
@@ -120,7 +120,7 @@ def use_jvm_reader(spark: SparkSession) -> bool:
     """Whether DV'd files are read through the JVM format, per ``dvengine.read.dvReader``:
     ``auto`` (default) when the class loads, ``jvm`` always (SparkEnvironmentError if it cannot),
     ``python`` never."""
-    raw = spark.conf.get(CONF_DV_READER, None) or "auto"
+    raw = session_conf(spark)(CONF_DV_READER) or "auto"
     choice = raw.strip().lower()
     if choice not in DV_READERS:
         raise InvalidArgumentError(f"configuration {CONF_DV_READER} must be one of {DV_READERS}, got {raw!r}")

@@ -29,6 +29,7 @@ from pyspark.sql import functions as F
 
 from dvengine.commands.change_data import DELETE, UPDATE_POSTIMAGE, UPDATE_PREIMAGE, writes_change_data
 from dvengine.commands.context import DmlContext
+from dvengine.commands.options import session_conf
 from dvengine.commands.retirement import FileRetirement, RowRetirement, build_retirement
 from dvengine.commands.written import WrittenRows
 from dvengine.dv import load_deletion_vector, new_dv_file_id
@@ -204,7 +205,7 @@ def _old_dvs(table_root: str, targets: Mapping[str, AddFile]) -> dict[str, bytes
 
 def dml_strategy(spark: SparkSession) -> str:
     """``dvengine.spark.dmlStrategy`` of the session (auto, files or rows), validated."""
-    raw = spark.conf.get(STRATEGY_CONF, None) or "auto"
+    raw = session_conf(spark)(STRATEGY_CONF) or "auto"
     strategy = raw.strip().lower()
     if strategy not in STRATEGIES:
         raise InvalidArgumentError(f"{STRATEGY_CONF} must be one of {STRATEGIES}, got {raw!r}")

@@ -26,6 +26,7 @@ from typing import Any
 from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 
+from dvengine.commands.options import session_conf
 from dvengine.engine.spark.jar import JAR_NAME, jar_path
 
 JVM_FORMAT = "io.dvengine.spark.DeletionVectorParquetFormat"
@@ -54,7 +55,7 @@ def session_key(spark: SparkSession) -> str:
 
 
 def _attach_enabled(spark: SparkSession) -> bool:
-    return str(spark.conf.get(CONF_ATTACH_JAR, "true") or "true").strip().lower() != "false"
+    return str(session_conf(spark)(CONF_ATTACH_JAR) or "true").strip().lower() != "false"
 
 
 def _class_loads(spark: SparkSession) -> bool:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import unicodedata
 from dataclasses import dataclass
 
+from dvengine.commands.options import session_conf
 from dvengine.errors import UnsupportedStorageError
 from dvengine.storage import is_object_uri
 from dvengine.storage.uris import split_object_uri
@@ -85,8 +86,7 @@ LOCAL = HadoopNames()
 
 def hadoop_names(spark: object) -> HadoopNames:
     """The naming of a session (``dvengine.spark.localFileScheme``, default ``file``)."""
-    conf = getattr(spark, "conf", None)
-    raw = None if conf is None else conf.get(CONF_LOCAL_SCHEME, None)
+    raw = None if getattr(spark, "conf", None) is None else session_conf(spark)(CONF_LOCAL_SCHEME)
     scheme = (raw or "file").strip().lower()
     return LOCAL if scheme == "file" else HadoopNames(scheme)
 

@@ -13,7 +13,6 @@ them makes one of the two commits fail with a typed conflict instead of losing i
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import replace
 from typing import Any
@@ -21,6 +20,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from dvengine.commit.commit_info import ParameterValue, predicate_parameter
 from dvengine.commit.transaction import Transaction
 from dvengine.engine.spark.identifiers import quote
 from dvengine.engine.spark.reader import scan_logical
@@ -133,7 +133,7 @@ def purge(
         metrics["version"] = None
         return metrics
 
-    params = {"predicate": json.dumps([] if predicate is None else [predicate.sql]), "applyPurge": True}
+    params: dict[str, ParameterValue] = {"predicate": predicate_parameter(predicate), "applyPurge": True}  # DeltaOperations.Reorg
     txn = Transaction(root, snapshot, OPERATION, params)
     # A never-matching predicate: appends cannot invalidate a purge (it does not change rows),
     # but removal or re-DV of a file we rewrite must conflict (read_paths).

@@ -10,7 +10,6 @@ the MERGE metrics, nullable longs for RESTORE's, one ``path`` column for VACUUM.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -26,6 +25,8 @@ from pyspark.sql.types import (
     StructType,
     TimestampType,
 )
+
+from dvengine.maintenance.history import parameter_text
 
 MERGE_METRIC_COLUMNS = ("num_affected_rows", "num_updated_rows", "num_deleted_rows", "num_inserted_rows")
 
@@ -80,10 +81,8 @@ DETAIL_SCHEMA = StructType(
 
 
 def _text(value: Any) -> str | None:
-    """A map value as the string Delta stores (JSON for non-strings)."""
-    if value is None or isinstance(value, str):
-        return value
-    return json.dumps(value, separators=(",", ":"))
+    """A value as the string delta-spark's history shows (JSON text for non-strings, null kept)."""
+    return parameter_text(value)
 
 
 def _string_map(value: Any) -> dict[str, str | None] | None:

@@ -21,6 +21,7 @@ from collections.abc import Iterator
 
 from pyspark.sql import SparkSession
 
+from dvengine.commands.options import SPARK_PREFIX
 from dvengine.engine.spark.catalog_routes import install_catalog_hooks
 from dvengine.engine.spark.connect_format import install_connect_hooks
 from dvengine.engine.spark.delta_format import CONF_ENABLED, install_hooks
@@ -90,8 +91,10 @@ def get_or_create_session(master: str | None = None, app_name: str = "dvengine")
 # What configure_spark_with_dvengine sets on a user's builder besides the jar: the ``delta``
 # format served by dvengine, and Arrow transfers (dvengine's driver-side frames and a MERGE
 # source's collect go through Arrow). Nothing that changes how the user's jobs run or are sized.
+# The format switch goes in its spark.-prefixed spelling: a builder's settings reach spark-submit,
+# which warns about and drops any key not starting with "spark." (commands.options.spark_alias).
 USER_SESSION_CONF: dict[str, str] = {
-    CONF_ENABLED: "true",
+    SPARK_PREFIX + CONF_ENABLED: "true",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
 }
 
@@ -118,7 +121,7 @@ def configure_spark_with_dvengine(builder: SparkSession.Builder) -> SparkSession
         if jar not in existing:
             builder = builder.config("spark.jars", ",".join([*existing, jar]))
     for key, value in USER_SESSION_CONF.items():
-        if key not in options:
+        if key not in options and key.removeprefix(SPARK_PREFIX) not in options:
             builder = builder.config(key, value)
     return builder
 
