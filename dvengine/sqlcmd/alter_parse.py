@@ -42,17 +42,23 @@ def is_alter_column_type(text: str) -> bool:
     )
 
 
-def after_alter_table(text: str, part: str) -> TokenCursor | None:
-    """A cursor just after ``ALTER TABLE <table>``; None when the text is not such a statement
-    (how the ALTER forms that share that opening tell whether a text is theirs)."""
+def alter_table_opening(text: str, part: str) -> tuple[TokenCursor, TableRef] | None:
+    """A cursor just after ``ALTER TABLE <table>``, and the table; None when the text is not such a
+    statement (how the ALTER forms that share that opening tell whether a text is theirs)."""
     cur = TokenCursor(text, tokenize(text), text)
     if not cur.accept("ALTER", "TABLE"):
         return None
     try:
-        cur.table(part)
+        table = cur.table(part)
     except SqlParseError:
         return None
-    return cur
+    return cur, table
+
+
+def after_alter_table(text: str, part: str) -> TokenCursor | None:
+    """:func:`alter_table_opening`'s cursor alone."""
+    opening = alter_table_opening(text, part)
+    return None if opening is None else opening[0]
 
 
 def open_alter_column(text: str, part: str) -> tuple[TokenCursor, TableRef]:

@@ -20,6 +20,7 @@ from dvengine.errors import SqlParseError
 from dvengine.sqlcmd.alter_cluster_parse import is_alter_cluster_by, parse_alter_cluster_by
 from dvengine.sqlcmd.alter_columns_parse import column_statement_kind, parse_alter_columns
 from dvengine.sqlcmd.alter_parse import (
+    alter_table_opening,
     is_alter_column_type,
     is_alter_constraint,
     is_alter_properties,
@@ -31,7 +32,7 @@ from dvengine.sqlcmd.column_text import identity_options_in_order
 from dvengine.sqlcmd.create_parse import is_delta_create, parse_create
 from dvengine.sqlcmd.dml_parse import DIALECT, parse_delete, parse_merge, parse_update
 from dvengine.sqlcmd.insert_parse import parse_insert
-from dvengine.sqlcmd.statements import PassThrough, Statement
+from dvengine.sqlcmd.statements import OtherAlterTable, PassThrough, Statement
 from dvengine.sqlcmd.tokens import (
     parse_detail,
     parse_history,
@@ -123,7 +124,28 @@ def parse_statement(text: str) -> Statement:
         node = _parse_one(as_create, "REPLACE TABLE ... USING delta")
         if isinstance(node, exp.Create) and is_delta_create(node):
             return dataclasses.replace(parse_create(node, as_create), or_replace=False, replace_only=True)
+    if first == "ALTER" and (other := _other_alter_table(text)) is not None:
+        return other
     return PassThrough(text)
+
+
+# The openings of the ALTER TABLE forms dvengine runs: a statement that starts like one of them but
+# none of their parsers took is malformed, and goes to Spark for Spark's syntax error, not refused.
+_DVENGINE_ALTER_FORMS = ("ALTER", "CHANGE", "CLUSTER", "ADD COLUMN", "ADD COLUMNS", "ADD CONSTRAINT", "DROP COLUMN",
+                         "DROP COLUMNS", "DROP CONSTRAINT", "RENAME COLUMN", "SET TBLPROPERTIES", "UNSET TBLPROPERTIES")
+
+
+def _other_alter_table(text: str) -> OtherAlterTable | None:
+    """An ``ALTER TABLE t <form>`` of a form dvengine does not run (None for ALTER VIEW and the like,
+    and for a malformed statement of one of dvengine's forms)."""
+    opening = alter_table_opening(text, "ALTER TABLE")
+    if opening is None:
+        return None
+    cur, table = opening
+    first, two = cur.word(0), f"{cur.word(0)} {cur.word(1)}"
+    if first in _DVENGINE_ALTER_FORMS or two in _DVENGINE_ALTER_FORMS:
+        return None
+    return OtherAlterTable(table, two.strip(), text)
 
 
 def _insert(text: str) -> Statement:

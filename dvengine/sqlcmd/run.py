@@ -15,7 +15,7 @@ import pyarrow as pa
 
 from dvengine.api.table import DeltaTable
 from dvengine.commands.options import session_conf
-from dvengine.errors import TableNotFoundError
+from dvengine.errors import TableNotFoundError, UnsupportedFeatureError
 from dvengine.log import load_snapshot
 from dvengine.log.intervals import parse_interval_ms
 from dvengine.maintenance.clustering import alter_clustering
@@ -42,6 +42,7 @@ from dvengine.sqlcmd.statements import (
     MergeSource,
     MergeStatement,
     OptimizeStatement,
+    OtherAlterTable,
     PassThrough,
     RestoreStatement,
     Statement,
@@ -153,6 +154,7 @@ def runs_without_spark(stmt: Statement) -> bool:
     return (
         isinstance(stmt, (CreateTableStatement, AlterClusterByStatement, *COLUMN_STATEMENTS))
         or (isinstance(stmt, InsertStatement) and stmt.rows is not None)
+        or (isinstance(stmt, OtherAlterTable) and stmt.table.path is not None)  # refused, no Spark needed
     )
 
 
@@ -165,6 +167,9 @@ def run_local(stmt: Statement) -> pa.Table:
         run_column_statement(resolve_table(None, stmt.table).path, stmt, session_conf(None))
     elif isinstance(stmt, AlterClusterByStatement):
         alter_clustering(resolve_table(None, stmt.table).path, stmt.columns, session_conf(None))
+    elif isinstance(stmt, OtherAlterTable):
+        resolve_table(None, stmt.table)  # a path that holds no table: TableNotFoundError first
+        raise _unsupported_alter(stmt)
     else:
         assert isinstance(stmt, InsertStatement)
         # A catalog name resolves where CREATE TABLE put it (api.table_support.warehouse_of: the
@@ -175,11 +180,24 @@ def run_local(stmt: Statement) -> pa.Table:
     return pa.table({})
 
 
+def _unsupported_alter(stmt: OtherAlterTable) -> UnsupportedFeatureError:
+    form = stmt.form or "(nothing after the table name)"
+    return UnsupportedFeatureError(
+        f"ALTER TABLE {stmt.table.describe()} {form}: dvengine does not run this ALTER TABLE form on Delta tables "
+        "(it runs ADD/DROP/RENAME/ALTER/CHANGE COLUMN, ALTER COLUMN TYPE/DEFAULT/NULL, SET/UNSET TBLPROPERTIES, "
+        "ADD/DROP CONSTRAINT and CLUSTER BY); nothing was changed"
+    )
+
+
 def run_statement(spark: SparkSession, stmt: Statement) -> DataFrame:
     from dvengine.engine.spark import sql_results as results
 
     if isinstance(stmt, PassThrough):
         return spark_sql(spark, stmt.text)
+    if isinstance(stmt, OtherAlterTable):
+        if insert_target(spark, stmt.table) is None:  # not a Delta table dvengine knows: Spark's
+            return spark_sql(spark, stmt.text)
+        raise _unsupported_alter(stmt)
     if isinstance(stmt, DeleteStatement):
         return results.delete_result(spark, resolve_table(spark, stmt.table).deleteMetrics(stmt.condition))
     if isinstance(stmt, UpdateStatement):

@@ -280,6 +280,18 @@ class PassThrough:
     text: str
 
 
+@dataclass(frozen=True)
+class OtherAlterTable:
+    """An ``ALTER TABLE t <form>`` dvengine does not run (``REPLACE COLUMNS``, ``RENAME TO``, ...).
+    On a Delta table (``delta.`path``` or a name in dvengine's catalog) it is refused with a typed
+    error, not handed to ``spark.sql``, which cannot run it without Delta's jar and would answer
+    with a misleading "table not found"; any other table's statement goes to Spark unchanged."""
+
+    table: TableRef
+    form: str  # the words after the table, as written (for the error)
+    text: str
+
+
 Statement = (
     DeleteStatement
     | UpdateStatement
@@ -302,5 +314,6 @@ Statement = (
     | AlterColumnChangeStatement
     | AlterClusterByStatement
     | CreateTableAsSelectStatement
+    | OtherAlterTable
     | PassThrough
 )
