@@ -25,7 +25,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 from dml_helpers import folder_state
-from vacuum_model import LogModel, Row, assert_versions_read
+from vacuum_model import LogModel, Row, assert_versions_read, rows_delta_rs, rows_dvengine
 
 import dvengine
 from dvengine import DeltaTable
@@ -341,18 +341,44 @@ def test_lite_on_a_shallow_clone_never_touches_the_source(tmp_path: Path) -> Non
     c.updateMetrics("id = 21", {"v": "0"}, mode="rewrite")
     time.sleep(0.01)
     named_outside = [
-        a for v in range(1, 3) for a in b_actions(clone, v) if "remove" in a and a["remove"]["path"].startswith("file:")
+        a for v in range(1, 3) for a in _actions(clone, v) if "remove" in a and a["remove"]["path"].startswith("file:")
     ]
     assert named_outside  # the clone's removes do name the source's files
     report = vacuum(str(clone), retention_hours=0, enforce_retention=False, vacuum_type="LITE")
     assert all(not f.startswith("..") for f in report["files"])
     assert folder_state(src) == source_state
     want = sorted((i, p, 0 if i == 21 else v) for i, p, v in rows if i >= 10)
-    from vacuum_model import rows_delta_rs, rows_dvengine
-
     version = load_snapshot(str(clone)).version
     assert rows_dvengine(str(clone), version, COLUMNS) == rows_delta_rs(str(clone), version, COLUMNS) == want
 
 
-def b_actions(root: Path, version: int) -> list[dict[str, Any]]:
+def _actions(root: Path, version: int) -> list[dict[str, Any]]:
     return [json.loads(line) for line in (root / "_delta_log" / f"{version:020d}.json").read_text().splitlines()]
+
+
+def test_a_failed_watermark_write_keeps_the_deletions_and_the_old_watermark(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Delta's persistLastVacuumInfo swallows a failed write (NonFatal, recorded as an event): the
+    files are gone by then and the older watermark only makes the next LITE read more commits."""
+    from dvengine.storage.local import LocalStorage
+
+    root = tmp_path / "t"
+    b = _small_table(root)
+    (root / INFO).write_bytes(b'{"latestCommitVersionOutsideOfRetentionWindow":0}\n')
+    real_write = LocalStorage.write
+
+    def failing_write(self: LocalStorage, path: str, data: bytes) -> None:
+        if path.endswith("_last_vacuum_info"):
+            raise OSError(28, "No space left on device")
+        real_write(self, path, data)
+
+    monkeypatch.setattr(LocalStorage, "write", failing_write)
+    time.sleep(0.01)
+    with caplog.at_level("WARNING", logger="dvengine.maintenance.last_vacuum_info"):
+        report = _lite(root, int(time.time() * 1000))
+    assert report["numFilesDeleted"] == 1 and report["eligibleStartCommitVersion"] == 1
+    assert "_last_vacuum_info" in caplog.text and "No space left" in caplog.text
+    assert (root / INFO).read_bytes() == b'{"latestCommitVersionOutsideOfRetentionWindow":0}\n'
+    assert _lite(root, int(time.time() * 1000), dry_run=True)["eligibleStartCommitVersion"] == 1
+    assert_versions_read(str(root), b.rows, [1], COLUMNS)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import logging
 
-from dvengine.errors import StorageError
+from dvengine.errors import DvengineError, StorageError
 from dvengine.storage import storage_for
 from dvengine.storage.logstore import log_dir
 
@@ -61,6 +61,9 @@ def read_watermark(table_root: str) -> int | None:
         data = storage_for(table_root).read_bytes(path)
     except FileNotFoundError:
         return None
+    except (OSError, StorageError) as exc:  # unreadable: Delta's NonFatal, read as none (the safe side)
+        _LOG.warning("cannot read %s: %s (read as: no earlier vacuum)", path, exc)
+        return None
     try:
         return parse_watermark(data)
     except ValueError as exc:
@@ -79,7 +82,7 @@ def write_watermark(table_root: str, watermark: int | None) -> bool:
     path = last_vacuum_info_path(table_root)
     try:
         storage_for(table_root).write(path, watermark_bytes(watermark))
-    except (OSError, StorageError) as exc:
+    except (OSError, DvengineError) as exc:  # a store error, or one that refuses writes (Delta: NonFatal)
         _LOG.warning("VACUUM could not record where it stopped in %s: %s", path, exc)
         return False
     return True
