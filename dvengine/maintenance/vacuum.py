@@ -52,7 +52,6 @@ from dvengine.maintenance.vacuum_rules import (
     is_dv_file,
     is_hidden,
     norm_path,
-    referenced_files,
     retention_ms,
     retention_window,
 )
@@ -70,7 +69,6 @@ __all__ = [
     "abandoned_temp_files",
     "candidate_files",
     "plan_vacuum",
-    "referenced_files",
     "vacuum",
 ]
 

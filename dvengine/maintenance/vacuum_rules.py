@@ -149,11 +149,6 @@ def retention_window(snapshot: Snapshot, cutoff_ms: int) -> RetentionWindow:
     return RetentionWindow(frozenset(keep), boundary, listing)
 
 
-def referenced_files(snapshot: Snapshot, cutoff_ms: int) -> set[str]:
-    """Absolute paths of every data and DV file a version inside the window may read."""
-    return set(retention_window(snapshot, cutoff_ms).keep)
-
-
 def relative_to_table(table_root: str, path: str) -> str | None:
     """``path`` relative to the table root (``/``-separated), or None when it lies outside (a shallow
     clone's files live in its source table: never ours to delete)."""
