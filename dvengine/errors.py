@@ -209,6 +209,15 @@ class OperationNotAllowedError(DvengineError):
     """The table's properties forbid the operation (e.g. DELETE/UPDATE/MERGE on ``delta.appendOnly`` tables)."""
 
 
+class CannotVacuumLiteError(DvengineError):
+    """VACUUM LITE cannot see every file it would have to delete: the log no longer holds every commit
+    since where the last VACUUM stopped (log cleanup removed them). Delta's DELTA_CANNOT_VACUUM_LITE
+    (a DeltaIllegalStateException, SQLSTATE 55000, not an AnalysisException); VACUUM FULL, which
+    lists the table instead of reading the log, still works."""
+
+    delta_error_class = "DELTA_CANNOT_VACUUM_LITE"
+
+
 class MergeCardinalityError(DvengineError):
     """A target row matched more than one source row in MERGE (Delta's DELTA_MULTIPLE_SOURCE_ROW_MATCHING)."""
 

@@ -253,7 +253,8 @@ def _unchanged(path: Path) -> tuple[int, list[tuple[Any, ...]]]:
         ("UPDATE delta.`{p}` SET missing = 1", InvalidPredicateError, "missing"),
         ("UPDATE delta.`{p}` SET value = 1, value = 2", SqlParseError, "assigned twice"),
         ("OPTIMIZE delta.`{p}` ZORDER BY (nope)", InvalidArgumentError, "Z-Ordering column nope does not exist"),
-        ("VACUUM delta.`{p}` LITE", UnsupportedFeatureError, "LITE"),
+        ("VACUUM delta.`{p}` USING INVENTORY inv", UnsupportedFeatureError, "USING INVENTORY"),
+        ("VACUUM delta.`{p}` LITE RETAIN 0 HOURS FULL", SqlParseError, "duplicate clauses: LITE/FULL"),
         ("VACUUM delta.`{p}` RETAIN 1 DAYS", SqlParseError, "HOURS"),
         ("DESCRIBE HISTORY delta.`{p}` LIMIT x", SqlParseError, "LIMIT"),
         ("MERGE INTO delta.`{p}` t USING (SELECT 1 AS id) ON t.id = id WHEN MATCHED THEN DELETE", SqlParseError, "alias"),
@@ -399,6 +400,55 @@ def test_create_table_parses_columns_partitioning_location_and_properties() -> N
     assert other == PassThrough("CREATE TABLE pq (a INT) USING parquet")
     (ctas,) = parse_sql("CREATE TABLE delta.`/x` USING delta AS SELECT 1 AS a")  # CTAS: tests/test_sql_ctas.py
     assert ctas == CreateTableAsSelectStatement(TableRef(path="/x"), "SELECT 1 AS a")
+
+
+def test_vacuum_modifiers_parse_in_any_order_once_each() -> None:
+    """Delta's grammar: ``vacuumModifiers : (vacuumType | inventory | retain | dryRun)*`` with
+    ``checkDuplicateClauses`` refusing a repeated one ("Found duplicate clauses: ...")."""
+    table = TableRef(path="/t")
+    assert parse_sql("VACUUM delta.`/t` LITE") == [VacuumStatement(table, None, False, "LITE")]
+    assert parse_sql("vacuum '/t' dry run full retain 2 hours") == [VacuumStatement(table, 2.0, True, "FULL")]
+    assert parse_sql("VACUUM delta.`/t` RETAIN 0 HOURS LITE DRY RUN") == [VacuumStatement(table, 0.0, True, "LITE")]
+    assert parse_sql("VACUUM delta.`/t`") == [VacuumStatement(table, None, False, None)]
+    for text, clause in (("VACUUM delta.`/t` DRY RUN DRY RUN", "DRY RUN"),
+                         ("VACUUM delta.`/t` RETAIN 1 HOURS RETAIN 1 HOURS", "RETAIN"),
+                         ("VACUUM delta.`/t` FULL LITE", "LITE/FULL")):
+        with pytest.raises(SqlParseError, match=f"Found duplicate clauses: {clause}"):
+            parse_sql(text)
+    with pytest.raises(SqlParseError, match="unexpected 'QUICK'"):
+        parse_sql("VACUUM delta.`/t` QUICK")
+    with pytest.raises(UnsupportedFeatureError, match="USING INVENTORY"):
+        parse_sql("VACUUM delta.`/t` USING INVENTORY (SELECT * FROM inv)")
+
+
+def test_vacuum_lite_and_full_in_sql_and_delta_conf(spark: Any, tmp_path: Path) -> None:
+    """LITE leaves files no commit named (here an orphan) to FULL; without LITE/FULL Delta's conf
+    ``spark.databricks.delta.vacuum.lite.enabled`` picks the type, and a written type overrides it."""
+    path = tmp_path / "t"
+    dvengine.write(pa.table({"id": pa.array(range(10), pa.int64())}), str(path))
+    DeltaTable.forPath(None, path).delete("id < 5", mode="rewrite")
+    (path / "orphan.parquet").write_bytes(b"never committed")
+    removed = DeltaTable.forPath(None, path).vacuum(0, dryRun=True, enforceRetention=False, vacuumType="LITE")["files"]
+    assert len(removed) == 1 and "orphan.parquet" not in removed
+
+    def dry(modifiers: str) -> list[str]:
+        rows = dvengine.sql(spark, f"VACUUM delta.`{path}` {modifiers} RETAIN 0 HOURS DRY RUN").collect()
+        return sorted(os.path.relpath(r["path"], path) for r in rows)
+
+    spark.conf.set("spark.databricks.delta.retentionDurationCheck.enabled", "false")
+    try:
+        assert dry("LITE") == removed
+        assert dry("") == dry("FULL") == sorted([*removed, "orphan.parquet"])
+        spark.conf.set("spark.databricks.delta.vacuum.lite.enabled", "true")
+        assert dry("") == removed and dry("FULL") == sorted([*removed, "orphan.parquet"])
+        done = dvengine.sql(spark, f"VACUUM delta.`{path}` LITE RETAIN 0 HOURS").collect()
+        assert [r["path"] for r in done] == [str(path)]
+    finally:
+        spark.conf.unset("spark.databricks.delta.retentionDurationCheck.enabled")
+        spark.conf.unset("spark.databricks.delta.vacuum.lite.enabled")
+    assert not (path / removed[0]).exists() and (path / "orphan.parquet").exists()
+    assert (path / "_delta_log" / "_last_vacuum_info").read_bytes() == b'{"latestCommitVersionOutsideOfRetentionWindow":1}\n'
+    assert rows_delta_rs(path, ["id"]) == [(i,) for i in range(5, 10)]
 
 
 def test_vacuum_without_retain_uses_the_tables_retention(spark: Any, tmp_path: Path) -> None:

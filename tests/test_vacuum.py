@@ -112,7 +112,10 @@ def test_vacuum_reclaims_only_outside_retention_and_never_touches_foreign_files(
     # Spark write, so it stays until everything in it is older than the retention
     assert done["numAbandonedTempFiles"] == 0
     staging = "_dvengine_staging_abc/part-0.parquet"
-    assert _tree(root) == before - {"orphan.parquet"}
+    # and the record of where it stopped (Delta's _delta_log/_last_vacuum_info; {} after a FULL run)
+    info = os.path.join("_delta_log", "_last_vacuum_info")
+    assert _tree(root) == (before - {"orphan.parquet"}) | {info}
+    assert (root / info).read_bytes() == b"{}\n"
     for version, expected in states.items():  # time travel inside retention still works
         assert rows_of(root, version=version) == expected
 
@@ -122,7 +125,7 @@ def test_vacuum_reclaims_only_outside_retention_and_never_touches_foreign_files(
     assert sorted(dry["files"]) == sorted([dv1, file_b]) and dry["numDeletionVectorFiles"] == 1
     done = vacuum(str(root), now_ms=later)
     assert done["numFilesDeleted"] == 2 and done["numAbandonedTempFiles"] == 1  # the abandoned staging folder
-    assert _tree(root) == before - {"orphan.parquet", staging, dv1, file_b}
+    assert _tree(root) == (before - {"orphan.parquet", staging, dv1, file_b}) | {info}
     assert (outside / "precious.parquet").exists()
     assert_all_readers(spark, root, ["id", "v"], states[3])
     assert vacuum(str(root), now_ms=later)["numFilesDeleted"] == 0  # idempotent

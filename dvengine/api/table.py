@@ -348,10 +348,17 @@ class DeltaTable:
         return detail(self._path, None if self._name is None else qualified_name(self._name))
 
     def vacuum(
-        self, retentionHours: float | None = None, dryRun: bool = False, enforceRetention: bool | None = None
+        self,
+        retentionHours: float | None = None,
+        dryRun: bool = False,
+        enforceRetention: bool | None = None,
+        vacuumType: str | None = None,
     ) -> DataFrame | dict[str, Any]:
-        """VACUUM; with a SparkSession returns delta-spark's one-row DataFrame (``path``), else :meth:`vacuumReport`."""
-        report = self.vacuumReport(retentionHours, dryRun, enforceRetention)
+        """VACUUM; with a SparkSession returns delta-spark's one-row DataFrame (``path``), else :meth:`vacuumReport`.
+
+        delta-spark's ``vacuum(retentionHours)`` has no type argument (SQL has ``VACUUM t LITE``);
+        ``vacuumType`` is dvengine's keyword for it, see :meth:`vacuumReport`."""
+        report = self.vacuumReport(retentionHours, dryRun, enforceRetention, vacuumType)
         if not self._delta_spark_results:
             return report
         from dvengine.engine.spark.results import vacuum_dataframe
@@ -359,7 +366,11 @@ class DeltaTable:
         return vacuum_dataframe(self.spark, self._path)
 
     def vacuumReport(
-        self, retentionHours: float | None = None, dryRun: bool = False, enforceRetention: bool | None = None
+        self,
+        retentionHours: float | None = None,
+        dryRun: bool = False,
+        enforceRetention: bool | None = None,
+        vacuumType: str | None = None,
     ) -> dict[str, Any]:
         """dvengine-native VACUUM: delete files no version inside the retention window references.
 
@@ -367,16 +378,23 @@ class DeltaTable:
         ``enforceRetention`` None: refuse a retention below that property unless Spark conf
         ``spark.databricks.delta.retentionDurationCheck.enabled`` is ``false`` (without a session:
         environment variable ``SPARK_DATABRICKS_DELTA_RETENTIONDURATIONCHECK_ENABLED``).
+        ``vacuumType`` (dvengine's keyword; Delta's SQL ``VACUUM t LITE|FULL``): ``"FULL"`` lists the
+        table, ``"LITE"`` takes the candidates from the log's removes and raises
+        :class:`~dvengine.errors.CannotVacuumLiteError` when the log lost a commit it needs. None:
+        LITE when ``spark.databricks.delta.vacuum.lite.enabled`` is true (without a session: env
+        ``SPARK_DATABRICKS_DELTA_VACUUM_LITE_ENABLED``), else FULL, as Delta does.
         See spec_notes/retention-vacuum-purge.md.
         """
-        from dvengine.api.table_support import default_retention_hours, retention_check_enabled
+        from dvengine.api.table_support import default_retention_hours, retention_check_enabled, vacuum_type
         from dvengine.maintenance.vacuum import vacuum
 
+        conf = self._engines().conf()
+        kind = vacuum_type(conf, vacuumType)
         hours = default_retention_hours(self._path) if retentionHours is None else retentionHours
         if isinstance(hours, int) and not isinstance(hours, bool):
             hours = float(hours)
-        enforce = retention_check_enabled(self._engines().conf()) if enforceRetention is None else enforceRetention
-        return vacuum(self._path, retention_hours=hours, dry_run=dryRun, enforce_retention=enforce)
+        enforce = retention_check_enabled(conf) if enforceRetention is None else enforceRetention
+        return vacuum(self._path, retention_hours=hours, dry_run=dryRun, enforce_retention=enforce, vacuum_type=kind)
 
     def restoreToVersion(self, version: int) -> DataFrame | dict[str, Any]:
         """RESTORE to ``version``: delta-spark's metrics DataFrame with a SparkSession, else :meth:`restoreMetrics`."""

@@ -17,7 +17,8 @@ from dvengine.commands.options import ConfLookup, session_conf
 from dvengine.errors import InvalidArgumentError, TableNotFoundError
 from dvengine.log import load_snapshot, table_exists
 from dvengine.log.intervals import parse_interval_ms
-from dvengine.maintenance.vacuum import DEFAULT_DELETED_FILE_RETENTION, RETENTION_PROPERTY
+from dvengine.maintenance.vacuum import DEFAULT_DELETED_FILE_RETENTION, RETENTION_PROPERTY, VACUUM_FULL, VACUUM_LITE
+from dvengine.maintenance.vacuum_rules import check_vacuum_type
 from dvengine.storage import catalog, is_object_uri, normalize_table_path
 from dvengine.storage.settings import normalize_options, options_from_hadoop
 
@@ -25,6 +26,8 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 RETENTION_CHECK_CONF = "spark.databricks.delta.retentionDurationCheck.enabled"
+# Delta's DeltaSQLConf.LITE_VACUUM_ENABLED: VACUUM without LITE/FULL runs LITE when true (default false).
+LITE_VACUUM_CONF = "spark.databricks.delta.vacuum.lite.enabled"
 _PATH_IDENTIFIER = re.compile(r"^\s*delta\s*\.\s*`(.+)`\s*$", re.IGNORECASE | re.DOTALL)
 _HOUR_MS = 3_600_000
 
@@ -112,12 +115,25 @@ def default_retention_hours(table_root: str) -> float:
     return parse_interval_ms(text) / _HOUR_MS
 
 
-def retention_check_enabled(conf: ConfLookup) -> bool:
-    """``spark.databricks.delta.retentionDurationCheck.enabled`` (default true); bad values are refused."""
-    raw = conf(RETENTION_CHECK_CONF)
+def _conf_flag(conf: ConfLookup, key: str, default: bool) -> bool:
+    """A boolean conf key (``default`` when unset); bad values are refused, naming the key."""
+    raw = conf(key)
     if raw is None or str(raw).strip() == "":
-        return True
+        return default
     text = str(raw).strip().lower()
     if text not in ("true", "false"):
-        raise InvalidArgumentError(f"{RETENTION_CHECK_CONF} must be 'true' or 'false', got {raw!r}")
+        raise InvalidArgumentError(f"{key} must be 'true' or 'false', got {raw!r}")
     return text == "true"
+
+
+def retention_check_enabled(conf: ConfLookup) -> bool:
+    """``spark.databricks.delta.retentionDurationCheck.enabled`` (default true); bad values are refused."""
+    return _conf_flag(conf, RETENTION_CHECK_CONF, True)
+
+
+def vacuum_type(conf: ConfLookup, requested: str | None) -> str:
+    """The VACUUM type asked for (``"LITE"``/``"FULL"``, any case), else as Delta's ``VacuumCommand.gc``
+    picks it: LITE when ``spark.databricks.delta.vacuum.lite.enabled`` is true, else FULL."""
+    if requested is not None:
+        return check_vacuum_type(requested)
+    return VACUUM_LITE if _conf_flag(conf, LITE_VACUUM_CONF, False) else VACUUM_FULL

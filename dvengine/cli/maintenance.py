@@ -52,6 +52,7 @@ def cmd_vacuum(args: argparse.Namespace) -> int:
         retention_hours=args.retain_hours,
         dry_run=args.dry_run,
         enforce_retention=not args.force,
+        vacuum_type="LITE" if args.lite else "FULL",
     )
     _dump(report)
     return 0
@@ -82,6 +83,12 @@ def register(sub: Any) -> None:
     vac.add_argument("--dry-run", action="store_true", help="only list what would be deleted")
     vac.add_argument(
         "--force", action="store_true", help="allow a retention below delta.deletedFileRetentionDuration"
+    )
+    vac.add_argument(
+        "--lite",
+        action="store_true",
+        help="VACUUM LITE: take the files to delete from the log's removes instead of listing the table "
+        "(no listing of data folders; orphans no commit named stay for a full vacuum)",
     )
     vac.set_defaults(handler=cmd_vacuum)
 

@@ -18,53 +18,59 @@ A file may be deleted only when all of these hold:
 
 The retention may not be shorter than ``delta.deletedFileRetentionDuration`` (default one
 week) unless the caller explicitly disables the check: a short retention breaks time travel
-and can delete files an in-flight writer is about to commit. VACUUM writes nothing to the log.
+and can delete files an in-flight writer is about to commit. VACUUM commits nothing; a run that
+is not a dry run records where it stopped in ``_delta_log/_last_vacuum_info`` (Delta's file,
+``last_vacuum_info.py``), which VACUUM LITE reads.
+
+Two ways of finding candidates, as Delta's ``VacuumType``: FULL (here) lists everything under the
+table root, so it also finds files no commit ever named (a crashed writer's); LITE
+(``vacuum_lite.py``) reads them from the ``remove``/``cdc`` actions of commits older than the
+window, which costs no listing of the data folders. The rules above (``vacuum_rules.py``) decide
+for both.
 """
 
 from __future__ import annotations
 
 import contextlib
-import math
 import os
 import shutil
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
-from dvengine.dv import absolute_dv_path
-from dvengine.errors import InvalidArgumentError
-from dvengine.log import Snapshot, load_snapshot
-from dvengine.log.commit_file import find_commit_info, parse_actions
-from dvengine.log.intervals import parse_interval_ms
-from dvengine.log.listing import list_log
-from dvengine.log.timestamps import commit_info_timestamp
-from dvengine.protocol.actions import AddCDCFile, AddFile, RemoveFile
-from dvengine.protocol.features import CHANGE_DATA_DIR
-from dvengine.storage import FileInfo, is_object_uri, resolve_data_path, storage_for
+from dvengine.log import load_snapshot
+from dvengine.maintenance.last_vacuum_info import read_watermark, write_watermark
+from dvengine.maintenance.vacuum_lite import plan_lite
+from dvengine.maintenance.vacuum_rules import (
+    DEFAULT_DELETED_FILE_RETENTION,
+    DEFAULT_RETENTION_HOURS,
+    RETENTION_PROPERTY,
+    VACUUM_FULL,
+    VACUUM_LITE,
+    VacuumPlan,
+    check_vacuum_type,
+    is_dv_file,
+    is_hidden,
+    norm_path,
+    retention_ms,
+    retention_window,
+)
+from dvengine.storage import FileInfo, is_object_uri, storage_for
 from dvengine.storage.base import CONDITIONAL_PUT_PROBE_PREFIX
 from dvengine.writing.files import SPARK_STAGING_PREFIX
 
-DEFAULT_RETENTION_HOURS = 168.0
-DEFAULT_DELETED_FILE_RETENTION = "interval 1 week"
-RETENTION_PROPERTY = "delta.deletedFileRetentionDuration"
-_HOUR_MS = 3_600_000
-
-
-@dataclass
-class VacuumPlan:
-    """The files VACUUM deletes (or would delete), with the numbers it reports."""
-
-    table_root: str
-    cutoff_ms: int
-    retention_hours: float
-    files: list[str] = field(default_factory=list)  # absolute paths
-    total_bytes: int = 0
-    num_dv_files: int = 0
-    num_referenced_files: int = 0
-    num_protected_recent_files: int = 0
-    log_temp_files: list[str] = field(default_factory=list)  # writers' abandoned temp files and staging folders
-
+__all__ = [
+    "DEFAULT_DELETED_FILE_RETENTION",
+    "DEFAULT_RETENTION_HOURS",
+    "RETENTION_PROPERTY",
+    "VACUUM_FULL",
+    "VACUUM_LITE",
+    "VacuumPlan",
+    "abandoned_temp_files",
+    "candidate_files",
+    "plan_vacuum",
+    "vacuum",
+]
 
 TEMP_FILE_MIN_AGE_MS = 3_600_000
 
@@ -117,29 +123,6 @@ def abandoned_temp_files(table_root: str, cutoff_ms: int) -> list[str]:
     return sorted(out)
 
 
-def _retention_ms(snapshot: Snapshot, retention_hours: float, enforce_retention: bool) -> int:
-    if isinstance(retention_hours, bool) or not isinstance(retention_hours, (int, float)) or not math.isfinite(retention_hours):
-        raise InvalidArgumentError(f"retention_hours must be a finite number, got {retention_hours!r}")
-    if retention_hours < 0:
-        raise InvalidArgumentError(f"retention_hours must be >= 0, got {retention_hours}")
-    requested = int(retention_hours * _HOUR_MS)
-    configured_text = snapshot.configuration.get(RETENTION_PROPERTY, DEFAULT_DELETED_FILE_RETENTION)
-    configured = parse_interval_ms(configured_text)
-    if enforce_retention and requested < configured:
-        raise InvalidArgumentError(
-            f"refusing to vacuum {snapshot.table_root} with a retention of {retention_hours} hours: the table's "
-            f"{RETENTION_PROPERTY} is {configured_text!r} ({configured / _HOUR_MS:g} hours). A shorter retention "
-            "breaks time travel and may delete files of writes still in flight; pass enforce_retention=False "
-            "(CLI: --force) if you are sure no reader or writer needs them"
-        )
-    return requested
-
-
-def _norm(path: str) -> str:
-    """Comparable spelling of a path: normalised locally; object URIs are canonical already."""
-    return path if is_object_uri(path) else os.path.normpath(path)
-
-
 def _object_candidates(table_root: str, listed: list[FileInfo], partition_columns: Iterable[str]) -> list[FileInfo]:
     """Object-store twin of :func:`candidate_files`: from one recursive listing, Delta's hiding rule
     per path segment, nested tables (a prefix holding ``_delta_log/``) skipped."""
@@ -149,52 +132,12 @@ def _object_candidates(table_root: str, listed: list[FileInfo], partition_column
     nested = {"/".join(segs[: segs.index("_delta_log")]) for _, segs in relatives if "_delta_log" in segs[1:]}
     out = []
     for info, segs in relatives:
-        if any(_is_hidden(seg, parts) for seg in segs):
+        if any(is_hidden(seg, parts) for seg in segs):
             continue
         if any("/".join(segs[:i]) in nested for i in range(1, len(segs))):
             continue
         out.append(info)
     return out
-
-
-def _file_paths(table_root: str, action: AddFile | RemoveFile) -> Iterator[str]:
-    yield _norm(resolve_data_path(table_root, action.path))
-    dv = action.deletion_vector
-    if dv is not None and not dv.is_inline:
-        yield _norm(absolute_dv_path(table_root, dv))
-
-
-def referenced_files(snapshot: Snapshot, cutoff_ms: int) -> set[str]:
-    """Absolute paths of every data and DV file a version inside the window may read."""
-    root = snapshot.table_root
-    keep: set[str] = set()
-    for add in snapshot.files:
-        keep.update(_file_paths(root, add))
-    for remove in snapshot.tombstones:
-        if remove.deletion_timestamp is None or remove.deletion_timestamp > cutoff_ms:
-            keep.update(_file_paths(root, remove))
-    store = storage_for(root)
-    listing = list_log(store, root)
-    for version in sorted((v for v in listing.commits if v <= snapshot.version), reverse=True):
-        info = listing.commits[version]
-        raw = store.read_bytes(info.path)
-        committed_at = commit_info_timestamp(find_commit_info(raw, info.path), info.modification_time_ms)
-        if committed_at <= cutoff_ms:
-            break  # older commits: their files are live (kept above) or removed by a newer commit
-        for action in parse_actions(raw, info.path):
-            if isinstance(action, (AddFile, RemoveFile)):
-                keep.update(_file_paths(root, action))
-            elif isinstance(action, AddCDCFile):  # the change feed of a version in the window
-                keep.add(_norm(resolve_data_path(root, action.path)))
-    return keep
-
-
-def _is_hidden(name: str, partition_columns: Iterable[str]) -> bool:
-    """Delta's rule: ``.``/``_`` prefixed names are hidden unless they are partition folders or
-    ``_change_data`` (change data files expire with the retention window like data files)."""
-    if not name.startswith((".", "_")) or name == CHANGE_DATA_DIR:
-        return False
-    return not any(name.startswith(f"{column}=") for column in partition_columns)
 
 
 def candidate_files(table_root: str, partition_columns: Iterable[str]) -> Iterator[os.DirEntry[str]]:
@@ -208,7 +151,7 @@ def candidate_files(table_root: str, partition_columns: Iterable[str]) -> Iterat
         except (FileNotFoundError, NotADirectoryError, PermissionError):
             continue
         for entry in entries:
-            if _is_hidden(entry.name, parts) or entry.is_symlink():
+            if is_hidden(entry.name, parts) or entry.is_symlink():
                 continue
             if entry.is_dir(follow_symlinks=False):
                 if os.path.isdir(os.path.join(entry.path, "_delta_log")):
@@ -223,15 +166,33 @@ def plan_vacuum(
     retention_hours: float = DEFAULT_RETENTION_HOURS,
     enforce_retention: bool = True,
     now_ms: int | None = None,
+    vacuum_type: str = VACUUM_FULL,
 ) -> VacuumPlan:
-    """Decide what VACUUM would delete, without deleting anything."""
+    """Decide what VACUUM would delete, without deleting anything.
+
+    ``vacuum_type`` ``"FULL"`` (Delta's default) lists the table; ``"LITE"`` reads the candidates
+    from the log's removes (``vacuum_lite.py``) and raises :class:`CannotVacuumLiteError` when the
+    log no longer holds a commit it needs. Both apply the same keep rules (``vacuum_rules.py``).
+    """
+    kind = check_vacuum_type(vacuum_type)
     snapshot = load_snapshot(table_root)
-    retention = _retention_ms(snapshot, retention_hours, enforce_retention)
+    retention = retention_ms(snapshot, retention_hours, enforce_retention)
     now = int(time.time() * 1000) if now_ms is None else now_ms
     cutoff = now - retention
-    root = snapshot.table_root
-    keep = referenced_files(snapshot, cutoff)
-    plan = VacuumPlan(table_root=root, cutoff_ms=cutoff, retention_hours=float(retention_hours))
+    window = retention_window(snapshot, cutoff)
+    plan = VacuumPlan(
+        table_root=snapshot.table_root, cutoff_ms=cutoff, retention_hours=float(retention_hours), vacuum_type=kind
+    )
+    if kind == VACUUM_LITE:
+        plan_lite(plan, snapshot, window, read_watermark(snapshot.table_root))
+    else:
+        _plan_full(plan, snapshot.partition_columns, window.keep, now)
+    return plan
+
+
+def _plan_full(plan: VacuumPlan, partition_columns: Iterable[str], keep: frozenset[str], now: int) -> None:
+    """FULL: every file under the table root (one listing) that the window does not keep."""
+    root, cutoff = plan.table_root, plan.cutoff_ms
     if is_object_uri(root):  # stores: no temp files or staging folders (writes are single PUTs)
         listed = storage_for(root).list_files(root, include_hidden=True)
         # the one hidden leftover a store can hold: a killed client's conditional-put probe. Same
@@ -243,7 +204,7 @@ def plan_vacuum(
             if info.path.rsplit("/", 1)[-1].startswith(CONDITIONAL_PUT_PROBE_PREFIX)
             and info.modification_time_ms < probe_cutoff
         ]
-        for info in _object_candidates(root, listed, snapshot.partition_columns):
+        for info in _object_candidates(root, listed, partition_columns):
             if info.path in keep:
                 plan.num_referenced_files += 1
             elif info.modification_time_ms >= cutoff:
@@ -251,12 +212,11 @@ def plan_vacuum(
             else:
                 plan.files.append(info.path)
                 plan.total_bytes += info.size
-                name = info.path.rsplit("/", 1)[-1]
-                plan.num_dv_files += int(name.startswith("deletion_vector_") and name.endswith(".bin"))
+                plan.num_dv_files += int(is_dv_file(info.path))
         plan.files.sort()
-        return plan
-    for entry in candidate_files(root, snapshot.partition_columns):
-        path = _norm(entry.path)
+        return
+    for entry in candidate_files(root, partition_columns):
+        path = norm_path(entry.path)
         if path in keep:
             plan.num_referenced_files += 1
             continue
@@ -269,12 +229,11 @@ def plan_vacuum(
             continue
         plan.files.append(path)
         plan.total_bytes += st.st_size
-        plan.num_dv_files += int(entry.name.startswith("deletion_vector_") and entry.name.endswith(".bin"))
+        plan.num_dv_files += int(is_dv_file(entry.name))
     plan.files.sort()
     # Never younger than an hour, whatever the retention: a running writer's temp file or staging
     # folder is young, and deleting it would fail that writer.
     plan.log_temp_files = abandoned_temp_files(root, min(cutoff, now - TEMP_FILE_MIN_AGE_MS))
-    return plan
 
 
 def _remove_empty_dirs(table_root: str, deleted: Iterable[str]) -> int:
@@ -299,14 +258,18 @@ def vacuum(
     dry_run: bool = False,
     enforce_retention: bool = True,
     now_ms: int | None = None,
+    vacuum_type: str = VACUUM_FULL,
 ) -> dict[str, Any]:
     """Delete unreferenced data/DV files older than the retention window; report what was done.
 
-    With ``dry_run`` nothing is deleted and the report lists what would be. Raises
+    With ``dry_run`` nothing is deleted and the report lists what would be. ``vacuum_type``:
+    ``"FULL"`` (default) or ``"LITE"`` (see :func:`plan_vacuum`). Raises
     :class:`InvalidArgumentError` for a negative retention, or one below the table's
-    ``delta.deletedFileRetentionDuration`` while ``enforce_retention`` is set.
+    ``delta.deletedFileRetentionDuration`` while ``enforce_retention`` is set, or a bad type;
+    :class:`CannotVacuumLiteError` when LITE cannot see every commit it needs. A run that is not
+    a dry run ends by recording where it stopped in ``_delta_log/_last_vacuum_info``, as Delta does.
     """
-    plan = plan_vacuum(table_root, retention_hours, enforce_retention, now_ms)
+    plan = plan_vacuum(table_root, retention_hours, enforce_retention, now_ms, vacuum_type)
     deleted: list[str] = []
     dirs_removed = 0
     if not dry_run and is_object_uri(plan.table_root):
@@ -331,9 +294,12 @@ def vacuum(
             else:
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(path)
+    if not dry_run:
+        write_watermark(plan.table_root, plan.watermark)
     files = plan.files if dry_run else deleted
     return {
         "path": plan.table_root,
+        "vacuumType": plan.vacuum_type,
         "dryRun": dry_run,
         "retentionHours": plan.retention_hours,
         "cutoffTimestampMs": plan.cutoff_ms,
@@ -345,5 +311,7 @@ def vacuum(
         "numReferencedFiles": plan.num_referenced_files,
         "numProtectedRecentFiles": plan.num_protected_recent_files,
         "numAbandonedTempFiles": len(plan.log_temp_files),
+        "eligibleStartCommitVersion": plan.eligible_start_version,
+        "eligibleEndCommitVersion": plan.eligible_end_version,
         "files": [p[len(plan.table_root) + 1 :] if is_object_uri(p) else os.path.relpath(p, plan.table_root) for p in files],
     }

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, overload
 import pyarrow as pa
 
 from dvengine.api.table import DeltaTable
+from dvengine.api.table_support import vacuum_type
 from dvengine.commands.options import session_conf
 from dvengine.errors import TableNotFoundError, UnsupportedFeatureError
 from dvengine.log import load_snapshot
@@ -211,7 +212,8 @@ def run_statement(spark: SparkSession, stmt: Statement) -> DataFrame:
         root = resolve_table(spark, stmt.table).path
         hours = table_retention_hours(root) if stmt.retention_hours is None else stmt.retention_hours
         enforce = str(spark.conf.get(RETENTION_CHECK_CONF, "true")).lower() != "false"
-        report = vacuum(root, retention_hours=hours, dry_run=stmt.dry_run, enforce_retention=enforce)
+        kind = vacuum_type(session_conf(spark), stmt.vacuum_type)  # no LITE/FULL: Delta's conf decides
+        report = vacuum(root, retention_hours=hours, dry_run=stmt.dry_run, enforce_retention=enforce, vacuum_type=kind)
         return results.vacuum_result(spark, report)
     if isinstance(stmt, DetailStatement):
         return table_statements.describe_detail(resolve_table(spark, stmt.table))

@@ -73,6 +73,7 @@ class VacuumStatement:
     table: TableRef
     retention_hours: float | None
     dry_run: bool
+    vacuum_type: str | None = None  # "LITE" / "FULL" as written; None: Delta's default (a conf picks)
 
 
 @dataclass(frozen=True)

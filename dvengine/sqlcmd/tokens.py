@@ -221,16 +221,36 @@ def parse_optimize(text: str) -> OptimizeStatement:
 
 
 def parse_vacuum(text: str) -> VacuumStatement:
-    """``VACUUM t [RETAIN n HOURS] [DRY RUN]`` (``LITE`` / ``FULL`` / ``USING INVENTORY`` are refused)."""
+    """``VACUUM t [LITE | FULL] [RETAIN n HOURS] [DRY RUN]``, the modifiers in any order, each at most
+    once (Delta's ``vacuumModifiers`` and ``checkDuplicateClauses``); ``USING INVENTORY`` is refused."""
     cur = _cursor(text, 1)
     table = cur.table("VACUUM", allow_string_path=True)
-    for word in ("LITE", "FULL", "USING"):
-        if cur.word() == word:
-            raise UnsupportedFeatureError(f"VACUUM ... {word} is not supported by dvengine: {text!r}")
-    hours = None
-    if cur.accept("RETAIN"):
-        hours = float(cur.number("VACUUM ... RETAIN"))
-        cur.expect("HOURS", part="VACUUM ... RETAIN n")
-    dry_run = cur.accept("DRY", "RUN")
-    cur.end("VACUUM")
-    return VacuumStatement(table, hours, dry_run)
+    hours: float | None = None
+    dry_run = False
+    vacuum_type: str | None = None
+    seen: set[str] = set()
+
+    def once(clause: str) -> None:
+        if clause in seen:
+            raise SqlParseError(f"VACUUM: Found duplicate clauses: {clause} in {text!r}")
+        seen.add(clause)
+
+    while cur.peek() is not None:
+        word = cur.word()
+        if word in ("LITE", "FULL"):
+            once("LITE/FULL")
+            cur.pos += 1
+            vacuum_type = word
+        elif cur.accept("RETAIN"):
+            once("RETAIN")
+            hours = float(cur.number("VACUUM ... RETAIN"))
+            cur.expect("HOURS", part="VACUUM ... RETAIN n")
+        elif cur.accept("DRY"):
+            once("DRY RUN")
+            cur.expect("RUN", part="VACUUM ... DRY")
+            dry_run = True
+        elif word == "USING":
+            raise UnsupportedFeatureError(f"VACUUM ... USING INVENTORY is not supported by dvengine: {text!r}")
+        else:
+            cur.end("VACUUM")
+    return VacuumStatement(table, hours, dry_run, vacuum_type)

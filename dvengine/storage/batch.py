@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
-from dvengine.storage.base import LogStore, TaggedReads
+from dvengine.storage.base import FileInfo, LogStore, Storage, TaggedReads
 
 _MAX_PARALLEL = 16
 T = TypeVar("T")
@@ -27,6 +27,19 @@ def read_many(store: LogStore, paths: Sequence[str]) -> list[bytes]:
 def read_many_tagged(store: TaggedReads, paths: Sequence[str]) -> list[tuple[bytes, str | None]]:
     """``read_many`` that keeps each object's e-tag (``TaggedReads.read_bytes_tagged``)."""
     return _in_parallel(store.read_bytes_tagged, paths)
+
+
+def head_many(store: Storage, paths: Sequence[str]) -> list[FileInfo | None]:
+    """Size and modification time of each of ``paths`` in order, None for one that is absent: one
+    HEAD each, in parallel (VACUUM LITE checks the files the log names instead of listing folders)."""
+
+    def head_or_none(path: str) -> FileInfo | None:
+        try:
+            return store.head(path)
+        except FileNotFoundError:
+            return None
+
+    return _in_parallel(head_or_none, paths)
 
 
 def _in_parallel(read: Callable[[str], T], paths: Sequence[str]) -> list[T]:
