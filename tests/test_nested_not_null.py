@@ -40,6 +40,16 @@ from dvengine.protocol.schema import parse_schema
 
 ALLOW_ENV = env_key(CONF_ALLOW_UNENFORCED_NOT_NULL)
 
+
+@pytest.fixture(autouse=True)
+def _sessionless(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests without the ``spark`` fixture set the conf by environment variable, the session-less
+    path. In a full run another test's session is active, and the builders (and ``dvengine.sql``'s
+    CREATE) take the active session when given none, as delta-spark's do, so its conf would decide
+    instead; here there is no active session, as in a process without Spark."""
+    if "spark" not in request.fixturenames:
+        monkeypatch.setattr("dvengine.engine.spark.session.active_session", lambda: None)
+
 # InvariantEnforcementSuite.testUnenforcedNestedConstraints: (schema, the start of Delta's message)
 DELTA_SUITE_CASES = [
     ("arr array<struct<name:string,mailbox:string NOT NULL>> NOT NULL",
