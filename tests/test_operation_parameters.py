@@ -147,12 +147,16 @@ def _main_table(base: Path, out: list[Expected]) -> str:
     unset_table_properties(root, ["key"], if_exists=True)
     # UnsetTableProperties: "properties" -> JsonUtils.toJson(propKeys), "ifExists" -> ifExists (a Boolean)
     expect("UNSET TBLPROPERTIES", {"properties": '["key"]', "ifExists": True})
-    add_constraint(root, "id_pos", "id > 0")
-    # AddConstraint: Map("name" -> constraintName, "expr" -> expr)
-    expect("ADD CONSTRAINT", {"name": "id_pos", "expr": "id > 0"})
-    drop_constraint(root, "id_pos")
+    add_constraint(root, "Id_Pos", "id > 0")
+    # AddConstraint: Map("name" -> constraintName, "expr" -> expr), the name as the statement spelled it
+    expect("ADD CONSTRAINT", {"name": "Id_Pos", "expr": "id > 0"})
+    drop_constraint(root, "ID_POS")
     # DropConstraint: Map("name" -> constraintName, "expr" -> e, "existed" -> "true"), "true" a String
-    expect("DROP CONSTRAINT", {"name": "id_pos", "expr": "id > 0", "existed": "true"})
+    expect("DROP CONSTRAINT", {"name": "ID_POS", "expr": "id > 0", "existed": "true"})
+    drop_constraint(root, "id_pos", if_exists=True)
+    # AlterTableDropConstraintDeltaCommand commits DropConstraint(name, None) when IF EXISTS finds nothing:
+    # Map("name" -> constraintName, "existed" -> "false")
+    expect("DROP CONSTRAINT", {"name": "id_pos", "existed": "false"})
     dvengine.sql(None, f"ALTER TABLE delta.`{root}` ADD COLUMNS (v3 BIGINT, v4 INT AFTER id, s.y STRING COMMENT 'why', "
                        "t STRUCT<a: INT>)")
     # AddColumns: "columns" -> JsonUtils.toJson(Map("column" -> structFieldToMap(columnPath, column)) ++
