@@ -68,6 +68,7 @@ def _cluster_by_commit(root: Path, old: str, new: str, columns: list[list[str]])
     info = _one(actions, "commitInfo")
     assert info["operation"] == "CLUSTER BY"
     assert info["operationParameters"] == {"oldClusteringColumns": old, "newClusteringColumns": new}
+    assert info["operationMetrics"] == {}  # ClusterBy declares no metrics; Delta's transaction logs the empty map
     domain = _one(actions, "domainMetadata")
     assert domain == {"domain": "delta.clustering", "removed": False,
                       "configuration": json.dumps({"clusteringColumns": columns}, separators=(",", ":"))}

@@ -157,12 +157,19 @@ def test_a_constraint_the_arrow_evaluator_cannot_check_refuses_dml_before_writin
 # --- ALTER TABLE ADD / DROP CONSTRAINT -------------------------------------------------------------
 
 
+def _raw_commit(root: str, version: int) -> dict[str, Any]:
+    """Commit ``version``'s actions keyed by action name (one of each here), read as raw JSON."""
+    lines = Path(root, "_delta_log", f"{version:020d}.json").read_text().splitlines()
+    return {key: value for line in lines for key, value in json.loads(line).items()}
+
+
 def test_add_constraint_writes_what_delta_spark_writes(tmp_path: Path) -> None:
     root = _base(tmp_path / "t")
     version = add_constraint(root, "Qty_Positive", "qty > 0")
     info = json.loads(Path(root, "_delta_log", f"{version:020d}.json").read_text().splitlines()[0])["commitInfo"]
     assert info["operation"] == "ADD CONSTRAINT"
-    assert info["operationParameters"] == {"name": "qty_positive", "expr": "qty > 0"}
+    # AddConstraint(name, exprText): the name as the statement spelled it; the key is lower-cased
+    assert info["operationParameters"] == {"name": "Qty_Positive", "expr": "qty > 0"}
     dt = deltalake.DeltaTable(root)
     assert dt.metadata().configuration["delta.constraints.qty_positive"] == "qty > 0"
     assert "checkConstraints" in (dt.protocol().writer_features or [])
@@ -200,8 +207,18 @@ def test_add_constraint_checks_existing_rows_and_names(tmp_path: Path) -> None:
     assert "checkConstraints" in (load_snapshot(root).protocol.writer_features or ())  # the feature stays
     with pytest.raises(ConstraintError, match="DELTA_CONSTRAINT_DOES_NOT_EXIST"):
         drop_constraint(root, "small")
-    assert drop_constraint(root, "small", if_exists=True) is None
     assert latest_version(root) == version + 1
+    drop_info = _raw_commit(root, version + 1)["commitInfo"]
+    assert drop_info["operationParameters"] == {"name": "Small", "expr": "qty < 35", "existed": "true"}
+    # AlterTableDropConstraintDeltaCommand commits DropConstraint(name, None) when IF EXISTS finds nothing:
+    # CheckConstraintsSuite "delta history for constraints" expects Map("name" -> ..., "existed" -> "false")
+    assert drop_constraint(root, "Small", if_exists=True) == version + 2
+    absent = _raw_commit(root, version + 2)
+    assert absent["commitInfo"]["operation"] == "DROP CONSTRAINT"
+    assert absent["commitInfo"]["operationParameters"] == {"name": "Small", "existed": "false"}
+    assert absent["metaData"] == _raw_commit(root, version + 1)["metaData"]  # the metadata, unchanged
+    assert set(absent) == {"commitInfo", "metaData"}
+    assert deltalake.DeltaTable(root).history(1)[0]["operationParameters"] == {"name": "Small", "existed": "false"}
     dvengine.write(pa.table({"id": pa.array([5], pa.int64()), "qty": pa.array([99], pa.int64()), "name": ["e"]}),
                    root, mode="append")  # the dropped constraint no longer applies
     _readers(root, [r for r in MODEL if r[0] != 4] + [(5, 99, "e")])
@@ -216,8 +233,9 @@ def test_alter_table_constraint_sql(spark: Any, tmp_path: Path) -> None:
     dvengine.sql(spark, f"ALTER TABLE delta.`{root}` DROP CONSTRAINT IF EXISTS long_name")
     dvengine.sql(spark, f"ALTER TABLE delta.`{root}` DROP CONSTRAINT named")
     assert not [k for k in load_snapshot(root).configuration if k.startswith("delta.constraints.")]
-    assert [h["operation"] for h in DeltaTable.forPath(None, root).historyRecords(2)] == [
-        "DROP CONSTRAINT", "ADD CONSTRAINT"]
+    records = DeltaTable.forPath(None, root).historyRecords(3)
+    assert [h["operation"] for h in records] == ["DROP CONSTRAINT", "DROP CONSTRAINT", "ADD CONSTRAINT"]
+    assert records[1]["operationParameters"] == {"name": "long_name", "existed": "false"}  # IF EXISTS, absent
 
 
 def test_alter_table_constraint_statements_parse() -> None:

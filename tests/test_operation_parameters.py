@@ -147,12 +147,16 @@ def _main_table(base: Path, out: list[Expected]) -> str:
     unset_table_properties(root, ["key"], if_exists=True)
     # UnsetTableProperties: "properties" -> JsonUtils.toJson(propKeys), "ifExists" -> ifExists (a Boolean)
     expect("UNSET TBLPROPERTIES", {"properties": '["key"]', "ifExists": True})
-    add_constraint(root, "id_pos", "id > 0")
-    # AddConstraint: Map("name" -> constraintName, "expr" -> expr)
-    expect("ADD CONSTRAINT", {"name": "id_pos", "expr": "id > 0"})
-    drop_constraint(root, "id_pos")
+    add_constraint(root, "Id_Pos", "id > 0")
+    # AddConstraint: Map("name" -> constraintName, "expr" -> expr), the name as the statement spelled it
+    expect("ADD CONSTRAINT", {"name": "Id_Pos", "expr": "id > 0"})
+    drop_constraint(root, "ID_POS")
     # DropConstraint: Map("name" -> constraintName, "expr" -> e, "existed" -> "true"), "true" a String
-    expect("DROP CONSTRAINT", {"name": "id_pos", "expr": "id > 0", "existed": "true"})
+    expect("DROP CONSTRAINT", {"name": "ID_POS", "expr": "id > 0", "existed": "true"})
+    drop_constraint(root, "id_pos", if_exists=True)
+    # AlterTableDropConstraintDeltaCommand commits DropConstraint(name, None) when IF EXISTS finds nothing:
+    # Map("name" -> constraintName, "existed" -> "false")
+    expect("DROP CONSTRAINT", {"name": "id_pos", "existed": "false"})
     dvengine.sql(None, f"ALTER TABLE delta.`{root}` ADD COLUMNS (v3 BIGINT, v4 INT AFTER id, s.y STRING COMMENT 'why', "
                        "t STRUCT<a: INT>)")
     # AddColumns: "columns" -> JsonUtils.toJson(Map("column" -> structFieldToMap(columnPath, column)) ++
@@ -426,3 +430,64 @@ def test_old_dvengine_all_string_parameters_still_read(tmp_path: Path) -> None:
     _hand_written_log(tmp_path / "t", old)
     assert history(str(tmp_path / "t"))[0]["operationParameters"] == old
     assert RsTable(str(tmp_path / "t")).history()[0]["operationParameters"] == old
+
+
+# --- operationMetrics as DESCRIBE HISTORY shows them -----------------------------------------------
+# CommitInfo.operationMetrics is an Option[Map[String, String]] Jackson deserializes with its
+# StringDeserializer, which takes a JSON number / boolean as its text: delta-rs's 16 reads "16".
+
+# Verbatim from delta-io/delta-rs (b0a231c) crates/test/tests/data/python-0.25.5-checkpoint/_delta_log/
+# 00000000000000000000.json, written by delta-rs python 0.25.5 (its add line left out: history reads no data).
+DELTA_RS_GOLDEN_V0 = (
+    '{"protocol":{"minReaderVersion":1,"minWriterVersion":2}}\n'
+    '{"metaData":{"id":"5d650ad7-a5bc-41ef-942d-8cb1911e929f","name":null,"description":null,"format":{"provider":'
+    '"parquet","options":{}},"schemaString":"{\\"type\\":\\"struct\\",\\"fields\\":[{\\"name\\":\\"x\\",\\"type\\":'
+    '\\"long\\",\\"nullable\\":true,\\"metadata\\":{}}]}","partitionColumns":[],"createdTime":1753290963616,'
+    '"configuration":{}}}\n'
+    '{"commitInfo":{"timestamp":1753290963621,"operation":"WRITE","operationParameters":{"mode":"ErrorIfExists"},'
+    '"operationMetrics":{"execution_time_ms":4,"num_added_files":1,"num_added_rows":3,"num_partitions":0,'
+    '"num_removed_files":0},"clientVersion":"delta-rs.py-0.25.5"}}\n'
+)
+
+
+def test_delta_rs_golden_commit_metrics_read_as_strings(tmp_path: Path) -> None:
+    root = tmp_path / "t"
+    (root / "_delta_log").mkdir(parents=True)
+    (root / "_delta_log" / f"{0:020d}.json").write_text(DELTA_RS_GOLDEN_V0)
+    (record,) = history(str(root))
+    assert record["operationMetrics"] == {
+        "execution_time_ms": "4", "num_added_files": "1", "num_added_rows": "3", "num_partitions": "0",
+        "num_removed_files": "0",
+    }
+    assert record["clientVersion"] == "delta-rs.py-0.25.5"  # other fields as written
+
+
+def test_delta_rs_written_metrics_read_as_strings(tmp_path: Path) -> None:
+    """A table delta-rs writes and deletes from: its numbers read as their text, strings untouched."""
+    from deltalake import write_deltalake
+
+    root = str(tmp_path / "t")
+    write_deltalake(root, pa.table({"id": pa.array([1, 2, 3], pa.int64())}))
+    RsTable(root).delete("id = 2")
+    dvengine.write(pa.table({"id": pa.array([4], pa.int64())}), root, mode="append")
+    records = history(root)
+    assert [r["version"] for r in records] == [2, 1, 0]
+    for r in records:
+        raw = _commit_info(root, r["version"])["operationMetrics"]
+        assert r["operationMetrics"] == {k: _legacy_string(v) for k, v in raw.items()}
+        assert all(isinstance(v, str) for v in r["operationMetrics"].values())
+    rs_raw = [_commit_info(root, v)["operationMetrics"] for v in (1, 0)]
+    assert all(isinstance(v, int) and not isinstance(v, bool) for m in rs_raw for v in m.values())  # numbers as written
+    assert records[1]["operationMetrics"]["num_deleted_rows"] == "1"
+    assert records[2]["operationMetrics"]["num_added_rows"] == "3"
+    assert records[0]["operationMetrics"] == _commit_info(root, 2)["operationMetrics"]  # dvengine's: strings already
+    rs_history = {h["version"]: h for h in RsTable(root).history()}
+    assert rs_history[1]["operationMetrics"]["num_deleted_rows"] == 1  # delta-rs keeps raw values
+
+
+def test_golden_history_metrics_are_read_unchanged() -> None:
+    """Delta Spark's own logs hold only string metrics: history() returns them as written."""
+    for table in ("dv-partitioned-with-checkpoint", "kernel-table-with-dv-small", "basic-dv-no-checkpoint"):
+        root = GOLDEN_TABLES / table
+        for r in history(str(root)):
+            assert r.get("operationMetrics") == _commit_info(str(root), r["version"]).get("operationMetrics")

@@ -15,12 +15,20 @@ What Delta does (delta-io/delta master, read in its source; spec_notes/sql-and-d
   delta-io/delta's ``spark/src/test/resources/delta/variant-stats-no-checkpoint/_delta_log/
   00000000000000000000.json`` (written by Databricks Runtime) opens with ``"operation":"CREATE OR
   REPLACE TABLE"`` and no ``readVersion``.
+- ``DeltaOperations.ReplaceTable.operationMetrics`` is ``Set()`` unless ``asSelect`` (then WRITE
+  plus ``numRemovedFiles`` / ``numRemovedBytes``), and ``CreateTable``'s likewise, while
+  ``OptimisticTransaction`` always logs ``getOperationMetrics`` (``history.metricsEnabled``
+  defaults to true): REPLACE / CREATE OR REPLACE / CREATE TABLE without AS log
+  ``"operationMetrics":{}``, the removes still in the commit. Delta's logs show it: every
+  ``"operation":"CREATE TABLE"`` golden commit (``connectors/golden-tables/.../collations-table/
+  _delta_log/00000000000000000000.json``) and the CREATE OR REPLACE TABLE one above carry ``{}``.
 
 Checked in the raw log, with delta-rs reads; refusals leave the folder byte-identical.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -115,3 +123,28 @@ def test_replace_as_select_on_an_empty_append_only_table_is_refused(spark: Any, 
         with pytest.raises(InvalidArgumentError, match="DELTA_CANNOT_MODIFY_APPEND_ONLY"):
             dvengine.sql(spark, f"{statement} delta.`{root}` USING delta AS SELECT 1 AS w")
         assert folder_state(root) == before
+
+
+def test_replace_without_as_logs_empty_metrics_and_keeps_its_removes(tmp_path: Path) -> None:
+    root = tmp_path / "t"
+    dvengine.sql(None, f"CREATE TABLE delta.`{root}` (id INT, v STRING) USING delta")
+    assert _info(root, 0)["operationMetrics"] == {}  # CreateTable: no metrics either
+    replacements = [
+        lambda: dvengine.sql(None, f"REPLACE TABLE delta.`{root}` (id INT, v STRING) USING delta"),
+        lambda: dvengine.sql(None, f"CREATE OR REPLACE TABLE delta.`{root}` (id INT, v STRING) USING delta"),
+        lambda: DeltaTable.replace().location(str(root)).addColumn("id", "int").addColumn("v", "string").execute(),
+        lambda: DeltaTable.createOrReplace().location(str(root)).addColumn("id", "int").addColumn("v", "string").execute(),
+    ]
+    operations = ["REPLACE TABLE", "CREATE OR REPLACE TABLE"] * 2
+    for n, (replace, operation) in enumerate(zip(replacements, operations, strict=True)):
+        for batch in range(2):  # two live files for the replace to remove
+            dvengine.write(pa.table({"id": pa.array([n, batch], pa.int32()), "v": ["x", "y"]}), str(root), mode="append")
+        live = {f for f in RsTable(str(root)).file_uris()}
+        replace()
+        version = latest_version(root)
+        info = _info(root, version)
+        assert info["operation"] == operation
+        assert info["operationMetrics"] == {}, info
+        removed = {str(root / a["remove"]["path"]) for a in commit_actions(root, version) if "remove" in a}
+        assert {os.path.normpath(p) for p in live} == removed and len(removed) == 2
+        assert rows_delta_rs(root, ["id"]) == []

@@ -192,8 +192,11 @@ def _check_empty_location(root: str, label: str) -> None:
 class PreparedCreate:
     """A checked CREATE / REPLACE, its transaction opened and not committed: ``schema`` is the
     table's as committed (ids and physical names under column mapping), ``metrics`` those of the
-    replaced files (empty on a create). The AS SELECT path writes its rows into ``transaction``
-    before committing, so rows and definition land in one commit."""
+    replaced files for a replace AS SELECT, else empty: Delta's ``ReplaceTable`` declares
+    ``DeltaOperations.WRITE ++ OVERWRITE_REMOVES`` only when ``asSelect`` and no metrics otherwise,
+    so REPLACE TABLE without AS logs ``"operationMetrics":{}`` while its ``remove`` actions stay
+    (``CreateTable`` likewise). The AS SELECT path writes its rows into ``transaction`` before
+    committing, so rows and definition land in one commit."""
 
     transaction: Transaction
     schema: StructType
@@ -293,7 +296,9 @@ def prepare_create(
     txn.update_metadata(metadata)
     txn.add_actions(f.to_remove(now) for f in snapshot.files)
     txn.add_actions(domains)
-    metrics = {"numRemovedFiles": len(snapshot.files), "numRemovedBytes": sum(f.size for f in snapshot.files)}
+    metrics: dict[str, int] = {}
+    if as_select:  # ReplaceTable.operationMetrics: WRITE ++ OVERWRITE_REMOVES with AS SELECT, else none
+        metrics = {"numRemovedFiles": len(snapshot.files), "numRemovedBytes": sum(f.size for f in snapshot.files)}
     return PreparedCreate(txn, definition.schema, partitions, configuration, metrics)
 
 

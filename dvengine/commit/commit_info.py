@@ -10,7 +10,9 @@ operation already encoded with ``JsonUtils.toJson`` and so land as a JSON string
 JSON (``"partitionBy":"[\\"a\\",\\"b\\"]"``). dvengine keeps that one path: call sites pass values
 of Delta's types (:data:`ParameterValue`), lists and maps encoded by :func:`delta_json`, and
 :func:`build_commit_info` writes them as raw JSON values. Every ``operationMetrics`` value is a
-string. ``readVersion`` is absent for the commit that creates the table.
+string; an empty map is written as ``{}`` (what Delta logs for an operation without metrics, such
+as CREATE or REPLACE TABLE), None leaves the field out. ``readVersion`` is absent for the commit
+that creates the table.
 """
 
 from __future__ import annotations
@@ -96,7 +98,7 @@ def build_commit_info(
         values["readVersion"] = read_version
     values["isolationLevel"] = isolation_level
     values["isBlindAppend"] = is_blind_append
-    if operation_metrics:
+    if operation_metrics is not None:  # {} is written: Delta logs "operationMetrics":{} for CREATE / REPLACE TABLE
         values["operationMetrics"] = {k: encode_metric(v) for k, v in operation_metrics.items()}
     if tags:
         values["tags"] = dict(tags)  # Delta's field order: after userMetadata, before engineInfo

@@ -6,6 +6,14 @@ is committed. The commit then holds the new metadata (``delta.constraints.<name>
 protocol lacks it, the ``checkConstraints`` feature (writer 3 on a legacy protocol). It reads the
 whole table, so a concurrent append that could hold violating rows makes it conflict and retry
 or fail rather than slip past the check. DROP removes the property; the feature stays, as in Delta.
+
+Both log the name as the statement spelled it (``AddConstraint(name, exprText)`` /
+``DropConstraint(name, oldExprText)`` in delta-io/delta ``alterDeltaTableCommands.scala``) while
+the configuration key is lower-cased (``Constraints.checkConstraintPropertyName``). DROP CONSTRAINT
+IF EXISTS of an absent constraint still commits, as Delta's does: ``AlterTableDropConstraintDeltaCommand``
+commits the unchanged metadata with ``DropConstraint(name, None)``, parameters
+``{"name", "existed": "false"}`` (``CheckConstraintsSuite`` "delta history for constraints"), so the
+history shows the statement ran.
 """
 
 from __future__ import annotations
@@ -57,7 +65,7 @@ def add_constraint(table_root: str, name: str, expression: str, count_violations
             f"{bad} row(s) in {table_root} violate the new CHECK constraint {constraint.name} ({expression}) "
             "(DELTA_NEW_CHECK_CONSTRAINT_VIOLATION); nothing was changed"
         )
-    txn = Transaction(snapshot.table_root, snapshot, "ADD CONSTRAINT", {"name": constraint.name, "expr": expression})
+    txn = Transaction(snapshot.table_root, snapshot, "ADD CONSTRAINT", {"name": name, "expr": expression})
     txn.record_read(snapshot.files, None)
     txn.update_metadata(metadata)
     protocol = protocol_with_check_constraints(snapshot.protocol)
@@ -66,16 +74,18 @@ def add_constraint(table_root: str, name: str, expression: str, count_violations
     return txn.commit()
 
 
-def drop_constraint(table_root: str, name: str, if_exists: bool = False) -> int | None:
-    """Drop CHECK constraint ``name``; None when it is absent and ``if_exists`` (nothing committed)."""
+def drop_constraint(table_root: str, name: str, if_exists: bool = False) -> int:
+    """Drop CHECK constraint ``name``; returns the committed version. An absent one is an error
+    unless ``if_exists``, which commits the unchanged metadata with ``existed`` "false" (Delta's)."""
     snapshot = load_snapshot(table_root)
     check_writable(snapshot.protocol, snapshot.metadata)
     dropped = without_constraint(snapshot.metadata, name, if_exists)
-    if dropped is None:
-        return None
-    metadata, expression = dropped
-    # DeltaOperations.DropConstraint: "existed" is the string "true" (Delta passes it as a String)
-    params: dict[str, ParameterValue] = {"name": name.lower(), "expr": expression, "existed": "true"}
+    # DeltaOperations.DropConstraint: "existed" is a String ("true" / "false"), "expr" only when it existed
+    params: dict[str, ParameterValue] = {"name": name, "existed": "false"}
+    metadata = snapshot.metadata
+    if dropped is not None:
+        metadata, expression = dropped
+        params = {"name": name, "expr": expression, "existed": "true"}
     txn = Transaction(snapshot.table_root, snapshot, "DROP CONSTRAINT", params)
     txn.record_read([], None)
     txn.update_metadata(metadata)

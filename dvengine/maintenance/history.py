@@ -11,6 +11,11 @@ field the writer recorded (unknown ones too), because history is an audit trail,
 string as its text, ``true`` / ``false`` and numbers as their JSON text, ``null`` as null. So a
 commit Delta wrote (``"auto":true``) and an older dvengine commit (``"auto":"true"``) both read
 ``"true"``, and a script comparing with strings keeps working on either.
+
+``operationMetrics`` goes the same way: ``CommitInfo.operationMetrics`` is an
+``Option[Map[String, String]]`` that Jackson deserializes with its ``StringDeserializer``, which
+takes a JSON number or boolean as its text. delta-rs writes its metrics as numbers
+(``"num_added_files":16``); Delta's history shows ``"16"``, and so does ours.
 """
 
 from __future__ import annotations
@@ -45,8 +50,9 @@ HISTORY_FIELDS = (
 
 
 def parameter_text(value: Any) -> str | None:
-    """One ``operationParameters`` value as DESCRIBE HISTORY shows it. Delta never writes an array or
-    object raw (its legacy reader would fail on one); another writer's is shown as compact JSON text."""
+    """One ``operationParameters`` / ``operationMetrics`` value as DESCRIBE HISTORY shows it. Delta
+    never writes an array or object raw (its reader fails on one, delta-io/delta#2419: delta-rs's
+    old OPTIMIZE metrics); another writer's is shown as compact JSON text rather than refused."""
     if value is None or isinstance(value, str):
         return value
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
@@ -66,9 +72,10 @@ def history(table_root: str, limit: int | None = None) -> list[dict[str, Any]]:
         values = dict(info.values)
         values["version"] = version
         values["timestamp"] = commit_info_timestamp(info, int(values.get("timestamp") or 0))
-        params = values.get("operationParameters")
-        if isinstance(params, Mapping):
-            values["operationParameters"] = {str(k): parameter_text(v) for k, v in params.items()}
+        for key in ("operationParameters", "operationMetrics"):
+            shown = values.get(key)
+            if isinstance(shown, Mapping):
+                values[key] = {str(k): parameter_text(v) for k, v in shown.items()}
         record = {key: values.pop(key) for key in HISTORY_FIELDS if key in values}
         record.update(values)
         out.append(record)
