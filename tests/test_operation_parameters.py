@@ -491,3 +491,18 @@ def test_golden_history_metrics_are_read_unchanged() -> None:
         root = GOLDEN_TABLES / table
         for r in history(str(root)):
             assert r.get("operationMetrics") == _commit_info(str(root), r["version"]).get("operationMetrics")
+
+
+def test_commits_without_metrics_log_an_empty_map(tmp_path: Path) -> None:
+    """Delta's ``OptimisticTransaction.getOperationMetrics`` gives every commit ``Some(metrics)``
+    while ``spark.databricks.delta.history.metricsEnabled`` is on (the default), so a metadata-only
+    commit logs ``"operationMetrics":{}``, not no field."""
+    root = tmp_path / "t"
+    dvengine.write(pa.table({"a": [1, 2]}), str(root))
+    set_version = set_table_properties(str(root), {"delta.logRetentionDuration": "interval 30 days"})
+    add_version = add_constraint(str(root), "positive", "a > 0")
+    for version, operation in ((set_version, "SET TBLPROPERTIES"), (add_version, "ADD CONSTRAINT")):
+        line = next(json.loads(x) for x in (root / "_delta_log" / f"{version:020d}.json").read_text().splitlines()
+                    if x.startswith('{"commitInfo"'))
+        assert line["commitInfo"]["operation"] == operation
+        assert line["commitInfo"]["operationMetrics"] == {}

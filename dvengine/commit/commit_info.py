@@ -98,8 +98,10 @@ def build_commit_info(
         values["readVersion"] = read_version
     values["isolationLevel"] = isolation_level
     values["isBlindAppend"] = is_blind_append
-    if operation_metrics is not None:  # {} is written: Delta logs "operationMetrics":{} for CREATE / REPLACE TABLE
-        values["operationMetrics"] = {k: encode_metric(v) for k, v in operation_metrics.items()}
+    # Always written, {} for a commit without metrics: Delta's OptimisticTransaction.getOperationMetrics
+    # gives every commit Some(metrics) while spark.databricks.delta.history.metricsEnabled is on (the
+    # default), so its metadata-only commits (SET TBLPROPERTIES, column changes, ...) log {} too.
+    values["operationMetrics"] = {k: encode_metric(v) for k, v in (operation_metrics or {}).items()}
     if tags:
         values["tags"] = dict(tags)  # Delta's field order: after userMetadata, before engineInfo
     values["engineInfo"] = engine_info()
