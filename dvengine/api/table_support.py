@@ -13,7 +13,7 @@ import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from dvengine.commands.options import ConfLookup, session_conf
+from dvengine.commands.options import ConfLookup, conf_bool, session_conf
 from dvengine.errors import InvalidArgumentError, TableNotFoundError
 from dvengine.log import load_snapshot, table_exists
 from dvengine.log.intervals import parse_interval_ms
@@ -115,20 +115,9 @@ def default_retention_hours(table_root: str) -> float:
     return parse_interval_ms(text) / _HOUR_MS
 
 
-def _conf_flag(conf: ConfLookup, key: str, default: bool) -> bool:
-    """A boolean conf key (``default`` when unset); bad values are refused, naming the key."""
-    raw = conf(key)
-    if raw is None or str(raw).strip() == "":
-        return default
-    text = str(raw).strip().lower()
-    if text not in ("true", "false"):
-        raise InvalidArgumentError(f"{key} must be 'true' or 'false', got {raw!r}")
-    return text == "true"
-
-
 def retention_check_enabled(conf: ConfLookup) -> bool:
     """``spark.databricks.delta.retentionDurationCheck.enabled`` (default true); bad values are refused."""
-    return _conf_flag(conf, RETENTION_CHECK_CONF, True)
+    return conf_bool(conf, RETENTION_CHECK_CONF, True)
 
 
 def vacuum_type(conf: ConfLookup, requested: str | None) -> str:
@@ -136,4 +125,4 @@ def vacuum_type(conf: ConfLookup, requested: str | None) -> str:
     picks it: LITE when ``spark.databricks.delta.vacuum.lite.enabled`` is true, else FULL."""
     if requested is not None:
         return check_vacuum_type(requested)
-    return VACUUM_LITE if _conf_flag(conf, LITE_VACUUM_CONF, False) else VACUUM_FULL
+    return VACUUM_LITE if conf_bool(conf, LITE_VACUUM_CONF, False) else VACUUM_FULL
