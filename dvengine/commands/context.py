@@ -27,7 +27,7 @@ from dvengine.expressions import BoundPredicate
 from dvengine.log import Snapshot
 from dvengine.planning.candidates import CandidatePlan, might_match_function, plan_candidates
 from dvengine.planning.decisions import MODE_DV, DmlOptions
-from dvengine.protocol.features import check_writable, supports_deletion_vectors
+from dvengine.protocol.features import check_writable, is_append_only, supports_deletion_vectors
 from dvengine.writing.constraints import check_dml_constraints
 
 
@@ -35,7 +35,7 @@ def check_dml_allowed(snapshot: Snapshot, operation: str) -> None:
     """Refuse row-level changes the table forbids or that dvengine cannot enforce correctly."""
     check_writable(snapshot.protocol, snapshot.metadata)
     check_dml_constraints(snapshot.configuration, snapshot.schema, writes_new_rows=operation in ("UPDATE", "MERGE"))
-    if snapshot.configuration.get("delta.appendOnly", "false").lower() == "true":
+    if is_append_only(snapshot.configuration):
         raise OperationNotAllowedError(
             f"{operation} is not allowed: table {snapshot.table_root} is append-only (delta.appendOnly=true)"
         )

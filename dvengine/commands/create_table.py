@@ -45,7 +45,7 @@ from dvengine.log import Snapshot, load_snapshot, table_exists
 from dvengine.maintenance import clustering
 from dvengine.protocol.actions import DomainMetadata, Metadata, Protocol
 from dvengine.protocol.feature_properties import split_feature_properties, with_features
-from dvengine.protocol.features import check_writable, reader_features, writer_features
+from dvengine.protocol.features import check_writable, is_append_only, reader_features, writer_features
 from dvengine.protocol.mapping_modes import max_column_id
 from dvengine.protocol.schema import StructType
 from dvengine.storage import is_object_uri, storage_for
@@ -222,7 +222,7 @@ def _check_removable(snapshot: Snapshot, label: str, as_select: bool) -> None:
     REPLACE ... AS writes through ``WriteIntoDelta`` in Overwrite mode, which calls
     ``assertRemovable`` on any existing table, files or not. The rule reads the table as it is
     (the replacement's own ``delta.appendOnly`` does not matter)."""
-    if snapshot.configuration.get("delta.appendOnly", "false").lower() != "true":
+    if not is_append_only(snapshot.configuration):
         return
     if as_select or snapshot.files:
         raise InvalidArgumentError(

@@ -26,7 +26,7 @@ from dvengine.expressions import parse_predicate
 from dvengine.log import Snapshot, load_snapshot, table_exists
 from dvengine.protocol.actions import AddFile, Metadata
 from dvengine.protocol.feature_properties import split_feature_properties, with_features
-from dvengine.protocol.features import check_writable
+from dvengine.protocol.features import check_writable, is_append_only
 from dvengine.protocol.nested_not_null import without_unenforceable_not_nulls
 from dvengine.protocol.schema import StructType
 from dvengine.writing.constraints import check_no_invariants, table_constraints
@@ -162,7 +162,7 @@ def plan_write(
     check_explicit_values(snapshot.schema, data_schema.field_names, "the write")
     check_no_invariants(snapshot.schema)
     table_constraints(snapshot.configuration, snapshot.schema)  # a constraint that does not bind fails here
-    if mode == "overwrite" and snapshot.configuration.get("delta.appendOnly", "false").lower() == "true":
+    if mode == "overwrite" and is_append_only(snapshot.configuration):
         raise InvalidArgumentError(f"table {snapshot.table_root} is append-only (delta.appendOnly=true); overwrite is refused")
     replace_where = opts.replace_where if mode == "overwrite" else None
     overwrite_schema = opts.overwrite_schema and mode == "overwrite" and replace_where is None

@@ -7,6 +7,8 @@ which is also what must be carried over when a table is upgraded to explicit fea
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from dvengine.errors import UnsupportedFeatureError
 from dvengine.protocol.actions import Metadata, Protocol
 
@@ -171,6 +173,12 @@ def with_deletion_vectors(protocol: Protocol) -> Protocol:
         reader_features=tuple(sorted(readers)),
         writer_features=tuple(sorted(writers)),
     )
+
+
+def is_append_only(configuration: Mapping[str, str]) -> bool:
+    """``delta.appendOnly`` is true (any case): the table refuses data-changing removes and
+    row-level changes (PROTOCOL.md "Append-only Tables")."""
+    return configuration.get("delta.appendOnly", "false").lower() == "true"
 
 
 def change_data_feed_enabled(metadata: Metadata) -> bool:
