@@ -18,6 +18,7 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
+from interop import sort_rows
 from raw_log import commit_actions
 from readme_blocks import block, python_blocks, run_block
 from s3_support import S3Server, no_ambient_credentials, rows_delta_rs_s3, s3_server  # noqa: F401 (fixtures)
@@ -62,8 +63,7 @@ def arrow(frame: pd.DataFrame) -> pa.Table:
 def rows(table: pa.Table | pd.DataFrame, columns: list[str] | None = None) -> list[tuple[Any, ...]]:
     frame = table.to_pandas() if isinstance(table, pa.Table) else table
     columns = columns or COLUMNS
-    out = [tuple(None if pd.isna(v) else v for v in r) for r in frame[columns].itertuples(index=False)]
-    return sorted(out, key=lambda r: tuple((v is None, v) for v in r))
+    return sort_rows([tuple(None if pd.isna(v) else v for v in r) for r in frame[columns].itertuples(index=False)])
 
 
 def deleted(frame: pd.DataFrame, user_id: int) -> pd.DataFrame:
