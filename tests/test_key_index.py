@@ -52,6 +52,8 @@ def _schema() -> StructType:
         ("5 = id", [5]),
         ("(id IN (4, NULL))", [4]),
         ("id IN (2147483647)", [2147483647]),
+        ("id = 1 OR id = 2", [1, 2]),
+        ("(id = 7 OR (2 = id)) OR id IN (7, NULL, 0)", [0, 2, 7]),
     ],
 )
 def test_point_shapes(text: str, expected: list[int]) -> None:
@@ -65,7 +67,10 @@ def test_point_shapes(text: str, expected: list[int]) -> None:
         "id NOT IN (1, 2)",
         "id IN (2147483648)",  # outside INT: the general path judges it
         "id = 1.5",
-        "id = 1 OR id = 2",
+        "id = 1 OR s = 'a'",  # an OR over two columns
+        "id = 1 OR id = NULL",
+        "id = 1 OR id = 2147483648",
+        "id = 1 OR id > 5",
         "d = 1",
         "id = NULL",
         "id + 0 = 3",

@@ -60,7 +60,7 @@ def test_conjunctions_with_a_lookup_are_narrowed(text: str, column: str) -> None
         "id = 5 AND s LIKE 'a%'",
         "id = 5 AND dec = 1.5",
         "id = 5 AND CAST(s AS INT) = 1",
-        "id = 5 OR s = 'x'",
+        "id = 5 OR s = 'x'",  # an OR over two columns
         "x > 3 AND s <> 'a'",
         "NOT (id = 5 AND s = 'x')",
     ],

@@ -118,6 +118,7 @@ def test_uuid_hashes_do_not_collide() -> None:
         ("s IN ('b', 'a', 'b', NULL)", ["a", "b"]),
         ("(s IN (NULL))", []),
         ("s = ''", [""]),
+        ("s IN ('a') OR s = 'b'", ["a", "b"]),
     ],
 )
 def test_string_shapes(text: str, expected: list[str]) -> None:
@@ -134,7 +135,7 @@ def test_string_shapes(text: str, expected: list[str]) -> None:
         "s NOT IN ('a')",
         "s = NULL",
         "s LIKE 'a'",
-        "s IN ('a') OR s = 'b'",
+        "s IN ('a') OR s = 5",
         "upper(s) = 'A'",
         "i = 'a'",
         "i IN (1, '2')",

@@ -12,3 +12,12 @@ def conjuncts(node: exp.Expr) -> list[exp.Expr]:
     if isinstance(node, exp.And):
         return conjuncts(node.this) + conjuncts(node.expression)
     return [node]
+
+
+def disjuncts(node: exp.Expr) -> list[exp.Expr]:
+    """The OR-ed parts of a condition, parentheses looked through (``a OR (b OR c)`` -> a, b, c)."""
+    if isinstance(node, exp.Paren):
+        return disjuncts(node.this)
+    if isinstance(node, exp.Or):
+        return disjuncts(node.this) + disjuncts(node.expression)
+    return [node]

@@ -17,6 +17,9 @@ column's own type (an implicit cast is the general path's to judge):
   by their day number in the integer index; ``date_col = '2024-01-01'`` is a string that Spark
   casts by its comparison rules, which the binder does not type, so it filters as before.
 
+An OR of such lookups on the same column (``id = 1 OR id = 2``, ``s IN ('a', 'b') OR s = 'c'``)
+is the lookup of all their keys: a row's disjunction is TRUE exactly when one disjunct is TRUE.
+
 Spark's SQL answers TRUE exactly for the non-NULL rows whose value equals a listed value; NULL
 rows and a listed NULL are never TRUE, so a DML condition (TRUE rows only) keeps exactly those
 rows.
@@ -45,7 +48,7 @@ from dvengine.expressions import BoundPredicate
 from dvengine.expressions.kinds import Kind
 from dvengine.expressions.literals import Lit, literal_of
 from dvengine.expressions.refs import ref_of
-from dvengine.expressions.trees import conjuncts
+from dvengine.expressions.trees import conjuncts, disjuncts
 
 _RANGES = {
     "byte": (-(2**7), 2**7 - 1),
@@ -82,7 +85,31 @@ def point_lookup(predicate: BoundPredicate | None) -> PointLookup | None:
 
 
 def _lookup(node: exp.Expr, whole: bool) -> PointLookup | None:
-    """The lookup one conjunct is, if it is one."""
+    """The lookup one conjunct is, if it is one: a single lookup, or an OR of lookups that all
+    test the same column (their keys together)."""
+    column: str | None = None
+    arrow_type: pa.DataType | None = None
+    values: list[object] = []
+    for part in disjuncts(node):
+        found = _keys_of(part)
+        if found is None:
+            return None
+        part_column, part_type, part_values = found
+        if column is not None and (part_column != column or part_type != arrow_type):
+            return None
+        column, arrow_type = part_column, part_type
+        values.extend(part_values)
+    assert column is not None and arrow_type is not None  # disjuncts() yields at least one part
+    try:
+        keys = lookup_keys(pa.array(values, type=arrow_type))
+    except UnicodeEncodeError:  # a lone surrogate has no UTF-8 bytes: the general path judges it
+        return None
+    return None if keys is None else PointLookup(column, keys, whole)
+
+
+def _keys_of(node: exp.Expr) -> tuple[str, pa.DataType, list[object]] | None:
+    """``col = lit`` / ``lit = col`` / ``col IN (lits)``: the column, its keys' Arrow type and the
+    non-NULL keys; None for any other shape or a literal the column's reader does not take."""
     node = _unparen(node)
     if isinstance(node, exp.In) and not node.args.get("query") and not node.args.get("unnest"):
         subject, items = node.this, list(node.expressions)
@@ -113,11 +140,7 @@ def _lookup(node: exp.Expr, whole: bool) -> PointLookup | None:
         if value is None:
             return None
         values.append(value)
-    try:
-        keys = lookup_keys(pa.array(values, type=reader.arrow_type))
-    except UnicodeEncodeError:  # a lone surrogate has no UTF-8 bytes: the general path judges it
-        return None
-    return None if keys is None else PointLookup(ref.top, keys, whole)
+    return ref.top, reader.arrow_type, values
 
 
 # Shapes whose Arrow evaluation cannot fail on any row: boolean connectives and comparisons of
