@@ -188,6 +188,21 @@ def test_delta_rs_refuses_the_rows_dvengine_refuses(tmp_path: Path) -> None:
     _readers(root, [*MODEL, *good, (7, 2, {"score": -3, "tag": None}, None)])
 
 
+def test_add_constraint_on_an_invariant_table_keeps_both_rules(tmp_path: Path) -> None:
+    """ADD CONSTRAINT was refused on such tables while invariants were not evaluated; Delta allows it."""
+    from dvengine.maintenance.constraints import add_constraint
+
+    root = _base(tmp_path / "t", False, {"qty": "qty > 0"})
+    version = add_constraint(root, "small", "qty < 100")
+    protocol = load_snapshot(root).protocol
+    assert (protocol.min_reader_version, protocol.min_writer_version) == (1, 3)  # still implies invariants
+    _refused(root, ConstraintViolationError, QTY + "0", lambda: _append(root, [(5, 0, None, "e")]))
+    _refused(root, ConstraintViolationError, r"small \(qty < 100\).*qty = 100", lambda: _append(root, [(5, 100, None, "e")]))
+    _append(root, [(5, 99, None, "e")])
+    assert latest_version(root) == version + 1
+    _readers(root, [*MODEL, (5, 99, None, "e")])
+
+
 def test_a_null_safe_invariant_accepts_nulls(tmp_path: Path) -> None:
     root = _base(tmp_path / "t", True, {"qty": "qty IS NULL OR qty > 0"})
     table = DeltaTable.forPath(None, root)
@@ -258,6 +273,21 @@ def test_invariants_inside_arrays_and_maps_are_not_checked_as_delta_does(tmp_pat
     DeltaTable.forPath(None, root).update("id = 1", {"id": "3"})
     assert latest_version(root) == snapshot.version + 3
     assert sorted(r["id"] for r in DeltaTable.forPath(None, root).toArrow().to_pylist()) == [2, 3]
+
+
+def test_a_rename_leaves_the_invariant_naming_the_old_column_and_writes_refused(tmp_path: Path) -> None:
+    """RENAME COLUMN looks for dependent CHECK constraints and generation expressions only (Delta's
+    checkDependentExpressions), so the invariant keeps the old name and no longer binds: typed, nothing written."""
+    from dvengine.errors import UnresolvedColumnError
+    from dvengine.maintenance.column_changes import rename_column
+
+    root = str(tmp_path / "t")
+    dvengine.write(_rows(MODEL), root, configuration={"delta.columnMapping.mode": "name"})
+    _commit_invariants(root, {"qty": "qty > 0"})
+    rename_column(root, ["qty"], "q")
+    _refused(root, UnresolvedColumnError, r"invariant of column q \(qty > 0\).*'qty' does not exist",
+             lambda: dvengine.write(pa.table({"id": pa.array([9], pa.int64()), "q": pa.array([5], pa.int64())}),
+                                    root, mode="append"))
 
 
 def test_spark_appends_and_dml_enforce_invariants(spark: Any, tmp_path: Path) -> None:
