@@ -34,7 +34,8 @@ CHECK_CONSTRAINTS = "checkConstraints"
 
 @dataclass(frozen=True)
 class CheckConstraint:
-    """One ``delta.constraints.<name>`` of a table, bound to its schema."""
+    """One row rule of a table bound to its schema: a ``delta.constraints.<name>``, a column
+    invariant or the constraint a generated column implies (all checked the same way)."""
 
     name: str
     sql: str  # as stored in the table property
