@@ -149,7 +149,8 @@ class SchemaViolationError(SchemaError):
 
 
 class ConstraintViolationError(SchemaViolationError):
-    """A row written by a write, UPDATE or MERGE breaks a CHECK constraint of the table (NULL counts as broken).
+    """A row written by a write, UPDATE or MERGE breaks a CHECK constraint or a column invariant of the
+    table (NULL counts as broken).
 
     Delta's DELTA_VIOLATE_CONSTRAINT_WITH_VALUES (an InvariantViolationException, not an AnalysisException):
     the message names the constraint, its expression and the values of the row's columns it reads.

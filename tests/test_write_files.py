@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from dvengine.errors import InvalidArgumentError, InvalidPredicateError, SchemaMismatchError, UnsupportedFeatureError
 from dvengine.protocol.actions import Protocol
 from dvengine.protocol.schema import DecimalType, PrimitiveType, StructType, parse_schema
-from dvengine.writing.constraints import check_no_invariants, table_constraints
+from dvengine.writing.constraints import constraint_texts, table_constraints
 from dvengine.writing.files import (
     encode_relative_path,
     escape_partition_value,
@@ -101,14 +101,30 @@ def test_new_table_protocol() -> None:
     assert new_table_protocol(ntz, on) == Protocol(3, 7, both, both)
 
 
-def test_constraints_bound_and_invariants_refused() -> None:
+def test_constraints_and_invariants_bound() -> None:
     s = _schema(("a", "long", True))
     (bound,) = table_constraints({"delta.constraints.pos": "a > 0", "other": "x"}, s)
     assert (bound.name, bound.sql, bound.predicate.columns) == ("pos", "a > 0", frozenset({"a"}))
     with pytest.raises(InvalidPredicateError, match=r"CHECK constraint bad \(b > 0\)"):
         table_constraints({"delta.constraints.bad": "b > 0"}, s)
-    check_no_invariants(s)
-    with_invariant = parse_schema(json.dumps({"type": "struct", "fields": [
-        {"name": "a", "type": "long", "nullable": True, "metadata": {"delta.invariants": '{"expression": "a > 0"}'}}]}))
-    with pytest.raises(UnsupportedFeatureError, match="invariant"):
-        check_no_invariants(with_invariant)
+
+    def field(name: str, type_: object, invariant: str | None) -> dict[str, object]:
+        meta = {} if invariant is None else {"delta.invariants": json.dumps({"expression": {"expression": invariant}})}
+        return {"name": name, "type": type_, "nullable": True, "metadata": meta}
+
+    inner = {"type": "struct", "fields": [field("v", "long", "`s t`.v < 3"), field("w.x", "long", None)]}
+    elem = {"type": "struct", "fields": [field("e", "long", "e > 0")]}  # inside an array: Delta never looks
+    with_invariants = parse_schema(json.dumps({"type": "struct", "fields": [
+        field("a", "long", "a > 0"), field("s t", inner, "`s t` IS NOT NULL"),
+        field("xs", {"type": "array", "elementType": elem, "containsNull": True}, None)]}))
+    rules = table_constraints({"delta.constraints.c": "a < 9"}, with_invariants)
+    # Delta's order: CHECK constraints, then invariants (parents before children)
+    assert [(r.name, r.sql) for r in rules] == [
+        ("c", "a < 9"), ("invariant of column a", "a > 0"), ("invariant of column `s t`", "`s t` IS NOT NULL"),
+        ("invariant of column `s t`.v", "`s t`.v < 3")]
+    assert constraint_texts({"delta.constraints.c": "a < 9"}, with_invariants) == (("c", "a < 9"),)
+    for stored in ('{"expression": "a > 0"}', "a > 0", '{"expression": {"expression": 1}}'):
+        bad = parse_schema(json.dumps({"type": "struct", "fields": [
+            {"name": "a", "type": "long", "nullable": True, "metadata": {"delta.invariants": stored}}]}))
+        with pytest.raises(UnsupportedFeatureError, match="column 'a'.*DELTA_UNRECOGNIZED_INVARIANT"):
+            table_constraints({}, bad)

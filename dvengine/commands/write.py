@@ -29,7 +29,7 @@ from dvengine.protocol.feature_properties import split_feature_properties, with_
 from dvengine.protocol.features import check_writable, is_append_only
 from dvengine.protocol.nested_not_null import without_unenforceable_not_nulls
 from dvengine.protocol.schema import StructType
-from dvengine.writing.constraints import check_no_invariants, table_constraints
+from dvengine.writing.constraints import table_constraints
 from dvengine.writing.identity import check_explicit_values, with_high_water_marks
 from dvengine.writing.properties import validate_table_properties
 from dvengine.writing.schema_checks import (
@@ -160,8 +160,8 @@ def plan_write(
         return WritePlan(table_root, txn, table_schema, partition_columns, config, [(n, n) for n in data_schema.field_names])
     check_writable(snapshot.protocol, snapshot.metadata)
     check_explicit_values(snapshot.schema, data_schema.field_names, "the write")
-    check_no_invariants(snapshot.schema)
-    table_constraints(snapshot.configuration, snapshot.schema)  # a constraint that does not bind fails here
+    # a constraint or column invariant that does not bind (or an unrecognized invariant) fails here
+    table_constraints(snapshot.configuration, snapshot.schema)
     if mode == "overwrite" and is_append_only(snapshot.configuration):
         raise InvalidArgumentError(f"table {snapshot.table_root} is append-only (delta.appendOnly=true); overwrite is refused")
     replace_where = opts.replace_where if mode == "overwrite" else None

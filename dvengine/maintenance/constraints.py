@@ -30,7 +30,6 @@ from dvengine.protocol.features import check_writable
 from dvengine.read import scan_snapshot_arrow
 from dvengine.writing.constraints import (
     CheckConstraint,
-    check_no_invariants,
     protocol_with_check_constraints,
     with_constraint,
     without_constraint,
@@ -57,7 +56,6 @@ def add_constraint(table_root: str, name: str, expression: str, count_violations
     """Add CHECK constraint ``name`` after checking every live row; returns the committed version."""
     snapshot = load_snapshot(table_root)
     check_writable(snapshot.protocol, snapshot.metadata)
-    check_no_invariants(snapshot.schema)
     metadata, constraint = with_constraint(snapshot.metadata, snapshot.schema, name, expression)
     bad = (count_violations or count_violations_arrow)(snapshot, constraint)
     if bad:

@@ -27,9 +27,8 @@ SUPPORTED_READER_FEATURES = frozenset(
 )
 
 # Writer features dvengine honours when it commits: appendOnly (DML, overwrite, REPLACE with files are refused),
-# invariants (writes are refused while the schema uses them: dvengine does not evaluate them),
-# checkConstraints and generatedColumns (every new row is checked, generated values computed:
-# dvengine.writing.constraints / .generated), changeDataFeed (DML writes _change_data files,
+# invariants, checkConstraints and generatedColumns (every new row is checked, generated values
+# computed: dvengine.writing.invariants / .constraints / .generated), changeDataFeed (DML writes _change_data files,
 # dvengine.commands.change_data), identityColumns (values assigned on write with the high-water
 # mark, dvengine.writing.identity), allowColumnDefaults (inserts write CURRENT_DEFAULT,
 # dvengine.writing.defaults), inCommitTimestamp (commit.in_commit_timestamps), clustering and

@@ -5,8 +5,9 @@ PROTOCOL.md: a constraint is the table property ``delta.constraints.<name>`` who
 boolean expression over the table's columns; a writer must check every row it writes, and a row
 for which the expression is FALSE **or NULL** violates it (Delta's ``CheckDeltaInvariant``). The
 name is stored lower case (names are case-insensitive). Column invariants (``delta.invariants`` in
-a field's metadata, the older legacy form) are not evaluated by dvengine, so tables using them stay
-refused for writes.
+a field's metadata, the older legacy form, ``writing.invariants``) are row rules of the same kind:
+Delta checks them as ``Constraints.Check`` too, so they join the table's constraints here
+(:func:`row_rule_texts`) and every check below applies to them unchanged.
 
 The engines evaluate the bound expressions: ``engine/local/constraints.py`` on Arrow,
 ``engine/spark/constraints.py`` inside the Spark job that writes the rows.
@@ -25,6 +26,7 @@ from dvengine.protocol.actions import Metadata, Protocol
 from dvengine.protocol.feature_catalog import with_feature
 from dvengine.protocol.schema import StructType
 from dvengine.writing.generated import generation_constraint_texts
+from dvengine.writing.invariants import invariant_texts
 
 CONSTRAINT_PREFIX = "delta.constraints."
 CHECK_CONSTRAINTS = "checkConstraints"
@@ -32,7 +34,8 @@ CHECK_CONSTRAINTS = "checkConstraints"
 
 @dataclass(frozen=True)
 class CheckConstraint:
-    """One ``delta.constraints.<name>`` of a table, bound to its schema."""
+    """One row rule of a table bound to its schema: a ``delta.constraints.<name>``, a column
+    invariant or the constraint a generated column implies (all checked the same way)."""
 
     name: str
     sql: str  # as stored in the table property
@@ -56,16 +59,28 @@ def bind_constraint(name: str, sql: str, schema: StructType) -> CheckConstraint:
         raise type(exc)(f"CHECK constraint {name} ({sql}): {exc}") from exc
 
 
+def _declared_texts(configuration: Mapping[str, str]) -> list[tuple[str, str]]:
+    return sorted((k[len(CONSTRAINT_PREFIX):], v) for k, v in configuration.items() if k.startswith(CONSTRAINT_PREFIX))
+
+
 def constraint_texts(configuration: Mapping[str, str], schema: StructType) -> tuple[tuple[str, str], ...]:
     """(name, expression) of each ``delta.constraints.<name>`` property, sorted by name, then the
-    constraint each generated column implies (``writing.generated``)."""
-    declared = sorted((k[len(CONSTRAINT_PREFIX):], v) for k, v in configuration.items() if k.startswith(CONSTRAINT_PREFIX))
-    return (*declared, *generation_constraint_texts(schema))
+    constraint each generated column implies (``writing.generated``): the constraints a column
+    change must not break (Delta's ALTER COLUMN looks at these, not at invariants)."""
+    return (*_declared_texts(configuration), *generation_constraint_texts(schema))
+
+
+def row_rule_texts(configuration: Mapping[str, str], schema: StructType) -> tuple[tuple[str, str], ...]:
+    """(name, expression) of every rule each new row must satisfy, in Delta's order
+    (``TransactionalWrite``: ``Constraints.getAll``, i.e. CHECK constraints then column invariants,
+    then generated columns); an unrecognized invariant raises UnsupportedFeatureError."""
+    return (*_declared_texts(configuration), *invariant_texts(schema), *generation_constraint_texts(schema))
 
 
 def table_constraints(configuration: Mapping[str, str], schema: StructType) -> tuple[CheckConstraint, ...]:
-    """Every row rule the table declares, bound to ``schema``: CHECK constraints and generated columns."""
-    return tuple(bind_constraint(name, sql, schema) for name, sql in constraint_texts(configuration, schema))
+    """Every row rule of the table, bound to ``schema``: CHECK constraints, column invariants and
+    generated columns."""
+    return tuple(bind_constraint(name, sql, schema) for name, sql in row_rule_texts(configuration, schema))
 
 
 def local_constraint_reason(constraints: Sequence[CheckConstraint]) -> str | None:
@@ -79,12 +94,11 @@ def local_constraint_reason(constraints: Sequence[CheckConstraint]) -> str | Non
 
 
 def check_dml_constraints(configuration: Mapping[str, str], schema: StructType, writes_new_rows: bool) -> None:
-    """Before a DELETE/UPDATE/MERGE: invariants refused, constraints bound. UPDATE and MERGE
+    """Before a DELETE/UPDATE/MERGE: constraints and invariants bound. UPDATE and MERGE
     (``writes_new_rows``) also need them evaluable by the Arrow evaluator, which checks the new rows
     in every executor (in-process, Spark file tasks and the Spark row plan's writer tasks): a
     constraint it cannot evaluate refuses the command up front. DELETE writes only rows that were
     already in the table (a rewrite's survivors), which satisfy the constraints already."""
-    check_no_invariants(schema)
     constraints = table_constraints(configuration, schema)
     reason = local_constraint_reason(constraints) if writes_new_rows else None
     if reason is not None:
@@ -92,15 +106,6 @@ def check_dml_constraints(configuration: Mapping[str, str], schema: StructType, 
             f"row-level changes to this table need its constraints checked on every new row, and {reason}; "
             "nothing was changed"
         )
-
-
-def check_no_invariants(schema: StructType) -> None:
-    """dvengine does not evaluate column invariants (``delta.invariants``), so it must not write such tables."""
-    for f in schema.fields:
-        if "delta.invariants" in f.metadata:
-            raise UnsupportedFeatureError(f"column {f.name!r} has an invariant, which dvengine cannot enforce")
-        if isinstance(f.type, StructType):
-            check_no_invariants(f.type)
 
 
 def protocol_with_check_constraints(protocol: Protocol) -> Protocol:

@@ -86,7 +86,7 @@ from dvengine.protocol.actions import AddFile, DeletionVectorDescriptor
 from dvengine.protocol.schema import DataType, StructField, StructType
 from dvengine.read.row_ids import tracked_columns
 from dvengine.storage import join, resolve_data_path
-from dvengine.writing.constraints import constraint_texts
+from dvengine.writing.constraints import row_rule_texts
 from dvengine.writing.files import SPARK_STAGING_PREFIX
 from dvengine.writing.stats import num_indexed_cols
 
@@ -408,7 +408,7 @@ class SparkExecutor:
             staging_root=staging,
             operation=ctx.operation,
             layout=layout,
-            constraints=constraint_texts(snapshot.configuration, snapshot.schema),
+            constraints=row_rule_texts(snapshot.configuration, snapshot.schema),
             materialized=tracked_columns(snapshot),
         )
 

@@ -98,7 +98,7 @@ class RowsJobContext:
     staging_root: str  # new files go under it; the returned adds are relative to it
     operation: str
     layout: RowsLayout
-    constraints: tuple[tuple[str, str], ...] = ()  # the table's CHECK constraints (name, expression)
+    constraints: tuple[tuple[str, str], ...] = ()  # the rules new rows must satisfy (name, expression): writing.constraints.row_rule_texts
     # Row tracking enabled: where carried stable row ids / commit versions are stored (file tasks
     # carry them from the rows they copy or update; rows without them get NULL, i.e. fresh ids).
     materialized: MaterializedColumns | None = None
