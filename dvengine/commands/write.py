@@ -224,9 +224,10 @@ def _remove_overwritten(plan: WritePlan, adds: Sequence[AddFile]) -> list[AddFil
     """Add the removes of an overwrite to its commit and record what it read; the removed files.
 
     Static: every file, read as the whole table. Dynamic: the files of the partitions ``adds``
-    write into (none for an empty input), read with a predicate over those partitions, so a
-    concurrent append into another partition does not conflict while one into a replaced
-    partition does (Delta's ``filterFiles(newFiles)`` tracks that partition predicate)."""
+    write into (none for an empty input), read with a predicate over those partitions (Delta's
+    ``filterFiles(newFiles)`` tracks that partition predicate): a concurrent change in another
+    partition does not conflict, a concurrent DELETE/UPDATE of a replaced file does, and a
+    concurrent blind append does not under WriteSerializable, as in Delta."""
     txn = plan.transaction
     snapshot = plan.base
     if plan.overwrite is None or snapshot is None:
