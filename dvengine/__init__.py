@@ -29,6 +29,7 @@ def write(
     storage_options: Mapping[str, str] | None = None,
     txnAppId: str | None = None,
     txnVersion: int | str | None = None,
+    partitionOverwriteMode: str | None = None,
 ) -> int:
     """Create, append to or overwrite a table; returns the committed version.
 
@@ -49,6 +50,13 @@ def write(
     ``txnAppId`` / ``txnVersion`` (both or neither) make the write idempotent, as Delta's options:
     the commit records them in a ``txn`` action, and a write whose version is <= the one recorded
     for its appId commits nothing and returns the table's current version.
+    ``partitionOverwriteMode``: "static" or "dynamic" (any case), as Delta's option; default from the
+    conf ``spark.sql.sources.partitionOverwriteMode`` (env ``SPARK_SQL_SOURCES_PARTITIONOVERWRITEMODE``
+    without Spark), else static. A dynamic overwrite of a partitioned table replaces only the
+    partitions the data has rows in: their files are removed whole (with their deletion vectors),
+    every other partition is untouched, and empty data replaces nothing. An unpartitioned table is
+    overwritten whole. Refused with ``replaceWhere`` or ``overwriteSchema`` (InvalidArgumentError,
+    Delta's error classes); spec_notes/schema-evolution.md.
     """
     from dvengine.commands.options import no_conf, session_conf
     from dvengine.commands.write_options import resolve_write_options
@@ -60,7 +68,10 @@ def write(
     root = normalize_table_path(path, storage_options)
     if arrow is not None and (spark is None or is_object_uri(root)):
         parts = [partitionBy] if isinstance(partitionBy, str) else partitionBy
-        options = resolve_write_options(mergeSchema, overwriteSchema, replaceWhere, txnAppId=txnAppId, txnVersion=txnVersion)
+        options = resolve_write_options(
+            mergeSchema, overwriteSchema, replaceWhere, txnAppId=txnAppId, txnVersion=txnVersion,
+            partitionOverwriteMode=partitionOverwriteMode,
+        )
         version = write_arrow(arrow, root, mode, parts, configuration, options)
         after_commit(no_conf, root, version)
         return version
@@ -69,7 +80,7 @@ def write(
     version = write_table(
         data, path, mode=mode, partitionBy=partitionBy, configuration=configuration, spark=spark,
         mergeSchema=mergeSchema, overwriteSchema=overwriteSchema, replaceWhere=replaceWhere,
-        txnAppId=txnAppId, txnVersion=txnVersion,
+        txnAppId=txnAppId, txnVersion=txnVersion, partitionOverwriteMode=partitionOverwriteMode,
     )
     session = spark
     after_commit(session_conf(session), normalize_table_path(path), version)

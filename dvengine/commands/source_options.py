@@ -21,7 +21,6 @@ from dvengine.protocol.config_keys import delta_properties
 # Delta options with a meaning dvengine does not implement (lower case: Spark's map is case-insensitive).
 # Change data feed reads (readChangeFeed, startingVersion, ...) go to ``dvengine.changes``.
 _UNSUPPORTED_WRITE = (
-    "partitionoverwritemode",
     "usermetadata",
     "datachange",
 )
@@ -88,6 +87,8 @@ class WriteRequest:
     txn_version: str | None = None
     # ``delta.*`` options: the table properties of a table this write creates (ignored when it exists)
     configuration: dict[str, str] | None = None
+    # partitionOverwriteMode as given (checked where Delta checks it: dvengine.commands.partition_overwrite)
+    partition_overwrite_mode: str | None = None
 
 
 def parse_write_options(
@@ -112,4 +113,5 @@ def parse_write_options(
     return WriteRequest(
         where, mode, parts, merge, overwrite, opts.get("replacewhere"), opts.get("txnappid"), opts.get("txnversion"),
         delta_properties(options) or None,
+        partition_overwrite_mode=opts.get("partitionoverwritemode"),
     )

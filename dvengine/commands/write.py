@@ -16,6 +16,7 @@ from dvengine.commands.context import DmlContext, open_dml
 from dvengine.commands.delete import delete_metrics, delete_rows
 from dvengine.commands.executor import Executor
 from dvengine.commands.options import resolve_options
+from dvengine.commands.partition_overwrite import files_to_replace, logged_flag, partition_key, use_dynamic_overwrite
 from dvengine.commands.write_options import SchemaWriteOptions
 from dvengine.commands.write_schema import evolve_table_schema
 from dvengine.commands.written import WrittenFiles, commit_or_clean_up
@@ -66,6 +67,10 @@ class WritePlan:
     replace: DmlContext | None = None
     # the table already holds this write's (txnAppId, txnVersion): write nothing, commit nothing
     repeat: bool = False
+    # what an overwrite without replaceWhere removes when it commits: "table" (every file),
+    # "partitions" (dynamic partition overwrite: the files of the partitions written); None: nothing
+    overwrite: str | None = None
+    base: Snapshot | None = None  # the snapshot the write read (None: it creates the table)
 
     @property
     def num_indexed_cols(self) -> int:
@@ -88,10 +93,14 @@ def write_parameters(mode: str, partition_by: Sequence[str], opts: SchemaWriteOp
     none logs ``[]`` also on a partitioned table); ``predicate`` is the ``replaceWhere`` option as
     the caller wrote it (a plain string, not a JSON list); ``canMergeSchema`` / ``canOverwriteSchema``
     appear only when the option (for merging also the session's auto-merge key) turned them on,
-    as Delta logs them ("Only log these fields when explicitly set")."""
+    as Delta logs them ("Only log these fields when explicitly set"); so does
+    ``isDynamicPartitionOverwrite``, whenever the option or the session conf resolves to dynamic
+    (any save mode, any partitioning, as ``WriteIntoDelta.run`` logs it)."""
     params: dict[str, ParameterValue] = {"mode": _DELTA_MODE_NAMES[mode], "partitionBy": delta_json(list(partition_by))}
     if opts.replace_where is not None:
         params["predicate"] = opts.replace_where
+    if logged_flag(opts.partition_overwrite_mode, opts.conf):
+        params["isDynamicPartitionOverwrite"] = True
     if opts.overwrite_schema:
         params["canOverwriteSchema"] = True
     if opts.merge_schema:
@@ -117,7 +126,9 @@ def plan_write(
 
     ``options``: ``mergeSchema`` / ``overwriteSchema`` / ``replaceWhere`` as Delta applies them
     (``overwriteSchema`` only on an overwrite without ``replaceWhere``; ``replaceWhere`` only on
-    an overwrite of an existing table).
+    an overwrite of an existing table); ``partitionOverwriteMode`` (or the session conf) is
+    resolved against the partitioning the write commits, as Delta does after its metadata update,
+    so its refusals come before any file is written (``dvengine.commands.partition_overwrite``).
     """
     mode = normalize_write_mode(mode)
     opts = options or SchemaWriteOptions()
@@ -140,6 +151,7 @@ def plan_write(
         check_new_table_configuration(config)
         match_columns(data_schema, data_schema)  # duplicate names (case-insensitive) are refused here
         partition_columns = resolve_partition_columns(data_schema, partition_by or ())
+        dynamic = _dynamic(mode, partition_columns, opts)
         # under column mapping: ids and physical names for every field; the files use the physical names
         table_schema, config = new_table_column_mapping(without_unenforceable_not_nulls(data_schema), config)
         config = new_table_configuration(table_schema, config)
@@ -157,7 +169,10 @@ def plan_write(
         txn.update_metadata(metadata)
         if app is not None:
             txn.set_app_transaction(app.app_id, app.version)
-        return WritePlan(table_root, txn, table_schema, partition_columns, config, [(n, n) for n in data_schema.field_names])
+        return WritePlan(
+            table_root, txn, table_schema, partition_columns, config, [(n, n) for n in data_schema.field_names],
+            overwrite=_overwrite_kind(mode, dynamic),
+        )
     check_writable(snapshot.protocol, snapshot.metadata)
     check_explicit_values(snapshot.schema, data_schema.field_names, "the write")
     # a constraint or column invariant that does not bind (or an unrecognized invariant) fails here
@@ -167,6 +182,7 @@ def plan_write(
     replace_where = opts.replace_where if mode == "overwrite" else None
     overwrite_schema = opts.overwrite_schema and mode == "overwrite" and replace_where is None
     evolved = evolve_table_schema(snapshot, data_schema, partition_by, opts.merge_schema, overwrite_schema)
+    dynamic = _dynamic(mode, evolved.metadata.partition_columns, opts)
     params = write_parameters(mode, partition_by or (), opts)
     replace: DmlContext | None = None
     if replace_where is not None:
@@ -182,14 +198,49 @@ def plan_write(
         txn.update_metadata(evolved.metadata)
     if app is not None:
         txn.set_app_transaction(app.app_id, app.version)
-    if mode == "overwrite" and replace is None:
-        txn.record_read(snapshot.files, None)
-        now = int(time.time() * 1000)
-        txn.add_actions(f.to_remove(now) for f in snapshot.files)
     return WritePlan(
         table_root, txn, evolved.schema, evolved.metadata.partition_columns, dict(evolved.metadata.configuration),
-        evolved.column_pairs, replace,
+        evolved.column_pairs, replace, overwrite=None if replace is not None else _overwrite_kind(mode, dynamic),
+        base=snapshot,
     )
+
+
+def _dynamic(mode: str, partition_columns: Sequence[str], opts: SchemaWriteOptions) -> bool:
+    """Delta's ``useDynamicPartitionOverwriteMode`` (evaluated for every save mode, so its refusals
+    reach appends too, as in Delta; only an overwrite acts on it)."""
+    can_overwrite_schema = opts.overwrite_schema and mode == "overwrite" and opts.replace_where is None
+    return use_dynamic_overwrite(
+        partition_columns, opts.partition_overwrite_mode, opts.conf, opts.replace_where, can_overwrite_schema
+    )
+
+
+def _overwrite_kind(mode: str, dynamic: bool) -> str | None:
+    if mode != "overwrite":
+        return None
+    return "partitions" if dynamic else "table"
+
+
+def _remove_overwritten(plan: WritePlan, adds: Sequence[AddFile]) -> list[AddFile]:
+    """Add the removes of an overwrite to its commit and record what it read; the removed files.
+
+    Static: every file, read as the whole table. Dynamic: the files of the partitions ``adds``
+    write into (none for an empty input), read with a predicate over those partitions (Delta's
+    ``filterFiles(newFiles)`` tracks that partition predicate): a concurrent change in another
+    partition does not conflict, a concurrent DELETE/UPDATE of a replaced file does, and a
+    concurrent blind append does not under WriteSerializable, as in Delta."""
+    txn = plan.transaction
+    snapshot = plan.base
+    if plan.overwrite is None or snapshot is None:
+        return []
+    if plan.overwrite == "table":
+        removed = list(snapshot.files)
+        txn.record_read(removed, None)
+    else:
+        removed, keys = files_to_replace(snapshot, adds)
+        txn.record_read(removed, lambda add: partition_key(snapshot, add) in keys)
+    now = int(time.time() * 1000)
+    txn.add_actions(f.to_remove(now) for f in removed)
+    return removed
 
 
 def record_identity_marks(plan: WritePlan, marks: Mapping[str, int | None]) -> None:
@@ -214,7 +265,8 @@ def finish_write(plan: WritePlan, adds: Sequence[AddFile], executor: Executor | 
     """Commit the written files; they are deleted again if the commit does not happen.
 
     With ``replaceWhere`` the rows it matches are deleted first, by ``executor`` (DVs or
-    rewrites, as a DELETE would), in the same commit. A repeated idempotent write
+    rewrites, as a DELETE would), in the same commit. A plain overwrite removes every file, a
+    dynamic partition overwrite the files of the partitions ``adds`` write into. A repeated idempotent write
     (``plan.repeat``) commits nothing and returns the table's current version.
     """
     if plan.repeat:
@@ -238,5 +290,12 @@ def finish_write(plan: WritePlan, adds: Sequence[AddFile], executor: Executor | 
             return commit_or_clean_up(ctx.transaction, metrics, ctx.written)
     written = WrittenFiles(plan.table_root)
     written.add_data_files(adds)
+    if plan.overwrite is not None:  # Delta's OVERWRITE_REMOVES metrics, logged for every overwrite
+        try:
+            removed = _remove_overwritten(plan, adds)
+        except BaseException:  # e.g. a partition value another writer logged that does not parse
+            written.remove_all()
+            raise
+        metrics.update({"numRemovedFiles": len(removed), "numRemovedBytes": sum(f.size for f in removed)})
     plan.transaction.add_actions(adds)
     return commit_or_clean_up(plan.transaction, metrics, written)

@@ -1,6 +1,6 @@
 """Write options named as the DataFrameWriter's Delta options, and Delta's auto-merge conf key.
 
-``mergeSchema``, ``overwriteSchema`` and ``replaceWhere`` arrive from ``dvengine.write`` and from
+``mergeSchema``, ``overwriteSchema``, ``replaceWhere`` and ``partitionOverwriteMode`` arrive from ``dvengine.write`` and from
 a ``format("delta")`` data source, where every option is a string; both spellings (bool or
 ``"true"``/``"false"``, any case) are accepted, anything else is refused naming the option.
 ``spark.databricks.delta.schema.autoMerge.enabled`` turns schema merging on for appends and
@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from dvengine.commands.app_txn import AppTransaction, app_transaction_from_conf, parse_app_transaction
 from dvengine.commands.options import ConfLookup, no_conf
+from dvengine.commands.partition_overwrite import check_option_type
 from dvengine.errors import InvalidArgumentError
 
 CONF_AUTO_MERGE = "spark.databricks.delta.schema.autoMerge.enabled"
@@ -43,6 +44,9 @@ class SchemaWriteOptions:
     replace_where: str | None = None
     conf: ConfLookup = no_conf  # where replaceWhere's DELETE half reads dvengine.api.dml.* / dvengine.dv.*
     app_transaction: AppTransaction | None = None  # txnAppId / txnVersion: an idempotent write
+    # the partitionOverwriteMode option as given (None: the session conf decides); checked by
+    # plan_write only where Delta checks it (dvengine.commands.partition_overwrite)
+    partition_overwrite_mode: str | None = None
 
 
 def resolve_write_options(
@@ -52,8 +56,12 @@ def resolve_write_options(
     conf: ConfLookup | None = None,
     txnAppId: object = None,
     txnVersion: object = None,
+    partitionOverwriteMode: object = None,
 ) -> SchemaWriteOptions:
-    """Options from the call, ``mergeSchema`` defaulting to the auto-merge conf key."""
+    """Options from the call, ``mergeSchema`` defaulting to the auto-merge conf key.
+
+    ``conf`` is also where ``spark.sql.sources.partitionOverwriteMode`` is read when the
+    ``partitionOverwriteMode`` option is not given."""
     merge = parse_bool_option("mergeSchema", mergeSchema)
     overwrite = parse_bool_option("overwriteSchema", overwriteSchema)
     if replaceWhere is not None and (not isinstance(replaceWhere, str) or not replaceWhere.strip()):
@@ -64,6 +72,7 @@ def resolve_write_options(
         replace_where=replaceWhere,
         conf=conf or no_conf,
         app_transaction=_app_transaction(txnAppId, txnVersion, conf or no_conf),
+        partition_overwrite_mode=check_option_type(partitionOverwriteMode),
     )
 
 

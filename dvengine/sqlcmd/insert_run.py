@@ -18,8 +18,9 @@ their high-water mark, defaults of omitted columns, stats, conflict rules, auto 
   can be, else by Spark when a session is given (also when the table has a TIMESTAMP column and
   the session's time zone is not UTC: Arrow reads zone-less literals as UTC); a query always by Spark. Values are cast to the column types: in-process by Arrow's
   safe cast (the writer's), on Spark by ``CAST`` (ANSI: overflow is an error).
-- ``INSERT OVERWRITE`` replaces every row; ``REPLACE WHERE cond`` (Delta's) replaces the rows
-  matching ``cond``, and every inserted row must match it.
+- ``INSERT OVERWRITE`` replaces every row, or under ``spark.sql.sources.partitionOverwriteMode=dynamic``
+  (a partitioned table) only the partitions the rows go to; ``REPLACE WHERE cond`` (Delta's)
+  replaces the rows matching ``cond``, and every inserted row must match it.
 """
 
 from __future__ import annotations
@@ -206,10 +207,14 @@ def spark_query(frame: DataFrame, fields: list[StructField], stmt: InsertStateme
 
 
 def write_rows(data: pa.Table | DataFrame, root: str, stmt: InsertStatement, spark: SparkSession | None) -> int:
-    """``dvengine.write``'s dispatch: Arrow data in-process, a DataFrame through Spark's writer."""
+    """``dvengine.write``'s dispatch: Arrow data in-process, a DataFrame through Spark's writer.
+
+    The session's confs (without one: their environment variables) apply to both, among them
+    ``spark.sql.sources.partitionOverwriteMode``: as in Delta, ``INSERT OVERWRITE`` of a
+    partitioned table under ``dynamic`` replaces only the partitions the rows go to."""
     mode = "overwrite" if stmt.overwrite or stmt.replace_where is not None else "append"
     if isinstance(data, pa.Table):
-        options = resolve_write_options(None, None, stmt.replace_where)
+        options = resolve_write_options(None, None, stmt.replace_where, conf=session_conf(spark))
         version = write_arrow(data, root, mode, None, None, options)
         after_commit(no_conf, root, version)
         return version

@@ -125,6 +125,7 @@ def write(
     replaceWhere: str | None = None,
     txnAppId: str | None = None,
     txnVersion: int | str | None = None,
+    partitionOverwriteMode: str | None = None,
 ) -> int:
     """Write ``data`` to the Delta table at ``path``; return the committed version.
 
@@ -136,7 +137,9 @@ def write(
     ``mergeSchema`` (default: Spark conf ``spark.databricks.delta.schema.autoMerge.enabled``),
     ``overwriteSchema`` and ``replaceWhere`` act as the DataFrameWriter options of Delta, as do
     ``txnAppId`` / ``txnVersion`` (an idempotent write: a repeat commits nothing and returns the
-    current version; see ``dvengine.commands.app_txn``).
+    current version; see ``dvengine.commands.app_txn``). ``partitionOverwriteMode="dynamic"`` (default:
+    the session conf ``spark.sql.sources.partitionOverwriteMode``) makes an overwrite of a
+    partitioned table replace only the partitions the data writes into.
     """
     mode = normalize_write_mode(mode)
     if isinstance(partitionBy, str):
@@ -148,7 +151,7 @@ def write(
     session = spark if spark is not None else _session_for(data)
     options = resolve_write_options(
         mergeSchema, overwriteSchema, replaceWhere, conf=session_conf(session),
-        txnAppId=txnAppId, txnVersion=txnVersion,
+        txnAppId=txnAppId, txnVersion=txnVersion, partitionOverwriteMode=partitionOverwriteMode,
     )
     df = session.createDataFrame(data) if isinstance(data, pa.Table) else data
     data_schema = dataframe_schema(df)
