@@ -29,6 +29,8 @@ def write(
     storage_options: Mapping[str, str] | None = None,
     txnAppId: str | None = None,
     txnVersion: int | str | None = None,
+    userMetadata: str | None = None,
+    dataChange: bool | str | None = None,
 ) -> int:
     """Create, append to or overwrite a table; returns the committed version.
 
@@ -49,6 +51,15 @@ def write(
     ``txnAppId`` / ``txnVersion`` (both or neither) make the write idempotent, as Delta's options:
     the commit records them in a ``txn`` action, and a write whose version is <= the one recorded
     for its appId commits nothing and returns the table's current version.
+    ``userMetadata``: text logged as the commit's ``commitInfo.userMetadata`` (DESCRIBE HISTORY's
+    ``userMetadata`` column); without it the conf ``spark.databricks.delta.commitInfo.userMetadata``
+    (env ``SPARK_DATABRICKS_DELTA_COMMITINFO_USERMETADATA`` without Spark) is logged, as Delta does for
+    every commit. ``dataChange=False`` (or "false"): the write only rearranges rows already in the
+    table (e.g. rewriting a partition with ``replaceWhere`` into fewer files): every add and remove
+    logs ``dataChange=false``, so streaming and change data feed readers see no change. As in
+    Delta it is refused (``DataChangeFalseError``) for a write that creates the table or changes
+    its schema or partitioning, and for a ``replaceWhere`` on data columns; a value other than
+    true/false raises ``InvalidArgumentError``. See spec_notes/sql-and-delta-format.md.
     """
     from dvengine.commands.options import no_conf, session_conf
     from dvengine.commands.write_options import resolve_write_options
@@ -60,7 +71,10 @@ def write(
     root = normalize_table_path(path, storage_options)
     if arrow is not None and (spark is None or is_object_uri(root)):
         parts = [partitionBy] if isinstance(partitionBy, str) else partitionBy
-        options = resolve_write_options(mergeSchema, overwriteSchema, replaceWhere, txnAppId=txnAppId, txnVersion=txnVersion)
+        options = resolve_write_options(
+            mergeSchema, overwriteSchema, replaceWhere, txnAppId=txnAppId, txnVersion=txnVersion,
+            userMetadata=userMetadata, dataChange=dataChange,
+        )
         version = write_arrow(arrow, root, mode, parts, configuration, options)
         after_commit(no_conf, root, version)
         return version
@@ -69,7 +83,7 @@ def write(
     version = write_table(
         data, path, mode=mode, partitionBy=partitionBy, configuration=configuration, spark=spark,
         mergeSchema=mergeSchema, overwriteSchema=overwriteSchema, replaceWhere=replaceWhere,
-        txnAppId=txnAppId, txnVersion=txnVersion,
+        txnAppId=txnAppId, txnVersion=txnVersion, userMetadata=userMetadata, dataChange=dataChange,
     )
     session = spark
     after_commit(session_conf(session), normalize_table_path(path), version)

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from dvengine.commands.write_options import parse_data_change
 from dvengine.errors import InvalidArgumentError, UnsupportedFeatureError
 from dvengine.protocol.config_keys import delta_properties
 
@@ -22,8 +23,6 @@ from dvengine.protocol.config_keys import delta_properties
 # Change data feed reads (readChangeFeed, startingVersion, ...) go to ``dvengine.changes``.
 _UNSUPPORTED_WRITE = (
     "partitionoverwritemode",
-    "usermetadata",
-    "datachange",
 )
 # Spark's SaveMode names (DataFrameWriter.mode) -> dvengine's write modes; "ignore" is handled here.
 SAVE_MODES = {"append": "append", "overwrite": "overwrite", "errorifexists": "error", "error": "error",
@@ -88,6 +87,8 @@ class WriteRequest:
     txn_version: str | None = None
     # ``delta.*`` options: the table properties of a table this write creates (ignored when it exists)
     configuration: dict[str, str] | None = None
+    user_metadata: str | None = None  # userMetadata: commitInfo.userMetadata (over the session conf)
+    data_change: bool = True  # dataChange=false: Delta's rearrangeOnly write
 
 
 def parse_write_options(
@@ -97,8 +98,6 @@ def parse_write_options(
     opts = _lower(options)
     for key in _UNSUPPORTED_WRITE:
         if key in opts:
-            if key == "datachange" and _is_true(key, opts[key]):
-                continue
             raise UnsupportedFeatureError(f"write option {key!r}={opts[key]!r} is not supported by format('delta') here")
     mode = SAVE_MODES.get(save_mode.strip().lower())
     if mode is None:
@@ -111,5 +110,5 @@ def parse_write_options(
     parts = tuple(partition_by) if partition_by is not None else None
     return WriteRequest(
         where, mode, parts, merge, overwrite, opts.get("replacewhere"), opts.get("txnappid"), opts.get("txnversion"),
-        delta_properties(options) or None,
+        delta_properties(options) or None, opts.get("usermetadata"), parse_data_change(opts.get("datachange")),
     )

@@ -36,7 +36,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from dvengine.commands.options import conf_number, no_conf
+from dvengine.commands.options import ConfLookup, conf_number, no_conf
 from dvengine.commit.commit_info import ParameterValue, delta_json
 from dvengine.commit.transaction import Transaction
 from dvengine.errors import InvalidArgumentError, OperationNotAllowedError, ProtocolError, UnsupportedFeatureError
@@ -333,9 +333,11 @@ def clustering_parameters(columns: Sequence[str], auto: bool = False) -> dict[st
     return optimize_parameters(delta_json([]), cluster_by=columns, auto=auto)
 
 
-def run_clustering(plan: OptimizePlan, columns: Sequence[str], rewrite_bin: BinRewriter) -> tuple[dict[str, Any], int | None]:
+def run_clustering(
+    plan: OptimizePlan, columns: Sequence[str], rewrite_bin: BinRewriter, conf: ConfLookup | None = None
+) -> tuple[dict[str, Any], int | None]:
     """Rewrite each bin along the curve as a new ZCube and commit once (see :func:`run_optimize`)."""
-    return run_optimize(plan, rewrite_bin, parameters=clustering_parameters(columns))
+    return run_optimize(plan, rewrite_bin, parameters=clustering_parameters(columns), conf=conf)
 
 
 __all__ = [

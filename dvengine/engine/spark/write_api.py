@@ -125,6 +125,8 @@ def write(
     replaceWhere: str | None = None,
     txnAppId: str | None = None,
     txnVersion: int | str | None = None,
+    userMetadata: str | None = None,
+    dataChange: bool | str | None = None,
 ) -> int:
     """Write ``data`` to the Delta table at ``path``; return the committed version.
 
@@ -136,7 +138,9 @@ def write(
     ``mergeSchema`` (default: Spark conf ``spark.databricks.delta.schema.autoMerge.enabled``),
     ``overwriteSchema`` and ``replaceWhere`` act as the DataFrameWriter options of Delta, as do
     ``txnAppId`` / ``txnVersion`` (an idempotent write: a repeat commits nothing and returns the
-    current version; see ``dvengine.commands.app_txn``).
+    current version; see ``dvengine.commands.app_txn``), ``userMetadata`` (the commit's
+    ``commitInfo.userMetadata``, over the session conf) and ``dataChange`` (false: a rearrange-only
+    write, see ``dvengine.commands.write.plan_write``).
     """
     mode = normalize_write_mode(mode)
     if isinstance(partitionBy, str):
@@ -148,7 +152,7 @@ def write(
     session = spark if spark is not None else _session_for(data)
     options = resolve_write_options(
         mergeSchema, overwriteSchema, replaceWhere, conf=session_conf(session),
-        txnAppId=txnAppId, txnVersion=txnVersion,
+        txnAppId=txnAppId, txnVersion=txnVersion, userMetadata=userMetadata, dataChange=dataChange,
     )
     df = session.createDataFrame(data) if isinstance(data, pa.Table) else data
     data_schema = dataframe_schema(df)
