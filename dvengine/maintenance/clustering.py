@@ -238,7 +238,7 @@ def alter_clustering(table_root: str, columns: Sequence[Sequence[str]], conf: Co
         "oldClusteringColumns": ",".join(quote_if_needed(c) for c in clustering_columns(snapshot)),
         "newClusteringColumns": ",".join(_reference(parts) for parts in columns),
     }
-    txn = Transaction(snapshot.table_root, snapshot, OPERATION_CLUSTER_BY, parameters)
+    txn = Transaction(snapshot.table_root, snapshot, OPERATION_CLUSTER_BY, parameters, conf=conf)
     if not is_clustered(snapshot):
         # Delta sets delta.feature.clustering=supported, which becomes the protocol and is dropped
         # from the configuration: an unchanged metaData action plus the upgraded protocol.
