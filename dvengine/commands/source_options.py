@@ -110,5 +110,6 @@ def parse_write_options(
     parts = tuple(partition_by) if partition_by is not None else None
     return WriteRequest(
         where, mode, parts, merge, overwrite, opts.get("replacewhere"), opts.get("txnappid"), opts.get("txnversion"),
-        delta_properties(options) or None, opts.get("usermetadata"), parse_data_change(opts.get("datachange")),
+        delta_properties(options) or None,
+        user_metadata=opts.get("usermetadata"), data_change=parse_data_change(opts.get("datachange")),
     )
