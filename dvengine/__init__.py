@@ -30,6 +30,8 @@ def write(
     txnAppId: str | None = None,
     txnVersion: int | str | None = None,
     partitionOverwriteMode: str | None = None,
+    userMetadata: str | None = None,
+    dataChange: bool | str | None = None,
 ) -> int:
     """Create, append to or overwrite a table; returns the committed version.
 
@@ -57,6 +59,15 @@ def write(
     every other partition is untouched, and empty data replaces nothing. An unpartitioned table is
     overwritten whole. Refused with ``replaceWhere`` or ``overwriteSchema`` (InvalidArgumentError,
     Delta's error classes); spec_notes/schema-evolution.md.
+    ``userMetadata``: text logged as the commit's ``commitInfo.userMetadata`` (DESCRIBE HISTORY's
+    ``userMetadata`` column); without it the conf ``spark.databricks.delta.commitInfo.userMetadata``
+    (env ``SPARK_DATABRICKS_DELTA_COMMITINFO_USERMETADATA`` without Spark) is logged, as Delta does for
+    every commit. ``dataChange=False`` (or "false"): the write only rearranges rows already in the
+    table (e.g. rewriting a partition with ``replaceWhere`` into fewer files): every add and remove
+    logs ``dataChange=false``, so streaming and change data feed readers see no change. As in
+    Delta it is refused (``DataChangeFalseError``) for a write that creates the table or changes
+    its schema or partitioning, and for a ``replaceWhere`` on data columns; a value other than
+    true/false raises ``InvalidArgumentError``. See spec_notes/sql-and-delta-format.md.
     """
     from dvengine.commands.options import no_conf, session_conf
     from dvengine.commands.write_options import resolve_write_options
@@ -71,6 +82,7 @@ def write(
         options = resolve_write_options(
             mergeSchema, overwriteSchema, replaceWhere, txnAppId=txnAppId, txnVersion=txnVersion,
             partitionOverwriteMode=partitionOverwriteMode,
+            userMetadata=userMetadata, dataChange=dataChange,
         )
         version = write_arrow(arrow, root, mode, parts, configuration, options)
         after_commit(no_conf, root, version)
@@ -81,6 +93,7 @@ def write(
         data, path, mode=mode, partitionBy=partitionBy, configuration=configuration, spark=spark,
         mergeSchema=mergeSchema, overwriteSchema=overwriteSchema, replaceWhere=replaceWhere,
         txnAppId=txnAppId, txnVersion=txnVersion, partitionOverwriteMode=partitionOverwriteMode,
+        userMetadata=userMetadata, dataChange=dataChange,
     )
     session = spark
     after_commit(session_conf(session), normalize_table_path(path), version)

@@ -144,6 +144,22 @@ class NestedNotNullConstraintError(SchemaError, AnalysisError):
     delta_error_class = "DELTA_NESTED_NOT_NULL_CONSTRAINT"
 
 
+class DataChangeFalseError(AnalysisError):
+    """A write with the ``dataChange=false`` option (Delta's ``rearrangeOnly``) would change more than
+    the arrangement of rows already in the table: create the table, change its schema or
+    partitioning. Delta's DELTA_DATA_CHANGE_FALSE (an AnalysisException); nothing is written."""
+
+    delta_error_class = "DELTA_DATA_CHANGE_FALSE"
+
+
+class ReplaceWhereDataChangeFalseError(DataChangeFalseError):
+    """``replaceWhere`` with a condition on data (non-partition) columns and ``dataChange=false``:
+    such a replace deletes rows inside files, which is a data change. Delta's
+    DELTA_REPLACE_WHERE_WITH_FILTER_DATA_CHANGE_UNSET; nothing is written."""
+
+    delta_error_class = "DELTA_REPLACE_WHERE_WITH_FILTER_DATA_CHANGE_UNSET"
+
+
 class SchemaViolationError(SchemaError):
     """A write would store a value the schema forbids (null in NOT NULL, uncastable type)."""
 

@@ -171,7 +171,7 @@ def test_read_change_feed_option_reads_the_change_data_feed(spark: Any, tmp_path
     [
         (lambda w: w.partitionBy("name"), SchemaMismatchError),  # differs from the table's partitioning
         (lambda w: w.option("replaceWhere", "part = 'p0'"), SchemaViolationError),  # written rows outside it
-        (lambda w: w.option("userMetadata", "x"), UnsupportedFeatureError),
+        (lambda w: w.option("dataChange", "maybe"), InvalidArgumentError),  # Delta's DELTA_ILLEGAL_OPTION
         (lambda w: w.option("mergeSchema", "maybe"), InvalidArgumentError),
         (lambda w: w.bucketBy(2, "id"), UnsupportedFeatureError),
     ],

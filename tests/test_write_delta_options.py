@@ -16,7 +16,7 @@ import pytest
 from interop import rows_delta_rs
 
 from dvengine.commands.source_options import parse_write_options
-from dvengine.errors import InvalidArgumentError
+from dvengine.errors import InvalidArgumentError, UnsupportedFeatureError
 from dvengine.storage.catalog import WAREHOUSE_OVERRIDE_CONF
 
 
@@ -35,6 +35,14 @@ def test_delta_options_are_table_properties_spelled_as_delta_spells_them() -> No
     assert request.configuration == {"delta.columnMapping.mode": "name", "delta.appendOnly": "true",
                                      "delta.feature.allowcolumndefaults": "supported", "delta.myOwn.Key": "x"}
     assert parse_write_options({"mergeSchema": "true"}, "/t", "append", None).configuration is None
+
+
+@pytest.mark.parametrize("option", ["replaceOn", "REPLACEUSING"])
+def test_delta_4_replace_on_and_using_are_refused_not_ignored(option: str) -> None:
+    """Delta 4's ``replaceOn`` / ``replaceUsing`` (DeltaOptions) replace the rows they match; ignored,
+    the overwrite would replace the whole table, so they are refused naming the option."""
+    with pytest.raises(UnsupportedFeatureError, match=option.lower()):
+        parse_write_options({option: "id", "path": "/t"}, None, "overwrite", None)
 
 
 def test_a_creating_save_takes_delta_options_as_properties(spark: Any, tmp_path: Path) -> None:

@@ -102,7 +102,7 @@ def delete(session: EngineSession, table_root: str, condition: object, mode: str
     def run(snapshot: Snapshot, attempt: PlanAttempt) -> dict[str, Any]:
         read.append(snapshot)
         predicate = _bind_condition(session, condition, snapshot.schema)
-        ctx = open_dml(snapshot, "DELETE", options, predicate, attempt=attempt)
+        ctx = open_dml(snapshot, "DELETE", options, predicate, attempt=attempt, conf=choice.conf)
         if ctx.repeat:
             return ctx.skip_repeat(delete_metrics(ctx, "none"))
         executor = choice.select(snapshot.schema, predicate, [], candidate_bytes(ctx), "DELETE")
@@ -141,7 +141,7 @@ def update(
         texts = {name: session.value_sql(value, schema, name) for name, value in assignments.items()}
         check_identity_update(schema, [k for k in texts if isinstance(k, str)], "UPDATE")
         bound = bind_assignments(schema, with_generated_assignments(schema, texts))  # generated columns follow their inputs
-        ctx = open_dml(snapshot, "UPDATE", options, predicate, attempt=attempt)
+        ctx = open_dml(snapshot, "UPDATE", options, predicate, attempt=attempt, conf=choice.conf)
         if ctx.repeat:
             return ctx.skip_repeat(update_metrics(ctx, "none"))
         values = [(name, schema.get(name).type, value) for name, value in bound.items()]

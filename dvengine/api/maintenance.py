@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dvengine.commands.options import session_conf
+from dvengine.commands.options import ConfLookup, session_conf
 from dvengine.log import Snapshot
 
 
@@ -44,27 +44,27 @@ def clone_table(source: Snapshot, target: Any, is_shallow: Any, replace: Any, pr
     return normalize_table_path(target)
 
 
-def upgrade_table_protocol(table_root: str, reader_version: Any, writer_version: Any) -> None:
+def upgrade_table_protocol(table_root: str, reader_version: Any, writer_version: Any, conf: ConfLookup | None = None) -> None:
     from dvengine.maintenance.protocol_change import upgrade_protocol
 
     if not isinstance(reader_version, int) or isinstance(reader_version, bool):
         raise ValueError(f"The readerVersion needs to be an integer but got '{type(reader_version)}'.")
     if not isinstance(writer_version, int) or isinstance(writer_version, bool):
         raise ValueError(f"The writerVersion needs to be an integer but got '{type(writer_version)}'.")
-    upgrade_protocol(table_root, reader_version, writer_version)
+    upgrade_protocol(table_root, reader_version, writer_version, conf)
 
 
-def add_feature_support(table_root: str, feature_name: Any) -> None:
+def add_feature_support(table_root: str, feature_name: Any, conf: ConfLookup | None = None) -> None:
     from dvengine.maintenance.protocol_change import add_feature
 
-    add_feature(table_root, check_str(feature_name, "featureName"))
+    add_feature(table_root, check_str(feature_name, "featureName"), conf)
 
 
-def drop_feature_support(table_root: str, feature_name: Any, truncate_history: Any) -> None:
+def drop_feature_support(table_root: str, feature_name: Any, truncate_history: Any, conf: ConfLookup | None = None) -> None:
     from dvengine.engine.local.optimize import rewrite_files
     from dvengine.maintenance.protocol_change import drop_feature
 
     name = check_str(feature_name, "featureName")
     if truncate_history is not None:
         check_bool(truncate_history, "truncateHistory")
-    drop_feature(table_root, name, truncate_history, rewrite_files)
+    drop_feature(table_root, name, truncate_history, rewrite_files, conf)

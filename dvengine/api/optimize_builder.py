@@ -69,7 +69,7 @@ class DeltaOptimizeBuilder:
         if columns:  # a clustered table is clustered by OPTIMIZE, as in Delta
             return self._result(self._cluster(snapshot, columns, settings))
         plan = plan_optimize(snapshot, self._condition(), settings)
-        metrics, _version = run_optimize(plan, rewrite_files)
+        metrics, _version = run_optimize(plan, rewrite_files, conf=self._conf())
         return self._result(metrics)
 
     def _cluster(self, snapshot: Snapshot, columns: list[str], settings: OptimizeSettings) -> dict[str, Any]:
@@ -81,7 +81,7 @@ class DeltaOptimizeBuilder:
         min_cube, bin_size = clustering.cube_sizes(conf)
         plan = clustering.plan_clustering(snapshot, columns, min_cube, bin_size)
         rewriter = clustering_rewriter(columns, conf, settings.max_file_size)
-        metrics, _version = clustering.run_clustering(plan, columns, rewriter)
+        metrics, _version = clustering.run_clustering(plan, columns, rewriter, conf)
         return metrics
 
     def executeZOrderBy(self, *cols: str | list[str] | tuple[str, ...]) -> Any:
@@ -107,5 +107,5 @@ class DeltaOptimizeBuilder:
         rewriter = curve_rewriter(
             columns, ZORDER, zorder.num_ranges(conf), lambda files: zorder.target_file_count(files, settings.max_file_size)
         )
-        metrics, _version = zorder.run_zorder(plan, columns, rewriter)
+        metrics, _version = zorder.run_zorder(plan, columns, rewriter, conf)
         return self._result(metrics)

@@ -465,22 +465,22 @@ class DeltaTable:
         """Convert ``parquet.`/path``` in place; ``partitionSchema``: DDL string or StructType."""
         from dvengine.maintenance.convert import convert_to_delta
 
-        return cls(sparkSession, convert_to_delta(identifier, partitionSchema))
+        return cls(sparkSession, convert_to_delta(identifier, partitionSchema, session_conf(sparkSession)))
 
     def upgradeTableProtocol(self, readerVersion: int, writerVersion: int) -> None:
         from dvengine.api.maintenance import upgrade_table_protocol
 
-        upgrade_table_protocol(self._path, readerVersion, writerVersion)
+        upgrade_table_protocol(self._path, readerVersion, writerVersion, session_conf(self._spark))
 
     def addFeatureSupport(self, featureName: str) -> None:
         from dvengine.api.maintenance import add_feature_support
 
-        add_feature_support(self._path, featureName)
+        add_feature_support(self._path, featureName, session_conf(self._spark))
 
     def dropFeatureSupport(self, featureName: str, truncateHistory: bool | None = None) -> None:
         from dvengine.api.maintenance import drop_feature_support
 
-        drop_feature_support(self._path, featureName, truncateHistory)
+        drop_feature_support(self._path, featureName, truncateHistory, session_conf(self._spark))
 
     def generate(self, mode: str) -> None:
         """GENERATE symlink_format_manifest (refused on versions with DVs, as in Delta)."""

@@ -15,14 +15,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from dvengine.commands.write_options import parse_data_change
 from dvengine.errors import InvalidArgumentError, UnsupportedFeatureError
 from dvengine.protocol.config_keys import delta_properties
 
 # Delta options with a meaning dvengine does not implement (lower case: Spark's map is case-insensitive).
 # Change data feed reads (readChangeFeed, startingVersion, ...) go to ``dvengine.changes``.
 _UNSUPPORTED_WRITE = (
-    "usermetadata",
-    "datachange",
+    "replaceon",  # Delta 4's INSERT REPLACE ON / USING: ignoring them would overwrite the whole table
+    "replaceusing",
 )
 # Spark's SaveMode names (DataFrameWriter.mode) -> dvengine's write modes; "ignore" is handled here.
 SAVE_MODES = {"append": "append", "overwrite": "overwrite", "errorifexists": "error", "error": "error",
@@ -89,6 +90,8 @@ class WriteRequest:
     configuration: dict[str, str] | None = None
     # partitionOverwriteMode as given (checked where Delta checks it: dvengine.commands.partition_overwrite)
     partition_overwrite_mode: str | None = None
+    user_metadata: str | None = None  # userMetadata: commitInfo.userMetadata (over the session conf)
+    data_change: bool = True  # dataChange=false: Delta's rearrangeOnly write
 
 
 def parse_write_options(
@@ -98,8 +101,6 @@ def parse_write_options(
     opts = _lower(options)
     for key in _UNSUPPORTED_WRITE:
         if key in opts:
-            if key == "datachange" and _is_true(key, opts[key]):
-                continue
             raise UnsupportedFeatureError(f"write option {key!r}={opts[key]!r} is not supported by format('delta') here")
     mode = SAVE_MODES.get(save_mode.strip().lower())
     if mode is None:
@@ -114,4 +115,5 @@ def parse_write_options(
         where, mode, parts, merge, overwrite, opts.get("replacewhere"), opts.get("txnappid"), opts.get("txnversion"),
         delta_properties(options) or None,
         partition_overwrite_mode=opts.get("partitionoverwritemode"),
+        user_metadata=opts.get("usermetadata"), data_change=parse_data_change(opts.get("datachange")),
     )

@@ -22,8 +22,15 @@ from dvengine.commands.write_schema import evolve_table_schema
 from dvengine.commands.written import WrittenFiles, commit_or_clean_up
 from dvengine.commit.commit_info import ParameterValue, delta_json
 from dvengine.commit.transaction import Transaction
-from dvengine.errors import InvalidArgumentError, TableAlreadyExistsError
-from dvengine.expressions import parse_predicate
+from dvengine.errors import (
+    DataChangeFalseError,
+    InvalidArgumentError,
+    ReplaceWhereDataChangeFalseError,
+    TableAlreadyExistsError,
+)
+from dvengine.expressions import BoundPredicate, parse_predicate
+from dvengine.expressions.refs import bound_refs
+from dvengine.expressions.trees import conjuncts
 from dvengine.log import Snapshot, load_snapshot, table_exists
 from dvengine.protocol.actions import AddFile, Metadata
 from dvengine.protocol.feature_properties import split_feature_properties, with_features
@@ -108,6 +115,32 @@ def write_parameters(mode: str, partition_by: Sequence[str], opts: SchemaWriteOp
     return params
 
 
+def data_change_false(operation: str) -> DataChangeFalseError:
+    """Delta's DELTA_DATA_CHANGE_FALSE for ``operation`` (its ``unexpectedDataChangeException`` texts)."""
+    return DataChangeFalseError(
+        f"Cannot change table metadata because the 'dataChange' option is set to false. Attempted operation: "
+        f"'{operation}'. (DELTA_DATA_CHANGE_FALSE); nothing was written"
+    )
+
+
+def check_rearrange_replace_where(predicate: BoundPredicate, partition_columns: Sequence[str]) -> None:
+    """``replaceWhere`` under ``dataChange=false`` may only name partition columns, as Delta's
+    ``getReplaceWhereExprsAndDataFilterPresenceInExprs`` requires (its AND-ed parts are split into
+    partition and data filters; any data filter raises DELTA_REPLACE_WHERE_WITH_FILTER_DATA_CHANGE_UNSET).
+    A partition-only condition removes whole files, with no row-level change to log."""
+    parts = {c.lower() for c in partition_columns}
+    data_filters = [
+        str(part.sql(dialect="spark", comments=False))
+        for part in conjuncts(predicate.tree)
+        if any(ref.qualifier is not None or ref.top.lower() not in parts for ref in bound_refs(part))
+    ]
+    if data_filters:
+        raise ReplaceWhereDataChangeFalseError(
+            "'replaceWhere' cannot be used with data filters when 'dataChange' is set to false. Filters: "
+            f"{','.join(data_filters)} (DELTA_REPLACE_WHERE_WITH_FILTER_DATA_CHANGE_UNSET); nothing was written"
+        )
+
+
 def normalize_write_mode(mode: object) -> str:
     if not isinstance(mode, str) or mode.lower() not in WRITE_MODES:
         raise InvalidArgumentError(f"mode must be one of 'error', 'append', 'overwrite', got {mode!r}")
@@ -128,7 +161,11 @@ def plan_write(
     (``overwriteSchema`` only on an overwrite without ``replaceWhere``; ``replaceWhere`` only on
     an overwrite of an existing table); ``partitionOverwriteMode`` (or the session conf) is
     resolved against the partitioning the write commits, as Delta does after its metadata update,
-    so its refusals come before any file is written (``dvengine.commands.partition_overwrite``).
+    so its refusals come before any file is written (``dvengine.commands.partition_overwrite``);
+    ``userMetadata`` for the commitInfo; ``dataChange=false``
+    as Delta's ``WriteIntoDelta`` with ``rearrangeOnly``: refused when the write would create the
+    table or change its schema or partitioning (DELTA_DATA_CHANGE_FALSE) or when ``replaceWhere``
+    names a data column; otherwise every add and remove of the commit logs ``dataChange=false``.
     """
     mode = normalize_write_mode(mode)
     opts = options or SchemaWriteOptions()
@@ -145,6 +182,8 @@ def plan_write(
         if mode == "error":
             raise TableAlreadyExistsError(f"a Delta table already exists at {table_root}; use mode='append' or 'overwrite'")
     if snapshot is None:
+        if not opts.data_change:
+            raise data_change_false("Create a Delta table")
         # ``delta.feature.<name>`` asks for the feature in the protocol and is not kept, as at CREATE TABLE
         features, given = split_feature_properties(dict(configuration or {}))
         config = {**DEFAULT_NEW_TABLE_CONFIGURATION, **given}
@@ -165,6 +204,7 @@ def plan_write(
         protocol = with_features(new_table_protocol(table_schema, config), features)
         check_writable(protocol, metadata)
         txn = Transaction(table_root, None, "WRITE", write_parameters(mode, partition_by or (), opts), conf=opts.conf)
+        txn.set_user_metadata(opts.user_metadata)
         txn.update_protocol(protocol)
         txn.update_metadata(metadata)
         if app is not None:
@@ -182,15 +222,27 @@ def plan_write(
     replace_where = opts.replace_where if mode == "overwrite" else None
     overwrite_schema = opts.overwrite_schema and mode == "overwrite" and replace_where is None
     evolved = evolve_table_schema(snapshot, data_schema, partition_by, opts.merge_schema, overwrite_schema)
+    if evolved.changed and not opts.data_change:
+        raise data_change_false(
+            "Overwrite the Delta table schema or change the partition schema" if overwrite_schema else "Change the Delta table schema"
+        )
     dynamic = _dynamic(mode, evolved.metadata.partition_columns, opts)
     params = write_parameters(mode, partition_by or (), opts)
     replace: DmlContext | None = None
     if replace_where is not None:
         predicate = parse_predicate(replace_where, evolved.schema)
-        replace = open_dml(evolved.snapshot, "WRITE", resolve_options(opts.conf, None), predicate, params, conf=opts.conf)
+        if not opts.data_change:
+            check_rearrange_replace_where(predicate, evolved.metadata.partition_columns)
+        replace = open_dml(
+            evolved.snapshot, "WRITE", resolve_options(opts.conf, None), predicate, params,
+            row_level=opts.data_change, conf=opts.conf,  # a rebase would re-add files as data changes
+        )
         txn = replace.transaction
     else:
         txn = Transaction(table_root, snapshot, "WRITE", params, conf=opts.conf)
+    txn.set_user_metadata(opts.user_metadata)
+    if not opts.data_change:
+        txn.rearrange_only()
     if evolved.changed:
         if evolved.protocol is not None:
             txn.update_protocol(evolved.protocol)

@@ -6,6 +6,9 @@ a ``format("delta")`` data source, where every option is a string; both spelling
 ``spark.databricks.delta.schema.autoMerge.enabled`` turns schema merging on for appends and
 MERGE when the option is not given (session-less: the ``SPARK_DATABRICKS_DELTA_SCHEMA_AUTOMERGE_ENABLED``
 environment variable, see :mod:`dvengine.commands.options`).
+``userMetadata`` (any string, logged as ``commitInfo.userMetadata``; it wins over the session conf
+``spark.databricks.delta.commitInfo.userMetadata``) and ``dataChange`` (``false``: the write only
+rearranges rows already in the table, Delta's ``rearrangeOnly``) are Delta's options of the same names.
 """
 
 from __future__ import annotations
@@ -29,6 +32,26 @@ def parse_bool_option(name: str, value: object) -> bool | None:
     raise InvalidArgumentError(f"option {name} must be true or false, got {value!r}")
 
 
+def parse_data_change(value: object) -> bool:
+    """The ``dataChange`` option (True when not given), refused as Delta's ``DeltaOptions.toBoolean``
+    refuses it: DELTA_ILLEGAL_OPTION, "Invalid value '<input>' for option 'dataChange', must be
+    'true' or 'false'" (an IllegalArgumentException there, InvalidArgumentError / ValueError here)."""
+    if value is None or isinstance(value, bool):
+        return value is None or value
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    raise InvalidArgumentError(
+        f"Invalid value {str(value)!r} for option 'dataChange', must be 'true' or 'false' (DELTA_ILLEGAL_OPTION)"
+    )
+
+
+def parse_user_metadata(value: object) -> str | None:
+    """The ``userMetadata`` option: any string (empty too, as Delta logs it), None when not given."""
+    if value is None or isinstance(value, str):
+        return value
+    raise InvalidArgumentError(f"option userMetadata must be a string, got {type(value).__name__}: {value!r}")
+
+
 def auto_merge_enabled(conf: ConfLookup | None = None) -> bool:
     """Whether ``spark.databricks.delta.schema.autoMerge.enabled`` is on (the default is off)."""
     raw = (conf or no_conf)(CONF_AUTO_MERGE)
@@ -47,6 +70,8 @@ class SchemaWriteOptions:
     # the partitionOverwriteMode option as given (None: the session conf decides); checked by
     # plan_write only where Delta checks it (dvengine.commands.partition_overwrite)
     partition_overwrite_mode: str | None = None
+    user_metadata: str | None = None  # userMetadata: commitInfo.userMetadata (None: the session conf's)
+    data_change: bool = True  # dataChange=false: every add and remove of the write logs dataChange=false
 
 
 def resolve_write_options(
@@ -57,11 +82,15 @@ def resolve_write_options(
     txnAppId: object = None,
     txnVersion: object = None,
     partitionOverwriteMode: object = None,
+    userMetadata: object = None,
+    dataChange: object = None,
 ) -> SchemaWriteOptions:
     """Options from the call, ``mergeSchema`` defaulting to the auto-merge conf key.
 
     ``conf`` is also where ``spark.sql.sources.partitionOverwriteMode`` is read when the
     ``partitionOverwriteMode`` option is not given."""
+    user_metadata = parse_user_metadata(userMetadata)
+    data_change = parse_data_change(dataChange)
     merge = parse_bool_option("mergeSchema", mergeSchema)
     overwrite = parse_bool_option("overwriteSchema", overwriteSchema)
     if replaceWhere is not None and (not isinstance(replaceWhere, str) or not replaceWhere.strip()):
@@ -73,6 +102,8 @@ def resolve_write_options(
         conf=conf or no_conf,
         app_transaction=_app_transaction(txnAppId, txnVersion, conf or no_conf),
         partition_overwrite_mode=check_option_type(partitionOverwriteMode),
+        user_metadata=user_metadata,
+        data_change=data_change,
     )
 
 

@@ -12,7 +12,10 @@ of Delta's types (:data:`ParameterValue`), lists and maps encoded by :func:`delt
 :func:`build_commit_info` writes them as raw JSON values. Every ``operationMetrics`` value is a
 string; an empty map is written as ``{}`` (what Delta logs for an operation without metrics, such
 as CREATE or REPLACE TABLE), None leaves the field out. ``readVersion`` is absent for the commit
-that creates the table.
+that creates the table. ``userMetadata`` (the ``userMetadata`` write option, else the session conf
+:data:`CONF_USER_METADATA`, as Delta's ``TransactionHelper.getUserMetadata``) sits between
+``operationMetrics`` and ``tags``, Jackson's field order of Delta's ``CommitInfo``, and is absent
+when neither is set.
 """
 
 from __future__ import annotations
@@ -25,6 +28,10 @@ from typing import Any, TypeAlias
 
 from dvengine.expressions import BoundPredicate
 from dvengine.protocol.actions import CommitInfo
+
+# Delta's DeltaSQLConf.DELTA_USER_METADATA: "Arbitrary user-defined metadata to include in CommitInfo"
+# of every commit of the session whose operation carries none of its own (the write option wins).
+CONF_USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
 
 # What a Delta operation parameter is once ``JsonUtils.toJson`` has run: String, Boolean, Long, None.
 ParameterValue: TypeAlias = str | bool | int | None
@@ -88,6 +95,7 @@ def build_commit_info(
     operation_metrics: Mapping[str, Any] | None,
     txn_id: str,
     tags: Mapping[str, str] | None = None,
+    user_metadata: str | None = None,
 ) -> CommitInfo:
     values: dict[str, Any] = {
         "timestamp": timestamp_ms,
@@ -102,6 +110,8 @@ def build_commit_info(
     # gives every commit Some(metrics) while spark.databricks.delta.history.metricsEnabled is on (the
     # default), so its metadata-only commits (SET TBLPROPERTIES, column changes, ...) log {} too.
     values["operationMetrics"] = {k: encode_metric(v) for k, v in (operation_metrics or {}).items()}
+    if user_metadata is not None:
+        values["userMetadata"] = user_metadata  # Delta's field order: after operationMetrics, before tags
     if tags:
         values["tags"] = dict(tags)  # Delta's field order: after userMetadata, before engineInfo
     values["engineInfo"] = engine_info()

@@ -38,7 +38,7 @@ from typing import Any
 from pyroaring import BitMap64
 
 from dvengine.commit import in_commit_timestamps, row_tracking_conflicts
-from dvengine.commit.commit_info import ParameterValue, build_commit_info, checked_parameters
+from dvengine.commit.commit_info import CONF_USER_METADATA, ParameterValue, build_commit_info, checked_parameters
 from dvengine.commit.commit_lock import commit_turn, turn_taken
 from dvengine.commit.conf import ConfLookup, conf_bool, env_key, no_conf
 from dvengine.commit.conflicts import (
@@ -240,6 +240,12 @@ class Transaction:
         # Every winner's commit the catch-up read, in order: they move this process's cached
         # snapshot forward after the commit (loader.advance_by_commit), so no load parses them again.
         self._winners_read: list[tuple[int, list[Action]]] = []
+        # commitInfo.userMetadata: the operation's own (the userMetadata write option), else the
+        # session conf read once by commit() (Delta's getUserMetadata); see set_user_metadata.
+        self._user_metadata: str | None = None
+        self._commit_user_metadata: str | None = None
+        # Delta's rearrangeOnly (the dataChange=false write option): see rearrange_only().
+        self._rearrange_only = False
 
     # --- building ---------------------------------------------------------------------------
 
@@ -278,9 +284,11 @@ class Transaction:
         Only for commands whose outcome depends on no row of a touched file except the rows they
         retire and the rows they report through :meth:`record_kept_rows` (DELETE, UPDATE, a MERGE
         whose runner reports its kept rows, or one whose every matched row is retired); the caller
-        vouches for that.
+        vouches for that. Not with :meth:`rearrange_only`: a rebase re-adds files as data changes.
         """
         self._check_open()
+        if self._rearrange_only:
+            raise InvalidArgumentError("row-level conflict resolution cannot be enabled on a rearrange-only (dataChange=false) transaction")
         self._row_level = resolution
         self._footprint.row_level = True
 
@@ -333,6 +341,8 @@ class Transaction:
     def add_actions(self, actions: Iterable[Action]) -> None:
         self._check_open()
         for action in actions:
+            if self._rearrange_only:
+                action = self._rearranged(action)
             if isinstance(action, (CommitInfo, Protocol, Metadata)):
                 raise InvalidArgumentError(
                     f"{type(action).__name__} cannot be added as a plain action: commitInfo is written by commit(); "
@@ -347,6 +357,35 @@ class Transaction:
             elif isinstance(action, DomainMetadata):
                 self._footprint.domains.add(action.domain)
             self._actions.append(action)
+
+    def set_user_metadata(self, text: str | None) -> None:
+        """The operation's own ``commitInfo.userMetadata`` (Delta's ``userMetadata`` write option);
+        None leaves it to the session conf :data:`CONF_USER_METADATA`, read at :meth:`commit`."""
+        self._check_open()
+        if text is not None and not isinstance(text, str):
+            raise InvalidArgumentError(f"option userMetadata must be a string, got {type(text).__name__}: {text!r}")
+        self._user_metadata = text
+
+    def rearrange_only(self) -> None:
+        """Commit every add and remove with ``dataChange=false``: Delta's ``rearrangeOnly`` write
+        (``WriteIntoDelta``: the data only rearranges rows already in the table, so streaming and
+        change data feed readers skip the commit). Call before adding actions; a change data file
+        is refused (Delta's DELTA_UNEXPECTED_CHANGE_FILES_FOUND), as is row-level resolution."""
+        self._check_open()
+        if self._row_level is not None:
+            raise InvalidArgumentError("a transaction with row-level conflict resolution cannot be made rearrange-only")
+        self._rearrange_only = True
+        self._actions = [self._rearranged(a) for a in self._actions]
+
+    def _rearranged(self, action: Action) -> Action:
+        if isinstance(action, AddCDCFile):
+            raise CommitError(
+                f"Change files found in a dataChange = false transaction. Files: {action.path} "
+                f"(Delta's DELTA_UNEXPECTED_CHANGE_FILES_FOUND); nothing was committed to {self.table_root}"
+            )
+        if isinstance(action, (AddFile, RemoveFile)) and action.data_change:
+            return dataclasses.replace(action, data_change=False)
+        return action
 
     def set_tag(self, key: str, value: str) -> None:
         """A ``commitInfo.tags`` entry (Delta's commit tags, e.g. ``rowTrackingEnablementOnly``)."""
@@ -376,6 +415,9 @@ class Transaction:
         if self.read_snapshot is not None and self._new_protocol is not None:
             check_writable(self.read_snapshot.protocol, self.read_snapshot.metadata)
         validate_commit(self._actions, protocol, metadata)
+        # Read once per commit, as Delta builds commitInfo once per commit (retries reuse it): one
+        # conf lookup, a py4j / Connect round trip when the command has a session (none is batched).
+        self._commit_user_metadata = self._user_metadata if self._user_metadata is not None else self.conf(CONF_USER_METADATA)
 
         version = 0 if self.read_version is None else self.read_version + 1
         store = self.store
@@ -590,13 +632,16 @@ class Transaction:
         return protocol, metadata
 
     def _is_blind_append(self) -> bool:
-        """Delta's definition: nothing read, nothing removed, only data-changing adds."""
+        """Delta's definition: nothing read, nothing removed, only adds. dvengine's own commits
+        that re-add files unread (a row id backfill, with ``dataChange=false``) are not blind
+        appends (Delta's backfill records the files it reads); a rearrange-only append is one, as
+        in Delta (``OptimisticTransaction``: ``onlyAddFiles && !dependsOnFiles``)."""
         if self._footprint.read_predicates or self._footprint.read_paths:
             return False
         adds = [a for a in self._actions if isinstance(a, AddFile)]
         if any(isinstance(a, (RemoveFile, AddCDCFile)) for a in self._actions):
             return False
-        return all(a.data_change for a in adds)
+        return self._rearrange_only or all(a.data_change for a in adds)
 
     def _serialize(self, is_blind_append: bool, operation_metrics: Mapping[str, Any] | None, version: int) -> bytes:
         timestamp, new_metadata = self._in_commit_timestamp(version)
@@ -613,6 +658,7 @@ class Transaction:
             operation_metrics=operation_metrics,
             txn_id=self.txn_id,
             tags=self._commit_tags(),
+            user_metadata=self._commit_user_metadata,
         )
         if timestamp is not None:
             info = CommitInfo({"inCommitTimestamp": timestamp, **info.values})

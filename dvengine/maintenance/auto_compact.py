@@ -296,7 +296,7 @@ def maybe_auto_compact(
     else:
         rewrite, parameters = rewrite_bin, auto_compaction_parameters(plan)
     try:
-        metrics, version = run_optimize(plan, rewrite, OPERATION, parameters)
+        metrics, version = run_optimize(plan, rewrite, OPERATION, parameters, conf)
     except CommitConflictError as exc:
         _LOG.warning(
             "auto compaction of %s after version %d lost to a concurrent writer and was dropped "

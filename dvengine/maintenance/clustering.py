@@ -36,7 +36,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from dvengine.commands.options import conf_number, no_conf
+from dvengine.commands.options import ConfLookup, conf_number, no_conf
 from dvengine.commit.commit_info import ParameterValue, delta_json
 from dvengine.commit.transaction import Transaction
 from dvengine.errors import InvalidArgumentError, OperationNotAllowedError, ProtocolError, UnsupportedFeatureError
@@ -238,7 +238,7 @@ def alter_clustering(table_root: str, columns: Sequence[Sequence[str]], conf: Co
         "oldClusteringColumns": ",".join(quote_if_needed(c) for c in clustering_columns(snapshot)),
         "newClusteringColumns": ",".join(_reference(parts) for parts in columns),
     }
-    txn = Transaction(snapshot.table_root, snapshot, OPERATION_CLUSTER_BY, parameters)
+    txn = Transaction(snapshot.table_root, snapshot, OPERATION_CLUSTER_BY, parameters, conf=conf)
     if not is_clustered(snapshot):
         # Delta sets delta.feature.clustering=supported, which becomes the protocol and is dropped
         # from the configuration: an unchanged metaData action plus the upgraded protocol.
@@ -333,9 +333,11 @@ def clustering_parameters(columns: Sequence[str], auto: bool = False) -> dict[st
     return optimize_parameters(delta_json([]), cluster_by=columns, auto=auto)
 
 
-def run_clustering(plan: OptimizePlan, columns: Sequence[str], rewrite_bin: BinRewriter) -> tuple[dict[str, Any], int | None]:
+def run_clustering(
+    plan: OptimizePlan, columns: Sequence[str], rewrite_bin: BinRewriter, conf: ConfLookup | None = None
+) -> tuple[dict[str, Any], int | None]:
     """Rewrite each bin along the curve as a new ZCube and commit once (see :func:`run_optimize`)."""
-    return run_optimize(plan, rewrite_bin, parameters=clustering_parameters(columns))
+    return run_optimize(plan, rewrite_bin, parameters=clustering_parameters(columns), conf=conf)
 
 
 __all__ = [

@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from dvengine.commit.commit_info import ParameterValue
+from dvengine.commit.conf import ConfLookup
 from dvengine.commit.transaction import Transaction
 from dvengine.errors import ConstraintError, InvalidPredicateError, NotLocallyEvaluableError
 from dvengine.expressions import to_pyarrow_expression
@@ -52,7 +53,10 @@ def count_violations_arrow(snapshot: Snapshot, constraint: CheckConstraint) -> i
     return int(rows.num_rows - filter_table(rows, condition).num_rows)
 
 
-def add_constraint(table_root: str, name: str, expression: str, count_violations: ViolationCounter | None = None) -> int:
+def add_constraint(
+    table_root: str, name: str, expression: str, count_violations: ViolationCounter | None = None,
+    conf: ConfLookup | None = None,
+) -> int:
     """Add CHECK constraint ``name`` after checking every live row; returns the committed version."""
     snapshot = load_snapshot(table_root)
     check_writable(snapshot.protocol, snapshot.metadata)
@@ -63,7 +67,7 @@ def add_constraint(table_root: str, name: str, expression: str, count_violations
             f"{bad} row(s) in {table_root} violate the new CHECK constraint {constraint.name} ({expression}) "
             "(DELTA_NEW_CHECK_CONSTRAINT_VIOLATION); nothing was changed"
         )
-    txn = Transaction(snapshot.table_root, snapshot, "ADD CONSTRAINT", {"name": name, "expr": expression})
+    txn = Transaction(snapshot.table_root, snapshot, "ADD CONSTRAINT", {"name": name, "expr": expression}, conf=conf)
     txn.record_read(snapshot.files, None)
     txn.update_metadata(metadata)
     protocol = protocol_with_check_constraints(snapshot.protocol)
@@ -72,7 +76,7 @@ def add_constraint(table_root: str, name: str, expression: str, count_violations
     return txn.commit()
 
 
-def drop_constraint(table_root: str, name: str, if_exists: bool = False) -> int:
+def drop_constraint(table_root: str, name: str, if_exists: bool = False, conf: ConfLookup | None = None) -> int:
     """Drop CHECK constraint ``name``; returns the committed version. An absent one is an error
     unless ``if_exists``, which commits the unchanged metadata with ``existed`` "false" (Delta's)."""
     snapshot = load_snapshot(table_root)
@@ -84,7 +88,7 @@ def drop_constraint(table_root: str, name: str, if_exists: bool = False) -> int:
     if dropped is not None:
         metadata, expression = dropped
         params = {"name": name, "expr": expression, "existed": "true"}
-    txn = Transaction(snapshot.table_root, snapshot, "DROP CONSTRAINT", params)
+    txn = Transaction(snapshot.table_root, snapshot, "DROP CONSTRAINT", params, conf=conf)
     txn.record_read([], None)
     txn.update_metadata(metadata)
     return txn.commit()

@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from dvengine.commit.commit_info import ParameterValue, delta_json
+from dvengine.commit.conf import ConfLookup
 from dvengine.commit.transaction import Transaction
 from dvengine.errors import (
     DataFileError,
@@ -188,7 +189,7 @@ def _arrow_schema(md: pq.FileMetaData) -> pa.Schema:
     return pa.schema(fields)
 
 
-def convert_to_delta(identifier: str, partition_schema: Any = None) -> str:
+def convert_to_delta(identifier: str, partition_schema: Any = None, conf: ConfLookup | None = None) -> str:
     """Convert the Parquet folder named by ``identifier``; returns the table root."""
     root = normalize_table_path(parse_identifier(identifier))
     partition_fields = parse_partition_schema(partition_schema)
@@ -236,7 +237,7 @@ def convert_to_delta(identifier: str, partition_schema: Any = None) -> str:
         "collectStats": True,
         "sourceFormat": "parquet",
     }
-    txn = Transaction(root, None, "CONVERT", params)
+    txn = Transaction(root, None, "CONVERT", params, conf=conf)
     txn.update_protocol(protocol)
     txn.update_metadata(metadata)
     txn.add_actions(adds)

@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from dvengine.commands.options import conf_number
+from dvengine.commands.options import ConfLookup, conf_number
 from dvengine.commands.written import WrittenFiles, commit_or_clean_up
 from dvengine.commit.commit_info import ParameterValue, delta_json, predicate_parameter
 from dvengine.commit.transaction import Transaction
@@ -296,8 +296,10 @@ def run_optimize(
     rewrite_bin: BinRewriter,
     operation: str = OPERATION,
     parameters: Mapping[str, ParameterValue] | None = None,
+    conf: ConfLookup | None = None,
 ) -> tuple[dict[str, Any], int | None]:
     """Rewrite every bin and commit once; returns (Delta's OptimizeMetrics, committed version or None).
+    ``conf``: the session's conf, which the commit reads (``commitInfo.userMetadata``).
 
     Nothing is committed when no bin was formed. New files are deleted again when the commit (or
     the row-count check) fails, so a failed OPTIMIZE leaves the table folder as it was.
@@ -307,7 +309,7 @@ def run_optimize(
     if not plan.bins:
         return optimize_metrics(plan, [], started_ms, int(time.time() * 1000), 0), None
     params = operation_parameters(plan.predicate) if parameters is None else parameters
-    txn = Transaction(snapshot.table_root, snapshot, operation, params)
+    txn = Transaction(snapshot.table_root, snapshot, operation, params, conf=conf)
     txn.record_read(plan.files, lambda add: False)
     written = WrittenFiles(snapshot.table_root)
     added: list[AddFile] = []

@@ -117,8 +117,11 @@ def _enable_row_tracking(
     return row_tracking.with_row_tracking(protocol), configuration, backfill
 
 
-def unset_table_properties(table_root: str, keys: Sequence[str], if_exists: bool = False) -> int | None:
-    """Remove ``keys``; a missing key is an error unless ``if_exists`` (then None if nothing changed)."""
+def unset_table_properties(
+    table_root: str, keys: Sequence[str], if_exists: bool = False, conf: ConfLookup | None = None
+) -> int | None:
+    """Remove ``keys``; a missing key is an error unless ``if_exists`` (then None if nothing changed).
+    ``conf``: the session's conf, which the commit reads (None: dvengine's configuration)."""
     if not keys:
         raise InvalidArgumentError("UNSET TBLPROPERTIES needs at least one property")
     for key in keys:
@@ -139,7 +142,7 @@ def unset_table_properties(table_root: str, keys: Sequence[str], if_exists: bool
         return None
     # DeltaOperations.UnsetTableProperties: the keys as JSON text under "properties", ifExists a boolean
     return _commit(snapshot, configuration, snapshot.protocol, "UNSET TBLPROPERTIES",
-                   {"properties": delta_json(list(keys)), "ifExists": if_exists})
+                   {"properties": delta_json(list(keys)), "ifExists": if_exists}, conf=conf)
 
 
 def _commit(snapshot: Snapshot, configuration: dict[str, str], protocol: Protocol, operation: str,

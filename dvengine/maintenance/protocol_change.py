@@ -23,6 +23,7 @@ import dataclasses
 from collections.abc import Callable
 
 from dvengine.commit.commit_info import ParameterValue, delta_json, predicate_parameter
+from dvengine.commit.conf import ConfLookup
 from dvengine.commit.transaction import Transaction
 from dvengine.errors import OperationNotAllowedError, UnsupportedFeatureError
 from dvengine.log import Snapshot, load_snapshot
@@ -45,8 +46,10 @@ ENABLE_DVS = "delta.enableDeletionVectors"
 # Features dvengine knows how to drop (Delta can drop more: v2Checkpoint, columnMapping, ...).
 DROPPABLE = frozenset({DELETION_VECTORS, "checkConstraints", row_tracking.FEATURE})
 
-def _commit_protocol(snapshot: Snapshot, protocol: Protocol, operation: str, params: dict[str, ParameterValue]) -> int:
-    txn = Transaction(snapshot.table_root, snapshot, operation, params)
+def _commit_protocol(
+    snapshot: Snapshot, protocol: Protocol, operation: str, params: dict[str, ParameterValue], conf: ConfLookup | None
+) -> int:
+    txn = Transaction(snapshot.table_root, snapshot, operation, params, conf=conf)
     txn.record_read([], None)
     txn.update_protocol(protocol)
     return txn.commit()
@@ -58,16 +61,16 @@ def upgrade_protocol_parameters(new: Protocol) -> dict[str, ParameterValue]:
     return {"newProtocol": delta_json(new.to_json())}
 
 
-def upgrade_protocol(table_root: str, reader_version: int, writer_version: int) -> int | None:
+def upgrade_protocol(table_root: str, reader_version: int, writer_version: int, conf: ConfLookup | None = None) -> int | None:
     """Raise the protocol versions; returns the committed version, or None when nothing changed."""
     snapshot = load_snapshot(table_root)
     check_writable(snapshot.protocol, snapshot.metadata)
     new = upgraded(snapshot.protocol, reader_version, writer_version)
     if new == snapshot.protocol:
         return None
-    return _commit_protocol(snapshot, new, "UPGRADE PROTOCOL", upgrade_protocol_parameters(new))
+    return _commit_protocol(snapshot, new, "UPGRADE PROTOCOL", upgrade_protocol_parameters(new), conf)
 
-def add_feature(table_root: str, name: str) -> int | None:
+def add_feature(table_root: str, name: str, conf: ConfLookup | None = None) -> int | None:
     """Add ``name`` to the supported features; None when it was supported already."""
     snapshot = load_snapshot(table_root)
     check_writable(snapshot.protocol, snapshot.metadata)
@@ -86,7 +89,7 @@ def add_feature(table_root: str, name: str) -> int | None:
         )
     # rowTracking requires domainMetadata (PROTOCOL.md "Row Tracking"), as Delta adds it too
     new = row_tracking.with_row_tracking(snapshot.protocol) if name == row_tracking.FEATURE else with_feature(snapshot.protocol, name)
-    return _commit_protocol(snapshot, new, "UPGRADE PROTOCOL", upgrade_protocol_parameters(new))
+    return _commit_protocol(snapshot, new, "UPGRADE PROTOCOL", upgrade_protocol_parameters(new), conf)
 
 def _history_uses_dvs(table_root: str) -> list[int]:
     """Versions of the commit files still in the log whose add/remove actions carry a DV."""
@@ -109,17 +112,17 @@ def drop_feature_parameters(name: str, truncate_history: bool | None) -> dict[st
     return {"featureName": name, "truncateHistory": bool(truncate_history)}
 
 
-def _disable_dvs(snapshot: Snapshot) -> None:
+def _disable_dvs(snapshot: Snapshot, conf: ConfLookup | None) -> None:
     config = dict(snapshot.metadata.configuration)
     config[ENABLE_DVS] = "false"
     metadata: Metadata = dataclasses.replace(snapshot.metadata, configuration=config)
-    txn = Transaction(snapshot.table_root, snapshot, "SET TBLPROPERTIES", {"properties": delta_json({ENABLE_DVS: "false"})})
+    txn = Transaction(snapshot.table_root, snapshot, "SET TBLPROPERTIES", {"properties": delta_json({ENABLE_DVS: "false"})}, conf=conf)
     txn.update_metadata(metadata)
     txn.commit()
 
 
 def drop_feature(
-    table_root: str, name: str, truncate_history: bool | None, rewrite: BinRewriter
+    table_root: str, name: str, truncate_history: bool | None, rewrite: BinRewriter, conf: ConfLookup | None = None
 ) -> int:
     """Drop ``name`` from the protocol; returns the version of the protocol commit."""
     info = feature_info(name)
@@ -141,13 +144,15 @@ def drop_feature(
                 f"DROP FEATURE checkConstraints: the table still has constraints {constraints}; drop them first"
             )
     if name == row_tracking.FEATURE:
-        return drop_row_tracking(snapshot, truncate_history)
+        return drop_row_tracking(snapshot, truncate_history, conf)
     if info.reader_writer and name == DELETION_VECTORS:
         if snapshot.configuration.get(ENABLE_DVS, "false").lower() == "true":
-            _disable_dvs(snapshot)
+            _disable_dvs(snapshot, conf)
             snapshot = load_snapshot(table_root)
         if any(f.deletion_vector is not None for f in snapshot.files):
-            run_optimize(purge_plan(snapshot), rewrite, "REORG", {"predicate": predicate_parameter(None), "applyPurge": True})
+            run_optimize(
+                purge_plan(snapshot), rewrite, "REORG", {"predicate": predicate_parameter(None), "applyPurge": True}, conf
+            )
             snapshot = load_snapshot(table_root)
         traces = _history_uses_dvs(table_root)
         if traces:
@@ -159,7 +164,7 @@ def drop_feature(
                 "history truncation nor checkpointProtection, so the feature stays until those commits are cleaned up"
             )
     new = without_feature(snapshot.protocol, name)
-    return _commit_protocol(snapshot, new, "DROP FEATURE", drop_feature_parameters(name, truncate_history))
+    return _commit_protocol(snapshot, new, "DROP FEATURE", drop_feature_parameters(name, truncate_history), conf)
 
 def _row_tracking_traces(snapshot: Snapshot) -> list[str]:
     """Why the table still shows row tracking (Delta's ``RowTrackingFeature.validateDropInvariants``
@@ -176,7 +181,7 @@ def _row_tracking_traces(snapshot: Snapshot) -> list[str]:
     return traces
 
 
-def drop_row_tracking(snapshot: Snapshot, truncate_history: bool | None) -> int:
+def drop_row_tracking(snapshot: Snapshot, truncate_history: bool | None, conf: ConfLookup | None = None) -> int:
     """DROP FEATURE rowTracking in Delta's steps (``RowTrackingPreDowngradeCommand``, then the
     downgrade commit of ``RowTrackingFeature``; Delta 4.x, ``TableFeature.scala``):
 
@@ -200,12 +205,12 @@ def drop_row_tracking(snapshot: Snapshot, truncate_history: bool | None) -> int:
             "(Delta's DELTA_FEATURE_DROP_HISTORY_TRUNCATION_NOT_ALLOWED); drop it without truncateHistory; nothing was changed"
         )
     if _row_tracking_traces(snapshot):
-        set_table_properties(root, {row_tracking.ENABLE: "false", row_tracking.SUSPENDED: "true"})
+        set_table_properties(root, {row_tracking.ENABLE: "false", row_tracking.SUSPENDED: "true"}, conf)
         snapshot = load_snapshot(root)
         carrying = [f for f in snapshot.files if f.base_row_id is not None or f.default_row_commit_version is not None]
         if carrying:
             # DeltaOperations.RowTrackingUnBackfill logs "batchId" -> JsonUtils.toJson(batchId): the string "0"
-            txn = Transaction(root, snapshot, "ROW TRACKING UNBACKFILL", {"batchId": delta_json(0)})
+            txn = Transaction(root, snapshot, "ROW TRACKING UNBACKFILL", {"batchId": delta_json(0)}, conf=conf)
             txn.record_read(carrying, None)  # a concurrent change of any file (or an append) conflicts
             txn.add_actions([
                 dataclasses.replace(f, base_row_id=None, default_row_commit_version=None, data_change=False)
@@ -220,7 +225,7 @@ def drop_row_tracking(snapshot: Snapshot, truncate_history: bool | None) -> int:
             f"({'; '.join(traces)}; Delta's DELTA_FEATURE_DROP_CONFLICT_REVALIDATION_FAIL); nothing more was changed"
         )
     configuration = {k: v for k, v in snapshot.metadata.configuration.items() if k not in _ROW_TRACKING_PROPERTIES}
-    txn = Transaction(root, snapshot, "DROP FEATURE", drop_feature_parameters(row_tracking.FEATURE, truncate_history))
+    txn = Transaction(root, snapshot, "DROP FEATURE", drop_feature_parameters(row_tracking.FEATURE, truncate_history), conf=conf)
     txn.record_read(snapshot.files, None)
     txn.update_protocol(without_feature(snapshot.protocol, row_tracking.FEATURE))
     txn.update_metadata(dataclasses.replace(snapshot.metadata, configuration=configuration))

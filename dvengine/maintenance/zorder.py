@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from dvengine.commands.options import conf_number
+from dvengine.commands.options import ConfLookup, conf_number
 from dvengine.errors import InvalidArgumentError, OperationNotAllowedError, UnsupportedFeatureError
 from dvengine.log import Snapshot
 from dvengine.maintenance.optimize import (
@@ -151,8 +151,10 @@ def target_file_count(files: Sequence[AddFile], max_file_size: int) -> int:
     return max(1, total // max_file_size) if max_file_size > 0 else 1
 
 
-def run_zorder(plan: OptimizePlan, columns: Sequence[str], rewrite_bin: BinRewriter) -> tuple[dict[str, Any], int | None]:
+def run_zorder(
+    plan: OptimizePlan, columns: Sequence[str], rewrite_bin: BinRewriter, conf: ConfLookup | None = None
+) -> tuple[dict[str, Any], int | None]:
     """Rewrite each partition along the Z-order curve and commit once (see :func:`run_optimize`)."""
-    metrics, version = run_optimize(plan, rewrite_bin, parameters=operation_parameters(plan.predicate, columns))
+    metrics, version = run_optimize(plan, rewrite_bin, parameters=operation_parameters(plan.predicate, columns), conf=conf)
     metrics["zOrderStats"] = zorder_stats(plan)
     return metrics, version

@@ -214,7 +214,7 @@ def write_rows(data: pa.Table | DataFrame, root: str, stmt: InsertStatement, spa
     partitioned table under ``dynamic`` replaces only the partitions the rows go to."""
     mode = "overwrite" if stmt.overwrite or stmt.replace_where is not None else "append"
     if isinstance(data, pa.Table):
-        options = resolve_write_options(None, None, stmt.replace_where, conf=session_conf(spark))
+        options = resolve_write_options(None, None, stmt.replace_where, conf=session_conf(spark))  # the commit reads it
         version = write_arrow(data, root, mode, None, None, options)
         after_commit(no_conf, root, version)
         return version

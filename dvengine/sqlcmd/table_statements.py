@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from dvengine.api.table import DeltaTable
 from dvengine.api.table_builder import DeltaTableBuilder, IdentityGenerator
-from dvengine.commands.options import ConfLookup
+from dvengine.commands.options import ConfLookup, session_conf
 from dvengine.maintenance.constraints import add_constraint, drop_constraint
 from dvengine.maintenance.properties import set_table_properties, unset_table_properties
 from dvengine.protocol.ddl import parse_ddl_type
@@ -66,20 +66,20 @@ def alter_properties(table: DeltaTable, stmt: AlterPropertiesStatement, conf: Co
     if stmt.set_properties is not None:
         set_table_properties(table.path, stmt.set_properties, conf)
     else:
-        unset_table_properties(table.path, stmt.unset_keys, stmt.if_exists)
+        unset_table_properties(table.path, stmt.unset_keys, stmt.if_exists, conf)
 
 
 def alter_constraint(spark: SparkSession | None, table: DeltaTable, stmt: AlterConstraintStatement) -> None:
     """ADD checks existing rows in-process when Arrow can evaluate the expression, else with Spark."""
     if stmt.expression is None:
-        drop_constraint(table.path, stmt.name, stmt.if_exists)
+        drop_constraint(table.path, stmt.name, stmt.if_exists, session_conf(spark))
         return
     counter = None
     if spark is not None:
         from dvengine.engine.spark.constraints import violation_counter
 
         counter = violation_counter(spark)
-    add_constraint(table.path, stmt.name, stmt.expression, counter)
+    add_constraint(table.path, stmt.name, stmt.expression, counter, session_conf(spark))
 
 
 def _add_column(builder: DeltaTableBuilder, column: ColumnDefinition) -> DeltaTableBuilder:

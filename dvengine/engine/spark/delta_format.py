@@ -183,6 +183,7 @@ def save_delta(df: DataFrame, request: WriteRequest) -> int | None:
         spark=session, mergeSchema=request.merge_schema, overwriteSchema=request.overwrite_schema,
         replaceWhere=request.replace_where, txnAppId=request.txn_app_id, txnVersion=request.txn_version,
         configuration=request.configuration, partitionOverwriteMode=request.partition_overwrite_mode,
+        userMetadata=request.user_metadata, dataChange=request.data_change,
     )
     after_commit(session_conf(session), root, version)
     return version

@@ -20,6 +20,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from dvengine.commands.options import session_conf
 from dvengine.commit.commit_info import ParameterValue, predicate_parameter
 from dvengine.commit.transaction import Transaction
 from dvengine.engine.spark.identifiers import quote
@@ -134,7 +135,7 @@ def purge(
         return metrics
 
     params: dict[str, ParameterValue] = {"predicate": predicate_parameter(predicate), "applyPurge": True}  # DeltaOperations.Reorg
-    txn = Transaction(root, snapshot, OPERATION, params)
+    txn = Transaction(root, snapshot, OPERATION, params, conf=session_conf(spark))
     # A never-matching predicate: appends cannot invalidate a purge (it does not change rows),
     # but removal or re-DV of a file we rewrite must conflict (read_paths).
     txn.record_read(files, lambda add: False)

@@ -126,6 +126,8 @@ def write(
     txnAppId: str | None = None,
     txnVersion: int | str | None = None,
     partitionOverwriteMode: str | None = None,
+    userMetadata: str | None = None,
+    dataChange: bool | str | None = None,
 ) -> int:
     """Write ``data`` to the Delta table at ``path``; return the committed version.
 
@@ -137,7 +139,9 @@ def write(
     ``mergeSchema`` (default: Spark conf ``spark.databricks.delta.schema.autoMerge.enabled``),
     ``overwriteSchema`` and ``replaceWhere`` act as the DataFrameWriter options of Delta, as do
     ``txnAppId`` / ``txnVersion`` (an idempotent write: a repeat commits nothing and returns the
-    current version; see ``dvengine.commands.app_txn``). ``partitionOverwriteMode="dynamic"`` (default:
+    current version; see ``dvengine.commands.app_txn``), ``userMetadata`` (the commit's
+    ``commitInfo.userMetadata``, over the session conf) and ``dataChange`` (false: a rearrange-only
+    write, see ``dvengine.commands.write.plan_write``). ``partitionOverwriteMode="dynamic"`` (default:
     the session conf ``spark.sql.sources.partitionOverwriteMode``) makes an overwrite of a
     partitioned table replace only the partitions the data writes into.
     """
@@ -152,6 +156,7 @@ def write(
     options = resolve_write_options(
         mergeSchema, overwriteSchema, replaceWhere, conf=session_conf(session),
         txnAppId=txnAppId, txnVersion=txnVersion, partitionOverwriteMode=partitionOverwriteMode,
+        userMetadata=userMetadata, dataChange=dataChange,
     )
     df = session.createDataFrame(data) if isinstance(data, pa.Table) else data
     data_schema = dataframe_schema(df)
