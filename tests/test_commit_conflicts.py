@@ -140,8 +140,18 @@ def test_winning_commit_summary() -> None:
 
 def test_isolation_level_checked() -> None:
     assert check_isolation_level("Serializable") == "Serializable"
+    assert check_isolation_level("SnapshotIsolation") == "SnapshotIsolation"
     with pytest.raises(InvalidArgumentError, match="SnapshotIsolation"):
-        check_isolation_level("SnapshotIsolation")
+        check_isolation_level("Snapshot")
+
+
+def test_snapshot_isolation_counts_no_add_as_new_data() -> None:
+    """Delta's ConflictChecker: ``case SnapshotIsolation => Seq.empty`` (the isolation level of a commit
+    that changes no data, e.g. VACUUM START / END); Serializable counts even a blind append."""
+    for w in (winner(info(True), add("f9")), winner(info(False, "MERGE"), add("f9"))):
+        check_conflicts(w, TransactionFootprint(read_predicates=[None], isolation_level="SnapshotIsolation"))
+        with pytest.raises(ConcurrentAppendError):
+            check_conflicts(w, TransactionFootprint(read_predicates=[None], isolation_level=SERIALIZABLE))
 
 
 def test_dv_update_is_not_an_append() -> None:

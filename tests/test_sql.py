@@ -229,6 +229,33 @@ def test_vacuum_matches_the_api(spark: Any, pair: tuple[Path, Path]) -> None:
     assert rows_delta_rs(sql_path, COLUMNS) == rows_delta_rs(api_path, COLUMNS)
 
 
+def test_vacuum_start_and_end_show_in_describe_history(spark: Any, pair: tuple[Path, Path]) -> None:
+    """Delta's VacuumCommandImpl logs VACUUM START / END on a local table (``file`` is in
+    supportedFsForLogging); DESCRIBE HISTORY shows their parameters as map<string,string>. The
+    session's spark.databricks.delta.vacuum.logging.enabled=false turns them off; DRY RUN logs nothing."""
+    sql_path, api_path = pair
+    DeltaTable.forPath(spark, sql_path).update("part = 'p0'", {"value": "0"}, mode="rewrite")
+    version, api_version = DeltaTable.forPath(None, sql_path).version(), DeltaTable.forPath(None, api_path).version()
+    folders = 1 + sum(1 for d in os.listdir(sql_path) if d.startswith("part="))  # Delta's dirCounts: the root too
+    dvengine.sql(spark, f"VACUUM delta.`{sql_path}` DRY RUN")
+    dvengine.sql(spark, f"VACUUM delta.`{sql_path}`")  # no RETAIN: no specifiedRetentionMillis
+    rows = dvengine.sql(spark, f"DESCRIBE HISTORY delta.`{sql_path}` LIMIT 2").collect()
+    assert [(r["version"], r["operation"]) for r in rows] == [(version + 2, "VACUUM END"), (version + 1, "VACUUM START")]
+    assert dict(rows[1]["operationParameters"]) == {"retentionCheckEnabled": "true", "defaultRetentionMillis": "604800000"}
+    assert dict(rows[1]["operationMetrics"]) == {"numFilesToDelete": "0", "sizeOfDataToDelete": "0"}
+    assert dict(rows[0]["operationParameters"]) == {"status": "COMPLETED"}
+    assert dict(rows[0]["operationMetrics"]) == {"numDeletedFiles": "0", "numVacuumedDirectories": str(folders)}
+    assert (rows[0]["isolationLevel"], rows[0]["isBlindAppend"]) == ("SnapshotIsolation", True)
+    spark.conf.set("spark.databricks.delta.vacuum.logging.enabled", "false")
+    try:
+        dvengine.sql(spark, f"VACUUM delta.`{sql_path}`")
+        DeltaTable.forPath(spark, api_path).vacuum()
+    finally:
+        spark.conf.unset("spark.databricks.delta.vacuum.logging.enabled")
+    assert DeltaTable.forPath(None, sql_path).version() == version + 2
+    assert DeltaTable.forPath(None, api_path).version() == api_version
+
+
 def test_other_statements_go_to_spark_unchanged(spark: Any, pair: tuple[Path, Path]) -> None:
     sql_path, _ = pair
     dvengine.sql(spark, "CREATE OR REPLACE TEMP VIEW sql_pass AS SELECT 1 AS a, 'x;y' AS b")

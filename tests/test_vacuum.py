@@ -45,6 +45,15 @@ def _tree(root: Path) -> set[str]:
     return out
 
 
+def _vacuum_commits(root: Path, versions: range) -> set[str]:
+    """The commit files of ``versions``, each checked to be a VACUUM START / END pair: VACUUM logs
+    them on local folders, as Delta does (their content: tests/test_vacuum_logging.py)."""
+    names = [os.path.join("_delta_log", f"{v:020d}.json") for v in versions]
+    operations = [json.loads((root / n).read_text().splitlines()[0])["commitInfo"]["operation"] for n in names]
+    assert operations == ["VACUUM START", "VACUUM END"] * (len(names) // 2)
+    return set(names)
+
+
 def _dv_files(root: Path, version: int) -> set[str]:
     snap = load_snapshot(str(root), version=version)
     return {
@@ -114,7 +123,7 @@ def test_vacuum_reclaims_only_outside_retention_and_never_touches_foreign_files(
     staging = "_dvengine_staging_abc/part-0.parquet"
     # and the record of where it stopped (Delta's _delta_log/_last_vacuum_info; {} after a FULL run)
     info = os.path.join("_delta_log", "_last_vacuum_info")
-    assert _tree(root) == (before - {"orphan.parquet"}) | {info}
+    assert _tree(root) == (before - {"orphan.parquet"}) | {info} | _vacuum_commits(root, range(4, 6))
     assert (root / info).read_bytes() == b"{}\n"
     for version, expected in states.items():  # time travel inside retention still works
         assert rows_of(root, version=version) == expected
@@ -125,7 +134,7 @@ def test_vacuum_reclaims_only_outside_retention_and_never_touches_foreign_files(
     assert sorted(dry["files"]) == sorted([dv1, file_b]) and dry["numDeletionVectorFiles"] == 1
     done = vacuum(str(root), now_ms=later)
     assert done["numFilesDeleted"] == 2 and done["numAbandonedTempFiles"] == 1  # the abandoned staging folder
-    assert _tree(root) == (before - {"orphan.parquet", staging, dv1, file_b}) | {info}
+    assert _tree(root) == (before - {"orphan.parquet", staging, dv1, file_b}) | {info} | _vacuum_commits(root, range(4, 8))
     assert (outside / "precious.parquet").exists()
     assert_all_readers(spark, root, ["id", "v"], states[3])
     assert vacuum(str(root), now_ms=later)["numFilesDeleted"] == 0  # idempotent

@@ -385,16 +385,18 @@ class DeltaTable:
         ``SPARK_DATABRICKS_DELTA_VACUUM_LITE_ENABLED``), else FULL, as Delta does.
         See spec_notes/retention-vacuum-purge.md.
         """
-        from dvengine.api.table_support import default_retention_hours, retention_check_enabled, vacuum_type
+        from dvengine.api.table_support import retention_check_enabled, vacuum_type
         from dvengine.maintenance.vacuum import vacuum
 
         conf = self._engines().conf()
         kind = vacuum_type(conf, vacuumType)
-        hours = default_retention_hours(self._path) if retentionHours is None else retentionHours
+        hours = retentionHours  # None: the table's retention (VACUUM START logs no specifiedRetentionMillis)
         if isinstance(hours, int) and not isinstance(hours, bool):
             hours = float(hours)
         enforce = retention_check_enabled(conf) if enforceRetention is None else enforceRetention
-        return vacuum(self._path, retention_hours=hours, dry_run=dryRun, enforce_retention=enforce, vacuum_type=kind)
+        return vacuum(
+            self._path, retention_hours=hours, dry_run=dryRun, enforce_retention=enforce, vacuum_type=kind, conf=conf
+        )
 
     def restoreToVersion(self, version: int) -> DataFrame | dict[str, Any]:
         """RESTORE to ``version``: delta-spark's metrics DataFrame with a SparkSession, else :meth:`restoreMetrics`."""

@@ -15,9 +15,8 @@ from typing import TYPE_CHECKING
 
 from dvengine.commands.options import ConfLookup, conf_bool, session_conf
 from dvengine.errors import InvalidArgumentError, TableNotFoundError
-from dvengine.log import load_snapshot, table_exists
-from dvengine.log.intervals import parse_interval_ms
-from dvengine.maintenance.vacuum import DEFAULT_DELETED_FILE_RETENTION, RETENTION_PROPERTY, VACUUM_FULL, VACUUM_LITE
+from dvengine.log import table_exists
+from dvengine.maintenance.vacuum import VACUUM_FULL, VACUUM_LITE
 from dvengine.maintenance.vacuum_rules import check_vacuum_type
 from dvengine.storage import catalog, is_object_uri, normalize_table_path
 from dvengine.storage.settings import normalize_options, options_from_hadoop
@@ -29,7 +28,6 @@ RETENTION_CHECK_CONF = "spark.databricks.delta.retentionDurationCheck.enabled"
 # Delta's DeltaSQLConf.LITE_VACUUM_ENABLED: VACUUM without LITE/FULL runs LITE when true (default false).
 LITE_VACUUM_CONF = "spark.databricks.delta.vacuum.lite.enabled"
 _PATH_IDENTIFIER = re.compile(r"^\s*delta\s*\.\s*`(.+)`\s*$", re.IGNORECASE | re.DOTALL)
-_HOUR_MS = 3_600_000
 
 
 def check_hadoop_conf(conf: object) -> None:
@@ -107,12 +105,6 @@ def resolve_table_name(spark: SparkSession | None, name: str) -> tuple[str, str 
     if not table_exists(root):
         raise TableNotFoundError(f"{name} is registered at {root}, but no Delta table is there")
     return root, name
-
-
-def default_retention_hours(table_root: str) -> float:
-    """The table's ``delta.deletedFileRetentionDuration`` in hours (VACUUM's default retention)."""
-    text = load_snapshot(table_root).configuration.get(RETENTION_PROPERTY, DEFAULT_DELETED_FILE_RETENTION)
-    return parse_interval_ms(text) / _HOUR_MS
 
 
 def retention_check_enabled(conf: ConfLookup) -> bool:

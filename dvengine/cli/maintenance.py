@@ -79,7 +79,12 @@ def register(sub: Any) -> None:
 
     vac = sub.add_parser("vacuum", help="delete unreferenced data and DV files older than the retention")
     vac.add_argument("path")
-    vac.add_argument("--retain-hours", type=float, default=168.0, help="retention window in hours (default 168)")
+    vac.add_argument(
+        "--retain-hours",
+        type=float,
+        default=None,
+        help="retention window in hours (default: the table's delta.deletedFileRetentionDuration, 168 unless set)",
+    )
     vac.add_argument("--dry-run", action="store_true", help="only list what would be deleted")
     vac.add_argument(
         "--force", action="store_true", help="allow a retention below delta.deletedFileRetentionDuration"

@@ -11,6 +11,7 @@ under ``WriteSerializable`` (its default) and ``Serializable``:
 3. the winner added data files our read predicate might match (or any file, if we read the whole
    table) -> :class:`ConcurrentAppendError`. Under WriteSerializable, files added by a *blind
    append* are exempt unless we change metadata: the appended rows are simply ordered after us.
+   Under SnapshotIsolation (a commit that changes no data, e.g. VACUUM START) no add counts;
    Adds with ``dataChange=false`` (compaction) never count as new data, nor does the re-add of a
    path the same commit removes (a DV update can only hide rows; rule 4 judges it);
 4. the winner removed (or re-DV'd, which is a remove of the old (path, DV)) a file we read ->
@@ -53,7 +54,11 @@ from dvengine.protocol.actions import Action, AddFile, CommitInfo, DomainMetadat
 
 WRITE_SERIALIZABLE = "WriteSerializable"
 SERIALIZABLE = "Serializable"
-ISOLATION_LEVELS = (WRITE_SERIALIZABLE, SERIALIZABLE)
+# Delta downgrades a commit that changes no data to SnapshotIsolation (canDowngradeToSnapshotIsolation):
+# no winner's add counts as data it should have read. dvengine uses it only for commits without
+# reads, where it changes nothing but the logged isolationLevel (VACUUM START / END).
+SNAPSHOT_ISOLATION = "SnapshotIsolation"
+ISOLATION_LEVELS = (WRITE_SERIALIZABLE, SERIALIZABLE, SNAPSHOT_ISOLATION)
 
 FilePredicate = Callable[[AddFile], bool]
 
@@ -158,6 +163,8 @@ def _files_that_count_as_new_data(winner: WinningCommit, mine: TransactionFootpr
     # only hide rows, never bring new ones, so it is judged by the delete rules, not as an append.
     rewritten = {r.path for r in winner.removed}
     data_adds = [a for a in winner.added if a.data_change and a.path not in rewritten]
+    if mine.isolation_level == SNAPSHOT_ISOLATION:  # Delta's ConflictChecker: Seq.empty
+        return ()
     if winner.is_blind_append and mine.isolation_level == WRITE_SERIALIZABLE and not mine.changes_metadata:
         return ()
     return data_adds

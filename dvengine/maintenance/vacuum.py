@@ -38,12 +38,15 @@ import time
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from dvengine.commit.conf import ConfLookup, no_conf
 from dvengine.log import load_snapshot
 from dvengine.maintenance.last_vacuum_info import read_watermark, write_watermark
 from dvengine.maintenance.vacuum_lite import plan_lite
+from dvengine.maintenance.vacuum_logging import log_vacuum_end, log_vacuum_start, logging_enabled
 from dvengine.maintenance.vacuum_rules import (
     DEFAULT_DELETED_FILE_RETENTION,
     DEFAULT_RETENTION_HOURS,
+    HOUR_MS,
     RETENTION_PROPERTY,
     VACUUM_FULL,
     VACUUM_LITE,
@@ -54,8 +57,9 @@ from dvengine.maintenance.vacuum_rules import (
     norm_path,
     retention_ms,
     retention_window,
+    table_retention_ms,
 )
-from dvengine.storage import FileInfo, is_object_uri, storage_for
+from dvengine.storage import FileInfo, is_object_uri, normalize_table_path, storage_for
 from dvengine.storage.base import CONDITIONAL_PUT_PROBE_PREFIX
 from dvengine.writing.files import SPARK_STAGING_PREFIX
 
@@ -123,9 +127,12 @@ def abandoned_temp_files(table_root: str, cutoff_ms: int) -> list[str]:
     return sorted(out)
 
 
-def _object_candidates(table_root: str, listed: list[FileInfo], partition_columns: Iterable[str]) -> list[FileInfo]:
+def _object_candidates(
+    table_root: str, listed: list[FileInfo], partition_columns: Iterable[str], folders: set[str] | None = None
+) -> list[FileInfo]:
     """Object-store twin of :func:`candidate_files`: from one recursive listing, Delta's hiding rule
-    per path segment, nested tables (a prefix holding ``_delta_log/``) skipped."""
+    per path segment, nested tables (a prefix holding ``_delta_log/``) skipped. ``folders``, when
+    given, collects the "folders" (key prefixes, relative) the kept objects lie in."""
     parts = tuple(partition_columns)
     prefix = table_root.rstrip("/") + "/"
     relatives = [(info, info.path[len(prefix) :].split("/")) for info in listed]
@@ -137,11 +144,16 @@ def _object_candidates(table_root: str, listed: list[FileInfo], partition_column
         if any("/".join(segs[:i]) in nested for i in range(1, len(segs))):
             continue
         out.append(info)
+        if folders is not None:
+            folders.update("/".join(segs[:i]) for i in range(1, len(segs)))
     return out
 
 
-def candidate_files(table_root: str, partition_columns: Iterable[str]) -> Iterator[os.DirEntry[str]]:
-    """Regular files under the table root that VACUUM may consider; never follows symlinks."""
+def candidate_files(
+    table_root: str, partition_columns: Iterable[str], folders: list[str] | None = None
+) -> Iterator[os.DirEntry[str]]:
+    """Regular files under the table root that VACUUM may consider; never follows symlinks.
+    ``folders``, when given, collects every folder the walk enters below the root."""
     parts = tuple(partition_columns)
     pending = [table_root]
     while pending:
@@ -157,31 +169,44 @@ def candidate_files(table_root: str, partition_columns: Iterable[str]) -> Iterat
                 if os.path.isdir(os.path.join(entry.path, "_delta_log")):
                     continue  # another Delta table nested inside this one: not ours to clean
                 pending.append(entry.path)
+                if folders is not None:
+                    folders.append(entry.path)
             elif entry.is_file(follow_symlinks=False):
                 yield entry
 
 
 def plan_vacuum(
     table_root: str,
-    retention_hours: float = DEFAULT_RETENTION_HOURS,
+    retention_hours: float | None = DEFAULT_RETENTION_HOURS,
     enforce_retention: bool = True,
     now_ms: int | None = None,
     vacuum_type: str = VACUUM_FULL,
 ) -> VacuumPlan:
     """Decide what VACUUM would delete, without deleting anything.
 
-    ``vacuum_type`` ``"FULL"`` (Delta's default) lists the table; ``"LITE"`` reads the candidates
-    from the log's removes (``vacuum_lite.py``) and raises :class:`CannotVacuumLiteError` when the
-    log no longer holds a commit it needs. Both apply the same keep rules (``vacuum_rules.py``).
+    ``retention_hours`` None: the table's ``delta.deletedFileRetentionDuration`` (Delta's default
+    when no retention is given). ``vacuum_type`` ``"FULL"`` (Delta's default) lists the table;
+    ``"LITE"`` reads the candidates from the log's removes (``vacuum_lite.py``) and raises
+    :class:`CannotVacuumLiteError` when the log no longer holds a commit it needs. Both apply the
+    same keep rules (``vacuum_rules.py``).
     """
     kind = check_vacuum_type(vacuum_type)
     snapshot = load_snapshot(table_root)
-    retention = retention_ms(snapshot, retention_hours, enforce_retention)
+    default_retention = table_retention_ms(snapshot)
+    if retention_hours is None:  # the table's own retention: nothing to check
+        retention, hours = default_retention, default_retention / HOUR_MS
+    else:
+        retention, hours = retention_ms(snapshot, retention_hours, enforce_retention), retention_hours
     now = int(time.time() * 1000) if now_ms is None else now_ms
     cutoff = now - retention
     window = retention_window(snapshot, cutoff)
     plan = VacuumPlan(
-        table_root=snapshot.table_root, cutoff_ms=cutoff, retention_hours=float(retention_hours), vacuum_type=kind
+        table_root=snapshot.table_root,
+        cutoff_ms=cutoff,
+        retention_hours=float(hours),
+        vacuum_type=kind,
+        specified_retention_ms=None if retention_hours is None else retention,
+        default_retention_ms=default_retention,
     )
     if kind == VACUUM_LITE:
         plan_lite(plan, snapshot, window, read_watermark(snapshot.table_root))
@@ -204,7 +229,8 @@ def _plan_full(plan: VacuumPlan, partition_columns: Iterable[str], keep: frozens
             if info.path.rsplit("/", 1)[-1].startswith(CONDITIONAL_PUT_PROBE_PREFIX)
             and info.modification_time_ms < probe_cutoff
         ]
-        for info in _object_candidates(root, listed, partition_columns):
+        prefixes: set[str] = set()
+        for info in _object_candidates(root, listed, partition_columns, prefixes):
             if info.path in keep:
                 plan.num_referenced_files += 1
             elif info.modification_time_ms >= cutoff:
@@ -214,8 +240,10 @@ def _plan_full(plan: VacuumPlan, partition_columns: Iterable[str], keep: frozens
                 plan.total_bytes += info.size
                 plan.num_dv_files += int(is_dv_file(info.path))
         plan.files.sort()
+        plan.num_directories = len(prefixes) + 1
         return
-    for entry in candidate_files(root, partition_columns):
+    folders: list[str] = []
+    for entry in candidate_files(root, partition_columns, folders):
         path = norm_path(entry.path)
         if path in keep:
             plan.num_referenced_files += 1
@@ -231,6 +259,7 @@ def _plan_full(plan: VacuumPlan, partition_columns: Iterable[str], keep: frozens
         plan.total_bytes += st.st_size
         plan.num_dv_files += int(is_dv_file(entry.name))
     plan.files.sort()
+    plan.num_directories = len(folders) + 1  # Delta's dirCounts: the listed folders and the root
     # Never younger than an hour, whatever the retention: a running writer's temp file or staging
     # folder is young, and deleting it would fail that writer.
     plan.log_temp_files = abandoned_temp_files(root, min(cutoff, now - TEMP_FILE_MIN_AGE_MS))
@@ -252,27 +281,10 @@ def _remove_empty_dirs(table_root: str, deleted: Iterable[str]) -> int:
     return removed
 
 
-def vacuum(
-    table_root: str,
-    retention_hours: float = DEFAULT_RETENTION_HOURS,
-    dry_run: bool = False,
-    enforce_retention: bool = True,
-    now_ms: int | None = None,
-    vacuum_type: str = VACUUM_FULL,
-) -> dict[str, Any]:
-    """Delete unreferenced data/DV files older than the retention window; report what was done.
-
-    With ``dry_run`` nothing is deleted and the report lists what would be. ``vacuum_type``:
-    ``"FULL"`` (default) or ``"LITE"`` (see :func:`plan_vacuum`). Raises
-    :class:`InvalidArgumentError` for a negative retention, or one below the table's
-    ``delta.deletedFileRetentionDuration`` while ``enforce_retention`` is set, or a bad type;
-    :class:`CannotVacuumLiteError` when LITE cannot see every commit it needs. A run that is not
-    a dry run ends by recording where it stopped in ``_delta_log/_last_vacuum_info``, as Delta does.
-    """
-    plan = plan_vacuum(table_root, retention_hours, enforce_retention, now_ms, vacuum_type)
+def _delete_planned(plan: VacuumPlan) -> tuple[list[str], int]:
+    """Delete the plan's files and abandoned temp files; (files deleted, folders removed)."""
     deleted: list[str] = []
-    dirs_removed = 0
-    if not dry_run and is_object_uri(plan.table_root):
+    if is_object_uri(plan.table_root):
         storage = storage_for(plan.table_root)
         for path in plan.files:
             with contextlib.suppress(FileNotFoundError):
@@ -280,20 +292,81 @@ def vacuum(
             deleted.append(path)
         for path in plan.log_temp_files:
             storage.delete(path)
-    elif not dry_run:
-        for path in plan.files:
-            try:
+        return deleted, 0
+    for path in plan.files:
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            continue  # a concurrent VACUUM got there first
+        deleted.append(path)
+    dirs_removed = _remove_empty_dirs(plan.table_root, deleted)
+    for path in plan.log_temp_files:
+        if os.path.isdir(path):
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            with contextlib.suppress(FileNotFoundError):
                 os.unlink(path)
-            except FileNotFoundError:
-                continue  # a concurrent VACUUM got there first
-            deleted.append(path)
-        dirs_removed = _remove_empty_dirs(plan.table_root, deleted)
-        for path in plan.log_temp_files:
-            if os.path.isdir(path):
-                shutil.rmtree(path, ignore_errors=True)
-            else:
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(path)
+    return deleted, dirs_removed
+
+
+def _delete_logged(plan: VacuumPlan, conf: ConfLookup, retention_check_enabled: bool) -> tuple[list[str], int]:
+    """:func:`_delete_planned` between a VACUUM START and a VACUUM END commit (vacuum_logging.py).
+
+    As Delta's ``gc``: START once the files are known, before the first deletion (a failed START
+    commit deletes nothing); END ``FAILED`` when the deletion raises, whatever it raised, then the
+    error goes on; END ``COMPLETED`` with the counts otherwise."""
+    log_vacuum_start(
+        plan.table_root,
+        conf,
+        retention_check_enabled=retention_check_enabled,
+        specified_retention_ms=plan.specified_retention_ms,
+        default_retention_ms=plan.default_retention_ms,
+        num_files_to_delete=len(plan.files),
+        size_of_data_to_delete=plan.total_bytes,
+    )
+    try:
+        deleted, dirs_removed = _delete_planned(plan)
+    except BaseException:  # Delta catches Throwable: an interrupted VACUUM is logged FAILED too
+        log_vacuum_end(plan.table_root, conf, files_deleted=None, directories=None)
+        raise
+    log_vacuum_end(plan.table_root, conf, files_deleted=len(deleted), directories=plan.num_directories)
+    return deleted, dirs_removed
+
+
+def vacuum(
+    table_root: str,
+    retention_hours: float | None = DEFAULT_RETENTION_HOURS,
+    dry_run: bool = False,
+    enforce_retention: bool = True,
+    now_ms: int | None = None,
+    vacuum_type: str = VACUUM_FULL,
+    conf: ConfLookup | None = None,
+) -> dict[str, Any]:
+    """Delete unreferenced data/DV files older than the retention window; report what was done.
+
+    With ``dry_run`` nothing is deleted nor committed and the report lists what would be.
+    ``retention_hours`` None: the table's ``delta.deletedFileRetentionDuration``. ``vacuum_type``:
+    ``"FULL"`` (default) or ``"LITE"`` (see :func:`plan_vacuum`). Raises
+    :class:`InvalidArgumentError` for a negative retention, or one below the table's
+    ``delta.deletedFileRetentionDuration`` while ``enforce_retention`` is set, or a bad type;
+    :class:`CannotVacuumLiteError` when LITE cannot see every commit it needs.
+
+    Unless a dry run, the deletion is logged between a ``VACUUM START`` and a ``VACUUM END`` commit
+    when ``spark.databricks.delta.vacuum.logging.enabled`` says so (read from ``conf``; None: the
+    environment variable ``SPARK_DATABRICKS_DELTA_VACUUM_LOGGING_ENABLED``), by default on local
+    folders, GCS and Azure but not S3, as Delta (``vacuum_logging.py``), and the run ends by
+    recording where it stopped in ``_delta_log/_last_vacuum_info``, as Delta does.
+    """
+    lookup = no_conf if conf is None else conf
+    root = normalize_table_path(table_root)
+    logged = not dry_run and logging_enabled(root, lookup)  # a bad conf value is refused before any work
+    plan = plan_vacuum(root, retention_hours, enforce_retention, now_ms, vacuum_type)
+    deleted: list[str] = []
+    dirs_removed = 0
+    if logged:
+        deleted, dirs_removed = _delete_logged(plan, lookup, enforce_retention)
+    elif not dry_run:
+        deleted, dirs_removed = _delete_planned(plan)
     if not dry_run:
         write_watermark(plan.table_root, plan.watermark)
     files = plan.files if dry_run else deleted

@@ -61,6 +61,18 @@ class VacuumPlan:
     eligible_start_version: int | None = None
     eligible_end_version: int | None = None
     watermark: int | None = None
+    # What a VACUUM START commit logs (vacuum_logging.py): the retention the caller asked for (None:
+    # the table's, Delta's specifiedRetentionMillis left out) and the table's own retention.
+    specified_retention_ms: int | None = None
+    default_retention_ms: int = 0
+    # Delta's dirCounts (VACUUM END's numVacuumedDirectories): the folders FULL's listing found plus
+    # the table root; LITE lists none, so 1.
+    num_directories: int = 1
+
+
+def table_retention_ms(snapshot: Snapshot) -> int:
+    """The table's ``delta.deletedFileRetentionDuration`` in ms (Delta's ``DeltaLog.tombstoneRetentionMillis``)."""
+    return parse_interval_ms(snapshot.configuration.get(RETENTION_PROPERTY, DEFAULT_DELETED_FILE_RETENTION))
 
 
 def retention_ms(snapshot: Snapshot, retention_hours: float, enforce_retention: bool) -> int:

@@ -17,12 +17,10 @@ from dvengine.api.table import DeltaTable
 from dvengine.api.table_support import vacuum_type
 from dvengine.commands.options import session_conf
 from dvengine.errors import TableNotFoundError, UnsupportedFeatureError
-from dvengine.log import load_snapshot
-from dvengine.log.intervals import parse_interval_ms
 from dvengine.maintenance.clustering import alter_clustering
 from dvengine.maintenance.column_type import change_column_type
 from dvengine.maintenance.history import history
-from dvengine.maintenance.vacuum import DEFAULT_DELETED_FILE_RETENTION, RETENTION_PROPERTY, vacuum
+from dvengine.maintenance.vacuum import vacuum
 from dvengine.sqlcmd import table_statements
 from dvengine.sqlcmd.column_statements import COLUMN_STATEMENTS, run_column_statement
 from dvengine.sqlcmd.ctas import create_table_as_select
@@ -60,12 +58,6 @@ if TYPE_CHECKING:
 # Delta's switch for VACUUM RETAIN below the table's deletedFileRetentionDuration (SQL has no
 # enforceRetention argument, so delta-spark reads this conf; dvengine does the same).
 RETENTION_CHECK_CONF = "spark.databricks.delta.retentionDurationCheck.enabled"
-
-
-def table_retention_hours(table_root: str) -> float:
-    """VACUUM without RETAIN keeps the table's ``delta.deletedFileRetentionDuration`` (a week by default), as Delta does."""
-    configured = load_snapshot(table_root).configuration.get(RETENTION_PROPERTY, DEFAULT_DELETED_FILE_RETENTION)
-    return parse_interval_ms(configured) / 3_600_000
 
 
 def resolve_table(spark: SparkSession | None, ref: TableRef) -> DeltaTable:
@@ -210,10 +202,13 @@ def run_statement(spark: SparkSession, stmt: Statement) -> DataFrame:
         return results.history_result(spark, history(resolve_table(spark, stmt.table).path, stmt.limit))
     if isinstance(stmt, VacuumStatement):
         root = resolve_table(spark, stmt.table).path
-        hours = table_retention_hours(root) if stmt.retention_hours is None else stmt.retention_hours
         enforce = str(spark.conf.get(RETENTION_CHECK_CONF, "true")).lower() != "false"
-        kind = vacuum_type(session_conf(spark), stmt.vacuum_type)  # no LITE/FULL: Delta's conf decides
-        report = vacuum(root, retention_hours=hours, dry_run=stmt.dry_run, enforce_retention=enforce, vacuum_type=kind)
+        conf = session_conf(spark)
+        kind = vacuum_type(conf, stmt.vacuum_type)  # no LITE/FULL: Delta's conf decides
+        report = vacuum(  # no RETAIN: the table's retention, as Delta (retention_hours None)
+            root, retention_hours=stmt.retention_hours, dry_run=stmt.dry_run, enforce_retention=enforce,
+            vacuum_type=kind, conf=conf,
+        )
         return results.vacuum_result(spark, report)
     if isinstance(stmt, DetailStatement):
         return table_statements.describe_detail(resolve_table(spark, stmt.table))
