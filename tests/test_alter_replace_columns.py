@@ -309,6 +309,13 @@ def test_refusals_name_the_column_and_leave_the_table_unchanged(tmp_path: Path) 
     _refused(mapped, "REPLACE COLUMNS (id BIGINT, v STRING, w INT, p STRING, s STRUCT<x: INT, y: STRING>) x",
              SqlParseError, "unexpected 'x'")
 
+    stats = tmp_path / "stats"
+    _mapped_table(stats, ", 'delta.dataSkippingStatsColumns' = 'v, `s`.x'")
+    _refused(stats, "REPLACE COLUMNS (id BIGINT, v STRING, w INT, p STRING, s STRUCT<y: STRING>)",
+             OperationNotAllowedError, "`s`.x", "delta.dataSkippingStatsColumns", NOTHING)
+    _alter(stats, "REPLACE COLUMNS (id BIGINT, v STRING, p STRING, s STRUCT<x: INT, y: STRING>)")  # w is not listed
+    assert [f["name"] for f in _schema(stats)] == ["id", "v", "p", "s"]
+
 
 def test_refused_on_tables_with_generated_and_identity_columns(tmp_path: Path) -> None:
     generated = tmp_path / "generated"

@@ -32,8 +32,9 @@ identity column is refused first (DELTA_IDENTITY_COLUMNS_REPLACE_COLUMN_NOT_SUPP
 repeated at one level (DELTA_DUPLICATE_COLUMNS_FOUND) and, without column mapping, names with
 `` ,;{}()\\n\\t=`` (DELTA_INVALID_CHARACTERS_IN_COLUMN_NAMES) are refused as Delta's checks after the
 merge do. Delta's commit then fails for a dropped partition column (its partition schema cannot be
-built) and for a generation expression reading a dropped column (validateGeneratedColumns); those
-are refused here by name. Beyond Delta, as dvengine's DROP COLUMN and ALTER COLUMN TYPE do, it
+built), for a generation expression reading a dropped column (validateGeneratedColumns) and for a
+dropped column ``delta.dataSkippingStatsColumns`` lists (validateDeltaStatsColumns); those are
+refused here by name. Beyond Delta, as dvengine's DROP COLUMN and ALTER COLUMN TYPE do, it
 refuses dropping a clustering column, and dropping or widening a column a CHECK constraint or a
 generation expression reads, or widening a partition column or inside an array / map (Delta's
 REPLACE COLUMNS commits those; see spec_notes/schema-evolution.md).
@@ -50,7 +51,7 @@ from dataclasses import dataclass
 
 from dvengine.commit.commit_info import delta_json
 from dvengine.commit.conf import ConfLookup
-from dvengine.errors import InvalidArgumentError, UnsupportedFeatureError
+from dvengine.errors import InvalidArgumentError, OperationNotAllowedError, UnsupportedFeatureError
 from dvengine.log import Snapshot, load_snapshot
 from dvengine.maintenance.clustering import clustering_columns
 from dvengine.maintenance.column_changes import check_dependents, commit_schema_change
@@ -64,6 +65,7 @@ from dvengine.writing.schema_merge import assign_column_mapping
 
 Path = tuple[str, ...]
 
+STATS_COLUMNS_KEY = "delta.dataSkippingStatsColumns"
 # Characters Parquet (and so Delta without column mapping) refuses in a column name (SchemaUtils.findInvalidColumnNames).
 _BAD_NAME_CHARACTERS = " ,;{}()\n\t="
 
@@ -265,14 +267,51 @@ def _check_new_schema(snapshot: Snapshot, schema: StructType, table: str) -> Non
             "found while replacing columns (Delta's DELTA_DUPLICATE_COLUMNS_FOUND); nothing was changed"
         )
     if snapshot.column_mapping_mode == "none":
-        partitions = {p.lower() for p in snapshot.metadata.partition_columns}
-        data = StructType(tuple(f for f in schema.fields if f.name.lower() not in partitions))
-        bad = _bad_names(data, ())
+        bad = _bad_names(schema, ())
         if bad:
             raise InvalidArgumentError(
                 f"REPLACE COLUMNS on table {table}: Found invalid character(s) among ' ,;{{}}()\\n\\t=' in the column "
                 f"names of your schema. Invalid column names: {', '.join(bad)} (Delta's "
                 "DELTA_INVALID_CHARACTERS_IN_COLUMN_NAMES; column mapping allows them); nothing was changed"
+            )
+
+
+def _name_parts(text: str, separator: str) -> list[str]:
+    """``text`` split at ``separator`` outside backquotes, each part stripped (backquotes kept)."""
+    parts, current, quoted = [], "", False
+    for char in text:
+        if char == "`":
+            quoted = not quoted
+        if char == separator and not quoted:
+            parts.append(current.strip())
+            current = ""
+        else:
+            current += char
+    return [*parts, current.strip()]
+
+
+def _has_path(schema: StructType, path: Sequence[str]) -> bool:
+    current: DataType = schema
+    for name in path:
+        found = _match(current, name) if isinstance(current, StructType) else None
+        if found is None:
+            return False
+        current = found.type
+    return True
+
+
+def _check_stats_columns(snapshot: Snapshot, schema: StructType, table: str) -> None:
+    """Delta's updateMetadata validates ``delta.dataSkippingStatsColumns`` against the new schema
+    (StatisticsCollection.validateDeltaStatsColumns): a listed column the list leaves out fails it."""
+    listed = snapshot.metadata.configuration.get(STATS_COLUMNS_KEY)
+    if not listed or not listed.strip():
+        return
+    for item in _name_parts(listed, ","):
+        path = [p.replace("``", "\0").replace("`", "").replace("\0", "`") for p in _name_parts(item, ".")]
+        if item and not _has_path(schema, path):
+            raise OperationNotAllowedError(
+                f"REPLACE COLUMNS on table {table} leaves out {item}, which the table property {STATS_COLUMNS_KEY} "
+                "lists (Delta's DELTA_COLUMN_NOT_FOUND_IN_SCHEMA); change the property first; nothing was changed"
             )
 
 
@@ -345,6 +384,7 @@ def replace_columns(table_root: str, columns: Sequence[ReplacedColumn], conf: Co
     assert isinstance(merged, StructType)
     _check_new_schema(snapshot, merged, table_root)
     _check_dropped(snapshot, _dropped(old, merged, ()), table_root)
+    _check_stats_columns(snapshot, merged, table_root)
     _check_retyped(snapshot, _retyped(old, merged, ()), table_root)
     check_generation_expressions(merged)
     schema, configuration = assign_column_mapping(type_widening.record_type_changes(old, merged),
