@@ -290,6 +290,9 @@ def test_refusals_name_the_column_and_leave_the_table_unchanged(tmp_path: Path) 
              "DELTA_INVALID_CHARACTERS_IN_COLUMN_NAMES")
     _refused(plain, f"REPLACE COLUMNS (v1 INT, v2 STRING, {cols}, x ARRAY<STRUCT<q: INT NOT NULL>>)",
              NestedNotNullConstraintError, "x")
+    dvengine.sql(None, f"ALTER TABLE delta.`{plain}` SET TBLPROPERTIES ('delta.enableChangeDataFeed' = 'true')")
+    _refused(plain, f"REPLACE COLUMNS (v1 INT, v2 STRING, {cols}, _commit_version BIGINT)", OperationNotAllowedError,
+             "_commit_version", "RESERVED_CDC_COLUMNS_ON_WRITE", NOTHING)
     _refused(plain, f"REPLACE COLUMNS (v1 INT, v2 STRING, {cols}, x STRUCT<q: INT COMMENT unquoted>)",
              SqlParseError, "expected a quoted string")
 

@@ -33,8 +33,9 @@ repeated at one level (DELTA_DUPLICATE_COLUMNS_FOUND) and, without column mappin
 `` ,;{}()\\n\\t=`` (DELTA_INVALID_CHARACTERS_IN_COLUMN_NAMES) are refused as Delta's checks after the
 merge do. Delta's commit then fails for a dropped partition column (its partition schema cannot be
 built), for a generation expression reading a dropped column (validateGeneratedColumns) and for a
-dropped column ``delta.dataSkippingStatsColumns`` lists (validateDeltaStatsColumns); those are
-refused here by name. Beyond Delta, as dvengine's DROP COLUMN and ALTER COLUMN TYPE do, it
+dropped column ``delta.dataSkippingStatsColumns`` lists (validateDeltaStatsColumns), and its
+updateMetadata for a Change Data Feed column name on a table with the feed on; those are refused
+here by name. Beyond Delta, as dvengine's DROP COLUMN and ALTER COLUMN TYPE do, it
 refuses dropping a clustering column, and dropping or widening a column a CHECK constraint or a
 generation expression reads, or widening a partition column or inside an array / map (Delta's
 REPLACE COLUMNS commits those; see spec_notes/schema-evolution.md).
@@ -57,7 +58,7 @@ from dvengine.maintenance.clustering import clustering_columns
 from dvengine.maintenance.column_changes import check_dependents, commit_schema_change
 from dvengine.maintenance.column_log import column_path_name, field_description
 from dvengine.protocol import type_widening
-from dvengine.protocol.features import check_writable
+from dvengine.protocol.features import ENABLE_CHANGE_DATA_FEED, check_writable
 from dvengine.protocol.schema import ArrayType, DataType, DecimalType, MapType, StructField, StructType
 from dvengine.writing.generated import check_generation_expressions
 from dvengine.writing.identity import is_identity
@@ -66,6 +67,7 @@ from dvengine.writing.schema_merge import assign_column_mapping
 Path = tuple[str, ...]
 
 STATS_COLUMNS_KEY = "delta.dataSkippingStatsColumns"
+_CHANGE_DATA_COLUMNS = ("_change_type", "_commit_version", "_commit_timestamp")
 # Characters Parquet (and so Delta without column mapping) refuses in a column name (SchemaUtils.findInvalidColumnNames).
 _BAD_NAME_CHARACTERS = " ,;{}()\n\t="
 
@@ -315,6 +317,20 @@ def _check_stats_columns(snapshot: Snapshot, schema: StructType, table: str) -> 
             )
 
 
+def _check_change_data_columns(snapshot: Snapshot, schema: StructType, table: str) -> None:
+    """Delta's updateMetadata (CDCReader.checkMetadataChange): with the change data feed on, no
+    top-level column may take a name the feed's rows carry."""
+    if snapshot.metadata.configuration.get(ENABLE_CHANGE_DATA_FEED, "false").strip().lower() != "true":
+        return
+    reserved = [f.name for f in schema.fields if f.name in _CHANGE_DATA_COLUMNS]
+    if reserved:
+        raise OperationNotAllowedError(
+            f"REPLACE COLUMNS on table {table}: column(s) {reserved} are reserved for the Change Data Feed's metadata "
+            f"(Delta's RESERVED_CDC_COLUMNS_ON_WRITE); rename them or set {ENABLE_CHANGE_DATA_FEED} to false; "
+            "nothing was changed"
+        )
+
+
 def _check_dropped(snapshot: Snapshot, dropped: Sequence[Path], table: str) -> None:
     top = {p[0].lower() for p in dropped if len(p) == 1}
     for what, names, code in (
@@ -385,6 +401,7 @@ def replace_columns(table_root: str, columns: Sequence[ReplacedColumn], conf: Co
     _check_new_schema(snapshot, merged, table_root)
     _check_dropped(snapshot, _dropped(old, merged, ()), table_root)
     _check_stats_columns(snapshot, merged, table_root)
+    _check_change_data_columns(snapshot, merged, table_root)
     _check_retyped(snapshot, _retyped(old, merged, ()), table_root)
     check_generation_expressions(merged)
     schema, configuration = assign_column_mapping(type_widening.record_type_changes(old, merged),
