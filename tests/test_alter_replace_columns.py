@@ -326,10 +326,13 @@ def test_refused_on_tables_with_generated_and_identity_columns(tmp_path: Path) -
         TBLPROPERTIES ('delta.columnMapping.mode' = 'name')""")
     dvengine.sql(None, f"INSERT INTO delta.`{generated}` (a, b) VALUES (1, 2)")
     _refused(generated, "REPLACE COLUMNS (b INT, g INT)", OperationNotAllowedError, "'a'", "g", NOTHING)
-    _alter(generated, "REPLACE COLUMNS (g INT, a INT)")  # dropping the generated column itself (and b) is fine
+    _alter(generated, "REPLACE COLUMNS (g INT, a INT)")  # b dropped; g keeps its expression
     assert [f["name"] for f in _schema(generated)] == ["g", "a"]
     assert _schema(generated)[0]["metadata"]["delta.generationExpression"] == "a + 1"
     assert_every_reader_sees(generated, ["g", "a"], [(2, 1)])
+    _alter(generated, "REPLACE COLUMNS (a INT)")  # dropping the generated column itself is fine
+    assert [f["name"] for f in _schema(generated)] == ["a"]
+    assert_every_reader_sees(generated, ["a"], [(1,)])
     identity = tmp_path / "identity"
     dvengine.sql(None, f"CREATE TABLE delta.`{identity}` (id BIGINT GENERATED ALWAYS AS IDENTITY, v INT) USING delta")
     _refused(identity, "REPLACE COLUMNS (id BIGINT, v INT)", UnsupportedFeatureError,
