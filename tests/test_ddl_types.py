@@ -18,6 +18,7 @@ TYPE_STRINGS = [
     "char(3)", "boolean", "float", "real", "double", "date", "timestamp", "timestamp_ntz", "timestamp_ltz",
     "binary", "decimal", "decimal(10,2)", "dec(5)", "numeric(38,38)", "array<int>", "map<string,array<double>>",
     "struct<a:int,b:string>", "struct<a: int NOT NULL, `b c`: array<struct<d:bigint>>>",
+    "struct<a: int COMMENT 'it\\'s', b: string NOT NULL COMMENT \"q\", c: map<int, struct<d: int COMMENT 'e'>>>",
 ]
 
 

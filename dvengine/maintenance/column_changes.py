@@ -156,7 +156,7 @@ def _depends(reads: list[Path], column: Path) -> bool:
     return False
 
 
-def _check_dependents(snapshot: Snapshot, column: Path, what: str) -> None:
+def check_dependents(snapshot: Snapshot, column: Path, what: str) -> None:
     """Delta's checkDependentExpressions: no CHECK constraint and no generation expression may read it."""
     configuration = snapshot.metadata.configuration
     constraints = {k[len(CONSTRAINT_PREFIX):]: v for k, v in configuration.items() if k.startswith(CONSTRAINT_PREFIX)}
@@ -180,7 +180,7 @@ def _check_dependents(snapshot: Snapshot, column: Path, what: str) -> None:
         )
 
 
-def _commit(snapshot: Snapshot, schema: StructType, operation: str, params: Mapping[str, ParameterValue],
+def commit_schema_change(snapshot: Snapshot, schema: StructType, operation: str, params: Mapping[str, ParameterValue],
             partition_columns: Sequence[str] | None = None, configuration: dict[str, str] | None = None,
             conf: ConfLookup | None = None) -> int:
     """One metaData (and, if the schema needs it, protocol) action; a concurrent metadata change
@@ -228,7 +228,7 @@ def rename_column(table_root: str, column: Sequence[str], new_name: str, conf: C
             f"RENAME COLUMN {_show(path)!r} TO {new_name!r}: a column named {new_name!r} already exists in table "
             f"{table_root} (Delta's DELTA_DUPLICATE_COLUMNS_FOUND); nothing was changed"
         )
-    _check_dependents(snapshot, path, "RENAME COLUMN")
+    check_dependents(snapshot, path, "RENAME COLUMN")
 
     def rename(fields: list[StructField], i: int) -> list[StructField]:
         fields[i] = dataclasses.replace(fields[i], name=new_name)
@@ -241,7 +241,7 @@ def rename_column(table_root: str, column: Sequence[str], new_name: str, conf: C
     new_path = (*[p for p in _names_at(snapshot.schema, indexes[:-1])], new_name)
     # DeltaOperations.RenameColumn: both paths as UnresolvedAttribute names
     params = {"oldColumnPath": column_path_name(_names_at(snapshot.schema, indexes)), "newColumnPath": column_path_name(new_path)}
-    return _commit(snapshot, schema, "RENAME COLUMN", params, partitions, conf=conf)
+    return commit_schema_change(snapshot, schema, "RENAME COLUMN", params, partitions, conf=conf)
 
 
 def drop_columns(
@@ -272,7 +272,7 @@ def drop_columns(
                 f"DROP COLUMN {names[0]!r}: it is a clustering column of table {table_root} (Delta's "
                 "DELTA_UNSUPPORTED_DROP_CLUSTERING_COLUMN); nothing was changed"
             )
-        _check_dependents(snapshot, path, "DROP COLUMN")
+        check_dependents(snapshot, path, "DROP COLUMN")
         if len(_parent_fields(schema, indexes)) == 1:
             raise InvalidArgumentError(
                 f"DROP COLUMN {_show(path)!r}: it is the only field of its {'table' if len(path) == 1 else 'struct'} "
@@ -282,7 +282,7 @@ def drop_columns(
         dropped.append(names)
     if not dropped:
         return None
-    return _commit(snapshot, schema, "DROP COLUMNS", {"columns": delta_json([column_path_name(p) for p in dropped])}, conf=conf)
+    return commit_schema_change(snapshot, schema, "DROP COLUMNS", {"columns": delta_json([column_path_name(p) for p in dropped])}, conf=conf)
 
 
 def add_columns(table_root: str, columns: Sequence[NewColumn], conf: ConfLookup | None = None) -> int:
@@ -329,7 +329,7 @@ def add_columns(table_root: str, columns: Sequence[NewColumn], conf: ConfLookup 
             entry["position"] = column.position.upper() if column.position.upper() == "FIRST" else column.position
         logged.append(entry)
     schema, configuration = assign_column_mapping(schema, snapshot.metadata.configuration)
-    return _commit(snapshot, schema, "ADD COLUMNS", {"columns": delta_json(logged)}, configuration=configuration, conf=conf)
+    return commit_schema_change(snapshot, schema, "ADD COLUMNS", {"columns": delta_json(logged)}, configuration=configuration, conf=conf)
 
 
 def _not_null_fields(data_type: DataType, path: Path) -> list[Path]:
@@ -392,7 +392,7 @@ def set_column_default(table_root: str, column: Sequence[str], default: str | No
         return fields
 
     schema = _replace_at(snapshot.schema, indexes, put)
-    return _commit(snapshot, schema, "CHANGE COLUMN", change_column_parameters(_names_at(snapshot.schema, indexes), changed),
+    return commit_schema_change(snapshot, schema, "CHANGE COLUMN", change_column_parameters(_names_at(snapshot.schema, indexes), changed),
                    conf=conf)
 
 
@@ -510,7 +510,7 @@ def set_column_nullability(table_root: str, column: Sequence[str], nullable: boo
             f"{type_text} NOT NULL to {type_text} (Delta's DELTA_UNSUPPORTED_ALTER_TABLE_CHANGE_COL_OP: a map key is "
             "never nullable, and an array element's or map value's nullability does not change); nothing was changed"
         )
-    return _commit(snapshot, schema, "CHANGE COLUMN",
+    return commit_schema_change(snapshot, schema, "CHANGE COLUMN",
                    change_column_parameters(target.path, dataclasses.replace(old, nullable=nullable)), conf=conf)
 
 
@@ -591,7 +591,7 @@ def change_column(table_root: str, column: Sequence[str], comment: str | None = 
                     f"{table_root}, Delta's DELTA_IDENTITY_COLUMNS_ALTER_COLUMN_NOT_SUPPORTED); nothing was changed"
                 )
             check_type_change(snapshot, _show(at))
-            _check_dependents(snapshot, at, "ALTER COLUMN ... TYPE of")
+            check_dependents(snapshot, at, "ALTER COLUMN ... TYPE of")
             new = widened_field(new, data_type, _show(at))
         fields[i] = new
         if position is None:
@@ -646,7 +646,7 @@ def change_column(table_root: str, column: Sequence[str], comment: str | None = 
         if retype[0] and data_type is not None:
             logged = dataclasses.replace(logged, type=data_type)  # Delta logs the new type, not delta.typeChanges
     params = change_column_parameters(target.path, logged, logged_position[0] if logged_position else None)
-    return _commit(snapshot, schema, "CHANGE COLUMN", params, conf=conf)
+    return commit_schema_change(snapshot, schema, "CHANGE COLUMN", params, conf=conf)
 
 
 def _child_fields(struct: StructType, indexes: Sequence[int]) -> tuple[StructField, ...]:

@@ -49,7 +49,9 @@ _ALIASES = {
     "timestamp_ltz": "timestamp",
     "timestamp_ntz": "timestamp_ntz",
 }
-_TOKEN = re.compile(r"\s*(`(?:[^`]|``)+`|[A-Za-z_][A-Za-z0-9_]*|\d+|[<>(),:])")
+_TOKEN = re.compile(r"""\s*(`(?:[^`]|``)+`|'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|[A-Za-z_][A-Za-z0-9_]*|\d+|[<>(),:])""")
+# Spark SQL string escapes (spark.sql.parser.escapedStringLiterals=false): a backslash escapes the next character.
+_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "0": "\0", "b": "\b", "Z": "\x1a"}
 
 
 class _Parser:
@@ -81,6 +83,13 @@ class _Parser:
             raise self.error(f"expected {expected!r}, found {token!r}")
         self.pos += 1
         return token
+
+    def string(self) -> str:
+        """A quoted string literal's text, Spark's escapes applied."""
+        token = self.take()
+        if token[:1] not in ("'", '"'):
+            raise self.error(f"expected a quoted string, found {token!r}")
+        return re.sub(r"\\(.)", lambda m: _ESCAPES.get(m.group(1), m.group(1)), token[1:-1])
 
     def number(self) -> int:
         token = self.take()
@@ -138,7 +147,11 @@ class _Parser:
                     self.take("not")
                     self.take("null")
                     nullable = False
-                fields.append(StructField(name, field_type, nullable))
+                metadata: dict[str, Any] = {}
+                if (self.peek() or "").lower() == "comment":  # Spark's complexColType: ... [NOT NULL] [COMMENT 'text']
+                    self.take("comment")
+                    metadata["comment"] = self.string()
+                fields.append(StructField(name, field_type, nullable, metadata))
             self.take(">")
             return StructType(tuple(fields))
         if word in _ALIASES:

@@ -174,7 +174,7 @@ def parse_column_nullability(text: str) -> AlterColumnNullabilityStatement:
     return AlterColumnNullabilityStatement(table, column, nullable)
 
 
-def _comment(cur: TokenCursor, part: str) -> str:
+def comment_text(cur: TokenCursor, part: str) -> str:
     token = cur.peek()
     if token is None or token.token_type != TokenType.STRING:
         raise SqlParseError(f"{part}: expected a string after COMMENT in {cur.text!r}")
@@ -195,14 +195,21 @@ def _column_position(cur: TokenCursor, part: str) -> str | None:
     return f"AFTER {token.text}"
 
 
-def _hive_type(cur: TokenCursor, part: str) -> str:
-    """The type of Hive-style CHANGE COLUMN as written: the tokens up to COMMENT, FIRST, AFTER or
-    NOT outside its brackets, or the end; checked by the type parser CREATE TABLE uses."""
+# The words that end a column's type in Hive-style CHANGE COLUMN and REPLACE COLUMNS (Spark's
+# colDefinitionDescriptorWithPosition: NOT NULL, DEFAULT, COMMENT, FIRST / AFTER).
+_TYPE_END_WORDS = ("COMMENT", "FIRST", "AFTER", "NOT", "DEFAULT")
+
+
+def column_type_text(cur: TokenCursor, part: str) -> str:
+    """A column's type as written (Hive-style CHANGE COLUMN, REPLACE COLUMNS): the tokens up to
+    COMMENT, FIRST, AFTER, NOT or DEFAULT outside its brackets, a ',' or ')' closing the column
+    (in a column list), or the end; checked by the type parser CREATE TABLE uses."""
     first = last = cur.peek()
     depth = 0
     while (token := cur.peek()) is not None:
-        if depth == 0 and token.token_type != TokenType.IDENTIFIER and token.text.upper() in (
-            "COMMENT", "FIRST", "AFTER", "NOT"
+        if depth == 0 and (
+            token.token_type in (TokenType.COMMA, TokenType.R_PAREN)
+            or (token.token_type != TokenType.IDENTIFIER and token.text.upper() in _TYPE_END_WORDS)
         ):
             break
         depth += {TokenType.LT: 1, TokenType.L_PAREN: 1, TokenType.GT: -1, TokenType.R_PAREN: -1}.get(
@@ -230,7 +237,7 @@ def parse_column_change(text: str) -> AlterColumnChangeStatement:
     cur, table = open_alter_column(text, part)
     column = _path(cur, _ACTIONS, part, dotted=True)
     if cur.accept("COMMENT"):
-        comment = _comment(cur, part)
+        comment = comment_text(cur, part)
         cur.end(part)
         return AlterColumnChangeStatement(table, column, comment=comment)
     position = _column_position(cur, part)
@@ -254,13 +261,13 @@ def parse_column_change(text: str) -> AlterColumnChangeStatement:
             f"{part}: Renaming column is not supported in Hive-style ALTER COLUMN, please run RENAME COLUMN instead "
             f"(Spark's _LEGACY_ERROR_TEMP_0034: {'.'.join(column)!r} -> {new_name!r}) in {text!r}"
         )
-    data_type = _hive_type(cur, part)
+    data_type = column_type_text(cur, part)
     if cur.accept("NOT", "NULL"):
         raise SqlParseError(
             f"{part}: NOT NULL is not supported in Hive-style ALTER COLUMN, please run ALTER COLUMN ... SET/DROP NOT "
             f"NULL instead (Spark's _LEGACY_ERROR_TEMP_0034) in {text!r}"
         )
-    note = _comment(cur, part) if cur.accept("COMMENT") else None
+    note = comment_text(cur, part) if cur.accept("COMMENT") else None
     moved = _column_position(cur, part)
     cur.end(part)
     return AlterColumnChangeStatement(table, column, note, moved, data_type)

@@ -1,7 +1,8 @@
 """Run the ALTER TABLE column statements (ADD / RENAME / DROP COLUMN, SET / DROP DEFAULT,
-SET / DROP NOT NULL, COMMENT / FIRST / AFTER and Hive-style CHANGE COLUMN).
+SET / DROP NOT NULL, COMMENT / FIRST / AFTER, Hive-style CHANGE COLUMN and REPLACE COLUMNS).
 
-Each is one metadata-only commit by :mod:`dvengine.maintenance.column_changes`; none needs a
+Each is one metadata-only commit by :mod:`dvengine.maintenance.column_changes` (REPLACE COLUMNS:
+:mod:`dvengine.maintenance.column_replace`); none needs a
 SparkSession, so ``dvengine.sql(None, ...)`` runs them in-process like CREATE TABLE.
 """
 
@@ -17,6 +18,7 @@ from dvengine.maintenance.column_changes import (
     set_column_default,
     set_column_nullability,
 )
+from dvengine.maintenance.column_replace import ReplacedColumn, replace_columns
 from dvengine.protocol.ddl import parse_ddl_type
 from dvengine.sqlcmd.statements import (
     AddColumnsStatement,
@@ -25,6 +27,7 @@ from dvengine.sqlcmd.statements import (
     AlterColumnNullabilityStatement,
     DropColumnsStatement,
     RenameColumnStatement,
+    ReplaceColumnsStatement,
 )
 
 ColumnStatement = (
@@ -34,9 +37,11 @@ ColumnStatement = (
     | AlterColumnDefaultStatement
     | AlterColumnNullabilityStatement
     | AlterColumnChangeStatement
+    | ReplaceColumnsStatement
 )
 COLUMN_STATEMENTS = (
     AddColumnsStatement,
+    ReplaceColumnsStatement,
     RenameColumnStatement,
     DropColumnsStatement,
     AlterColumnDefaultStatement,
@@ -55,6 +60,10 @@ def run_column_statement(table_root: str, stmt: ColumnStatement, conf: ConfLooku
             for c in stmt.columns
         ]
         return add_columns(table_root, columns, conf=conf)
+    if isinstance(stmt, ReplaceColumnsStatement):
+        return replace_columns(
+            table_root, [ReplacedColumn(c.path[-1], parse_ddl_type(c.data_type), c.comment) for c in stmt.columns], conf
+        )
     if isinstance(stmt, RenameColumnStatement):
         return rename_column(table_root, stmt.column, stmt.new_name, conf=conf)
     if isinstance(stmt, DropColumnsStatement):

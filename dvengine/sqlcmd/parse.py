@@ -28,6 +28,7 @@ from dvengine.sqlcmd.alter_parse import (
     parse_alter_constraint,
     parse_alter_properties,
 )
+from dvengine.sqlcmd.alter_replace_parse import is_replace_columns, parse_replace_columns
 from dvengine.sqlcmd.column_text import identity_options_in_order
 from dvengine.sqlcmd.create_parse import is_delta_create, parse_create
 from dvengine.sqlcmd.dml_parse import DIALECT, parse_delete, parse_merge, parse_update
@@ -103,6 +104,8 @@ def parse_statement(text: str) -> Statement:
         return parse_merge(node)
     if first == "INSERT":
         return _insert(text)
+    if first == "ALTER" and is_replace_columns(text):
+        return parse_replace_columns(text)
     if first == "ALTER" and (kind := column_statement_kind(text)) is not None:
         return parse_alter_columns(text, kind)
     if first == "ALTER" and is_alter_properties(text):

@@ -43,6 +43,7 @@ from dvengine.sqlcmd.statements import (
     OptimizeStatement,
     OtherAlterTable,
     PassThrough,
+    ReplaceColumnsStatement,
     RestoreStatement,
     Statement,
     TableRef,
@@ -177,8 +178,8 @@ def _unsupported_alter(stmt: OtherAlterTable) -> UnsupportedFeatureError:
     form = stmt.form or "(nothing after the table name)"
     return UnsupportedFeatureError(
         f"ALTER TABLE {stmt.table.describe()} {form}: dvengine does not run this ALTER TABLE form on Delta tables "
-        "(it runs ADD/DROP/RENAME/ALTER/CHANGE COLUMN, ALTER COLUMN TYPE/DEFAULT/NULL, SET/UNSET TBLPROPERTIES, "
-        "ADD/DROP CONSTRAINT and CLUSTER BY); nothing was changed"
+        "(it runs ADD/DROP/RENAME/ALTER/CHANGE COLUMN, REPLACE COLUMNS, ALTER COLUMN TYPE/DEFAULT/NULL, SET/UNSET "
+        "TBLPROPERTIES, ADD/DROP CONSTRAINT and CLUSTER BY); nothing was changed"
     )
 
 
@@ -225,6 +226,8 @@ def run_statement(spark: SparkSession, stmt: Statement) -> DataFrame:
     if isinstance(stmt, AlterPropertiesStatement):
         table_statements.alter_properties(resolve_table(spark, stmt.table), stmt, session_conf(spark))
         return results.empty_result(spark)
+    if isinstance(stmt, ReplaceColumnsStatement) and insert_target(spark, stmt.table) is None:
+        return spark_sql(spark, stmt.text)  # a Spark table: Spark's own REPLACE COLUMNS
     if isinstance(stmt, COLUMN_STATEMENTS):
         run_column_statement(resolve_table(spark, stmt.table).path, stmt, session_conf(spark))
         return results.empty_result(spark)

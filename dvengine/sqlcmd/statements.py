@@ -207,6 +207,18 @@ class AddColumnsStatement:
 
 
 @dataclass(frozen=True)
+class ReplaceColumnsStatement:
+    """``ALTER TABLE t REPLACE COLUMNS (col type [COMMENT 'text'], ...)``: the table's new top-level
+    column list (each an :class:`AddColumnDefinition` of one name, nullable, no DEFAULT or position,
+    as Spark's parser takes them). ``text`` is the statement as written, handed to Spark unchanged
+    when ``t`` is a name dvengine's catalog does not hold (a Spark table)."""
+
+    table: TableRef
+    columns: tuple[AddColumnDefinition, ...]
+    text: str
+
+
+@dataclass(frozen=True)
 class RenameColumnStatement:
     """``ALTER TABLE t RENAME COLUMN a.b TO c`` (column mapping tables)."""
 
@@ -283,7 +295,7 @@ class PassThrough:
 
 @dataclass(frozen=True)
 class OtherAlterTable:
-    """An ``ALTER TABLE t <form>`` dvengine does not run (``REPLACE COLUMNS``, ``RENAME TO``, ...).
+    """An ``ALTER TABLE t <form>`` dvengine does not run (``RENAME TO``, ``SET LOCATION``, ...).
     On a Delta table (``delta.`path``` or a name in dvengine's catalog) it is refused with a typed
     error, not handed to ``spark.sql``, which cannot run it without Delta's jar and would answer
     with a misleading "table not found"; any other table's statement goes to Spark unchanged."""
@@ -308,6 +320,7 @@ Statement = (
     | AlterConstraintStatement
     | AlterColumnTypeStatement
     | AddColumnsStatement
+    | ReplaceColumnsStatement
     | RenameColumnStatement
     | DropColumnsStatement
     | AlterColumnDefaultStatement
