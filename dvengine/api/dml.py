@@ -23,6 +23,7 @@ from dvengine.engine.local.auto_compaction import after_commit
 from dvengine.expressions import BoundPredicate, parse_predicate
 from dvengine.log import Snapshot, load_snapshot
 from dvengine.protocol.schema import StructType
+from dvengine.writing.defaults import resolve_default_assignments
 from dvengine.writing.generated import with_generated_assignments
 from dvengine.writing.identity import check_identity_update
 
@@ -139,6 +140,7 @@ def update(
         schema = snapshot.schema
         predicate = _bind_condition(session, condition, schema)
         texts = {name: session.value_sql(value, schema, name) for name, value in assignments.items()}
+        texts = resolve_default_assignments(schema, texts, "UPDATE")  # SET c = DEFAULT, as Spark's analyzer
         check_identity_update(schema, [k for k in texts if isinstance(k, str)], "UPDATE")
         bound = bind_assignments(schema, with_generated_assignments(schema, texts))  # generated columns follow their inputs
         ctx = open_dml(snapshot, "UPDATE", options, predicate, attempt=attempt, conf=choice.conf)
