@@ -73,7 +73,8 @@ class EngineSession:
         return predicate_column_to_sql(condition, empty_frame(self.session(), spark_schema(schema)))  # type: ignore[arg-type]
 
     def value_sql(self, value: object, schema: StructType, column: str) -> str:
-        """SQL text of an assigned value given as a string or a pyspark Column."""
+        """SQL text of an UPDATE value given as a string or a pyspark Column (a Column naming DEFAULT
+        comes back as its text, for the DEFAULT keyword to be resolved as Spark's analyzer does)."""
         if isinstance(value, str):
             return value
         if type(value).__name__ != "Column":
@@ -81,11 +82,11 @@ class EngineSession:
                 f"the value for column {column!r} must be a SQL expression string or a pyspark Column, "
                 f"got {type(value).__name__}: {value!r}"
             )
-        from dvengine.engine.spark.columns import value_column_to_sql
+        from dvengine.engine.spark.columns import update_value_column_to_sql
         from dvengine.engine.spark.empty_frames import empty_frame
         from dvengine.engine.spark.reader import spark_schema
 
-        return value_column_to_sql(value, empty_frame(self.session(), spark_schema(schema)))  # type: ignore[arg-type]
+        return update_value_column_to_sql(value, empty_frame(self.session(), spark_schema(schema)))  # type: ignore[arg-type]
 
 
 def _bind_condition(session: EngineSession, condition: object, schema: StructType) -> BoundPredicate | None:

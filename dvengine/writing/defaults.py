@@ -81,6 +81,15 @@ def assigned_default(field: StructField, operation: str) -> str:
     )
 
 
+def mentions_default_keyword(text: str) -> bool:
+    """Whether SQL text holds a bare ``DEFAULT`` (False for text that does not parse)."""
+    try:
+        tree = parse_sql(text)
+    except InvalidPredicateError:
+        return False  # not SQL (a pyspark Column's internal form): the caller keeps its own error
+    return any(_is_default_keyword(node) for node in tree.find_all(exp.Column))
+
+
 def resolve_default_assignments(schema: StructType, texts: Mapping[str, str], operation: str) -> dict[str, str]:
     """UPDATE assignments (column -> SQL text) with the DEFAULT keyword replaced by the value it
     stands for (see the module docstring). Keys naming no top-level column (nested fields, unknown
