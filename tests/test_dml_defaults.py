@@ -27,6 +27,7 @@ from interop import rows_arrow, rows_delta_rs, rows_duckdb, sort_rows
 import dvengine
 from dvengine import DeltaTable
 from dvengine.errors import (
+    ConstraintViolationError,
     DefaultPlacementError,
     InvalidPredicateError,
     NoDefaultValueError,
@@ -89,6 +90,10 @@ def _model_update(rows: list[Row], where: Callable[[Row], bool], columns: list[s
                 row[c] = declared.get(c)
 
 
+def _commits(root: str | Path) -> int:
+    return sum(1 for name in os.listdir(Path(root) / "_delta_log") if name.endswith(".json"))
+
+
 def _tuples(rows: list[Row], names: list[str] = NAMES) -> list[tuple[Any, ...]]:
     return sort_rows([tuple(r[n] for n in names) for r in rows])
 
@@ -131,10 +136,10 @@ def test_update_default_without_the_feature_is_null(tmp_path: Path) -> None:
     table.update("id > 3", {"qty": "DEFAULT", "note": "DEFAULT"}, engine="local")
     _model_update(model, lambda r: r["id"] > 3, ["qty", "note"], with_defaults=False)
     _check_readers(root, model)
-    versions = len(table.history())
+    versions = _commits(root)
     with pytest.raises(NoDefaultValueError, match="status"):
         table.update("id = 1", {"status": "DEFAULT"}, engine="local")
-    assert len(table.history()) == versions
+    assert _commits(root) == versions
     _check_readers(root, model)
 
 
@@ -157,7 +162,7 @@ def test_update_default_refusals_leave_the_table_unchanged(
     with pytest.raises(error, match=names) as info:
         table.update("id = 1", assignments, engine="local")
     assert isinstance(info.value, InvalidPredicateError)  # callers catching the binder's errors still catch these
-    assert sorted(os.listdir(root)) == files and len(os.listdir(Path(root) / "_delta_log")) == 2
+    assert sorted(os.listdir(root)) == files and _commits(root) == 2
     _check_readers(root, model)
 
 
@@ -187,6 +192,21 @@ def test_update_default_on_an_identity_column_is_refused(tmp_path: Path) -> None
     assert rows_arrow(root, ["id", "v"]) == before
 
 
+def test_update_default_on_a_generated_column_is_null_and_breaks_its_check(tmp_path: Path) -> None:
+    """A generated column has no CURRENT_DEFAULT, so DEFAULT is NULL, which Delta's generated-column
+    check refuses unless the generation expression is NULL for the row."""
+    root = tmp_path / "t"
+    table = (DeltaTable.create(None).location(str(root)).addColumn("id", "BIGINT")
+             .addColumn("g", "BIGINT", generatedAlwaysAs="id * 2").execute())
+    dvengine.write(pa.table({"id": pa.array([1, None], pa.int64())}), str(root), mode="append")
+    with pytest.raises(ConstraintViolationError, match="g"):
+        table.update("id = 1", {"g": "DEFAULT"}, engine="local")
+    assert rows_arrow(root, ["id", "g"]) == [(1, 2), (None, None)]
+    table.update("id IS NULL", {"g": "DEFAULT"}, engine="local")  # NULL = id * 2 for that row: allowed
+    assert rows_arrow(root, ["id", "g"]) == [(1, 2), (None, None)]
+    assert _commits(root) == 3  # create, append, the allowed UPDATE (the refused one committed nothing)
+
+
 @pytest.mark.parametrize("clause", ["matched_update", "not_matched_insert", "not_matched_by_source_update"])
 def test_merge_default_is_an_unknown_column_as_in_delta(tmp_path: Path, clause: str) -> None:
     """Delta resolves MERGE clauses itself and has no DEFAULT there (DELTA_MERGE_UNRESOLVED_EXPRESSION)."""
@@ -203,7 +223,7 @@ def test_merge_default_is_an_unknown_column_as_in_delta(tmp_path: Path, clause: 
         builder = builder.whenNotMatchedBySourceUpdate(set={"note": "DEFAULT"})
     with pytest.raises(UnresolvedColumnError, match="DEFAULT"):
         builder.withEngine("local").execute()
-    assert len(os.listdir(Path(root) / "_delta_log")) == 2
+    assert _commits(root) == 2
     _check_readers(root, model)
 
 
@@ -221,7 +241,7 @@ def test_sql_update_set_default_on_spark(spark: Any, tmp_path: Path) -> None:
             dvengine.sql(spark, f"UPDATE delta.`{root}` SET qty = DEFAULT * 2 WHERE id = 1")
     _model_update(model, lambda r: r["id"] % 2 == 0, ["status", "qty", "note"], True)
     _check_readers(root, model)
-    assert len(DeltaTable.forPath(None, root).history()) == 3  # create, append, one UPDATE
+    assert _commits(root) == 3  # create, append, one UPDATE
     # delta-spark's update(set=...) builds the same UpdateTable, so a Column DEFAULT is the keyword too
     from pyspark.sql import functions as F
 
@@ -242,5 +262,5 @@ def test_sql_merge_default_is_refused_on_spark(spark: Any, tmp_path: Path) -> No
         dvengine.sql(spark, f"MERGE INTO delta.`{root}` t USING dml_default_src s ON t.id = s.id "
                             "WHEN MATCHED THEN UPDATE SET qty = DEFAULT "
                             "WHEN NOT MATCHED THEN INSERT (id, status, qty) VALUES (s.id, 'x', DEFAULT)")
-    assert len(os.listdir(Path(root) / "_delta_log")) == 2
+    assert _commits(root) == 2
     _check_readers(root, model)
