@@ -193,6 +193,25 @@ class UnresolvedColumnError(InvalidPredicateError, AnalysisError):
     delta_error_class = "UNRESOLVED_COLUMN"
 
 
+class DefaultPlacementError(InvalidPredicateError, AnalysisError):
+    """The DEFAULT keyword of an UPDATE assignment is part of a larger expression (``SET c = DEFAULT + 1``).
+
+    Spark's DEFAULT_PLACEMENT_INVALID (an AnalysisException): DEFAULT must be the whole value.
+    """
+
+    delta_error_class = "DEFAULT_PLACEMENT_INVALID"
+
+
+class NoDefaultValueError(InvalidPredicateError, AnalysisError):
+    """``SET c = DEFAULT`` on a NOT NULL column that has no default: no value can be assigned.
+
+    Spark's NO_DEFAULT_COLUMN_VALUE_AVAILABLE (an AnalysisException); a nullable column without a
+    default gets NULL instead.
+    """
+
+    delta_error_class = "NO_DEFAULT_COLUMN_VALUE_AVAILABLE"
+
+
 class EvaluationError(InvalidPredicateError):
     """A condition or value failed while rows were evaluated (overflow, division by zero, bad cast).
 

@@ -23,6 +23,7 @@ from dvengine.engine.local.auto_compaction import after_commit
 from dvengine.expressions import BoundPredicate, parse_predicate
 from dvengine.log import Snapshot, load_snapshot
 from dvengine.protocol.schema import StructType
+from dvengine.writing.defaults import resolve_default_assignments
 from dvengine.writing.generated import with_generated_assignments
 from dvengine.writing.identity import check_identity_update
 
@@ -72,7 +73,8 @@ class EngineSession:
         return predicate_column_to_sql(condition, empty_frame(self.session(), spark_schema(schema)))  # type: ignore[arg-type]
 
     def value_sql(self, value: object, schema: StructType, column: str) -> str:
-        """SQL text of an assigned value given as a string or a pyspark Column."""
+        """SQL text of an UPDATE value given as a string or a pyspark Column (a Column naming DEFAULT
+        comes back as its text, for the DEFAULT keyword to be resolved as Spark's analyzer does)."""
         if isinstance(value, str):
             return value
         if type(value).__name__ != "Column":
@@ -80,11 +82,11 @@ class EngineSession:
                 f"the value for column {column!r} must be a SQL expression string or a pyspark Column, "
                 f"got {type(value).__name__}: {value!r}"
             )
-        from dvengine.engine.spark.columns import value_column_to_sql
+        from dvengine.engine.spark.columns import update_value_column_to_sql
         from dvengine.engine.spark.empty_frames import empty_frame
         from dvengine.engine.spark.reader import spark_schema
 
-        return value_column_to_sql(value, empty_frame(self.session(), spark_schema(schema)))  # type: ignore[arg-type]
+        return update_value_column_to_sql(value, empty_frame(self.session(), spark_schema(schema)))  # type: ignore[arg-type]
 
 
 def _bind_condition(session: EngineSession, condition: object, schema: StructType) -> BoundPredicate | None:
@@ -139,6 +141,7 @@ def update(
         schema = snapshot.schema
         predicate = _bind_condition(session, condition, schema)
         texts = {name: session.value_sql(value, schema, name) for name, value in assignments.items()}
+        texts = resolve_default_assignments(schema, texts, "UPDATE")  # SET c = DEFAULT, as Spark's analyzer
         check_identity_update(schema, [k for k in texts if isinstance(k, str)], "UPDATE")
         bound = bind_assignments(schema, with_generated_assignments(schema, texts))  # generated columns follow their inputs
         ctx = open_dml(snapshot, "UPDATE", options, predicate, attempt=attempt, conf=choice.conf)

@@ -13,6 +13,7 @@ from typing import Any
 from pyspark.sql import Column, DataFrame
 
 from dvengine.errors import InvalidPredicateError, UnsupportedFeatureError
+from dvengine.writing.defaults import mentions_default_keyword
 
 
 def _require_jvm_plan(frame: DataFrame) -> None:
@@ -47,3 +48,18 @@ def value_column_to_sql(column: Column, frame: DataFrame) -> str:
         return str(project.projectList().apply(0).child().sql())
     except Exception as exc:
         raise InvalidPredicateError(f"cannot resolve expression {column!r} against columns {frame.columns}: {exc}") from exc
+
+
+def update_value_column_to_sql(column: Column, frame: DataFrame) -> str:
+    """SQL of an UPDATE SET value Column. As :func:`value_column_to_sql`, except that a Column the
+    table cannot resolve because it names DEFAULT (``F.expr("DEFAULT")``, ``F.col("DEFAULT")``)
+    is handed on as its own SQL text: delta-spark's update() puts the Column into Spark's UpdateTable,
+    whose analyzer reads it as the DEFAULT keyword (see dvengine.writing.defaults)."""
+    try:
+        return value_column_to_sql(column, frame)
+    except InvalidPredicateError:
+        jc: Any = column._jc  # the JVM Column: its node prints as the SQL it was written as
+        text = str(jc.node().sql())
+        if mentions_default_keyword(text):
+            return text
+        raise
