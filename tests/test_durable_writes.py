@@ -31,6 +31,8 @@ from dvengine.commit.commit_lock import commit_turn
 from dvengine.log import load_snapshot
 from dvengine.log.checkpoint_writer import last_checkpoint_json, write_checkpoint
 
+STRATEGY_CONF = "dvengine.spark.dmlStrategy"  # engine/spark/executor.py (this module imports no pyspark code)
+
 pytestmark = pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="reads fsynced paths from /proc/self/fd")
 
 COMMIT_NAME = re.compile(r"/_delta_log/\d{20}\.json$")
@@ -220,3 +222,26 @@ def test_checkpoint_is_fsynced_before_last_checkpoint_names_it(tmp_path: Path, p
     if policy == "v2":
         assert os.listdir(os.path.join(root, "_delta_log", "_sidecars"))
     _checkpoint_order(recorder, root)
+
+
+def test_spark_written_files_are_fsynced_by_the_driver_before_the_commit_link(spark: Any, tmp_path: Path) -> None:
+    """Spark's writer (JVM) never fsyncs; the driver must, before the commit names the files: a
+    DataFrame append and a copy-on-write DELETE on the Spark executor's row plan (survivors
+    rewritten by Spark's writer). Only the driver's events are recorded: that is where the fsync
+    must be. (Python file tasks write with the in-process writer, which fsyncs in the worker.)"""
+    root = str(tmp_path / "t")
+    dvengine.write(_rows(0, 30), root, partitionBy=["p"])
+    frame = spark.createDataFrame(_rows(100, 40).to_pandas())
+    steps = {
+        "append": lambda: dvengine.write(frame, root, mode="append"),
+        "delete": lambda: DeltaTable.forPath(spark, root).delete("id < 20", mode="rewrite", engine="spark"),
+    }
+    spark.conf.set(STRATEGY_CONF, "rows")
+    try:
+        for name, step in steps.items():
+            existing = _all_files(root)
+            recorder = recorded(step)
+            assert assert_commits_durable(recorder, root, existing) > 0, name
+    finally:
+        spark.conf.unset(STRATEGY_CONF)
+    assert sorted(dvengine.DeltaTable.forPath(None, root).toArrow().column("id").to_pylist()) == [*range(20, 30), *range(100, 140)]
