@@ -19,8 +19,9 @@ from dvengine.faults import COMMIT_AFTER_LINK, COMMIT_BEFORE_LINK, fault_point
 from dvengine.storage.base import FileAlreadyExists, FileInfo
 
 
-def _write_hidden_temp(target: str, data: bytes, durable: bool) -> str:
-    """Write ``data`` to a hidden temp file next to ``target`` (so a rename/link is atomic); return its path.
+def _write_hidden_temp(target: str, data: bytes) -> str:
+    """Write and fsync ``data`` in a hidden temp file next to ``target`` (so a rename/link is atomic
+    and names complete content after a power loss too); return its path.
 
     Hidden names (leading dot) are ignored by log listing and by VACUUM's candidate scan.
     """
@@ -30,9 +31,8 @@ def _write_hidden_temp(target: str, data: bytes, durable: bool) -> str:
     try:
         with open(tmp, "wb") as fh:
             fh.write(data)
-            if durable:
-                fh.flush()
-                os.fsync(fh.fileno())
+            fh.flush()
+            os.fsync(fh.fileno())
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
@@ -120,7 +120,7 @@ class LocalStorage:
         Split from :meth:`link_staged` so a committer can pay the fsync before it takes the
         host-local commit turn (commit/commit_lock.py): the content is private until linked.
         """
-        return _write_hidden_temp(path, data, durable=True)
+        return _write_hidden_temp(path, data)
 
     def link_staged(self, staged: str, path: str) -> None:
         """Publish a staged commit: ``os.link`` (atomic, EEXIST = lost race), then drop the temp
@@ -149,11 +149,14 @@ class LocalStorage:
             os.close(fd)
 
     def write(self, path: str, data: bytes) -> None:
-        """Overwrite atomically (used for ``_last_checkpoint``, which may be replaced)."""
-        os.replace(_write_hidden_temp(path, data, durable=False), path)
+        """Overwrite atomically and durably: temp file, fsync, rename (checkpoints, their sidecars,
+        ``_last_checkpoint``, ``_last_vacuum_info``). A checkpoint is fsynced before the rename
+        that names it, and before ``_last_checkpoint`` (written after it) can name it, so a power
+        loss never leaves a hint pointing at an empty checkpoint (spec_notes/crash-safety.md)."""
+        os.replace(_write_hidden_temp(path, data), path)
 
     def put_new(self, path: str, data: bytes) -> None:
-        os.replace(_write_hidden_temp(path, data, durable=True), path)
+        os.replace(_write_hidden_temp(path, data), path)
 
     def put_new_in_background(self, path: str, data: bytes) -> None:
         self.put_new(path, data)  # no round trip to hide

@@ -1,7 +1,9 @@
 """Write Arrow rows as data files of a Delta table, in-process, with the same stats Spark's path gets.
 
-Files are written under a hidden name and renamed into place once complete, so a crash leaves
-either nothing visible or a whole file (an orphan for VACUUM until a commit references it). On an
+Files are written under a hidden name, fsynced and renamed into place once complete, so a crash
+(a kill or a power loss) leaves either nothing visible or a whole file (an orphan for VACUUM until a
+commit references it; spec_notes/crash-safety.md). The fsync runs here, in the writing thread (a
+Spark task's, when tasks write), long before the commit turn. On an
 object store a file is one PUT under its final name, sent in the background; the commit that
 names it waits for it (storage/pending.py).
 Column mapping is honoured: columns get their physical names and Parquet field ids. Timestamps
@@ -38,6 +40,7 @@ from dvengine.protocol.schema import (
 )
 from dvengine.read import relabel_by_position
 from dvengine.storage import is_object_uri, join, pending, resolve_data_path, storage_for
+from dvengine.storage.durable import fsync_file
 from dvengine.writing.files import HIVE_DEFAULT_PARTITION, build_add_file, escape_partition_value
 from dvengine.writing.stats import stats_from_parquet_metadata
 
@@ -184,6 +187,7 @@ def _write_one(
     collected: list[pq.FileMetaData] = []
     try:
         pq.write_table(chunk, hidden, metadata_collector=collected, use_dictionary=dictionary_columns(chunk), **PARQUET_WRITE_OPTIONS)
+        fsync_file(hidden)  # before the name a commit will use exists: never a committed empty file
         os.rename(hidden, target)
     except BaseException:
         for path in (hidden, target):

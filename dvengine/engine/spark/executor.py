@@ -179,6 +179,9 @@ def _publish(ctx: DmlContext, staging: str, adds: Sequence[AddFile]) -> None:
     Only the files of successful task attempts (those whose adds came back) move; the folder,
     with anything a failed or speculative attempt left, is removed afterwards. Tables reached
     through Hadoop have no staging folder (``staging`` is the root): the files are in place.
+    The tasks wrote these files with the in-process writer, which fsynced each before naming it
+    (engine/local/writer.py), so they are durable already; Spark's own writer's files are
+    fsynced by the driver in ``write_parquet_files``.
     """
     root = ctx.snapshot.table_root
     if staging == root:

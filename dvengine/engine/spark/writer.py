@@ -5,8 +5,10 @@ JVM, writes into a private staging folder inside the table root (``_dvengine_sta
 names starting with ``_`` are invisible to Delta readers), with ``partitionBy`` producing Spark's
 Hive-style, Spark-escaped folders. The driver then reads each new file's footer (a few KB) for
 stats and renames the file into place. No data crosses into Python, no second pass over the
-data, and partition escaping is Spark's by construction. Files become part of the table only
-when a commit references them; anything left behind by a failure is an orphan for VACUUM.
+data, and partition escaping is Spark's by construction. Spark's local file system never fsyncs,
+so the driver fsyncs the new files (several at once) before it renames them: a commit never names
+a file a power loss could leave empty. Files become part of the table only when a commit
+references them; anything left behind by a failure is an orphan for VACUUM.
 
 Tables Spark reaches through another Hadoop FileSystem (object stores, ``dvengine.spark.
 localFileScheme``) get no staging folder and no rename: Spark's writer runs with dvengine's direct
@@ -45,7 +47,9 @@ from dvengine.faults import DML_DATA_FILES_WRITTEN, fault_point
 from dvengine.protocol.actions import AddFile
 from dvengine.protocol.row_tracking import ROW_COMMIT_VERSION_COLUMN, ROW_ID_COLUMN, MaterializedColumns
 from dvengine.protocol.schema import FIELD_ID_KEY, PHYSICAL_NAME_KEY, StructType
+from dvengine.protocol.stats import FileStats
 from dvengine.storage import join, resolve_data_path, storage_for
+from dvengine.storage.durable import fsync_files
 from dvengine.writing.files import SPARK_STAGING_PREFIX, build_add_file, parse_partition_folders
 from dvengine.writing.stats import stats_from_parquet_metadata
 
@@ -176,6 +180,7 @@ def write_parquet_files(
             writer = writer.partitionBy(*physical_parts)
         with session_conf(spark, _WRITE_CONF):
             writer.parquet(staging)
+        staged: list[tuple[str, str, dict[str, str | None], FileStats]] = []
         for path in _new_files(staging):
             md = pq.read_metadata(path)
             if md.num_rows == 0:
@@ -183,7 +188,11 @@ def write_parquet_files(
             relative = os.path.relpath(path, staging)
             rel_dir = os.path.dirname(relative)
             partition_values = parse_partition_folders(rel_dir, part_types, time_zone)
-            stats = stats_from_parquet_metadata(md, schema, num_indexed_cols=num_indexed_cols)
+            staged.append((path, relative, partition_values, stats_from_parquet_metadata(md, schema, num_indexed_cols=num_indexed_cols)))
+        # Spark's Hadoop local file system never fsyncs: the driver does, before the files get the
+        # names a commit will use (spec_notes/crash-safety.md, "Power loss").
+        fsync_files([path for path, _, _, _ in staged])
+        for path, relative, partition_values, stats in staged:
             target = os.path.join(table_root, relative)
             os.makedirs(os.path.dirname(target), exist_ok=True)
             os.rename(path, target)
