@@ -196,7 +196,8 @@ def plan_vacuum(
     if retention_hours is None:  # the table's own retention: nothing to check
         retention, hours = default_retention, default_retention / HOUR_MS
     else:
-        retention, hours = retention_ms(snapshot, retention_hours, enforce_retention), retention_hours
+        retention = retention_ms(snapshot, retention_hours, enforce_retention)
+        hours = retention / HOUR_MS  # the whole hours applied (Delta rounds the given ones)
     now = int(time.time() * 1000) if now_ms is None else now_ms
     cutoff = now - retention
     window = retention_window(snapshot, cutoff)
