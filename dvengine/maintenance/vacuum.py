@@ -59,6 +59,7 @@ from dvengine.maintenance.vacuum_rules import (
     retention_window,
     table_retention_ms,
 )
+from dvengine.protocol.features import check_writable
 from dvengine.storage import FileInfo, is_object_uri, normalize_table_path, storage_for
 from dvengine.storage.base import CONDITIONAL_PUT_PROBE_PREFIX
 from dvengine.writing.files import SPARK_STAGING_PREFIX
@@ -188,10 +189,14 @@ def plan_vacuum(
     when no retention is given). ``vacuum_type`` ``"FULL"`` (Delta's default) lists the table;
     ``"LITE"`` reads the candidates from the log's removes (``vacuum_lite.py``) and raises
     :class:`CannotVacuumLiteError` when the log no longer holds a commit it needs. Both apply the
-    same keep rules (``vacuum_rules.py``).
+    same keep rules (``vacuum_rules.py``). A table dvengine cannot write is refused first
+    (:class:`UnsupportedFeatureError`), as Delta's ``protocolWrite`` check, dry runs included.
     """
     kind = check_vacuum_type(vacuum_type)
     snapshot = load_snapshot(table_root)
+    # Delta's gc starts with deltaLog.protocolWrite(snapshot.protocol), dry runs and unlogged runs
+    # included: a writer that does not know every writer feature must not delete the table's files.
+    check_writable(snapshot.protocol, snapshot.metadata)
     default_retention = table_retention_ms(snapshot)
     if retention_hours is None:  # the table's own retention: nothing to check
         retention, hours = default_retention, default_retention / HOUR_MS
