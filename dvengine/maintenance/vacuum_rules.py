@@ -51,6 +51,9 @@ class VacuumPlan:
     retention_hours: float
     vacuum_type: str = VACUUM_FULL
     files: list[str] = field(default_factory=list)  # absolute paths
+    # FULL: the folders Delta's diff holds (vacuum_dirs.py), absolute, deepest first; counted with the
+    # files in numFilesToDelete and listed by a dry run, deleted when empty
+    directories: list[str] = field(default_factory=list)
     total_bytes: int = 0
     num_dv_files: int = 0
     num_referenced_files: int = 0
