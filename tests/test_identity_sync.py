@@ -8,6 +8,7 @@ commit is checked in the raw log."""
 from __future__ import annotations
 
 import json
+import time
 from fractions import Fraction
 from math import ceil
 from pathlib import Path
@@ -22,6 +23,7 @@ import dvengine
 from dvengine import DeltaTable, IdentityGenerator
 from dvengine.errors import InvalidArgumentError, SqlParseError, UnsupportedFeatureError
 from dvengine.log import latest_version
+from dvengine.maintenance.history import history
 
 LOWER_CONF_ENV = "SPARK_DATABRICKS_DELTA_IDENTITYCOLUMN_ALLOWSYNCIDENTITYTOLOWERHIGHWATERMARK_ENABLED"
 
@@ -71,12 +73,14 @@ def _model_mark(start: int, step: int, old: int | None, live: list[int], lower: 
         return old
     sign = 1 if step > 0 else -1
     candidate = max(live) if step > 0 else min(live)
-    if (candidate - start) * sign < 0:
-        return old
+    # onto the grid start + k * step, k rounded up: from before the start (k < 0) that is towards
+    # the start without passing it, as Java's truncating division gives
     rounded = start + step * ceil(Fraction(candidate - start, step))
-    if old is None or lower:
-        return rounded
-    return old if (old - rounded) * sign >= 0 else rounded
+    new = rounded if old is None or lower else (old if (old - rounded) * sign >= 0 else rounded)
+    bad_old = old is not None and (old - start) * sign < 0  # a stored mark before the start: replaced
+    if (candidate - start) * sign < 0 and not bad_old:
+        return old
+    return new
 
 
 def _sync(root: str, column: str = "id", form: str = "ALTER COLUMN") -> int:
@@ -193,3 +197,44 @@ def test_malformed_statements_are_parse_errors(tmp_path: Path, text: str) -> Non
     with pytest.raises(SqlParseError):
         dvengine.sql(None, text.format(root=root))
     assert latest_version(root) == 0
+
+
+def test_sync_through_a_session_reads_its_conf(spark: Any, tmp_path: Path) -> None:
+    """On a SparkSession the statement runs in-process too, and the lowering conf is the session's."""
+    root = str(tmp_path / "t")
+    _create(root, always=False, start=1, step=1)
+    dvengine.write(pa.table({"v": ["a", "b", "c"]}), root, mode="append")  # 1, 2, 3; mark 3
+    DeltaTable.forPath(None, root).delete("id = 3")
+    spark.conf.set("spark.databricks.delta.identityColumn.allowSyncIdentityToLowerHighWaterMark.enabled", "true")
+    try:
+        dvengine.sql(spark, f"ALTER TABLE delta.`{root}` CHANGE COLUMN id SYNC IDENTITY")
+    finally:
+        spark.conf.unset("spark.databricks.delta.identityColumn.allowSyncIdentityToLowerHighWaterMark.enabled")
+    version = latest_version(root)
+    assert _id_field(_schema_at(root, version))["metadata"]["delta.identity.highWaterMark"] == 2
+    assert [r["operation"] for r in history(root, 1)] == ["CHANGE COLUMN"]
+
+
+@pytest.mark.parametrize(("start", "step", "bad", "given", "expected"), [
+    (10, 1, 5, [7, 3], 7),       # 5 -> 7, still before the start but better
+    (10, 5, 0, [3, -20], 5),     # 3 rounds to 5 (towards the start, not past it)
+    (-10, -4, -2, [-3, 40], -6),  # negative step: -3 rounds to -6
+])
+def test_a_mark_before_the_start_is_replaced_by_a_better_one(tmp_path: Path, start: int, step: int, bad: int,
+                                                             given: list[int], expected: int) -> None:
+    """Delta's tableHasBadHighWaterMark: a stored mark before the start is updated even when the
+    candidate is before the start too, never moved back."""
+    root = str(tmp_path / "t")
+    _create(root, always=False, start=start, step=step)
+    dvengine.write(pa.table({"id": pa.array(given, pa.int64()), "v": [str(g) for g in given]}), root, mode="append")
+    log = Path(root) / "_delta_log"
+    version = latest_version(root)
+    meta = next(a["metaData"] for v in range(version + 1) for a in _commit(root, v) if "metaData" in a)
+    schema = json.loads(meta["schemaString"])
+    _id_field(schema)["metadata"]["delta.identity.highWaterMark"] = bad
+    info = {"timestamp": int(time.time() * 1000), "operation": "SET TBLPROPERTIES", "operationParameters": {}}
+    (log / f"{version + 1:020d}.json").write_text(
+        json.dumps({"commitInfo": info}) + "\n" + json.dumps({"metaData": {**meta, "schemaString": json.dumps(schema)}}) + "\n")
+    synced = _sync(root)
+    mark = _id_field(_schema_at(root, synced))["metadata"]["delta.identity.highWaterMark"]
+    assert mark == _model_mark(start, step, bad, _live_ids(root)) == expected
