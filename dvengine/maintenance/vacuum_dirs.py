@@ -34,6 +34,7 @@ from collections.abc import Iterable, Iterator
 
 from dvengine.maintenance.vacuum_rules import is_dv_file, relative_to_table
 from dvengine.protocol.features import CHANGE_DATA_DIR
+from dvengine.storage import is_object_uri
 
 
 def ancestor_folders(relative: str) -> Iterator[str]:
@@ -43,19 +44,30 @@ def ancestor_folders(relative: str) -> Iterator[str]:
         yield "/".join(parts[:i])
 
 
+def _relative(table_root: str, path: str) -> str | None:
+    """``relative_to_table``, by slicing when ``path`` starts with the root (the usual case: a
+    listing of 100k files took 0.9 s through ``os.path.relpath`` alone)."""
+    sep = "/" if is_object_uri(table_root) else os.sep
+    prefix = table_root.rstrip(sep) + sep
+    if path.startswith(prefix) and ".." not in path:
+        relative = path[len(prefix) :]
+        return relative.replace(os.sep, "/") if sep != "/" else relative
+    return relative_to_table(table_root, path)
+
+
 def protects_folders(table_root: str, kept: str) -> bool:
     """Whether a file the window keeps makes the folders above it valid, as Delta's valid files do:
     data files (live or tombstoned) yes; DV files (Delta adds no folder for them) and change data
     files (not in the snapshot's state) no, so their age counts as any other file's."""
-    relative = relative_to_table(table_root, kept)
+    relative = _relative(table_root, kept)
     return relative is not None and not is_dv_file(relative) and not relative.startswith(CHANGE_DATA_DIR + "/")
 
 
 def _valid_folders(table_root: str, kept: Iterable[str]) -> set[str]:
     out: set[str] = set()
     for path in kept:
-        relative = relative_to_table(table_root, path)
-        if relative is not None and protects_folders(table_root, path):
+        relative = _relative(table_root, path)
+        if relative is not None and not is_dv_file(relative) and not relative.startswith(CHANGE_DATA_DIR + "/"):
             out.update(ancestor_folders(relative))
     return out
 
@@ -68,12 +80,12 @@ def folders_to_delete(table_root: str, listed: Iterable[str], old_files: Iterabl
     counts: Counter[str] = Counter()
     by_relative: dict[str, str] = {}
     for folder in listed:
-        relative = relative_to_table(table_root, folder)
+        relative = _relative(table_root, folder)
         if relative is not None:
             counts[relative] += 1
             by_relative[relative] = folder
     for path in old_files:
-        relative = relative_to_table(table_root, path)
+        relative = _relative(table_root, path)
         if relative is not None:
             counts.update(ancestor_folders(relative))
     valid = _valid_folders(table_root, kept)
