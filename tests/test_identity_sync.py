@@ -119,6 +119,8 @@ def test_sync_moves_the_mark_past_given_values(tmp_path: Path, start: int, step:
     mark = _id_field(json.loads(actions[1]["metaData"]["schemaString"]))["metadata"]["delta.identity.highWaterMark"]
     expected = _model_mark(start, step, old_field["metadata"].get("delta.identity.highWaterMark"), live)
     assert type(mark) is int and mark == expected
+    rs_fields = json.loads(deltalake.DeltaTable(root).schema().to_json())["fields"]
+    assert next(f for f in rs_fields if f["name"] == "id")["metadata"]["delta.identity.highWaterMark"] == mark
     assert (mark - start) % step == 0  # on the grid
     assert sort_rows([(i,) for i in live]) == sort_rows([(i,) for i in _live_ids(root)])  # data unchanged
     dvengine.write(pa.table({"v": ["next"]}), root, mode="append")

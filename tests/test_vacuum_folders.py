@@ -21,6 +21,7 @@ from vacuum_model import LogModel, after_delta_deletes, assert_versions_read, de
 import dvengine
 from dvengine import DeltaTable
 from dvengine.maintenance.vacuum import vacuum
+from dvengine.maintenance.vacuum_dirs import delete_local_folders
 
 LOGGING_ENV = "SPARK_DATABRICKS_DELTA_VACUUM_LOGGING_ENABLED"
 DAY_MS = 86_400_000
@@ -152,3 +153,14 @@ def test_lite_deletes_no_folder(tmp_path: Path) -> None:
     start, end = _metrics(root, latest - 1), _metrics(root, latest)
     assert _typed(start[1]["numFilesToDelete"]) == _typed(str(len(report["files"])))
     assert _typed(end[1]["numDeletedFiles"]) == _typed(str(len(report["files"])))
+
+
+def test_folder_deletion_follows_hadoops_non_recursive_delete(tmp_path: Path) -> None:
+    """Delta's tryDeleteNonRecursive: an empty folder is deleted (true), a folder already gone counts
+    as deleted (FileNotFoundException -> true), a non-empty one stays (IOException -> false)."""
+    empty, gone, full = tmp_path / "empty", tmp_path / "gone", tmp_path / "full"
+    empty.mkdir()
+    full.mkdir()
+    (full / ".hidden").write_bytes(b"x")
+    assert delete_local_folders([str(full), str(gone), str(empty)]) == [str(gone), str(empty)]
+    assert not empty.exists() and (full / ".hidden").exists()
