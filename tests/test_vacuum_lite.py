@@ -25,7 +25,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 from dml_helpers import folder_state
-from vacuum_model import LogModel, Row, assert_versions_read, rows_delta_rs, rows_dvengine
+from vacuum_model import LogModel, Row, assert_versions_read, delta_gc_diff, rows_delta_rs, rows_dvengine
 
 import dvengine
 from dvengine import DeltaTable
@@ -151,8 +151,10 @@ def test_lite_deletes_exactly_the_removed_files_outside_the_window_and_leaves_or
     assert any(n.startswith("_change_data/") for n in expected)  # change data of old commits
     assert not expected & orphans
 
+    _, folders = delta_gc_diff(root, ["p"], cutoff + 1, b.log().delta_valid_files(cutoff + 1))
     full = vacuum(str(root), retention_hours=0, enforce_retention=False, now_ms=cutoff + 1, dry_run=True)
-    assert set(full["files"]) == expected | orphans  # LITE = FULL minus what only a listing finds
+    # LITE = FULL minus what only a listing finds (orphans, and the folders of Delta's diff)
+    assert set(full["files"]) == expected | orphans | folders
 
     dry = _lite(root, cutoff + 1, dry_run=True)
     assert set(dry["files"]) == expected and dry["numFilesDeleted"] == 0
@@ -177,14 +179,18 @@ def test_lite_deletes_exactly_the_removed_files_outside_the_window_and_leaves_or
     done = _lite(root, cutoff + 1)
     assert (done["eligibleStartCommitVersion"], done["eligibleEndCommitVersion"]) == (6, 7)
     assert set(done["files"]) == expected
-    assert done["numDirectoriesDeleted"] == 1 and not (root / "p=a").exists()  # emptied partition folder
+    # Delta's LITE deletes no folder: the emptied partition folder stays, for FULL
+    assert done["numDirectoriesDeleted"] == 0 and (root / "p=a").is_dir() and not any((root / "p=a").iterdir())
     assert _tree(root) == before - expected
     assert (root / INFO).read_bytes() == b'{"latestCommitVersionOutsideOfRetentionWindow":7}\n'
     assert_versions_read(str(root), b.rows, [7], COLUMNS)
 
     # Only FULL, which lists the table, finds the orphans; Delta's FULL records no watermark.
+    _, folders = delta_gc_diff(root, ["p"], cutoff + 1, b.log().delta_valid_files(cutoff + 1))
+    assert "p=a" in folders
     full = vacuum(str(root), retention_hours=0, enforce_retention=False, now_ms=cutoff + 1)
-    assert set(full["files"]) == orphans and full["vacuumType"] == "FULL"
+    assert set(full["files"]) == orphans | folders and full["vacuumType"] == "FULL"
+    assert not (root / "p=a").exists()
     assert full["eligibleStartCommitVersion"] is None
     assert (root / INFO).read_bytes() == b"{}\n"
     # With no watermark and commit 0 still in the log, LITE rereads everything: all gone already.

@@ -26,7 +26,7 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable as RsTable
 from dml_helpers import folder_state
-from vacuum_model import LogModel, Row, assert_versions_read
+from vacuum_model import LogModel, Row, assert_versions_read, delta_gc_diff
 
 import dvengine
 from dvengine import DeltaTable
@@ -290,11 +290,18 @@ def test_no_retention_given_logs_no_specified_retention(tmp_path: Path) -> None:
     _build(root)
     latest = _versions(root)[-1]
     folders = _listed_folders(root, ["p"])
+    log = LogModel.read(lambda v: (root / "_delta_log" / f"{v:020d}.json").read_bytes(), _versions(root))
     report = DeltaTable.forPath(None, str(root)).vacuum()
+    assert isinstance(report, dict)  # no session: dvengine's report
     assert report["retentionHours"] == 48.0 and report["files"] == []  # nothing is two days old
+    # Delta's diff still holds the folders with nothing old and no valid file under them: the change
+    # data folders (their files are young; change data is not in the snapshot's state), counted to
+    # delete, not deleted (not empty)
+    _, diff_folders = delta_gc_diff(root, ["p"], report["cutoffTimestampMs"], log.delta_valid_files(report["cutoffTimestampMs"]))
+    assert diff_folders == {"_change_data", "_change_data/p=b"}
     start, end = _only_commit_info(root, latest + 1), _only_commit_info(root, latest + 2)
     assert _raw_parameters_text(root, latest + 1) == '{"retentionCheckEnabled":true,"defaultRetentionMillis":172800000}'
-    assert _typed(start["operationMetrics"]) == _typed({"numFilesToDelete": "0", "sizeOfDataToDelete": "0"})
+    assert _typed(start["operationMetrics"]) == _typed({"numFilesToDelete": "2", "sizeOfDataToDelete": "0"})
     assert _typed(end["operationMetrics"]) == _typed({"numDeletedFiles": "0", "numVacuumedDirectories": str(folders)})
 
     parser = argparse.ArgumentParser()

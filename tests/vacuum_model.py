@@ -16,7 +16,10 @@ DuckDB's delta extension), locally or on an S3 endpoint.
 from __future__ import annotations
 
 import json
+import os
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
@@ -105,6 +108,80 @@ class LogModel:
 
     def lite_deletes(self, start: int, end: int, cutoff_ms: int, on_disk: set[str]) -> set[str]:
         return (self.named_by_removes(start, end, cutoff_ms) - self.needed_inside_window(end)) & on_disk
+
+
+    def delta_valid_files(self, cutoff_ms: int) -> set[str]:
+        """Delta's ``getValidFilesFromSnapshot`` at the latest version: every live file and every
+        tombstone whose deletionTimestamp is not before the cutoff, each path with the folders above
+        it, plus their DV files (no folders for those)."""
+        live: dict[tuple[str, str], Action] = {}
+        tombstones: dict[tuple[str, str], Action] = {}
+        for v in range(self.latest + 1):
+            for action in self.commits[v]:
+                if "add" in action:
+                    a = action["add"]
+                    key = (unquote(a["path"]), _dv_key(a.get("deletionVector")))
+                    live[key] = a
+                    tombstones.pop(key, None)
+                elif "remove" in action:
+                    r = action["remove"]
+                    key = (unquote(r["path"]), _dv_key(r.get("deletionVector")))
+                    live.pop(key, None)
+                    tombstones[key] = r
+        valid: set[str] = set()
+        kept = [*live.values(), *(r for r in tombstones.values() if (r.get("deletionTimestamp") or 0) >= cutoff_ms)]
+        for action in kept:
+            path = unquote(action["path"])
+            parts = path.split("/")
+            valid.update({path, *("/".join(parts[:i]) for i in range(1, len(parts)))})
+            dv = dv_relpath(action.get("deletionVector"))
+            if dv is not None:
+                valid.add(dv)
+        return valid
+
+
+def delta_hidden(name: str, partition_columns: Sequence[str]) -> bool:
+    """Delta's ``DeltaTableUtils.isHiddenDirectory``: ``.``/``_`` names are hidden except
+    ``_delta_index``, ``_change_data`` and partition folders."""
+    return name.startswith((".", "_")) and not name.startswith(("_delta_index", "_change_data")) and not any(
+        name.startswith(f"{c}=") for c in partition_columns
+    )
+
+
+def delta_gc_diff(root: Path, partition_columns: Sequence[str], cutoff_ms: int, valid: set[str]) -> tuple[set[str], set[str]]:
+    """Delta's VACUUM FULL diff, written out from ``VacuumCommand.gc``: (files, folders), relative.
+
+    One row per listed folder and file (hidden names not listed); a file older than the cutoff adds
+    a row for itself and for each folder above it; rows grouped by path; the valid paths taken
+    away; the paths seen exactly once remain."""
+    rows: Counter[str] = Counter()
+    folders: set[str] = set()
+    for dirpath, dirnames, names in os.walk(root):
+        dirnames[:] = [d for d in dirnames if not delta_hidden(d, partition_columns)]
+        here = Path(dirpath).relative_to(root).as_posix()
+        prefix = "" if here == "." else here + "/"
+        for d in dirnames:
+            rows[prefix + d] += 1
+            folders.add(prefix + d)
+        for name in names:
+            if delta_hidden(name, partition_columns):
+                continue
+            if int(os.stat(os.path.join(dirpath, name)).st_mtime * 1000) < cutoff_ms:
+                path = prefix + name
+                parts = path.split("/")
+                rows.update([path, *("/".join(parts[:i]) for i in range(1, len(parts)))])
+    diff = {p for p, n in rows.items() if n == 1 and p not in valid}
+    return diff - folders, diff & folders
+
+
+def after_delta_deletes(root: Path, files: set[str], folders: set[str]) -> set[str]:
+    """Every path (files and folders, hidden ones too) left once ``files`` are deleted and then each
+    of ``folders`` deepest first when nothing is left inside it (Hadoop's non-recursive delete)."""
+    left = {p.relative_to(root).as_posix() for p in root.rglob("*")} - files
+    for folder in sorted(folders, key=lambda f: (-f.count("/"), f)):
+        if not any(p.startswith(folder + "/") for p in left):
+            left.discard(folder)
+    return left
 
 
 # --- readers at a version -------------------------------------------------------------------------

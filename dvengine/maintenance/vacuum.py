@@ -26,7 +26,8 @@ Two ways of finding candidates, as Delta's ``VacuumType``: FULL (here) lists eve
 table root, so it also finds files no commit ever named (a crashed writer's); LITE
 (``vacuum_lite.py``) reads them from the ``remove``/``cdc`` actions of commits older than the
 window, which costs no listing of the data folders. The rules above (``vacuum_rules.py``) decide
-for both.
+for both. FULL also deletes the folders Delta's diff holds (those with nothing older than the cutoff
+and no valid file under them: ``vacuum_dirs.py``), counted with the files as Delta counts them.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from typing import Any
 from dvengine.commit.conf import ConfLookup, no_conf
 from dvengine.log import load_snapshot
 from dvengine.maintenance.last_vacuum_info import read_watermark, write_watermark
+from dvengine.maintenance.vacuum_dirs import delete_local_folders, folders_to_delete, protects_folders
 from dvengine.maintenance.vacuum_lite import plan_lite
 from dvengine.maintenance.vacuum_logging import log_vacuum_end, log_vacuum_start, logging_enabled
 from dvengine.maintenance.vacuum_rules import (
@@ -59,6 +61,7 @@ from dvengine.maintenance.vacuum_rules import (
     retention_window,
     table_retention_ms,
 )
+from dvengine.protocol.features import check_writable
 from dvengine.storage import FileInfo, is_object_uri, normalize_table_path, storage_for
 from dvengine.storage.base import CONDITIONAL_PUT_PROBE_PREFIX
 from dvengine.writing.files import SPARK_STAGING_PREFIX
@@ -188,15 +191,20 @@ def plan_vacuum(
     when no retention is given). ``vacuum_type`` ``"FULL"`` (Delta's default) lists the table;
     ``"LITE"`` reads the candidates from the log's removes (``vacuum_lite.py``) and raises
     :class:`CannotVacuumLiteError` when the log no longer holds a commit it needs. Both apply the
-    same keep rules (``vacuum_rules.py``).
+    same keep rules (``vacuum_rules.py``). A table dvengine cannot write is refused first
+    (:class:`UnsupportedFeatureError`), as Delta's ``protocolWrite`` check, dry runs included.
     """
     kind = check_vacuum_type(vacuum_type)
     snapshot = load_snapshot(table_root)
+    # Delta's gc starts with deltaLog.protocolWrite(snapshot.protocol), dry runs and unlogged runs
+    # included: a writer that does not know every writer feature must not delete the table's files.
+    check_writable(snapshot.protocol, snapshot.metadata)
     default_retention = table_retention_ms(snapshot)
     if retention_hours is None:  # the table's own retention: nothing to check
         retention, hours = default_retention, default_retention / HOUR_MS
     else:
-        retention, hours = retention_ms(snapshot, retention_hours, enforce_retention), retention_hours
+        retention = retention_ms(snapshot, retention_hours, enforce_retention)
+        hours = retention / HOUR_MS  # the whole hours applied (Delta rounds the given ones)
     now = int(time.time() * 1000) if now_ms is None else now_ms
     cutoff = now - retention
     window = retention_window(snapshot, cutoff)
@@ -230,7 +238,10 @@ def _plan_full(plan: VacuumPlan, partition_columns: Iterable[str], keep: frozens
             and info.modification_time_ms < probe_cutoff
         ]
         prefixes: set[str] = set()
+        old: list[str] = []
         for info in _object_candidates(root, listed, partition_columns, prefixes):
+            if info.modification_time_ms < cutoff:
+                old.append(info.path)
             if info.path in keep:
                 plan.num_referenced_files += 1
             elif info.modification_time_ms >= cutoff:
@@ -241,12 +252,19 @@ def _plan_full(plan: VacuumPlan, partition_columns: Iterable[str], keep: frozens
                 plan.num_dv_files += int(is_dv_file(info.path))
         plan.files.sort()
         plan.num_directories = len(prefixes) + 1
+        listed_prefixes = [f"{root.rstrip('/')}/{prefix}" for prefix in prefixes]
+        plan.directories = folders_to_delete(root, listed_prefixes, old, keep)
         return
     folders: list[str] = []
+    old_kept: list[str] = []  # kept files whose age Delta's folder count sees (DV and change data files)
     for entry in candidate_files(root, partition_columns, folders):
         path = norm_path(entry.path)
         if path in keep:
             plan.num_referenced_files += 1
+            if not protects_folders(root, path):
+                with contextlib.suppress(FileNotFoundError):  # gone since the listing: no age to count
+                    if int(entry.stat(follow_symlinks=False).st_mtime * 1000) < cutoff:
+                        old_kept.append(path)
             continue
         try:
             st = entry.stat(follow_symlinks=False)
@@ -260,29 +278,15 @@ def _plan_full(plan: VacuumPlan, partition_columns: Iterable[str], keep: frozens
         plan.num_dv_files += int(is_dv_file(entry.name))
     plan.files.sort()
     plan.num_directories = len(folders) + 1  # Delta's dirCounts: the listed folders and the root
+    plan.directories = folders_to_delete(root, [norm_path(f) for f in folders], [*plan.files, *old_kept], keep)
     # Never younger than an hour, whatever the retention: a running writer's temp file or staging
     # folder is young, and deleting it would fail that writer.
     plan.log_temp_files = abandoned_temp_files(root, min(cutoff, now - TEMP_FILE_MIN_AGE_MS))
 
 
-def _remove_empty_dirs(table_root: str, deleted: Iterable[str]) -> int:
-    """Remove folders left empty by the deletion (partition folders), never the root itself."""
-    removed = 0
-    folders = sorted({os.path.dirname(p) for p in deleted}, key=len, reverse=True)
-    for folder in folders:
-        current = folder
-        while current != table_root and current.startswith(table_root + os.sep):
-            try:
-                os.rmdir(current)  # fails unless empty
-            except OSError:
-                break
-            removed += 1
-            current = os.path.dirname(current)
-    return removed
-
-
-def _delete_planned(plan: VacuumPlan) -> tuple[list[str], int]:
-    """Delete the plan's files and abandoned temp files; (files deleted, folders removed)."""
+def _delete_planned(plan: VacuumPlan) -> tuple[list[str], list[str]]:
+    """Delete the plan's files, then its folders (those empty by then: vacuum_dirs.py), then the
+    abandoned temp files; (files deleted, folders deleted)."""
     deleted: list[str] = []
     if is_object_uri(plan.table_root):
         storage = storage_for(plan.table_root)
@@ -292,14 +296,14 @@ def _delete_planned(plan: VacuumPlan) -> tuple[list[str], int]:
             deleted.append(path)
         for path in plan.log_temp_files:
             storage.delete(path)
-        return deleted, 0
+        return deleted, []  # a prefix in the plan holds a young object: Hadoop's delete of it fails
     for path in plan.files:
         try:
             os.unlink(path)
         except FileNotFoundError:
             continue  # a concurrent VACUUM got there first
         deleted.append(path)
-    dirs_removed = _remove_empty_dirs(plan.table_root, deleted)
+    dirs_removed = delete_local_folders(plan.directories)
     for path in plan.log_temp_files:
         if os.path.isdir(path):
             shutil.rmtree(path, ignore_errors=True)
@@ -309,7 +313,7 @@ def _delete_planned(plan: VacuumPlan) -> tuple[list[str], int]:
     return deleted, dirs_removed
 
 
-def _delete_logged(plan: VacuumPlan, conf: ConfLookup, retention_check_enabled: bool) -> tuple[list[str], int]:
+def _delete_logged(plan: VacuumPlan, conf: ConfLookup, retention_check_enabled: bool) -> tuple[list[str], list[str]]:
     """:func:`_delete_planned` between a VACUUM START and a VACUUM END commit (vacuum_logging.py).
 
     As Delta's ``gc``: START once the files are known, before the first deletion (a failed START
@@ -321,7 +325,7 @@ def _delete_logged(plan: VacuumPlan, conf: ConfLookup, retention_check_enabled: 
         retention_check_enabled=retention_check_enabled,
         specified_retention_ms=plan.specified_retention_ms,
         default_retention_ms=plan.default_retention_ms,
-        num_files_to_delete=len(plan.files),
+        num_files_to_delete=len(plan.files) + len(plan.directories),  # Delta's diff.count(): folders too
         size_of_data_to_delete=plan.total_bytes,
     )
     try:
@@ -329,7 +333,7 @@ def _delete_logged(plan: VacuumPlan, conf: ConfLookup, retention_check_enabled: 
     except BaseException:  # Delta catches Throwable: an interrupted VACUUM is logged FAILED too
         log_vacuum_end(plan.table_root, conf, files_deleted=None, directories=None)
         raise
-    log_vacuum_end(plan.table_root, conf, files_deleted=len(deleted), directories=plan.num_directories)
+    log_vacuum_end(plan.table_root, conf, files_deleted=len(deleted) + len(dirs_removed), directories=plan.num_directories)
     return deleted, dirs_removed
 
 
@@ -362,25 +366,26 @@ def vacuum(
     logged = not dry_run and logging_enabled(root, lookup)  # a bad conf value is refused before any work
     plan = plan_vacuum(root, retention_hours, enforce_retention, now_ms, vacuum_type)
     deleted: list[str] = []
-    dirs_removed = 0
+    dirs_removed: list[str] = []
     if logged:
         deleted, dirs_removed = _delete_logged(plan, lookup, enforce_retention)
     elif not dry_run:
         deleted, dirs_removed = _delete_planned(plan)
     if not dry_run:
         write_watermark(plan.table_root, plan.watermark)
-    files = plan.files if dry_run else deleted
+    # Delta counts and lists its diff's folders with the files (numFilesToDelete, DRY RUN's paths)
+    files = sorted([*plan.files, *plan.directories]) if dry_run else [*deleted, *dirs_removed]
     return {
         "path": plan.table_root,
         "vacuumType": plan.vacuum_type,
         "dryRun": dry_run,
         "retentionHours": plan.retention_hours,
         "cutoffTimestampMs": plan.cutoff_ms,
-        "numFilesDeleted": 0 if dry_run else len(deleted),
-        "numFilesToDelete": len(plan.files),
+        "numFilesDeleted": 0 if dry_run else len(deleted) + len(dirs_removed),
+        "numFilesToDelete": len(plan.files) + len(plan.directories),
         "numDeletionVectorFiles": plan.num_dv_files,
         "sizeOfDeletedBytes": plan.total_bytes,
-        "numDirectoriesDeleted": dirs_removed,
+        "numDirectoriesDeleted": len(dirs_removed),
         "numReferencedFiles": plan.num_referenced_files,
         "numProtectedRecentFiles": plan.num_protected_recent_files,
         "numAbandonedTempFiles": len(plan.log_temp_files),

@@ -51,6 +51,9 @@ class VacuumPlan:
     retention_hours: float
     vacuum_type: str = VACUUM_FULL
     files: list[str] = field(default_factory=list)  # absolute paths
+    # FULL: the folders Delta's diff holds (vacuum_dirs.py), absolute, deepest first; counted with the
+    # files in numFilesToDelete and listed by a dry run, deleted when empty
+    directories: list[str] = field(default_factory=list)
     total_bytes: int = 0
     num_dv_files: int = 0
     num_referenced_files: int = 0
@@ -75,20 +78,34 @@ def table_retention_ms(snapshot: Snapshot) -> int:
     return parse_interval_ms(snapshot.configuration.get(RETENTION_PROPERTY, DEFAULT_DELETED_FILE_RETENTION))
 
 
+def rounded_hours(retention_hours: float) -> int:
+    """The whole hours Delta's ``gc`` applies: ``math.round(h)`` (Scala's, i.e. Java's
+    ``Math.round``: the nearest integer, halves up), before ``TimeUnit.HOURS.toMillis``. So
+    ``RETAIN 0.5 HOURS`` keeps one hour and ``-0.4`` is 0, not negative."""
+    whole = math.floor(retention_hours)
+    return whole + 1 if retention_hours - whole >= 0.5 else whole  # exact: a double's fraction is representable
+
+
 def retention_ms(snapshot: Snapshot, retention_hours: float, enforce_retention: bool) -> int:
-    """The retention in ms; refuses a non-finite or negative one, and one below the table's
-    ``delta.deletedFileRetentionDuration`` unless ``enforce_retention`` is off."""
+    """The retention in ms, from the hours rounded as Delta rounds them (:func:`rounded_hours`);
+    refuses a non-finite one, a negative one once rounded, and one below the table's
+    ``delta.deletedFileRetentionDuration`` unless ``enforce_retention`` is off (Delta's
+    ``checkRetentionPeriodSafety``, which sees the rounded value too)."""
     if isinstance(retention_hours, bool) or not isinstance(retention_hours, (int, float)) or not math.isfinite(retention_hours):
         raise InvalidArgumentError(f"retention_hours must be a finite number, got {retention_hours!r}")
-    if retention_hours < 0:
-        raise InvalidArgumentError(f"retention_hours must be >= 0, got {retention_hours}")
-    requested = int(retention_hours * HOUR_MS)
+    hours = rounded_hours(retention_hours)
+    if hours < 0:
+        raise InvalidArgumentError(
+            f"retention_hours must be >= 0, got {retention_hours} ({hours} once rounded to whole hours, as Delta does)"
+        )
+    requested = hours * HOUR_MS
     configured_text = snapshot.configuration.get(RETENTION_PROPERTY, DEFAULT_DELETED_FILE_RETENTION)
     configured = parse_interval_ms(configured_text)
     if enforce_retention and requested < configured:
         raise InvalidArgumentError(
-            f"refusing to vacuum {snapshot.table_root} with a retention of {retention_hours} hours: the table's "
-            f"{RETENTION_PROPERTY} is {configured_text!r} ({configured / HOUR_MS:g} hours). A shorter retention "
+            f"refusing to vacuum {snapshot.table_root} with a retention of {retention_hours} hours ({hours} once "
+            f"rounded to whole hours, as Delta does): the table's {RETENTION_PROPERTY} is {configured_text!r} "
+            f"({configured / HOUR_MS:g} hours). A shorter retention "
             "breaks time travel and may delete files of writes still in flight; pass enforce_retention=False "
             "(CLI: --force) if you are sure no reader or writer needs them"
         )

@@ -26,6 +26,7 @@ from dvengine.sqlcmd.statements import (
     AlterColumnChangeStatement,
     AlterColumnDefaultStatement,
     AlterColumnNullabilityStatement,
+    AlterColumnSyncIdentityStatement,
     DropColumnsStatement,
     RenameColumnStatement,
     Statement,
@@ -36,8 +37,8 @@ PART = "ALTER TABLE"
 
 
 def column_statement_kind(text: str) -> str | None:
-    """``add``, ``rename``, ``drop``, ``default``, ``nullability`` or ``change`` for the column
-    statements this module parses, else None."""
+    """``add``, ``rename``, ``drop``, ``default``, ``nullability``, ``sync`` (SYNC IDENTITY) or
+    ``change`` for the column statements this module parses, else None."""
     cur = after_alter_table(text, PART)
     if cur is None:
         return None
@@ -49,6 +50,8 @@ def column_statement_kind(text: str) -> str | None:
         return "drop"
     if cur.word() in ("ALTER", "CHANGE"):
         words = [cur.word(i) for i in range(len(cur.tokens) - cur.pos)]
+        if any(words[i : i + 2] == ["SYNC", "IDENTITY"] for i in range(1, len(words) - 1)):
+            return "sync"
         for i in range(1, len(words) - 1):
             if words[i] in ("SET", "DROP") and words[i + 1] == "DEFAULT":
                 return "default"
@@ -273,6 +276,17 @@ def parse_column_change(text: str) -> AlterColumnChangeStatement:
     return AlterColumnChangeStatement(table, column, note, moved, data_type)
 
 
+def parse_sync_identity(text: str) -> AlterColumnSyncIdentityStatement:
+    """``ALTER TABLE t {ALTER|CHANGE} [COLUMN] c SYNC IDENTITY`` (Delta's ``alterTableSyncIdentity``:
+    a qualified name, then the two words, nothing else)."""
+    part = "ALTER TABLE ... ALTER COLUMN ... SYNC IDENTITY"
+    cur, table = open_alter_column(text, part)
+    column = _path(cur, ("SYNC",), part, dotted=True)
+    cur.expect("SYNC", "IDENTITY", part=part)
+    cur.end(part)
+    return AlterColumnSyncIdentityStatement(table, column)
+
+
 def _column_path(node: exp.Expr) -> tuple[str, ...]:
     if isinstance(node, exp.Dot):
         return (*_column_path(node.this), node.expression.name)
@@ -344,4 +358,6 @@ def parse_alter_columns(text: str, kind: str) -> Statement:
         return parse_column_nullability(text)
     if kind == "change":
         return parse_column_change(text)
+    if kind == "sync":
+        return parse_sync_identity(text)
     return parse_column_default(text)

@@ -1,8 +1,10 @@
 """Run the ALTER TABLE column statements (ADD / RENAME / DROP COLUMN, SET / DROP DEFAULT,
-SET / DROP NOT NULL, COMMENT / FIRST / AFTER, Hive-style CHANGE COLUMN and REPLACE COLUMNS).
+SET / DROP NOT NULL, COMMENT / FIRST / AFTER, Hive-style CHANGE COLUMN, SYNC IDENTITY and REPLACE
+COLUMNS).
 
 Each is one metadata-only commit by :mod:`dvengine.maintenance.column_changes` (REPLACE COLUMNS:
-:mod:`dvengine.maintenance.column_replace`); none needs a
+:mod:`dvengine.maintenance.column_replace`; SYNC IDENTITY: :mod:`dvengine.maintenance.identity_sync`,
+which reads the column's live values in-process); none needs a
 SparkSession, so ``dvengine.sql(None, ...)`` runs them in-process like CREATE TABLE.
 """
 
@@ -19,12 +21,14 @@ from dvengine.maintenance.column_changes import (
     set_column_nullability,
 )
 from dvengine.maintenance.column_replace import ReplacedColumn, replace_columns
+from dvengine.maintenance.identity_sync import sync_identity
 from dvengine.protocol.ddl import parse_ddl_type
 from dvengine.sqlcmd.statements import (
     AddColumnsStatement,
     AlterColumnChangeStatement,
     AlterColumnDefaultStatement,
     AlterColumnNullabilityStatement,
+    AlterColumnSyncIdentityStatement,
     DropColumnsStatement,
     RenameColumnStatement,
     ReplaceColumnsStatement,
@@ -37,6 +41,7 @@ ColumnStatement = (
     | AlterColumnDefaultStatement
     | AlterColumnNullabilityStatement
     | AlterColumnChangeStatement
+    | AlterColumnSyncIdentityStatement
     | ReplaceColumnsStatement
 )
 COLUMN_STATEMENTS = (
@@ -47,6 +52,7 @@ COLUMN_STATEMENTS = (
     AlterColumnDefaultStatement,
     AlterColumnNullabilityStatement,
     AlterColumnChangeStatement,
+    AlterColumnSyncIdentityStatement,
 )
 
 
@@ -70,6 +76,8 @@ def run_column_statement(table_root: str, stmt: ColumnStatement, conf: ConfLooku
         return drop_columns(table_root, stmt.columns, stmt.if_exists, conf=conf)
     if isinstance(stmt, AlterColumnNullabilityStatement):
         return set_column_nullability(table_root, stmt.column, stmt.nullable, conf=conf)
+    if isinstance(stmt, AlterColumnSyncIdentityStatement):
+        return sync_identity(table_root, stmt.column, conf)
     if isinstance(stmt, AlterColumnChangeStatement):
         data_type = None if stmt.data_type is None else parse_ddl_type(stmt.data_type)
         return change_column(table_root, stmt.column, stmt.comment, stmt.position, data_type, conf=conf)

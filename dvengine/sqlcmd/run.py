@@ -178,7 +178,7 @@ def _unsupported_alter(stmt: OtherAlterTable) -> UnsupportedFeatureError:
     form = stmt.form or "(nothing after the table name)"
     return UnsupportedFeatureError(
         f"ALTER TABLE {stmt.table.describe()} {form}: dvengine does not run this ALTER TABLE form on Delta tables "
-        "(it runs ADD/DROP/RENAME/ALTER/CHANGE COLUMN, REPLACE COLUMNS, ALTER COLUMN TYPE/DEFAULT/NULL, SET/UNSET "
+        "(it runs ADD/DROP/RENAME/ALTER/CHANGE COLUMN, REPLACE COLUMNS, ALTER COLUMN TYPE/DEFAULT/NULL/SYNC IDENTITY, SET/UNSET "
         "TBLPROPERTIES, ADD/DROP CONSTRAINT and CLUSTER BY); nothing was changed"
     )
 

@@ -267,6 +267,14 @@ class AlterColumnChangeStatement:
 
 
 @dataclass(frozen=True)
+class AlterColumnSyncIdentityStatement:
+    """``ALTER TABLE t {ALTER|CHANGE} [COLUMN] c SYNC IDENTITY`` (Delta's grammar, ``alterTableSyncIdentity``)."""
+
+    table: TableRef
+    column: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class CreateTableAsSelectStatement:
     """``CREATE [OR REPLACE] TABLE [IF NOT EXISTS] t USING delta [PARTITIONED BY ...] [CLUSTER BY ...]
     [LOCATION ...] [TBLPROPERTIES ...] [COMMENT ...] AS query`` (or ``REPLACE TABLE ... AS query``).
@@ -326,6 +334,7 @@ Statement = (
     | AlterColumnDefaultStatement
     | AlterColumnNullabilityStatement
     | AlterColumnChangeStatement
+    | AlterColumnSyncIdentityStatement
     | AlterClusterByStatement
     | CreateTableAsSelectStatement
     | OtherAlterTable

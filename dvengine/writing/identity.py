@@ -148,3 +148,46 @@ def with_high_water_marks(metadata: Metadata, marks: Mapping[str, int | None]) -
     text = json.dumps(schema, separators=(",", ":"))
     parse_schema(text)  # still a valid schema
     return dataclasses.replace(metadata, schema_string=text)
+
+
+_LONG_MIN, _LONG_MAX = -(2**63), 2**63 - 1
+
+
+def round_to_next(spec: IdentitySpec, value: int) -> int:
+    """Delta's ``IdentityColumn.roundToNext``: ``value`` when it is ``start + k * step``, else the
+    next such value in the step's direction (a value before the start rounds towards it without
+    passing it: Java's integer division truncates towards zero). Delta's ``Math.*Exact`` throw on
+    a long overflow; so does this, naming the column."""
+    offset = value - spec.start
+    if offset % spec.step == 0:
+        return value
+    quotient = abs(offset) // abs(spec.step) * (1 if (offset < 0) == (spec.step < 0) else -1)  # truncated
+    same_sign = (offset > 0) == (spec.step > 0)
+    rounded = spec.start + spec.step * (quotient + 1 if same_sign else quotient)
+    if not _LONG_MIN <= offset <= _LONG_MAX or not _LONG_MIN <= rounded <= _LONG_MAX:
+        raise InvalidArgumentError(
+            f"identity column {spec.name!r}: rounding {value} to start {spec.start} + k * step {spec.step} "
+            "overflows a BIGINT (Delta's ArithmeticException: long overflow)"
+        )
+    return rounded
+
+
+def valid_high_water_mark(spec: IdentitySpec, candidate: int, allow_lowering: bool) -> int | None:
+    """Delta's ``IdentityColumn.updateToValidHighWaterMark``: the mark to store for ``candidate``
+    (a value the column holds, which under BY DEFAULT need not be on the column's grid), or None
+    when the mark stays as it is.
+
+    The candidate is rounded onto the grid (``round_to_next``); without ``allow_lowering`` the mark
+    never moves back against the step. A candidate before the start changes nothing (a mark at the
+    start would make the next value skip it), unless the stored mark itself is before the start (a
+    bad mark, which any better one replaces)."""
+    def before(a: int, b: int) -> bool:
+        return a < b if spec.step > 0 else a > b
+
+    rounded = round_to_next(spec, candidate)
+    old = spec.high_water_mark
+    new = rounded if old is None or allow_lowering else (rounded if before(old, rounded) else old)
+    bad_mark = old is not None and before(old, spec.start)
+    if bad_mark or (not before(candidate, spec.start) and new != old):
+        return new
+    return None
