@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from interop import rows_delta_rs, rows_duckdb, sort_rows
-from key_index_support import fresh_column_cache  # noqa: F401 (autouse fixture)
+from key_index_support import fresh_column_cache, write_two_random_files  # noqa: F401 (autouse fixture)
 
 import dvengine
 from dvengine import DeltaTable
@@ -71,27 +71,7 @@ def test_other_conjunctions_filter_the_whole_file(text: str) -> None:
 
 @pytest.fixture(scope="module")
 def two_files(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """An unsorted file with NULLs in every column and a sorted one."""
-    root = str(tmp_path_factory.mktemp("conj") / "t")
-    rng = np.random.default_rng(4)
-    n = 400
-
-    def column(values: list[Any], kind: pa.DataType) -> pa.Array:
-        return pa.array([None if rng.random() < 0.1 else v for v in values], kind)
-
-    ids = rng.integers(0, 40, n).tolist()
-    table = pa.table({
-        "id": column(ids, pa.int64()),
-        "s": column([["a", "b", "", "é", "x"][i % 5] for i in rng.integers(0, 5, n)], pa.string()),
-        "x": column(rng.integers(-4, 5, n).tolist(), pa.int32()),
-        "f": column([float(v) for v in rng.choice([-1.0, 0.0, 1.5, 2.0, float("nan")], n)], pa.float64()),
-        "d": column([BASE + dt.timedelta(days=int(v)) for v in rng.integers(0, 4, n)], pa.date32()),
-        "ok": column([bool(v) for v in rng.integers(0, 2, n)], pa.bool_()),
-        "dec": column([None] * n, pa.decimal128(10, 2)),
-    })
-    dvengine.write(table, root)
-    dvengine.write(table.sort_by([("id", "ascending"), ("s", "ascending")]), root, mode="append")
-    return root
+    return write_two_random_files(str(tmp_path_factory.mktemp("conj") / "t"), seed=4)
 
 
 lookups = st.one_of(

@@ -9,13 +9,12 @@ import datetime as dt
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from interop import rows_delta_rs, rows_duckdb, sort_rows
-from key_index_support import assert_general_path, fresh_column_cache  # noqa: F401 (autouse fixture)
+from key_index_support import assert_general_path, fresh_column_cache, write_two_random_files  # noqa: F401 (autouse fixture)
 
 import dvengine
 from dvengine import DeltaTable
@@ -67,23 +66,7 @@ def test_other_disjunctions_take_the_general_path(text: str) -> None:
 
 @pytest.fixture(scope="module")
 def two_files(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """An unsorted file with NULLs in every column and a sorted one."""
-    root = str(tmp_path_factory.mktemp("disj") / "t")
-    rng = np.random.default_rng(11)
-    n = 400
-
-    def column(values: list[Any], kind: pa.DataType) -> pa.Array:
-        return pa.array([None if rng.random() < 0.1 else v for v in values], kind)
-
-    table = pa.table({
-        "id": column(rng.integers(0, 40, n).tolist(), pa.int64()),
-        "s": column([["a", "b", "", "é", "x"][i] for i in rng.integers(0, 5, n)], pa.string()),
-        "d": column([BASE + dt.timedelta(days=int(v)) for v in rng.integers(0, 4, n)], pa.date32()),
-        "x": column(rng.integers(-4, 5, n).tolist(), pa.int32()),
-    })
-    dvengine.write(table, root)
-    dvengine.write(table.sort_by([("id", "ascending"), ("s", "ascending")]), root, mode="append")
-    return root
+    return write_two_random_files(str(tmp_path_factory.mktemp("disj") / "t"), seed=11)
 
 
 def _id_part(keys: list[int | None]) -> str:
