@@ -470,15 +470,12 @@ class _ValueTranslator(_Translator):
         CreateNamedStruct (a nested UPDATE / MERGE assignment is rewritten into one). Only a struct
         whose names are the column's fields in order is taken (a cast by position would otherwise
         differ from Delta's by-name struct cast)."""
-        items = list(node.expressions)
-        names = [str(i.this.name) if isinstance(i, (exp.PropertyEQ, exp.Alias)) and isinstance(i.this, exp.Identifier)
-                 else str(i.alias) if isinstance(i, exp.Alias) else None for i in items]
-        if len(items) != len(target.fields) or any(
-            n is None or n.lower() != f.name.lower() for n, f in zip(names, target.fields, strict=True)
+        items = [i for i in node.expressions if isinstance(i, exp.PropertyEQ) and isinstance(i.this, exp.Identifier)]
+        if len(items) != len(node.expressions) or len(items) != len(target.fields) or any(
+            str(i.this.name).lower() != f.name.lower() for i, f in zip(items, target.fields, strict=True)
         ):
             raise self.fail(node, "a struct value is evaluated locally only with the column's fields, in order")
-        values = [self.assigned(i.expression if isinstance(i, exp.PropertyEQ) else i.this, f.type)
-                  for i, f in zip(items, target.fields, strict=True)]
+        values = [self.assigned(i.expression, f.type) for i, f in zip(items, target.fields, strict=True)]
         return pc.Expression._call("make_struct", values, pc.MakeStructOptions(field_names=[f.name for f in target.fields]))
 
     def _assigned_literal(self, node: exp.Expr, lit: Lit, target: DataType) -> pa.Scalar:
