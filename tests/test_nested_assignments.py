@@ -209,11 +209,15 @@ def test_update_nested_field_recomputes_generated_column_and_checks_constraint(t
     dvengine.write(data, path, mode="append")
     table = DeltaTable.forPath(None, path)
     table.update("id = 1", {"s.x": "s.x + 4"})
+    # a whole struct value: the generation expression reads the field of the new struct
+    table.update("id = 2", {"s": "named_struct('x', 3, 'y', 'w')"}, engine="local")
     got = sorted(table.toArrow().to_pylist(), key=lambda r: r["id"])
-    assert [(r["id"], r["s"]["x"], r["g"]) for r in got] == [(1, 5, 50), (2, 2, 20)]
+    assert [(r["id"], r["s"]["x"], r["g"]) for r in got] == [(1, 5, 50), (2, 3, 30)]
     before = folder_state(Path(path))
     with pytest.raises(ConstraintViolationError, match="positive"):
         table.update("id = 2", {"s.x": "-1"})
+    with pytest.raises(ConstraintViolationError, match="positive"):
+        table.update("id = 1", {"s.x": "NULL"})  # NULL is not TRUE
     assert folder_state(Path(path)) == before
 
 
@@ -278,3 +282,17 @@ def test_merge_refusals_leave_table_unchanged(
     with pytest.raises(error, match=words):
         build(DeltaTable.forPath(None, path).alias("t").merge(SOURCE, "t.id = s.key", source_alias="s")).execute()
     assert folder_state(Path(path)) == before
+
+
+def test_merge_nested_field_recomputes_generated_column(tmp_path: Path) -> None:
+    path = str(tmp_path / "t")
+    dvengine.sql(None, f"CREATE TABLE delta.`{path}` (id BIGINT, s STRUCT<x: BIGINT, y: STRING>, "
+                       "g BIGINT GENERATED ALWAYS AS (s.x * 10)) USING delta")
+    struct = pa.struct([("x", pa.int64()), ("y", pa.string())])
+    data = pa.Table.from_pylist([{"id": 1, "s": {"x": 1, "y": "a"}}, {"id": 2, "s": None}],
+                                schema=pa.schema([("id", pa.int64()), ("s", struct)]))
+    dvengine.write(data, path, mode="append")
+    (DeltaTable.forPath(None, path).alias("t").merge(SOURCE, "t.id = s.key", source_alias="s")
+     .whenMatchedUpdate(set={"t.s.x": "s.v"}).withEngine("local").execute())
+    got = sorted(DeltaTable.forPath(None, path).toArrow().to_pylist(), key=lambda r: r["id"])
+    assert got == [{"id": 1, "s": {"x": 11, "y": "a"}, "g": 110}, {"id": 2, "s": {"x": 22, "y": None}, "g": 220}]

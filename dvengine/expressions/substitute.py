@@ -40,7 +40,7 @@ def substitute_paths(
             if path[:n] in values:
                 new = exp.Paren(this=parse_sql(values[path[:n]]))
                 for name in ref.path[n:]:
-                    new = exp.Dot(this=new, expression=exp.to_identifier(name, quoted=True))
+                    new = _field_of(new, name)
                 break
         if new is None and path in rebuilt:
             new = exp.Paren(this=parse_sql(rebuilt[path]))
@@ -54,3 +54,16 @@ def substitute_paths(
         else:
             node.replace(new)
     return str(tree.sql(dialect="spark", comments=False))
+
+
+def _field_of(value: exp.Expr, name: str) -> exp.Expr:
+    """``value.name``: the field's own expression when ``value`` is a struct literal
+    (``named_struct('x', 7, ...)``.x is ``(7)``, which the embedded evaluator can take), else a dereference."""
+    inner = value
+    while isinstance(inner, exp.Paren):
+        inner = inner.this
+    if isinstance(inner, exp.Struct):
+        for item in inner.expressions:
+            if isinstance(item, exp.PropertyEQ) and str(item.this.name).lower() == name.lower():
+                return exp.Paren(this=item.expression.copy())
+    return exp.Dot(this=value, expression=exp.to_identifier(name, quoted=True))
