@@ -163,6 +163,7 @@ def test_update_nested_field_keeps_other_columns(tmp_path: Path) -> None:
         ({"s": "s", "s.x": "1"}, ConflictingAssignmentError, "s.x"),
         ({"s.inner": "s.inner", "s.INNER.a": "1"}, ConflictingAssignmentError, "inner"),
         ({"s.x": "1", "S.X": "2"}, ConflictingAssignmentError, "twice"),
+        ({"s.x": "id * 3000000000"}, SchemaViolationError, "does not fit column 's'"),  # ANSI store overflow
     ],
 )
 def test_update_refusals_leave_table_unchanged(
