@@ -227,8 +227,9 @@ def test_update_nested_field_recomputes_generated_column_and_checks_constraint(t
 SOURCE = pa.table({"key": pa.array([1, 2, 5], pa.int64()), "v": pa.array([11, 22, 55], pa.int64())})
 
 
-def test_merge_matched_and_not_matched_by_source_nested_updates(tmp_path: Path) -> None:
-    path = _table(tmp_path)
+@pytest.mark.parametrize("mapping", [None, "name"])
+def test_merge_matched_and_not_matched_by_source_nested_updates(tmp_path: Path, mapping: str | None) -> None:
+    path = _table(tmp_path, {"delta.columnMapping.mode": mapping} if mapping else None)
     metrics = (
         DeltaTable.forPath(None, path).alias("t").merge(SOURCE, "t.id = s.key", source_alias="s")
         .whenMatchedUpdate(set={"t.s.x": "s.v", "s.inner.b": "'matched'"})
