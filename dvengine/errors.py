@@ -230,6 +230,28 @@ class InvalidArgumentError(DvengineError, ValueError):
     """An API argument has a value outside what the operation accepts."""
 
 
+class NestedAssignmentError(InvalidArgumentError, AnalysisError):
+    """An UPDATE / MERGE assignment names a nested field that cannot be assigned: one reached through
+    an array or a map, or below a column that is not a struct (Delta's DELTA_UNSUPPORTED_NESTED_FIELD_IN_UPDATE:
+    only struct fields are rebuilt), or any nested field in a MERGE INSERT clause."""
+
+    delta_error_class = "DELTA_UNSUPPORTED_NESTED_FIELD_IN_UPDATE"
+
+
+class NestedInsertAssignmentError(NestedAssignmentError):
+    """A MERGE INSERT clause names a nested field (``INSERT (s.x) VALUES ...``): an inserted row has no
+    struct to rebuild (Delta's DELTA_UNSUPPORTED_NESTED_FIELD_IN_OPERATION)."""
+
+    delta_error_class = "DELTA_UNSUPPORTED_NESTED_FIELD_IN_OPERATION"
+
+
+class ConflictingAssignmentError(InvalidArgumentError, AnalysisError):
+    """One UPDATE / MERGE clause assigns the same target twice, or a struct and one of its fields
+    (``SET s = ..., s.x = ...``): Delta's DELTA_CONFLICT_SET_COLUMN."""
+
+    delta_error_class = "DELTA_CONFLICT_SET_COLUMN"
+
+
 # --- environment -----------------------------------------------------------------------------
 
 

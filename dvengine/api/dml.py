@@ -17,7 +17,7 @@ from dvengine.commands.executor import Executor
 from dvengine.commands.options import ConfLookup, resolve_options, session_conf
 from dvengine.commands.replan import PlanAttempt, run_replanning
 from dvengine.commands.selection import EngineChoice, candidate_bytes
-from dvengine.commands.update import bind_assignments, run_update, update_metrics
+from dvengine.commands.update import bind_assignments, fold_update_assignments, run_update, update_metrics
 from dvengine.engine.local import LocalExecutor
 from dvengine.engine.local.auto_compaction import after_commit
 from dvengine.expressions import BoundPredicate, parse_predicate
@@ -142,8 +142,10 @@ def update(
         predicate = _bind_condition(session, condition, schema)
         texts = {name: session.value_sql(value, schema, name) for name, value in assignments.items()}
         texts = resolve_default_assignments(schema, texts, "UPDATE")  # SET c = DEFAULT, as Spark's analyzer
-        check_identity_update(schema, [k for k in texts if isinstance(k, str)], "UPDATE")
-        bound = bind_assignments(schema, with_generated_assignments(schema, texts))  # generated columns follow their inputs
+        folded = fold_update_assignments(schema, texts)  # s.x = v -> s = named_struct(..., 'x', v, ...)
+        check_identity_update(schema, list(folded.columns), "UPDATE")
+        generated = with_generated_assignments(schema, folded.columns, folded.values, folded.rebuilt)
+        bound = bind_assignments(schema, generated)  # generated columns follow their inputs
         ctx = open_dml(snapshot, "UPDATE", options, predicate, attempt=attempt, conf=choice.conf)
         if ctx.repeat:
             return ctx.skip_repeat(update_metrics(ctx, "none"))

@@ -14,14 +14,16 @@ from dataclasses import dataclass
 from enum import Enum
 
 from dvengine.commit.commit_info import ParameterValue, delta_json, predicate_parameter
-from dvengine.errors import InvalidArgumentError, SchemaMismatchError
+from dvengine.errors import InvalidArgumentError, NestedInsertAssignmentError, SchemaMismatchError
 from dvengine.expressions import BoundExpression, BoundPredicate, parse_predicate, parse_value_expression
 from dvengine.expressions.identifiers import quote_identifier
-from dvengine.expressions.substitute import substitute_columns
+from dvengine.expressions.refs import ColumnRef
+from dvengine.expressions.substitute import substitute_paths
 from dvengine.protocol.schema import StructType
 from dvengine.writing.defaults import column_defaults
 from dvengine.writing.generated import generation_expressions
 from dvengine.writing.identity import check_explicit_values, check_identity_update, identity_columns, is_identity
+from dvengine.writing.nested_assignments import FoldedAssignments, column_path_sql, fold_assignments, resolve_target
 
 # A condition or value as the user gave it: SQL text, or an engine object (a pyspark Column)
 # that the executor's ``to_sql`` turns into SQL text.
@@ -111,24 +113,32 @@ def _bind_value(scope: MergeScope, value: Expr, kind: ClauseKind) -> BoundExpres
     return parse_value_expression(scope.to_sql(value, False), scope.target_schema, aliases=scope.aliases(kind))
 
 
-def _target_column(scope: MergeScope, key: str) -> str:
-    """The target column an assignment key names: ``col`` or ``<target alias>.col``, any case."""
-    name = key
-    prefix = scope.target_alias.lower() + "."
-    if key.lower().startswith(prefix) and scope.target_schema.find(key) is None:
-        name = key[len(prefix):]
-    field = scope.target_schema.find(name)
-    if field is None:
-        if "." in name:
-            raise InvalidArgumentError(
-                f"cannot assign {key!r}: assignments to nested fields are not supported; assign the whole "
-                f"top-level struct column instead"
-            )
-        raise SchemaMismatchError(
-            f"cannot assign {key!r}: the target table has no such column; its columns are "
-            f"{', '.join(scope.target_schema.field_names)}"
+def _unknown_target(scope: MergeScope) -> Callable[[str], Exception]:
+    def error(message: str) -> Exception:
+        return SchemaMismatchError(f"{message} (target table columns: {', '.join(scope.target_schema.field_names)})")
+
+    return error
+
+
+def _explicit_assignments(scope: MergeScope, clause: MergeClause) -> tuple[dict[str, BoundExpression], FoldedAssignments]:
+    """``set`` / ``values`` keys resolved as target columns (``col`` or ``<target alias>.col``, any
+    case) or, in update clauses, nested struct fields (``t.s.x``), folded into one assignment of the
+    rebuilt struct per column (``writing.nested_assignments``); each value bound in the clause's scope.
+    The fold is returned too: generated columns read the new values per path."""
+    assert clause.assignments is not None
+    resolved = [
+        (resolve_target(scope.target_schema, key, _unknown_target(scope), scope.target_alias), value)
+        for key, value in clause.assignments.items()
+    ]
+    nested = [t.key for t, _ in resolved if t.nested]
+    if nested and clause.action is ClauseAction.INSERT:
+        raise NestedInsertAssignmentError(
+            f"cannot assign {nested[0]!r}: nested fields cannot be assigned in the INSERT clause of MERGE (Delta's "
+            "DELTA_UNSUPPORTED_NESTED_FIELD_IN_OPERATION); give the whole struct column a value instead"
         )
-    return field.name
+    texts = [(t, scope.to_sql(value, False)) for t, value in resolved]
+    folded = fold_assignments(texts, column_path_sql(scope.target_alias))
+    return {name: _bind_value(scope, text, clause.kind) for name, text in folded.columns.items()}, folded
 
 
 def _star_assignments(scope: MergeScope, kind: ClauseKind) -> dict[str, BoundExpression]:
@@ -168,21 +178,18 @@ def bind_clauses(scope: MergeScope, clauses: Sequence[MergeClause]) -> list[Boun
                 )
             condition = None if clause.condition is None else bind_condition(scope, clause.condition, kind)
             assignments: dict[str, BoundExpression] = {}
+            folded: FoldedAssignments | None = None
             star = clause.action is not ClauseAction.DELETE and clause.assignments is None
             if star:
                 assignments = _star_assignments(scope, kind)
             elif clause.assignments is not None:
-                for key, value in clause.assignments.items():
-                    column = _target_column(scope, key)
-                    if column in assignments:
-                        raise InvalidArgumentError(f"column {column!r} is assigned twice in one {kind.value} clause")
-                    assignments[column] = _bind_value(scope, value, kind)
+                assignments, folded = _explicit_assignments(scope, clause)
             if clause.action is ClauseAction.UPDATE:
                 check_identity_update(scope.target_schema, list(assignments), "MERGE")
             if clause.action is ClauseAction.INSERT:
                 _check_identity_insert(scope.target_schema, assignments)
             if clause.action is not ClauseAction.DELETE:
-                assignments = _with_generated(scope, kind, clause.action, assignments)
+                assignments = _with_generated(scope, kind, clause.action, assignments, folded)
             bound.append(BoundClause(KIND_BASE[kind] + position, kind, clause.action, condition, assignments, star))
     return bound
 
@@ -202,31 +209,40 @@ def identity_to_assign(schema: StructType, clause: BoundClause) -> list[str]:
 
 
 def _with_generated(
-    scope: MergeScope, kind: ClauseKind, action: ClauseAction, assignments: dict[str, BoundExpression]
+    scope: MergeScope,
+    kind: ClauseKind,
+    action: ClauseAction,
+    assignments: dict[str, BoundExpression],
+    folded: FoldedAssignments | None = None,
 ) -> dict[str, BoundExpression]:
     """``assignments`` plus the generated columns Delta computes: on insert every generated column
     not given (from the inserted values; inputs not given are NULL), on update those whose inputs
     are assigned (over the new values; other inputs are the target row's). Given values are checked
-    against the expression like any written row (``writing.generated``)."""
+    against the expression like any written row (``writing.generated``). ``folded`` gives nested
+    assignments per path, so ``g = s.x + 1`` under ``t.s.x = v`` reads ``(v)``."""
     out = dict(assignments)
     if action is ClauseAction.INSERT:  # columns with a DEFAULT get it instead of NULL (allowColumnDefaults)
         for name, default in column_defaults(scope.target_schema).items():
             if name not in out:
                 out[name] = _bind_value(scope, default, kind)
+    paths: dict[tuple[str, ...], str] = {(name.lower(),): value.sql for name, value in assignments.items()}
+    if folded is not None:
+        paths.update({path: text for path, text in folded.values.items() if len(path) > 1})
     target = quote_identifier(scope.target_alias)
+
+    def unassigned(ref: ColumnRef) -> str:
+        if action is ClauseAction.INSERT:
+            return f"CAST(NULL AS {ref.leaf.type.simple_string()})"
+        return ".".join([target, *(quote_identifier(p) for p in ref.path)])
+
     for name, text in generation_expressions(scope.target_schema).items():
         if name in assignments:
             continue
-        inputs = parse_value_expression(text, scope.target_schema).columns
-        if action is ClauseAction.UPDATE and not any(c in assignments for c in inputs):
+        generation = parse_value_expression(text, scope.target_schema)
+        if action is ClauseAction.UPDATE and not any(c in assignments for c in generation.columns):
             continue
-        values = {
-            c: assignments[c].sql if c in assignments
-            else (f"CAST(NULL AS {scope.target_schema.get(c).type.simple_string()})" if action is ClauseAction.INSERT
-                  else f"{target}.{quote_identifier(c)}")
-            for c in inputs
-        }
-        out[name] = _bind_value(scope, substitute_columns(text, values), kind)
+        value = substitute_paths(generation, paths, None if folded is None else folded.rebuilt, unassigned)
+        out[name] = _bind_value(scope, value, kind)
     return out
 
 

@@ -9,36 +9,44 @@ into NOT NULL) before any file is written.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from dvengine.commands.change_data import change_file_metrics, register_change_files, writes_change_data
 from dvengine.commands.context import DmlContext
 from dvengine.commands.executor import Executor
-from dvengine.errors import InvalidArgumentError, InvalidPredicateError
+from dvengine.errors import InvalidArgumentError, UnresolvedColumnError
 from dvengine.expressions import BoundExpression, parse_value_expression
 from dvengine.protocol.schema import StructType
+from dvengine.writing.nested_assignments import FoldedAssignments, fold_mapping
 
 
-def bind_assignments(schema: StructType, assignments: Mapping[str, str]) -> dict[str, BoundExpression]:
-    """Validate ``set`` (column -> SQL text) and bind each value; keys resolve case-insensitively."""
+def fold_update_assignments(schema: StructType, assignments: Mapping[str, str]) -> FoldedAssignments:
+    """``set`` (column or nested field -> SQL text) as one assignment per top-level column: nested
+    fields fold into their rebuilt struct (``writing.nested_assignments``); an unknown name is an
+    UnresolvedColumnError, as Spark's analyzer reports it."""
     if not isinstance(assignments, Mapping):
         raise TypeError(f"set must be a dict of column name -> SQL expression or Column, got {type(assignments).__name__}")
     if not assignments:
         raise InvalidArgumentError("update needs at least one assignment in set={column: expression}")
-    bound: dict[str, BoundExpression] = {}
-    for name, text in assignments.items():
+    for name in assignments:
         if not isinstance(name, str):
             raise TypeError(f"set keys must be column names (str), got {type(name).__name__}: {name!r}")
-        field = schema.find(name)
-        if field is None:
-            raise InvalidPredicateError(
-                f"cannot update column {name!r}: it is not in the table; columns are {schema.field_names}"
-            )
-        if field.name in bound:
-            raise InvalidArgumentError(f"column {field.name!r} is assigned more than once")
-        bound[field.name] = parse_value_expression(text, schema)
-    return bound
+    return fold_mapping(schema, assignments, _unknown_column(schema))
+
+
+def _unknown_column(schema: StructType) -> Callable[[str], Exception]:
+    def error(message: str) -> Exception:
+        return UnresolvedColumnError(f"{message}; the table's columns are {schema.field_names}")
+
+    return error
+
+
+def bind_assignments(schema: StructType, assignments: Mapping[str, str]) -> dict[str, BoundExpression]:
+    """Validate ``set`` (column -> SQL text) and bind each value; keys resolve case-insensitively,
+    nested fields (``s.x``) fold into their top-level struct first."""
+    folded = fold_update_assignments(schema, assignments)
+    return {schema.get(name).name: parse_value_expression(text, schema) for name, text in folded.columns.items()}
 
 
 def update_metrics(ctx: DmlContext, executor_name: str) -> dict[str, Any]:

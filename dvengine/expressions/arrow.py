@@ -36,7 +36,7 @@ from dvengine.expressions.literals import (
     parse_timestamp_text,
 )
 from dvengine.expressions.refs import ColumnRef, ref_of
-from dvengine.protocol.schema import DataType, PrimitiveType, to_arrow_type
+from dvengine.protocol.schema import DataType, PrimitiveType, StructType, to_arrow_type
 
 _NULL_BOOL = pc.scalar(pa.scalar(None, pa.bool_()))
 _COMPARE = {
@@ -456,11 +456,27 @@ class _ValueTranslator(_Translator):
                 return column.cast(arrow_target, safe=True)
             if source_name == "float" and target_name == "double":
                 return column.cast(arrow_target)
+        if isinstance(node, exp.Struct) and isinstance(target, StructType):
+            return self._assigned_struct(node, target)
         value = self.typed(node)
         try:
             return store(value, target)
         except Refused as exc:
             raise self.fail(node, str(exc)) from None
+
+    def _assigned_struct(self, node: exp.Struct, target: StructType) -> Any:
+        """``named_struct(...)`` stored into a struct column: each field value stored into its field
+        type, as Spark's struct cast does field by field; the struct itself is never NULL, as Spark's
+        CreateNamedStruct (a nested UPDATE / MERGE assignment is rewritten into one). Only a struct
+        whose names are the column's fields in order is taken (a cast by position would otherwise
+        differ from Delta's by-name struct cast)."""
+        items = [i for i in node.expressions if isinstance(i, exp.PropertyEQ) and isinstance(i.this, exp.Identifier)]
+        if len(items) != len(node.expressions) or len(items) != len(target.fields) or any(
+            str(i.this.name).lower() != f.name.lower() for i, f in zip(items, target.fields, strict=True)
+        ):
+            raise self.fail(node, "a struct value is evaluated locally only with the column's fields, in order")
+        values = [self.assigned(i.expression, f.type) for i, f in zip(items, target.fields, strict=True)]
+        return pc.Expression._call("make_struct", values, pc.MakeStructOptions(field_names=[f.name for f in target.fields]))
 
     def _assigned_literal(self, node: exp.Expr, lit: Lit, target: DataType) -> pa.Scalar:
         arrow_target = to_arrow_type(target)

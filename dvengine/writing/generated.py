@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dvengine.errors import InvalidArgumentError, InvalidPredicateError
 from dvengine.expressions import parse_value_expression
 from dvengine.expressions.identifiers import quote_identifier
-from dvengine.expressions.substitute import substitute_columns
+from dvengine.expressions.substitute import substitute_paths
 from dvengine.planning.generated_partitions import GENERATION_EXPRESSION as GENERATION_EXPRESSION  # one spelling
 from dvengine.protocol.schema import StructType
 
@@ -61,19 +61,29 @@ def generation_constraint_texts(schema: StructType) -> tuple[tuple[str, str], ..
     return tuple(out)
 
 
-def with_generated_assignments(schema: StructType, assignments: Mapping[str, str]) -> dict[str, str]:
+def with_generated_assignments(
+    schema: StructType,
+    assignments: Mapping[str, str],
+    values: Mapping[tuple[str, ...], str] | None = None,
+    rebuilt: Mapping[tuple[str, ...], str] | None = None,
+) -> dict[str, str]:
     """UPDATE's ``set`` plus, for every generated column not assigned whose inputs are, its expression
-    over the new values (``c = a * 2`` under ``a = a + 1`` adds ``c = (a + 1) * 2``)."""
+    over the new values (``c = a * 2`` under ``a = a + 1`` adds ``c = (a + 1) * 2``). ``values`` and
+    ``rebuilt`` (``writing.nested_assignments.FoldedAssignments``) give nested assignments per path,
+    so ``g = s.x + 1`` under ``s.x = 5`` becomes ``(5) + 1``; without them each assigned column's text stands for it."""
     out = dict(assignments)
     assigned: dict[str, str] = {}
     for key, value in assignments.items():
         field = schema.find(key) if isinstance(key, str) else None
         if field is not None:
             assigned[field.name] = value
+    paths: dict[tuple[str, ...], str] = (
+        dict(values) if values is not None else {(name.lower(),): text for name, text in assigned.items()}
+    )
     for name, text in generation_expressions(schema).items():
         if name in assigned:
             continue  # a given value is checked against the expression like any write
-        inputs = parse_value_expression(text, schema).columns
-        if any(c in assigned for c in inputs):
-            out[name] = substitute_columns(text, {c: assigned[c] for c in inputs if c in assigned})
+        bound = parse_value_expression(text, schema)
+        if any(c in assigned for c in bound.columns):
+            out[name] = substitute_paths(bound, paths, rebuilt)
     return out

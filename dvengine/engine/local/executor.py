@@ -42,6 +42,7 @@ from dvengine.engine.local.column_cache import cached_columns, holds_columns
 from dvengine.engine.local.constraints import check_constraints
 from dvengine.engine.local.failures import evaluation_error
 from dvengine.engine.local.key_lookup import LookupKeys, indexed_rows
+from dvengine.engine.local.not_null import null_into_not_null
 from dvengine.engine.local.point_lookup import PointLookup, point_lookup
 from dvengine.engine.local.writer import write_data_files
 from dvengine.errors import InvalidPredicateError, SchemaViolationError
@@ -233,9 +234,9 @@ def new_values(schema: StructType, rows: pa.Table, assignments: Mapping[str, Bou
         updated = project_table(rows, expressions, schema.field_names)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ArithmeticError) as exc:
         raise _value_error(rows, schema.fields, assignments, exc) from exc
-    for f in schema.fields:
-        if not f.nullable and updated.column(f.name).null_count:
-            raise SchemaViolationError(f"UPDATE would write NULL into NOT NULL column {f.name!r}; nothing was written")
+    bad = null_into_not_null(updated, schema)
+    if bad:
+        raise SchemaViolationError(f"UPDATE would write NULL into NOT NULL column {bad[0]!r}; nothing was written")
     return keep_row_ids(rows, updated)
 
 

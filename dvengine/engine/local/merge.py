@@ -47,6 +47,7 @@ from dvengine.dv import outside
 from dvengine.engine.local.change_data import MergeChanges, write_change_rows
 from dvengine.engine.local.executor import FileMatch, LocalExecutor, keep_row_ids
 from dvengine.engine.local.key_lookup import lookup_keys
+from dvengine.engine.local.not_null import null_into_not_null
 from dvengine.errors import (
     EvaluationError,
     InvalidArgumentError,
@@ -304,7 +305,7 @@ def _new_rows(
             values = project_table(rows, expressions, target.field_names)
         except (pa.ArrowInvalid, ArithmeticError) as exc:
             raise SchemaViolationError(f"MERGE would write a value that does not fit its target column: {exc}; nothing was written") from exc
-        bad = [f.name for f in target.fields if not f.nullable and values.column(f.name).null_count]
+        bad = null_into_not_null(values, target)
         if bad:
             raise SchemaViolationError(f"MERGE would write NULL into NOT NULL column(s) {bad}; nothing was written")
         typed = values.cast(pa.schema([pa.field(f.name, to_arrow_type(f.type)) for f in target.fields]))

@@ -31,13 +31,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dvengine.engine.local.constraints import check_constraints
+from dvengine.engine.local.not_null import null_into_not_null
 from dvengine.engine.local.writer import write_data_files
 from dvengine.engine.spark.dv_job import KIND_BLOB, Blobs, DvJobContext, FileOutcome, encode_outcomes, finish_file
 from dvengine.errors import MergeCardinalityError, SchemaViolationError
 from dvengine.protocol.row_tracking import INTERNAL_COLUMNS, MaterializedColumns
 from dvengine.protocol.schema import StructType, to_arrow_type
 from dvengine.writing.constraints import bind_constraint
-from dvengine.writing.schema_checks import not_null_paths
 
 KIND_FILE = "file"
 KIND_ADD = "add"
@@ -104,10 +104,6 @@ class RowsJobContext:
     materialized: MaterializedColumns | None = None
     write_id: str = ""  # in every data file name (tables reached through Hadoop: no staging folder)
 
-    @property
-    def not_null(self) -> list[tuple[str, ...]]:
-        return not_null_paths(self.schema)
-
 
 def _mask(batch: pa.Table, column: str | None) -> pa.ChunkedArray | None:
     return None if column is None else pc.fill_null(batch.column(column), False)
@@ -159,18 +155,9 @@ class NewRows:
 
 def _check_not_null(table: pa.Table, ctx: RowsJobContext) -> None:
     """NULLs headed for NOT NULL fields, nested ones included (a null parent struct is allowed)."""
-    for path in ctx.not_null:
-        values: pa.ChunkedArray | pa.Array = table.column(path[0])
-        parents_valid = None
-        for name in path[1:]:
-            valid = pc.is_valid(values)
-            parents_valid = valid if parents_valid is None else pc.and_(parents_valid, valid)
-            values = pc.struct_field(values, name)
-        bad = pc.is_null(values) if parents_valid is None else pc.and_(parents_valid, pc.is_null(values))
-        if pc.any(bad).as_py():
-            raise SchemaViolationError(
-                f"{ctx.operation} would write NULL into NOT NULL column {'.'.join(path)!r}; nothing was written"
-            )
+    bad = null_into_not_null(table, ctx.schema)
+    if bad:
+        raise SchemaViolationError(f"{ctx.operation} would write NULL into NOT NULL column {bad[0]!r}; nothing was written")
 
 
 def _check_castable(rows: pa.Table, ctx: RowsJobContext) -> None:
