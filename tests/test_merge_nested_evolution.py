@@ -19,11 +19,11 @@ from typing import Any
 import pyarrow as pa
 import pytest
 from deltalake import write_deltalake
-from interop import assert_all_readers, rows_spark
+from interop import assert_all_readers, rows_delta_rs, rows_duckdb, rows_spark
 
 import dvengine
 from dvengine import DeltaTable
-from dvengine.errors import SchemaMismatchError
+from dvengine.errors import SchemaMismatchError, SchemaViolationError
 from dvengine.log import load_snapshot
 
 XY = pa.struct([("x", pa.int64()), ("y", pa.string())])
@@ -230,3 +230,63 @@ def test_nested_evolution_on_the_spark_executor(spark: Any, tmp_path: Path) -> N
     _read_all(path, ["id", "s"], expected)
     got = [(r[0], None if r[1] is None else r[1].asDict()) for r in rows_spark(spark, path, ["id", "s"])]
     assert sorted(got, key=lambda r: r[0]) == sorted(expected, key=lambda r: r[0])
+
+
+def test_structs_inside_map_values_evolve_and_keep_null_entries(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    old = pa.map_(pa.string(), pa.struct([("a", pa.int64())]))
+    new = pa.map_(pa.string(), pa.struct([("b", pa.string()), ("a", pa.int64())]))
+    target = {1: [("k", {"a": 1})], 2: None}
+    source = {2: [("q", {"b": "x", "a": 2}), ("r", None)], 3: []}
+    dvengine.write(pa.table({"id": list(target), "m": pa.array(list(target.values()), old)}), str(path))
+    src = pa.table({"id": list(source), "m": pa.array(list(source.values()), new)})
+    (
+        DeltaTable.forPath(None, path).alias("t").merge(src, "t.id = s.id", source_alias="s")
+        .whenMatchedUpdateAll().whenNotMatchedInsertAll().withSchemaEvolution().executeMetrics()
+    )
+    assert load_snapshot(str(path)).schema.get("m").type.simple_string() == "map<string,struct<a:long,b:string>>"
+
+    def entries(m: list[tuple[str, Any]] | None, fill: bool) -> list[tuple[str, Any]] | None:
+        if m is None:
+            return None
+        return [(k, None if v is None else ({**v, "b": None} if fill else {"a": v["a"], "b": v["b"]})) for k, v in m]
+
+    expected = {k: entries(v, True) for k, v in target.items()}
+    expected.update({k: entries(v, False) for k, v in source.items()})
+    got = {r["id"]: r["m"] for r in DeltaTable.forPath(None, path).toArrow().to_pylist()}
+    assert got == expected
+    for read in (rows_delta_rs, rows_duckdb):
+        assert {k: (None if m is None else [tuple(e) for e in m]) for k, m in read(path, ["id", "m"])} == expected
+
+
+def test_a_nested_field_is_widened_when_the_table_allows_type_widening(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    narrow = pa.struct([("x", pa.int32())])
+    dvengine.write(pa.table({"id": [1], "s": pa.array([{"x": 1}], narrow)}), str(path), configuration={"delta.enableTypeWidening": "true"})
+    wide = pa.struct([("x", pa.int64()), ("w", pa.string())])
+    src = pa.table({"id": [1, 2], "s": pa.array([{"x": 2**40, "w": "n"}, {"x": 5, "w": None}], wide)})
+    (
+        DeltaTable.forPath(None, path).alias("t").merge(src, "t.id = s.id", source_alias="s")
+        .whenMatchedUpdateAll().whenNotMatchedInsertAll().withSchemaEvolution().executeMetrics()
+    )
+    x = load_snapshot(str(path)).schema.get("s").type.get("x")  # type: ignore[union-attr]
+    assert x.type.simple_string() == "long"
+    assert x.metadata["delta.typeChanges"] == [{"fromType": "integer", "toType": "long"}]
+    # delta-rs does not read typeWidening tables yet
+    assert_all_readers(None, path, ["id", "s"], [(1, {"x": 2**40, "w": "n"}), (2, {"x": 5, "w": None})],
+                       skip=("dvengine spark", "delta-rs"))
+
+
+def test_a_nested_value_that_overflows_its_field_is_refused_naming_it(tmp_path: Path) -> None:
+    """Without type widening the field keeps its type (implicit cast, as Delta's mergeSchemas
+    with allowImplicitConversions) and a value that does not fit fails the store assignment."""
+    path = tmp_path / "t"
+    dvengine.write(pa.table({"id": [1], "s": pa.array([{"x": 1}], pa.struct([("x", pa.int32())]))}), str(path))
+    before = _folder_state(path)
+    src = pa.table({"id": [1], "s": pa.array([{"x": 2**40, "w": "n"}], pa.struct([("x", pa.int64()), ("w", pa.string())]))})
+    with pytest.raises(SchemaViolationError, match="'s.x'"):
+        (
+            DeltaTable.forPath(None, path).alias("t").merge(src, "t.id = s.id", source_alias="s")
+            .whenMatchedUpdateAll().withSchemaEvolution().executeMetrics()
+        )
+    assert _folder_state(path) == before

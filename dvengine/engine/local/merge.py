@@ -332,7 +332,7 @@ def _new_rows(
             # UPDATE SET * keeps the fields the source lacks from the row's own struct
             current = rows.column(plan.target[name]) if clause.action is ClauseAction.UPDATE else None
             index = values.schema.get_field_index(name)
-            values = values.set_column(index, name, align(values.column(index), alignment, f.type, current))
+            values = values.set_column(index, name, align(values.column(index), alignment, f.type, name, current))
         bad = [f.name for f in target.fields if not f.nullable and values.column(f.name).null_count]
         if bad:
             raise SchemaViolationError(f"MERGE would write NULL into NOT NULL column(s) {bad}; nothing was written")

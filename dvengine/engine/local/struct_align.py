@@ -53,9 +53,9 @@ def _compact(values: Any) -> Any:
     return values.take(pa.array(np.arange(len(values), dtype=np.int64)))
 
 
-def align(values: Any, alignment: Alignment | None, target: DataType, current: Any | None = None) -> pa.Array:
-    """``values`` rebuilt to Arrow type ``target``; ``current`` is the row's present value of the
-    target column (needed where the plan keeps target fields)."""
+def align(values: Any, alignment: Alignment | None, target: DataType, column: str, current: Any | None = None) -> pa.Array:
+    """``values`` rebuilt to Arrow type ``target`` for column ``column`` (named in errors);
+    ``current`` is the row's present value of the target column (where the plan keeps its fields)."""
     arrow_target = to_arrow_type(target)
     values = _compact(values)
     if alignment is None:
@@ -65,21 +65,22 @@ def align(values: Any, alignment: Alignment | None, target: DataType, current: A
             out = project_table(pa.table({_VALUE: values}), [_leaf_expression(alignment)], [_VALUE]).column(0)
         except (pa.ArrowInvalid, ArithmeticError) as exc:
             raise SchemaViolationError(
-                f"MERGE would write a nested value that does not fit its target field: {exc}; nothing was written"
+                f"MERGE would write a value into column {column!r} that does not fit the nested field's type "
+                f"{alignment.target.simple_string()}: {exc}; nothing was written"
             ) from exc
         return _compact(out).cast(arrow_target)
     if isinstance(alignment, StructAlignment):
-        return _struct(values, alignment, None if current is None else _compact(current))
+        return _struct(values, alignment, column, None if current is None else _compact(current))
     if isinstance(alignment, ArrayAlignment):
-        element = align(values.values, alignment.element, alignment.target.element_type)
+        element = align(values.values, alignment.element, alignment.target.element_type, column)
         return pa.ListArray.from_arrays(values.offsets, element, type=arrow_target, mask=values.is_null())
     assert isinstance(alignment, MapAlignment)
-    keys = align(values.keys, alignment.key, alignment.target.key_type)
-    items = align(values.items, alignment.value, alignment.target.value_type)
+    keys = align(values.keys, alignment.key, alignment.target.key_type, column)
+    items = align(values.items, alignment.value, alignment.target.value_type, column)
     return pa.MapArray.from_arrays(values.offsets, keys, items, type=arrow_target, mask=values.is_null())
 
 
-def _struct(values: Any, alignment: StructAlignment, current: Any | None) -> pa.Array:
+def _struct(values: Any, alignment: StructAlignment, column: str, current: Any | None) -> pa.Array:
     source_index = {values.type.field(i).name: i for i in range(values.type.num_fields)}
     current_index = {} if current is None else {current.type.field(i).name.lower(): i for i in range(current.type.num_fields)}
     keep = alignment.keep_target_fields and current is not None
@@ -89,7 +90,7 @@ def _struct(values: Any, alignment: StructAlignment, current: Any | None) -> pa.
         own_values = None if own is None else pc.struct_field(current, [own])
         if plan.source_name is not None:
             child = pc.struct_field(values, [source_index[plan.source_name]])  # NULL under a NULL struct
-            children.append(align(child, plan.child, plan.target.type, own_values))
+            children.append(align(child, plan.child, plan.target.type, f"{column}.{plan.target.name}", own_values))
         elif own_values is not None:
             children.append(_compact(own_values).cast(to_arrow_type(plan.target.type)))
         else:
