@@ -290,3 +290,37 @@ def test_a_nested_value_that_overflows_its_field_is_refused_naming_it(tmp_path: 
             .whenMatchedUpdateAll().withSchemaEvolution().executeMetrics()
         )
     assert _folder_state(path) == before
+
+
+def test_a_not_null_nested_field_the_source_lacks_is_refused_on_insert(tmp_path: Path) -> None:
+    """Delta enforces NOT NULL on fields of (non-array, non-map) structs: an insert whose source
+    struct lacks such a field would write NULL into it."""
+    path = tmp_path / "t"
+    strict = pa.struct([pa.field("x", pa.int64(), nullable=False), ("y", pa.string())])
+    dvengine.write(pa.table({"id": [1], "s": pa.array([{"x": 1, "y": "a"}], strict)}), str(path))
+    before = _folder_state(path)
+    src = pa.table({"id": [2], "s": pa.array([{"y": "b", "z": True}], pa.struct([("y", pa.string()), ("z", pa.bool_())]))})
+    with pytest.raises(SchemaViolationError, match="s.x"):
+        (
+            DeltaTable.forPath(None, path).alias("t").merge(src, "t.id = s.id", source_alias="s")
+            .whenNotMatchedInsertAll().withSchemaEvolution().executeMetrics()
+        )
+    assert _folder_state(path) == before
+
+
+def test_a_not_null_nested_field_the_source_lacks_is_refused_on_the_spark_row_plan(spark: Any, tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    strict = pa.struct([pa.field("x", pa.int64(), nullable=False), ("y", pa.string())])
+    dvengine.write(pa.table({"id": [1], "s": pa.array([{"x": 1, "y": "a"}], strict)}), str(path))
+    before = _folder_state(path)
+    src = spark.createDataFrame([(2, ("b", True))], "id long, s struct<y: string, z: boolean>").alias("s")
+    spark.conf.set("dvengine.spark.dmlStrategy", "rows")
+    try:
+        with pytest.raises(SchemaViolationError, match="NOT NULL field 'x'"):
+            (
+                DeltaTable.forPath(spark, path).alias("t").merge(src, "t.id = s.id")
+                .whenNotMatchedInsertAll().withSchemaEvolution().withEngine("spark").executeMetrics()
+            )
+    finally:
+        spark.conf.unset("dvengine.spark.dmlStrategy")
+    assert _folder_state(path) == before

@@ -98,5 +98,11 @@ def _struct(values: Any, alignment: StructAlignment, column: str, current: Any |
     missing = values.is_null()
     if alignment.null_only_if_target_null and current is not None:
         missing = pc.and_(missing, current.is_null())
+    for plan, child in zip(alignment.fields, children):
+        if not plan.target.nullable and pc.any(pc.and_(child.is_null(), pc.invert(missing))).as_py():
+            raise SchemaViolationError(
+                f"MERGE would write NULL into NOT NULL field {column}.{plan.target.name} (Delta's NOT NULL "
+                "constraint); nothing was written"
+            )
     fields = [to_arrow_field(p.target) for p in alignment.fields]
     return pa.StructArray.from_arrays(children, fields=fields, mask=missing)

@@ -39,6 +39,9 @@ def align_column(value: Column, alignment: Alignment | None, current: Column | N
 
 def _struct(value: Column, alignment: StructAlignment, current: Column | None) -> Column:
     keep = alignment.keep_target_fields and current is not None
+    missing = value.isNull()
+    if alignment.null_only_if_target_null and current is not None:
+        missing = missing & current.isNull()
     parts = []
     for plan in alignment.fields:
         own = current.getField(plan.target.name) if keep and current is not None else None
@@ -48,8 +51,8 @@ def _struct(value: Column, alignment: StructAlignment, current: Column | None) -
             part = own
         else:
             part = F.lit(None).cast(logical_spark_type(plan.target))
+        if not plan.target.nullable:  # Delta's NOT NULL check on struct fields, as the task fails
+            message = f"MERGE would write NULL into NOT NULL field {plan.target.name!r} of a struct; nothing was written"
+            part = F.when(~missing & part.isNull(), F.raise_error(F.lit(message))).otherwise(part)
         parts.append(part.alias(plan.target.name))
-    missing = value.isNull()
-    if alignment.null_only_if_target_null and current is not None:
-        missing = missing & current.isNull()
     return F.when(missing, F.lit(None)).otherwise(F.struct(*parts))
