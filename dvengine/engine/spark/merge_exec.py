@@ -74,7 +74,7 @@ from dvengine.errors import (
 from dvengine.expressions import BoundExpression, BoundPredicate, to_spark_sql
 from dvengine.log import Snapshot, load_snapshot
 from dvengine.protocol.actions import AddFile
-from dvengine.protocol.schema import StructField, StructType
+from dvengine.protocol.schema import ArrayType, DataType, MapType, StructField, StructType
 from dvengine.read.row_ids import tracked_columns
 from dvengine.writing.identity import identity_columns
 from dvengine.writing.stats import num_indexed_cols
@@ -452,7 +452,10 @@ def _apply(run: _Run, work: DataFrame) -> dict[str, Any]:
         match_col=MATCH if run.check_duplicates else None,
         bad_values_col=BAD,
     )
-    spread = F.hash(*[F.col(n) for n in typed_names])  # rows without a target row (inserts)
+    # rows without a target row (inserts) are spread by a hash of their values; Spark refuses to
+    # hash maps, so map columns (also nested ones) are left out of it
+    hashable = [F.col(n) for n, f in zip(typed_names, fields) if not _holds_map(f.type)]
+    spread = F.hash(*hashable) if hashable else F.lit(0)
     fused = SparkExecutor(spark).retire_and_write(ctx, plan.candidates, rows, layout, spread)
     counts, retired = fused.clause_counts, fused.retirement
     adds = list(fused.written.files)
@@ -490,6 +493,16 @@ def _apply(run: _Run, work: DataFrame) -> dict[str, Any]:
         changes = register_change_files(ctx, write_change_frames(ctx, frames))
         metrics.update(change_file_metrics(changes, "MERGE"))
     return ctx.finish(metrics)
+
+
+def _holds_map(data_type: DataType) -> bool:
+    if isinstance(data_type, MapType):
+        return True
+    if isinstance(data_type, ArrayType):
+        return _holds_map(data_type.element_type)
+    if isinstance(data_type, StructType):
+        return any(_holds_map(f.type) for f in data_type.fields)
+    return False
 
 
 def _row_id_columns(work: DataFrame) -> list[Column]:
