@@ -103,42 +103,60 @@ def test_whole_struct_assignment_adds_the_field_and_nulls_what_the_source_lacks(
     _read_all(path, ["id", "s"], _model(keep_own=False))
 
 
-def test_two_levels_deep_and_structs_inside_arrays(tmp_path: Path) -> None:
+def test_two_levels_deep_and_structs_inside_arrays_and_maps(merge_engine: tuple[str, Any], tmp_path: Path) -> None:
+    """On Spark the row plan runs (dvengine.spark.dmlStrategy=rows): transform / transform_values there."""
+    engine, spark = merge_engine
     path = tmp_path / "t"
     inner = pa.struct([("p", pa.int64())])
     s_old = pa.struct([("a", pa.int64()), ("inner", inner)])
     k_old = pa.list_(pa.struct([("k", pa.int64())]))
+    m_old = pa.map_(pa.string(), pa.struct([("a", pa.int64())]))
     target = [
-        {"id": 1, "s": {"a": 1, "inner": {"p": 10}}, "arr": [{"k": 1}, None]},
-        {"id": 2, "s": {"a": 2, "inner": None}, "arr": None},
-        {"id": 3, "s": {"a": 3, "inner": {"p": 30}}, "arr": []},
+        {"id": 1, "s": {"a": 1, "inner": {"p": 10}}, "arr": [{"k": 1}, None], "m": [("x", {"a": 1}), ("y", None)]},
+        {"id": 2, "s": {"a": 2, "inner": None}, "arr": None, "m": None},
+        {"id": 3, "s": {"a": 3, "inner": {"p": 30}}, "arr": [], "m": []},
     ]
-    dvengine.write(pa.Table.from_pylist(target, pa.schema([("id", pa.int64()), ("s", s_old), ("arr", k_old)])), str(path))
+    old_schema = pa.schema([("id", pa.int64()), ("s", s_old), ("arr", k_old), ("m", m_old)])
+    dvengine.write(pa.Table.from_pylist(target, old_schema), str(path))
     inner_new = pa.struct([("p", pa.int64()), ("q", pa.string())])
     s_new = pa.struct([("a", pa.int64()), ("inner", inner_new), ("b", pa.string())])
     k_new = pa.list_(pa.struct([("k", pa.int64()), ("v", pa.string())]))
+    m_new = pa.map_(pa.string(), pa.struct([("b", pa.string()), ("a", pa.int64())]))
     source = [
-        {"id": 2, "s": {"a": 20, "inner": {"p": 200, "q": "q2"}, "b": "b2"}, "arr": [{"k": 2, "v": "v2"}]},
-        {"id": 4, "s": {"a": 40, "inner": None, "b": "b4"}, "arr": [None, {"k": 4, "v": None}]},
+        {"id": 2, "s": {"a": 20, "inner": {"p": 200, "q": "q2"}, "b": "b2"}, "arr": [{"k": 2, "v": "v2"}],
+         "m": [("z", {"b": "bz", "a": 2})]},
+        {"id": 4, "s": {"a": 40, "inner": None, "b": "b4"}, "arr": [None, {"k": 4, "v": None}], "m": [("w", None)]},
     ]
-    src = pa.Table.from_pylist(source, pa.schema([("id", pa.int64()), ("s", s_new), ("arr", k_new)]))
-    (
-        DeltaTable.forPath(None, path).alias("t").merge(src, "t.id = s.id", source_alias="s")
-        .whenMatchedUpdateAll().whenNotMatchedInsertAll().withSchemaEvolution().executeMetrics()
-    )
+    src_arrow = pa.Table.from_pylist(source, pa.schema([("id", pa.int64()), ("s", s_new), ("arr", k_new), ("m", m_new)]))
+    src = src_arrow if spark is None else spark.createDataFrame(src_arrow).alias("s")
+    if spark is not None:
+        spark.conf.set("dvengine.spark.dmlStrategy", "rows")
+    try:
+        metrics = (
+            DeltaTable.forPath(spark, path).alias("t").merge(src, "t.id = s.id", source_alias="s")
+            .whenMatchedUpdateAll().whenNotMatchedInsertAll().withSchemaEvolution().withEngine(engine).executeMetrics()
+        )
+    finally:
+        if spark is not None:
+            spark.conf.unset("dvengine.spark.dmlStrategy")
+    assert metrics["executionEngine"] == engine
     schema = load_snapshot(str(path)).schema
     assert schema.get("s").type.simple_string() == "struct<a:long,inner:struct<p:long,q:string>,b:string>"
     assert schema.get("arr").type.simple_string() == "array<struct<k:long,v:string>>"
+    assert schema.get("m").type.simple_string() == "map<string,struct<a:long,b:string>>"
+
+    def entries(m: list[tuple[str, Any]] | None) -> list[tuple[str, Any]] | None:
+        return None if m is None else [(k, None if v is None else {"a": v["a"], "b": v.get("b")}) for k, v in m]
 
     def widened(row: dict[str, Any]) -> tuple[Any, ...]:
         s = row["s"]
         inner_value = None if s["inner"] is None else {**s["inner"], "q": None}
         arr = None if row["arr"] is None else [None if e is None else {**e, "v": None} for e in row["arr"]]
-        return (row["id"], {**s, "inner": inner_value, "b": None}, arr)
+        return (row["id"], {**s, "inner": inner_value, "b": None}, arr, entries(row["m"]))
 
     by_id = {r["id"]: widened(r) for r in target}
-    by_id.update({r["id"]: (r["id"], r["s"], r["arr"]) for r in source})
-    _read_all(path, ["id", "s", "arr"], list(by_id.values()))
+    by_id.update({r["id"]: (r["id"], r["s"], r["arr"], entries(r["m"])) for r in source})
+    _read_all(path, ["id", "s", "arr", "m"], list(by_id.values()))
 
 
 def test_new_nested_fields_on_a_column_mapped_table_get_ids_and_physical_names(tmp_path: Path) -> None:
