@@ -111,7 +111,7 @@ def test_two_levels_deep_and_structs_inside_arrays_and_maps(merge_engine: tuple[
     s_old = pa.struct([("a", pa.int64()), ("inner", inner)])
     k_old = pa.list_(pa.struct([("k", pa.int64())]))
     m_old = pa.map_(pa.string(), pa.struct([("a", pa.int64())]))
-    target = [
+    target: list[dict[str, Any]] = [
         {"id": 1, "s": {"a": 1, "inner": {"p": 10}}, "arr": [{"k": 1}, None], "m": [("x", {"a": 1}), ("y", None)]},
         {"id": 2, "s": {"a": 2, "inner": None}, "arr": None, "m": None},
         {"id": 3, "s": {"a": 3, "inner": {"p": 30}}, "arr": [], "m": []},
@@ -122,7 +122,7 @@ def test_two_levels_deep_and_structs_inside_arrays_and_maps(merge_engine: tuple[
     s_new = pa.struct([("a", pa.int64()), ("inner", inner_new), ("b", pa.string())])
     k_new = pa.list_(pa.struct([("k", pa.int64()), ("v", pa.string())]))
     m_new = pa.map_(pa.string(), pa.struct([("b", pa.string()), ("a", pa.int64())]))
-    source = [
+    source: list[dict[str, Any]] = [
         {"id": 2, "s": {"a": 20, "inner": {"p": 200, "q": "q2"}, "b": "b2"}, "arr": [{"k": 2, "v": "v2"}],
          "m": [("z", {"b": "bz", "a": 2})]},
         {"id": 4, "s": {"a": 40, "inner": None, "b": "b4"}, "arr": [None, {"k": 4, "v": None}], "m": [("w", None)]},
