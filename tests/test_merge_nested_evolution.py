@@ -69,14 +69,16 @@ def _read_all(path: Path, columns: list[str], expected: list[tuple[Any, ...]]) -
     assert_all_readers(None, path, columns, expected, skip=("dvengine spark",))
 
 
-def test_update_all_and_insert_all_add_a_nested_field(tmp_path: Path) -> None:
+@pytest.mark.parametrize("mode", ["dv", "rewrite"])
+def test_update_all_and_insert_all_add_a_nested_field(mode: str, tmp_path: Path) -> None:
     path = tmp_path / "t"
     _write_target(path)
     metrics = (
         DeltaTable.forPath(None, path).alias("t").merge(_source(), "t.id = s.id", source_alias="s")
-        .whenMatchedUpdateAll().whenNotMatchedInsertAll().withSchemaEvolution().executeMetrics()
+        .whenMatchedUpdateAll().whenNotMatchedInsertAll().withSchemaEvolution().withMode(mode).executeMetrics()
     )
     assert metrics["executionEngine"] == "local" and metrics["version"] == 1
+    assert metrics["numTargetDeletionVectorsAdded"] == (1 if mode == "dv" else 0)
     assert (metrics["numTargetRowsUpdated"], metrics["numTargetRowsInserted"]) == (4, 2)
     assert load_snapshot(str(path)).schema.get("s").type.simple_string() == "struct<x:long,y:string,z:boolean>"
     _read_all(path, ["id", "s"], _model(keep_own=True))
