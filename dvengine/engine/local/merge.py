@@ -42,12 +42,14 @@ from dvengine.commands.merge_metrics import merge_metrics
 from dvengine.commands.options import ConfLookup
 from dvengine.commands.replan import PlanAttempt, run_replanning
 from dvengine.commands.retirement import RowRetirement
+from dvengine.commands.struct_cast import Alignment, assignment_alignment
 from dvengine.commands.write import record_marks
 from dvengine.dv import outside
 from dvengine.engine.local.change_data import MergeChanges, write_change_rows
 from dvengine.engine.local.executor import FileMatch, LocalExecutor, keep_row_ids
 from dvengine.engine.local.key_lookup import lookup_keys
 from dvengine.engine.local.not_null import null_into_not_null
+from dvengine.engine.local.struct_align import align, check_alignment
 from dvengine.errors import (
     EvaluationError,
     InvalidArgumentError,
@@ -235,6 +237,17 @@ class _Plan:
         self.source = {f.name: f"__s{j}" for j, f in enumerate(scope.source_schema.fields)}
         self.rename = {f"{scope.target_alias}.{k}".lower(): v for k, v in self.target.items()}
         self.rename.update({f"{scope.source_alias}.{k}".lower(): v for k, v in self.source.items()})
+        self.evolution = scope.schema_evolution
+
+    def nested_value(self, clause: BoundClause, f: StructField) -> tuple[Any, Alignment | None] | None:
+        """A column of a nested type assigned to a nested column: its Arrow expression as it is,
+        and how to rebuild it into the column's type (Delta matches struct fields by name; see
+        ``commands/struct_cast``). None for any other assignment (``value`` casts it)."""
+        found = assignment_alignment(clause, f, self.evolution)
+        if found is None:
+            return None
+        ref, alignment = found
+        return pc.field(self.rename.get(ref.key.lower(), ref.top), *ref.path[1:]), alignment
 
     def condition(self, predicate: BoundPredicate | None) -> Any:
         return pc.scalar(True) if predicate is None else to_pyarrow_expression(predicate, self.rename)
@@ -250,7 +263,11 @@ def _check_local(plan: _Plan, clauses: Sequence[BoundClause], residual: BoundPre
         for clause in clauses:
             plan.condition(clause.condition)
             for name, value in clause.assignments.items():
-                plan.value(value, target.get(name))
+                nested = plan.nested_value(clause, target.get(name))
+                if nested is None:
+                    plan.value(value, target.get(name))
+                else:
+                    check_alignment(nested[1])
     except NotLocallyEvaluableError:
         raise
     except InvalidPredicateError as exc:
@@ -292,9 +309,15 @@ def _new_rows(
             continue
         rows = table.filter(pa.array(mask))
         expressions = []
+        rebuilt: dict[str, Alignment | None] = {}  # nested values rebuilt after the projection
         for f in target.fields:
             if f.name in clause.assignments:
-                expressions.append(plan.value(clause.assignments[f.name], f))
+                nested = plan.nested_value(clause, f)
+                if nested is not None:
+                    expressions.append(nested[0])
+                    rebuilt[f.name] = nested[1]
+                else:
+                    expressions.append(plan.value(clause.assignments[f.name], f))
             elif clause.action is ClauseAction.UPDATE:
                 expressions.append(pc.field(plan.target[f.name]))
             elif _IDENTITY + plan.target[f.name] in rows.column_names:  # new values (_with_identity_values)
@@ -305,6 +328,12 @@ def _new_rows(
             values = project_table(rows, expressions, target.field_names)
         except (pa.ArrowInvalid, ArithmeticError) as exc:
             raise SchemaViolationError(f"MERGE would write a value that does not fit its target column: {exc}; nothing was written") from exc
+        for name, alignment in rebuilt.items():
+            f = target.get(name)
+            # UPDATE SET * keeps the fields the source lacks from the row's own struct
+            current = rows.column(plan.target[name]) if clause.action is ClauseAction.UPDATE else None
+            index = values.schema.get_field_index(name)
+            values = values.set_column(index, name, align(values.column(index), alignment, f.type, name, current))
         bad = null_into_not_null(values, target)
         if bad:
             raise SchemaViolationError(f"MERGE would write NULL into NOT NULL column(s) {bad}; nothing was written")

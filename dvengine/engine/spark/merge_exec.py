@@ -45,6 +45,12 @@ from dvengine.commands.merge_evolution import evolve_for_merge
 from dvengine.commands.merge_metrics import merge_metrics
 from dvengine.commands.options import resolve_options, session_conf
 from dvengine.commands.retirement import RowRetirement
+from dvengine.commands.struct_cast import (
+    assignment_alignment,
+    check_assignments,
+    has_nested_struct,
+    keeps_target_fields,
+)
 from dvengine.commands.write import record_marks
 from dvengine.engine.spark.change_data import merge_change_frames, write_change_frames
 from dvengine.engine.spark.columns import predicate_column_to_sql, value_column_to_sql
@@ -56,6 +62,7 @@ from dvengine.engine.spark.merge_prune import ConditionParts, derive_target_pred
 from dvengine.engine.spark.reader import FILE_PATH_COL, ROW_INDEX_COL, logical_spark_type, spark_schema
 from dvengine.engine.spark.row_ids import ROW_COMMIT_VERSION, ROW_ID, carried, scan_with_row_ids
 from dvengine.engine.spark.rows_job import RowsLayout
+from dvengine.engine.spark.struct_align import align_column
 from dvengine.engine.spark.write_api import dataframe_schema
 from dvengine.engine.spark.writer import write_parquet_files
 from dvengine.errors import (
@@ -67,7 +74,7 @@ from dvengine.errors import (
 from dvengine.expressions import BoundExpression, BoundPredicate, to_spark_sql
 from dvengine.log import Snapshot, load_snapshot
 from dvengine.protocol.actions import AddFile
-from dvengine.protocol.schema import StructType
+from dvengine.protocol.schema import ArrayType, DataType, MapType, StructField, StructType
 from dvengine.read.row_ids import tracked_columns
 from dvengine.writing.identity import identity_columns
 from dvengine.writing.stats import num_indexed_cols
@@ -162,7 +169,18 @@ def _first_true(clauses: Sequence[BoundClause], names: _Names) -> Column:
     return result if result is not None else F.lit(None).cast("int")
 
 
-def _value_columns(snapshot: Snapshot, clauses: Sequence[BoundClause], names: _Names) -> list[Column]:
+def _assigned_column(clause: BoundClause, f: StructField, names: _Names, evolution: bool) -> Column:
+    """The clause's value for ``f``; a struct-holding column is rebuilt by name into ``f``'s type
+    first (``commands/struct_cast``: Spark's own cast would match struct fields by position)."""
+    expr = names.sql(clause.assignments[f.name])
+    found = assignment_alignment(clause, f, evolution)
+    if found is None:
+        return expr
+    current = F.col(names.target[f.name]) if keeps_target_fields(clause, evolution) else None
+    return align_column(expr, found[1], current)
+
+
+def _value_columns(snapshot: Snapshot, clauses: Sequence[BoundClause], names: _Names, evolution: bool) -> list[Column]:
     """One column per target field: the value the row's clause gives it (NULL for non-writing rows)."""
     columns: list[Column] = []
     for f in snapshot.schema.fields:
@@ -172,7 +190,7 @@ def _value_columns(snapshot: Snapshot, clauses: Sequence[BoundClause], names: _N
                 continue
             assigned = c.assignments.get(f.name)
             if assigned is not None:
-                expr = names.sql(assigned)
+                expr = _assigned_column(c, f, names, evolution)
             elif c.action is ClauseAction.UPDATE:
                 expr = F.col(names.target[f.name])
             else:
@@ -225,6 +243,7 @@ def execute_merge(spark: SparkSession, req: MergeRequest) -> dict[str, Any]:
     scope, names = _scope(spark, snapshot, req)
     condition = bind_condition(scope, req.condition, None)
     clauses = bind_clauses(scope, req.clauses)
+    check_assignments(snapshot.schema, clauses, req.schema_evolution)
     matched = [c for c in clauses if c.kind is ClauseKind.MATCHED]
     not_matched = [c for c in clauses if c.kind is ClauseKind.NOT_MATCHED]
     by_source = [c for c in clauses if c.kind is ClauseKind.NOT_MATCHED_BY_SOURCE]
@@ -264,7 +283,7 @@ def execute_merge(spark: SparkSession, req: MergeRequest) -> dict[str, Any]:
         if insert_only:
             needed = {name for q, name in condition.qualified_columns if q == scope.target_alias}
         elif not by_source and not writes_change_data(snapshot):  # change data needs whole pre-images
-            needed = _target_columns_used(snapshot.schema, condition, clauses, scope.target_alias)
+            needed = _target_columns_used(snapshot.schema, condition, clauses, scope.target_alias, req.schema_evolution)
         # with row tracking the target rows carry their stable ids (``row_ids``): an updated row keeps its id
         target = scan_with_row_ids(spark, snapshot, plan.candidates, columns=needed)
         if derived is not None:
@@ -306,7 +325,9 @@ def execute_merge(spark: SparkSession, req: MergeRequest) -> dict[str, Any]:
             work = joined.withColumn(CLAUSE, clause_col).where(keep)
         except AnalysisException as exc:
             raise InvalidPredicateError(f"cannot evaluate the MERGE condition or clause conditions: {exc}") from exc
-        run = _Run(spark, ctx, condition, clauses, names, check_duplicates, num_source_rows, total, persisted)
+        run = _Run(
+            spark, ctx, condition, clauses, names, check_duplicates, num_source_rows, total, persisted, req.schema_evolution
+        )
         with ctx.cleaning_up_on_failure():  # DV and data files of a MERGE that did not commit
             return spark_job("MERGE", lambda: _apply(run, work))
     finally:
@@ -316,10 +337,11 @@ def execute_merge(spark: SparkSession, req: MergeRequest) -> dict[str, Any]:
 
 
 def _target_columns_used(
-    schema: StructType, condition: BoundPredicate, clauses: Sequence[BoundClause], target_alias: str
+    schema: StructType, condition: BoundPredicate, clauses: Sequence[BoundClause], target_alias: str, evolution: bool
 ) -> set[str]:
-    """Target columns the MERGE reads: the condition's, the clauses' (conditions and values), and
-    those an UPDATE keeps (not assigned). A typical ``updateAll`` upsert needs only the key, so the
+    """Target columns the MERGE reads: the condition's, the clauses' (conditions and values),
+    those an UPDATE keeps (not assigned), and the struct columns whose fields an evolving
+    UPDATE SET * keeps (``keeps_target_fields``). A typical ``updateAll`` upsert needs only the key, so the
     target scan skips the other columns (Parquet is columnar: the ``name`` strings of 10M rows
     cost more to read than the key) and the matched pairs kept in memory stay narrow."""
 
@@ -333,6 +355,8 @@ def _target_columns_used(
             needed |= used(value)
         if clause.action is ClauseAction.UPDATE:
             needed |= {f.name for f in schema.fields if f.name not in clause.assignments}
+        if keeps_target_fields(clause, evolution):
+            needed |= {name for name in clause.assignments if has_nested_struct(schema.get(name).type)}
     return needed
 
 
@@ -369,6 +393,7 @@ class _Run:
     num_source_rows: int
     total: _Timer
     persisted: list[DataFrame]  # frames to unpersist once the MERGE is done
+    evolution: bool  # schema evolution on: nested values fill fields they lack (commands/struct_cast)
 
 
 WRITE = "__merge_write"
@@ -394,7 +419,8 @@ def _apply(run: _Run, work: DataFrame) -> dict[str, Any]:
     presence = [F.col(c) for c in (T_PRESENT, S_PRESENT) if c in work.columns]
     valued = _analyze(
         lambda: work.select(
-            CLAUSE, *_row_id_columns(work), *_stable_id_columns(work), *presence, *_value_columns(snapshot, clauses, names)
+            CLAUSE, *_row_id_columns(work), *_stable_id_columns(work), *presence,
+            *_value_columns(snapshot, clauses, names, run.evolution),
         ),
         InvalidPredicateError,
         "cannot evaluate a MERGE assignment",
@@ -426,7 +452,10 @@ def _apply(run: _Run, work: DataFrame) -> dict[str, Any]:
         match_col=MATCH if run.check_duplicates else None,
         bad_values_col=BAD,
     )
-    spread = F.hash(*[F.col(n) for n in typed_names])  # rows without a target row (inserts)
+    # rows without a target row (inserts) are spread by a hash of their values; Spark refuses to
+    # hash maps, so map columns (also nested ones) are left out of it
+    hashable = [F.col(n) for n, f in zip(typed_names, fields) if not _holds_map(f.type)]
+    spread = F.hash(*hashable) if hashable else F.lit(0)
     fused = SparkExecutor(spark).retire_and_write(ctx, plan.candidates, rows, layout, spread)
     counts, retired = fused.clause_counts, fused.retirement
     adds = list(fused.written.files)
@@ -464,6 +493,16 @@ def _apply(run: _Run, work: DataFrame) -> dict[str, Any]:
         changes = register_change_files(ctx, write_change_frames(ctx, frames))
         metrics.update(change_file_metrics(changes, "MERGE"))
     return ctx.finish(metrics)
+
+
+def _holds_map(data_type: DataType) -> bool:
+    if isinstance(data_type, MapType):
+        return True
+    if isinstance(data_type, ArrayType):
+        return _holds_map(data_type.element_type)
+    if isinstance(data_type, StructType):
+        return any(_holds_map(f.type) for f in data_type.fields)
+    return False
 
 
 def _row_id_columns(work: DataFrame) -> list[Column]:

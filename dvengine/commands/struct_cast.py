@@ -1,0 +1,198 @@
+"""How a nested value (struct, or structs inside arrays and maps) is stored into a column of
+another nested type, as Delta's MERGE does it (``UpdateExpressionsSupport.castIfNeeded``).
+
+Spark's own CAST matches struct fields by position; Delta's MERGE matches them by name
+(``resolveMergeUpdateStructsByName``, on by default), case-insensitively, at every level, through
+array elements and map keys / values. Every field of the value must exist in the target type
+(else ``SchemaMismatchError``: Delta's DELTA_UPDATE_SCHEMA_MISMATCH_EXPRESSION). Without schema
+evolution the two structs must also have as many fields; with it a target field the value lacks
+is filled:
+
+- with NULL (INSERT, and an explicit assignment ``set={"s": "s.s"}``: Delta's ``NULLIFY``);
+- by ``UPDATE SET *`` with the row's current value of that field (Delta's ``PRESERVE``, on by
+  default since Delta 4.1: ``merge.preserveNullSourceStructs.updateStar``). Only directly
+  nested structs keep values: inside arrays and maps target-only fields are NULL, as in Delta.
+
+A NULL struct stays NULL (``merge.preserveNullSourceStructs``, on by default); under PRESERVE,
+when the target has fields the value lacks, the result is NULL only when the row's current
+struct is NULL too (otherwise its own fields survive), as Delta's ``maybeWrapWithNullPreservation``.
+
+This module only decides (pure, engine-neutral); each executor carries the plan out on its data
+(``engine/local/struct_align.py``, ``engine/spark/struct_align.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TypeAlias
+
+from dvengine.commands.merge_clauses import BoundClause, ClauseAction
+from dvengine.errors import SchemaMismatchError
+from dvengine.expressions.refs import ColumnRef, ref_of
+from dvengine.protocol.schema import ArrayType, DataType, MapType, StructField, StructType
+
+
+@dataclass(frozen=True)
+class LeafCast:
+    """A non-nested value (or a value of another kind) cast to the target type as any assignment is."""
+
+    source: DataType
+    target: DataType
+
+
+@dataclass(frozen=True)
+class StructFieldPlan:
+    """One target field: taken from the value's field ``source_name`` (aligned by ``child``, None
+    when the types agree), or, when ``source_name`` is None, filled (NULL, or the row's own value)."""
+
+    target: StructField
+    source_name: str | None
+    child: Alignment | None
+
+
+@dataclass(frozen=True)
+class StructAlignment:
+    """A struct rebuilt in the target's field order. ``keep_target_fields``: fields the value
+    lacks come from the row's current struct (PRESERVE); ``null_only_if_target_null``: a NULL
+    value gives NULL only when the row's current struct is NULL too."""
+
+    target: StructType
+    fields: tuple[StructFieldPlan, ...]
+    keep_target_fields: bool
+    null_only_if_target_null: bool
+
+
+@dataclass(frozen=True)
+class ArrayAlignment:
+    target: ArrayType
+    element: Alignment
+
+
+@dataclass(frozen=True)
+class MapAlignment:
+    target: MapType
+    key: Alignment | None
+    value: Alignment | None
+
+
+Alignment: TypeAlias = LeafCast | StructAlignment | ArrayAlignment | MapAlignment
+
+
+def same_shape(a: DataType, b: DataType) -> bool:
+    """Equal types, field names spelled alike, ignoring nullability and field metadata."""
+    if isinstance(a, StructType) and isinstance(b, StructType):
+        return len(a.fields) == len(b.fields) and all(
+            x.name == y.name and same_shape(x.type, y.type) for x, y in zip(a.fields, b.fields)
+        )
+    if isinstance(a, ArrayType) and isinstance(b, ArrayType):
+        return same_shape(a.element_type, b.element_type)
+    if isinstance(a, MapType) and isinstance(b, MapType):
+        return same_shape(a.key_type, b.key_type) and same_shape(a.value_type, b.value_type)
+    if isinstance(a, (StructType, ArrayType, MapType)) or isinstance(b, (StructType, ArrayType, MapType)):
+        return False
+    return a == b
+
+
+def has_nested_struct(data_type: DataType) -> bool:
+    if isinstance(data_type, StructType):
+        return True
+    if isinstance(data_type, ArrayType):
+        return has_nested_struct(data_type.element_type)
+    if isinstance(data_type, MapType):
+        return has_nested_struct(data_type.key_type) or has_nested_struct(data_type.value_type)
+    return False
+
+
+def _has_target_only_fields(source: StructType, target: StructType) -> bool:
+    """Delta's ``hasExtraStructFieldsToPreserveValue``: the target has a field the source lacks,
+    at this level or in a directly nested struct (not inside arrays or maps)."""
+    for t in target.fields:
+        s = source.find(t.name)
+        if s is None:
+            return True
+        if isinstance(s.type, StructType) and isinstance(t.type, StructType) and _has_target_only_fields(s.type, t.type):
+            return True
+    return False
+
+
+def plan_alignment(
+    source: DataType, target: DataType, column: str, allow_missing: bool, preserve: bool = False
+) -> Alignment | None:
+    """How a value of type ``source`` goes into ``target`` (None: it already has the target's shape).
+
+    ``column`` names the target column in errors; ``allow_missing`` is schema evolution (target
+    fields the value lacks are filled); ``preserve`` is UPDATE SET * (fill from the row's value).
+    """
+    if same_shape(source, target):
+        return None
+    if isinstance(source, StructType) and isinstance(target, StructType):
+        return _plan_struct(source, target, column, allow_missing, preserve)
+    if isinstance(source, ArrayType) and isinstance(target, ArrayType) and has_nested_struct(target.element_type):
+        element = plan_alignment(source.element_type, target.element_type, column, allow_missing)
+        return None if element is None else ArrayAlignment(target, element)
+    if isinstance(source, MapType) and isinstance(target, MapType) and has_nested_struct(target):
+        key = plan_alignment(source.key_type, target.key_type, column, allow_missing)
+        value = plan_alignment(source.value_type, target.value_type, column, allow_missing)
+        return MapAlignment(target, key, value)
+    return LeafCast(source, target)
+
+
+def _plan_struct(source: StructType, target: StructType, column: str, allow_missing: bool, preserve: bool) -> StructAlignment:
+    unknown = [f.name for f in source.fields if target.find(f.name) is None]
+    if unknown or (len(source.fields) != len(target.fields) and not allow_missing):
+        raise SchemaMismatchError(
+            f"cannot write {source.simple_string()} into column {column!r} of type {target.simple_string()}: all "
+            f"nested fields must match (Delta's DELTA_UPDATE_SCHEMA_MISMATCH_EXPRESSION)"
+            + (f"; the target has no field {unknown}" if unknown else "; enable schema evolution to add or NULL fields")
+            + "; nothing was written"
+        )
+    fields = []
+    for t in target.fields:
+        s = source.find(t.name)
+        child = None if s is None else plan_alignment(s.type, t.type, column, allow_missing, preserve)
+        fields.append(StructFieldPlan(t, None if s is None else s.name, child))
+    return StructAlignment(
+        target, tuple(fields), preserve, preserve and _has_target_only_fields(source, target)
+    )
+
+
+def leaf_casts(alignment: Alignment | None) -> list[LeafCast]:
+    """Every leaf cast inside a plan, so an executor can check up front that it can do them all."""
+    if alignment is None:
+        return []
+    if isinstance(alignment, LeafCast):
+        return [alignment]
+    if isinstance(alignment, StructAlignment):
+        return [c for f in alignment.fields for c in leaf_casts(f.child)]
+    if isinstance(alignment, ArrayAlignment):
+        return leaf_casts(alignment.element)
+    return leaf_casts(alignment.key) + leaf_casts(alignment.value)
+
+
+def keeps_target_fields(clause: BoundClause, evolution: bool) -> bool:
+    """UPDATE SET * under schema evolution: Delta's PRESERVE (fields the source lacks keep the row's values)."""
+    return evolution and clause.star and clause.action is ClauseAction.UPDATE
+
+
+def assignment_alignment(
+    clause: BoundClause, target: StructField, evolution: bool
+) -> tuple[ColumnRef, Alignment | None] | None:
+    """For a clause assigning a plain column to a column holding structs: that column and how its
+    values are rebuilt into the target's type (None: already the same shape). None for any other
+    assignment, which the executor casts as before. SchemaMismatchError when Delta would refuse."""
+    node = clause.assignments[target.name].tree
+    while node.key == "paren":
+        node = node.this
+    ref = ref_of(node)
+    if ref is None or not has_nested_struct(target.type):
+        return None
+    preserve = keeps_target_fields(clause, evolution)
+    return ref, plan_alignment(ref.leaf.type, target.type, target.name, evolution, preserve)
+
+
+def check_assignments(schema: StructType, clauses: Sequence[BoundClause], evolution: bool) -> None:
+    """Plan every nested assignment once, so a refused one fails before any data is read."""
+    for clause in clauses:
+        for name in clause.assignments:
+            assignment_alignment(clause, schema.get(name), evolution)
