@@ -36,7 +36,7 @@ from dvengine.protocol.actions import (
     RemoveFile,
 )
 from dvengine.protocol.features import change_data_feed_enabled
-from dvengine.protocol.schema import to_arrow_field
+from dvengine.protocol.schema import conform_table, to_arrow_field
 from dvengine.read import open_data_file, read_physical_rows
 from dvengine.storage import join, log_dir, resolve_data_path, storage_for
 
@@ -218,5 +218,5 @@ def read_changes(
         for t in changes:
             t = t.append_column(COMMIT_VERSION, pa.array([version] * t.num_rows, pa.int64()))
             t = t.append_column(COMMIT_TIMESTAMP, pa.array([when.value] * t.num_rows, pa.timestamp("us", tz="UTC")))
-            tables.append(t.select(schema.names).cast(schema))
+            tables.append(conform_table(t.select(schema.names), schema))
     return pa.concat_tables(tables) if tables else schema.empty_table()

@@ -276,6 +276,18 @@ _FROM_ARROW: list[tuple[Any, str]] = [
 ]
 
 
+def conform_table(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """``table`` (columns already in ``schema``'s order) with ``schema``, casting only the columns
+    whose type differs.
+
+    A whole-table ``cast`` also casts columns of the very same type, and Arrow's cast refuses a
+    struct column whose NOT NULL field holds NULLs under NULL parents ("nulls in input cannot be
+    viewed as non-nullable"), which is how such a column looks wherever the struct itself is NULL.
+    Delta allows a NULL struct with a NOT NULL field, so a whole-table cast would fail on valid rows."""
+    columns = [c if c.type == f.type else c.cast(f.type) for c, f in zip(table.columns, schema, strict=True)]
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
 def from_arrow_type(arrow_type: pa.DataType) -> DataType:
     if pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type) or pa.types.is_string_view(arrow_type):
         return PrimitiveType("string")

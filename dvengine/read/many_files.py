@@ -31,7 +31,7 @@ import pyarrow.parquet as pq
 
 from dvengine.log import Snapshot
 from dvengine.protocol.actions import AddFile
-from dvengine.protocol.schema import to_arrow_schema
+from dvengine.protocol.schema import conform_table, to_arrow_schema
 from dvengine.read.arrow_reader import (
     THREADED_READ_ROWS,
     FileColumns,
@@ -167,7 +167,8 @@ def read_files_arrow(snapshot: Snapshot, files: Sequence[AddFile], columns: Sequ
             opened = opening[i].result()
             read = {name: future.result() for name, future in column_futures[i].items()}
             tables.append(plan.assemble(snapshot, add, read, opened.live_rows()))
-    return pa.concat_tables([t.select(target.names) for t in tables]).cast(target)
+    return conform_table(pa.concat_tables([t.select(target.names) for t in tables]), target)
+
 
 
 def read_snapshot_arrow(snapshot: Snapshot, columns: Sequence[str] | None = None) -> pa.Table:

@@ -25,7 +25,7 @@ from dvengine.commands.context import DmlContext
 from dvengine.commands.merge_clauses import BoundClause, ClauseAction
 from dvengine.engine.local.writer import write_data_files
 from dvengine.protocol.actions import AddFile
-from dvengine.protocol.schema import StructType, to_arrow_field
+from dvengine.protocol.schema import StructType, conform_table, to_arrow_field
 
 
 def tag(rows: pa.Table, change_type: str) -> pa.Table:
@@ -41,7 +41,7 @@ def write_change_rows(ctx: DmlContext, tagged: Sequence[pa.Table]) -> list[AddFi
     snapshot = ctx.snapshot
     schema = change_file_schema(snapshot.schema)
     common = pa.schema([to_arrow_field(f).with_nullable(True) for f in schema.fields])
-    rows = pa.concat_tables([t.select(common.names).cast(common) for t in tables])
+    rows = pa.concat_tables([conform_table(t.select(common.names), common) for t in tables])
     # No column stats: readers never skip change files by them, and Delta Spark writes none either.
     return write_data_files(rows, change_data_root(snapshot), schema, snapshot.partition_columns, num_indexed_cols=0)
 

@@ -58,7 +58,7 @@ from dvengine.protocol.row_tracking import (
     ROW_ID_COLUMN,
     MaterializedColumns,
 )
-from dvengine.protocol.schema import DataType, StructField, StructType, to_arrow_field
+from dvengine.protocol.schema import DataType, StructField, StructType, conform_table, to_arrow_field
 from dvengine.read import open_data_file, read_physical_rows
 from dvengine.read.arrow_reader import read_file_arrow, without_deleted_rows
 from dvengine.read.row_ids import tracked_columns, with_stable_ids
@@ -264,7 +264,7 @@ def writable_rows(snapshot: Snapshot, tables: Sequence[pa.Table]) -> tuple[pa.Ta
         for c in INTERNAL_COLUMNS:
             if names is not None and c not in t.column_names:
                 t = t.append_column(c, pa.nulls(t.num_rows, pa.int64()))
-        return t.select(common.names).cast(common)
+        return conform_table(t.select(common.names), common)
 
     return (pa.concat_tables([conform(t) for t in tables]) if tables else common.empty_table()), names
 

@@ -21,7 +21,7 @@ from dvengine.errors import (
 )
 from dvengine.expressions import BoundPredicate, parse_value_expression, to_pyarrow_expression, to_pyarrow_value
 from dvengine.expressions.arrow_plans import filter_table, project_table
-from dvengine.protocol.schema import from_arrow_schema, to_arrow_schema
+from dvengine.protocol.schema import conform_table, from_arrow_schema, to_arrow_schema
 from dvengine.writing.constraints import table_constraints
 from dvengine.writing.defaults import column_defaults
 from dvengine.writing.generated import generation_expressions
@@ -53,7 +53,7 @@ def normalize_arrow_types(table: pa.Table) -> pa.Table:
         elif pa.types.is_timestamp(t) and t.tz is not None and t.tz != "UTC":
             t = pa.timestamp("us", tz="UTC")
         fields.append(pa.field(f.name, t, f.nullable))
-    return table.cast(pa.schema(fields))
+    return conform_table(table, pa.schema(fields))
 
 
 def write_arrow(
