@@ -21,7 +21,7 @@ from dvengine.expressions.refs import ColumnRef
 from dvengine.expressions.substitute import substitute_paths
 from dvengine.protocol.schema import StructType
 from dvengine.writing.defaults import column_defaults
-from dvengine.writing.generated import generation_expressions
+from dvengine.writing.generated import generation_expressions, stored_value_text
 from dvengine.writing.identity import check_explicit_values, check_identity_update, identity_columns, is_identity
 from dvengine.writing.nested_assignments import FoldedAssignments, column_path_sql, fold_assignments, resolve_target
 
@@ -228,6 +228,7 @@ def _with_generated(
     paths: dict[tuple[str, ...], str] = {(name.lower(),): value.sql for name, value in assignments.items()}
     if folded is not None:
         paths.update({path: text for path, text in folded.values.items() if len(path) > 1})
+    paths = {path: stored_value_text(scope.target_schema, path, text) for path, text in paths.items()}  # Delta: over the cast values
     target = quote_identifier(scope.target_alias)
 
     def unassigned(ref: ColumnRef) -> str:

@@ -16,14 +16,14 @@ too; the write paths compute values the data lacks, and UPDATE adds the assignme
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from dvengine.errors import InvalidArgumentError, InvalidPredicateError
 from dvengine.expressions import parse_value_expression
 from dvengine.expressions.identifiers import quote_identifier
 from dvengine.expressions.substitute import substitute_paths
 from dvengine.planning.generated_partitions import GENERATION_EXPRESSION as GENERATION_EXPRESSION  # one spelling
-from dvengine.protocol.schema import StructType
+from dvengine.protocol.schema import DataType, DecimalType, PrimitiveType, StructField, StructType
 
 GENERATED_COLUMNS = "generatedColumns"
 
@@ -80,6 +80,7 @@ def with_generated_assignments(
     paths: dict[tuple[str, ...], str] = (
         dict(values) if values is not None else {(name.lower(),): text for name, text in assigned.items()}
     )
+    paths = {path: stored_value_text(schema, path, text) for path, text in paths.items()}
     for name, text in generation_expressions(schema).items():
         if name in assigned:
             continue  # a given value is checked against the expression like any write
@@ -87,3 +88,24 @@ def with_generated_assignments(
         if any(c in assigned for c in bound.columns):
             out[name] = substitute_paths(bound, paths, rebuilt)
     return out
+
+
+def stored_value_text(schema: StructType, path: tuple[str, ...], text: str) -> str:
+    """An assigned value as the column stores it: ``CAST((text) AS type)`` for a scalar field.
+
+    Delta computes a generated column from the *updated* row, i.e. from the value after its cast to
+    the column's type (``UpdateExpressionsSupport``: ``castIfNeeded``, then the generation
+    expression over the new attributes): ``a = 2.7`` on an INT ``a`` stores 2, and ``g = a * 2``
+    must be 4, not 5 from the raw 2.7. Structs and other complex values are rebuilt field by field
+    (``writing.nested_assignments``) and left as they are."""
+    fields: Sequence[StructField] = schema.fields
+    kind: DataType | None = None
+    for part in path:
+        found = next((f for f in fields if f.name.lower() == part.lower()), None)
+        if found is None:
+            return text
+        kind = found.type
+        fields = kind.fields if isinstance(kind, StructType) else []
+    if isinstance(kind, (PrimitiveType, DecimalType)):
+        return f"CAST(({text}) AS {kind.simple_string()})"
+    return text
