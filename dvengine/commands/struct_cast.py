@@ -30,7 +30,7 @@ from typing import TypeAlias
 from dvengine.commands.merge_clauses import BoundClause, ClauseAction
 from dvengine.errors import SchemaMismatchError
 from dvengine.expressions.refs import ColumnRef, ref_of
-from dvengine.protocol.schema import ArrayType, DataType, MapType, StructField, StructType
+from dvengine.protocol.schema import ArrayType, DataType, MapType, StructField, StructType, holds_struct
 
 
 @dataclass(frozen=True)
@@ -94,14 +94,6 @@ def same_shape(a: DataType, b: DataType) -> bool:
     return a == b
 
 
-def has_nested_struct(data_type: DataType) -> bool:
-    if isinstance(data_type, StructType):
-        return True
-    if isinstance(data_type, ArrayType):
-        return has_nested_struct(data_type.element_type)
-    if isinstance(data_type, MapType):
-        return has_nested_struct(data_type.key_type) or has_nested_struct(data_type.value_type)
-    return False
 
 
 def _has_target_only_fields(source: StructType, target: StructType) -> bool:
@@ -128,10 +120,10 @@ def plan_alignment(
         return None
     if isinstance(source, StructType) and isinstance(target, StructType):
         return _plan_struct(source, target, column, allow_missing, preserve)
-    if isinstance(source, ArrayType) and isinstance(target, ArrayType) and has_nested_struct(target.element_type):
+    if isinstance(source, ArrayType) and isinstance(target, ArrayType) and holds_struct(target.element_type):
         element = plan_alignment(source.element_type, target.element_type, column, allow_missing)
         return None if element is None else ArrayAlignment(target, element)
-    if isinstance(source, MapType) and isinstance(target, MapType) and has_nested_struct(target):
+    if isinstance(source, MapType) and isinstance(target, MapType) and holds_struct(target):
         key = plan_alignment(source.key_type, target.key_type, column, allow_missing)
         value = plan_alignment(source.value_type, target.value_type, column, allow_missing)
         return MapAlignment(target, key, value)
@@ -185,7 +177,7 @@ def assignment_alignment(
     while node.key == "paren":
         node = node.this
     ref = ref_of(node)
-    if ref is None or not has_nested_struct(target.type):
+    if ref is None or not holds_struct(target.type):
         return None
     preserve = keeps_target_fields(clause, evolution)
     return ref, plan_alignment(ref.leaf.type, target.type, target.name, evolution, preserve)

@@ -276,6 +276,18 @@ _FROM_ARROW: list[tuple[Any, str]] = [
 ]
 
 
+def holds_struct(data_type: DataType) -> bool:
+    """Whether ``data_type`` is a struct or holds one in an array element or a map key / value
+    (where a struct's fields need matching by name or position, not a plain cast)."""
+    if isinstance(data_type, StructType):
+        return True
+    if isinstance(data_type, ArrayType):
+        return holds_struct(data_type.element_type)
+    if isinstance(data_type, MapType):
+        return holds_struct(data_type.key_type) or holds_struct(data_type.value_type)
+    return False
+
+
 def conform_table(table: pa.Table, schema: pa.Schema) -> pa.Table:
     """``table`` (columns already in ``schema``'s order) with ``schema``, casting only the columns
     whose type differs.

@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from dvengine.protocol.schema import ArrayType, DataType, MapType, StructField, StructType, to_arrow_type
+from dvengine.protocol.schema import ArrayType, DataType, MapType, StructField, StructType, holds_struct, to_arrow_type
 
 
 def to_logical(column: pa.ChunkedArray, field: StructField, target: pa.DataType) -> pa.ChunkedArray | None:
     """``column`` as ``target`` with nested fields matched by physical name; None when the
     positional match applies (no struct inside, or no physical name found in the file)."""
-    if not _has_struct(field.type) or column.type == target:
+    if not holds_struct(field.type) or column.type == target:
         return None
     try:
         chunks = [_array(chunk, field.type) for chunk in column.chunks]
@@ -34,14 +34,6 @@ class _Positional(Exception):
     """The file's struct does not use the schema's physical names: fall back to positions."""
 
 
-def _has_struct(data_type: DataType) -> bool:
-    if isinstance(data_type, StructType):
-        return True
-    if isinstance(data_type, ArrayType):
-        return _has_struct(data_type.element_type)
-    if isinstance(data_type, MapType):
-        return _has_struct(data_type.key_type) or _has_struct(data_type.value_type)
-    return False
 
 
 def _array(array: pa.Array, data_type: DataType) -> pa.Array:

@@ -48,7 +48,6 @@ from dvengine.commands.retirement import RowRetirement
 from dvengine.commands.struct_cast import (
     assignment_alignment,
     check_assignments,
-    has_nested_struct,
     keeps_target_fields,
 )
 from dvengine.commands.write import record_marks
@@ -74,7 +73,7 @@ from dvengine.errors import (
 from dvengine.expressions import BoundExpression, BoundPredicate, to_spark_sql
 from dvengine.log import Snapshot, load_snapshot
 from dvengine.protocol.actions import AddFile
-from dvengine.protocol.schema import ArrayType, DataType, MapType, StructField, StructType
+from dvengine.protocol.schema import ArrayType, DataType, MapType, StructField, StructType, holds_struct
 from dvengine.read.row_ids import tracked_columns
 from dvengine.writing.identity import identity_columns
 from dvengine.writing.stats import num_indexed_cols
@@ -356,7 +355,7 @@ def _target_columns_used(
         if clause.action is ClauseAction.UPDATE:
             needed |= {f.name for f in schema.fields if f.name not in clause.assignments}
         if keeps_target_fields(clause, evolution):
-            needed |= {name for name in clause.assignments if has_nested_struct(schema.get(name).type)}
+            needed |= {name for name in clause.assignments if holds_struct(schema.get(name).type)}
     return needed
 
 
