@@ -16,14 +16,14 @@ too; the write paths compute values the data lacks, and UPDATE adds the assignme
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 from dvengine.errors import InvalidArgumentError, InvalidPredicateError
 from dvengine.expressions import parse_value_expression
 from dvengine.expressions.identifiers import quote_identifier
 from dvengine.expressions.substitute import substitute_paths
 from dvengine.planning.generated_partitions import GENERATION_EXPRESSION as GENERATION_EXPRESSION  # one spelling
-from dvengine.protocol.schema import DataType, DecimalType, PrimitiveType, StructField, StructType
+from dvengine.protocol.schema import DataType, DecimalType, PrimitiveType, StructType
 
 GENERATED_COLUMNS = "generatedColumns"
 
@@ -98,14 +98,12 @@ def stored_value_text(schema: StructType, path: tuple[str, ...], text: str) -> s
     expression over the new attributes): ``a = 2.7`` on an INT ``a`` stores 2, and ``g = a * 2``
     must be 4, not 5 from the raw 2.7. Structs and other complex values are rebuilt field by field
     (``writing.nested_assignments``) and left as they are."""
-    fields: Sequence[StructField] = schema.fields
-    kind: DataType | None = None
+    kind: DataType = schema
     for part in path:
-        found = next((f for f in fields if f.name.lower() == part.lower()), None)
+        found = kind.find(part) if isinstance(kind, StructType) else None
         if found is None:
             return text
         kind = found.type
-        fields = kind.fields if isinstance(kind, StructType) else []
     if isinstance(kind, (PrimitiveType, DecimalType)):
         return f"CAST(({text}) AS {kind.simple_string()})"
     return text
