@@ -55,34 +55,44 @@ class DeltaOptimizeBuilder:
 
         return optimize_result_frame(self._spark, self._root, metrics)
 
-    def executeCompaction(self) -> Any:
+    def executeCompaction(self, *, full: bool = False) -> Any:
         """Compact small files (and files with many DV-deleted rows) per partition.
 
         Returns a Spark DataFrame ``(path, metrics)`` when the table handle has a session, else
         ``{"path": ..., "metrics": {...}}`` with Delta's OptimizeMetrics field names.
+
+        ``full=True`` is SQL's ``OPTIMIZE t FULL`` (a dvengine keyword: delta-spark's builder has
+        no FULL): on a clustered table, files clustered by columns the table no longer has, or by
+        another clustering provider, are reclustered too; any other table raises
+        :class:`~dvengine.errors.OperationNotAllowedError` (DELTA_OPTIMIZE_FULL_NOT_SUPPORTED).
         """
         from dvengine.engine.local.optimize import rewrite_files
 
+        if type(full) is not bool:
+            raise TypeError(f"full must be a bool, got {type(full).__name__}")
         settings = self._settings()
         snapshot = load_snapshot(self._root)
         columns = clustering.clustering_columns(snapshot)
+        if full:
+            clustering.check_optimize_full(snapshot, columns, self._condition(), ())
         if columns:  # a clustered table is clustered by OPTIMIZE, as in Delta
-            return self._result(self._cluster(snapshot, columns, settings))
+            return self._result(self._cluster(snapshot, columns, settings, full))
         plan = plan_optimize(snapshot, self._condition(), settings)
         metrics, _version = run_optimize(plan, rewrite_files, conf=self._conf())
         return self._result(metrics)
 
-    def _cluster(self, snapshot: Snapshot, columns: list[str], settings: OptimizeSettings) -> dict[str, Any]:
+    def _cluster(self, snapshot: Snapshot, columns: list[str], settings: OptimizeSettings, full: bool) -> dict[str, Any]:
         """Liquid clustering of what is not yet clustered (Delta's ClusteringStrategy)."""
         from dvengine.engine.local.cluster_rewrite import clustering_rewriter
 
         conf = self._conf()
         clustering.check_optimize_arguments(snapshot, self._condition())
         min_cube, bin_size = clustering.cube_sizes(conf)
-        plan = clustering.plan_clustering(snapshot, columns, min_cube, bin_size)
+        plan = clustering.plan_clustering(snapshot, columns, min_cube, bin_size, full)
         rewriter = clustering_rewriter(columns, conf, settings.max_file_size)
-        metrics, _version = clustering.run_clustering(plan, columns, rewriter, conf)
+        metrics, _version = clustering.run_clustering(plan, columns, rewriter, conf, full)
         return metrics
+
 
     def executeZOrderBy(self, *cols: str | list[str] | tuple[str, ...]) -> Any:
         """Rewrite every file of the selected partitions in Z-order over ``cols`` (Delta's rules:

@@ -25,6 +25,10 @@ left is one single ZCube, there is nothing to do; the rest is packed into bins o
 ``...minCubeSize.targetCubeSize`` bytes, each rewritten along a Hilbert curve (Z-order for one
 column, as Delta) into ``max(1, bin bytes / optimize.maxFileSize)`` files tagged as a new ZCube.
 A partition predicate and ZORDER BY are refused, as Delta refuses them.
+
+``OPTIMIZE t FULL`` (Delta 3.3's ``isFull``) also reclusters the files left alone above (another
+provider's, or clustered by columns the table no longer has, e.g. after ``ALTER TABLE ... CLUSTER
+BY``), with the unclustered files and small ZCubes; it needs a clustered table with clustering columns.
 """
 
 from __future__ import annotations
@@ -49,7 +53,7 @@ from dvengine.maintenance.optimize import (
     optimize_parameters,
     run_optimize,
 )
-from dvengine.maintenance.zorder import is_clustered
+from dvengine.maintenance.zorder import is_clustered, resolve_zorder_columns
 from dvengine.protocol.actions import AddFile, DomainMetadata, Protocol
 from dvengine.protocol.feature_catalog import with_feature
 from dvengine.protocol.features import check_writable
@@ -280,24 +284,54 @@ def _zcube(add: AddFile) -> tuple[str, list[str]] | None:
     return cube, columns
 
 
-def plan_clustering(snapshot: Snapshot, columns: Sequence[str], min_cube_size: int, bin_size: int) -> OptimizePlan:
-    """Delta's ClusteringStrategy file selection (see the module docstring)."""
+def check_optimize_full(snapshot: Snapshot, columns: Sequence[str], condition: str | None, zorder_by: Sequence[str]) -> None:
+    """Delta's checks for ``OPTIMIZE t FULL``, in OptimizeTableCommand's order: a clustered table
+    refuses a partition predicate, then ZORDER BY; then FULL needs a clustered table with clustering
+    columns (DELTA_OPTIMIZE_FULL_NOT_SUPPORTED, also after ``CLUSTER BY NONE``)."""
+    if is_clustered(snapshot):
+        check_optimize_arguments(snapshot, condition)
+        if zorder_by:
+            resolve_zorder_columns(snapshot, zorder_by, check_stats=False)  # raises: clustered table
+    if not is_clustered(snapshot) or not columns:
+        raise OperationNotAllowedError(
+            "[DELTA_OPTIMIZE_FULL_NOT_SUPPORTED] OPTIMIZE FULL is only supported for clustered tables with non-empty "
+            f"clustering columns. (table {snapshot.table_root}; nothing was written)"
+        )
+
+
+def _zcube_order(f: AddFile) -> tuple[bool, str]:
+    """Delta sorts OPTIMIZE's input by the ``ZCUBE_ID`` tag, files without one first."""
+    cube = (f.tags or {}).get(ZCUBE_ID)
+    return (cube is not None, cube or "")
+
+
+def plan_clustering(
+    snapshot: Snapshot, columns: Sequence[str], min_cube_size: int, bin_size: int, full: bool = False
+) -> OptimizePlan:
+    """Delta's ClusteringStrategy file selection (see the module docstring).
+
+    ``full`` (``OPTIMIZE t FULL``, Delta's ``applyMinZCube`` with ``isFull``): files of another
+    clustering provider and files clustered by other columns are reclustered too, after the
+    unclustered files and small ZCubes; ZCubes of the current columns that are big enough stay.
+    With such files present, even a single small ZCube is rewritten along with them."""
     check_writable(snapshot.protocol, snapshot.metadata)
     unclustered: list[AddFile] = []
     cubes: dict[str, list[AddFile]] = {}
+    skipped: list[AddFile] = []  # another provider's, or clustered by other columns
     for f in snapshot.files:
-        if f.clustering_provider not in (None, PROVIDER):
-            continue  # another implementation's file
         info = _zcube(f)
-        if info is None:
+        if f.clustering_provider not in (None, PROVIDER) or (info is not None and info[1] != list(columns)):
+            skipped.append(f)  # left alone without FULL
+        elif info is None:
             unclustered.append(f)
-        elif info[1] == list(columns):  # clustered by other columns: left alone (Delta without FULL)
+        else:
             cubes.setdefault(info[0], []).append(f)
     small = {cube: files for cube, files in cubes.items() if sum(f.size for f in files) < min_cube_size}
     plan = OptimizePlan(snapshot, None, list(snapshot.files))
-    if not unclustered and len(small) <= 1:
+    recluster = sorted(skipped, key=_zcube_order) if full else []
+    if not recluster and not unclustered and len(small) <= 1:
         return plan  # nothing, or one ZCube that would only be rewritten into itself
-    ordered = unclustered + [f for cube in sorted(small) for f in small[cube]]
+    ordered = unclustered + [f for cube in sorted(small) for f in small[cube]] + recluster
     current: list[AddFile] = []
     size = 0
     groups: list[list[AddFile]] = []
@@ -327,17 +361,17 @@ def zcube_tagger(columns: Sequence[str]) -> Callable[[list[AddFile]], list[AddFi
     return tag
 
 
-def clustering_parameters(columns: Sequence[str], auto: bool = False) -> dict[str, ParameterValue]:
+def clustering_parameters(columns: Sequence[str], auto: bool = False, full: bool = False) -> dict[str, ParameterValue]:
     """DeltaOperations.Optimize with clusterBy: zOrderBy empty, isFull recorded (OPTIMIZE of a
     clustered table takes no condition, so ``predicate`` is ``[]``)."""
-    return optimize_parameters(delta_json([]), cluster_by=columns, auto=auto)
+    return optimize_parameters(delta_json([]), cluster_by=columns, auto=auto, full=full)
 
 
 def run_clustering(
-    plan: OptimizePlan, columns: Sequence[str], rewrite_bin: BinRewriter, conf: ConfLookup | None = None
+    plan: OptimizePlan, columns: Sequence[str], rewrite_bin: BinRewriter, conf: ConfLookup | None = None, full: bool = False
 ) -> tuple[dict[str, Any], int | None]:
     """Rewrite each bin along the curve as a new ZCube and commit once (see :func:`run_optimize`)."""
-    return run_optimize(plan, rewrite_bin, parameters=clustering_parameters(columns), conf=conf)
+    return run_optimize(plan, rewrite_bin, parameters=clustering_parameters(columns, full=full), conf=conf)
 
 
 __all__ = [
@@ -345,6 +379,7 @@ __all__ = [
     "OPERATION_CLUSTER_BY",
     "PROVIDER",
     "alter_clustering",
+    "check_optimize_full",
     "clustered_protocol",
     "clustering_columns",
     "clustering_parameters",

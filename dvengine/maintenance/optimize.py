@@ -268,13 +268,13 @@ def commit_metrics(plan: OptimizePlan, added: Sequence[AddFile]) -> dict[str, in
 
 
 def optimize_parameters(
-    predicate: str, z_order_by: Sequence[str] = (), cluster_by: Sequence[str] = (), auto: bool = False
+    predicate: str, z_order_by: Sequence[str] = (), cluster_by: Sequence[str] = (), auto: bool = False, full: bool = False
 ) -> dict[str, ParameterValue]:
     """operationParameters of Delta's ``DeltaOperations.Optimize`` (``predicate`` already JSON text:
     OPTIMIZE's condition or auto compaction's partitions): ``zOrderBy`` / ``clusterBy`` compact
-    JSON lists (``zOrderBy`` empty when clustering), ``auto`` a JSON boolean, and ``isFull`` only
-    for a clustered table ("isFull is not relevant for non-clustering tables, so skip it");
-    dvengine has no ``OPTIMIZE ... FULL``, so it is always false."""
+    JSON lists (``zOrderBy`` empty when clustering), ``auto`` a JSON boolean, and ``isFull``
+    (``OPTIMIZE t FULL``) only for a clustered table ("isFull is not relevant for non-clustering
+    tables, so skip it")."""
     params: dict[str, ParameterValue] = {
         "predicate": predicate,
         "zOrderBy": delta_json([] if cluster_by else list(z_order_by)),
@@ -282,7 +282,7 @@ def optimize_parameters(
         "auto": auto,
     }
     if cluster_by:
-        params["isFull"] = False
+        params["isFull"] = full
     return params
 
 

@@ -216,7 +216,7 @@ def run_statement(spark: SparkSession, stmt: Statement) -> DataFrame:
     if isinstance(stmt, RestoreStatement):
         return table_statements.restore(resolve_table(spark, stmt.table), stmt.version, stmt.timestamp)
     if isinstance(stmt, OptimizeStatement):
-        return table_statements.optimize(resolve_table(spark, stmt.table), stmt.condition, stmt.zorder_by)
+        return table_statements.optimize(resolve_table(spark, stmt.table), stmt.condition, stmt.zorder_by, stmt.full)
     if isinstance(stmt, AlterConstraintStatement):
         table_statements.alter_constraint(spark, resolve_table(spark, stmt.table), stmt)
         return results.empty_result(spark)

@@ -93,6 +93,7 @@ class OptimizeStatement:
     table: TableRef
     condition: str | None
     zorder_by: tuple[str, ...] = ()  # ZORDER BY columns, as written
+    full: bool = False  # OPTIMIZE t FULL (clustered tables: recluster everything clustered otherwise)
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any, cast
 from dvengine.api.table import DeltaTable
 from dvengine.api.table_builder import DeltaTableBuilder, IdentityGenerator
 from dvengine.commands.options import ConfLookup, session_conf
+from dvengine.log import load_snapshot
+from dvengine.maintenance.clustering import check_optimize_full, clustering_columns
 from dvengine.maintenance.constraints import add_constraint, drop_constraint
 from dvengine.maintenance.properties import set_table_properties, unset_table_properties
 from dvengine.protocol.ddl import parse_ddl_type
@@ -52,10 +54,15 @@ def restore(table: DeltaTable, version: int | None, timestamp: str | None) -> Da
     return cast("DataFrame", table.restoreToTimestamp(timestamp))
 
 
-def optimize(table: DeltaTable, condition: str | None, zorder_by: tuple[str, ...] = ()) -> DataFrame:
+def optimize(table: DeltaTable, condition: str | None, zorder_by: tuple[str, ...] = (), full: bool = False) -> DataFrame:
     builder = table.optimize()
     if condition is not None:
         builder = builder.where(condition)
+    if full:
+        # Delta's refusals in its order, FULL ZORDER BY included (always refused, by one rule or the other)
+        snapshot = load_snapshot(table.path)
+        check_optimize_full(snapshot, clustering_columns(snapshot), condition, zorder_by)
+        return cast("DataFrame", builder.executeCompaction(full=True))
     if zorder_by:
         return cast("DataFrame", builder.executeZOrderBy(*zorder_by))
     return cast("DataFrame", builder.executeCompaction())

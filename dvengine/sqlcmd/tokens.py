@@ -199,9 +199,13 @@ def _zorder_columns(cur: TokenCursor) -> tuple[str, ...]:
 
 
 def parse_optimize(text: str) -> OptimizeStatement:
-    """``OPTIMIZE t|'path' [WHERE partition condition] [ZORDER BY (col, ...)]``."""
+    """``OPTIMIZE t|'path' [FULL] [WHERE partition condition] [ZORDER BY (col, ...)]`` (Delta's
+    ``optimizeTable`` rule: FULL right after the table)."""
     cur = _cursor(text, 1)
     table = cur.table("OPTIMIZE", allow_string_path=True)
+    full = cur.word() == "FULL"
+    if full:
+        cur.pos += 1
     condition = None
     if cur.word() == "WHERE":
         where = cur.tokens[cur.pos]
@@ -212,12 +216,12 @@ def parse_optimize(text: str) -> OptimizeStatement:
         if not condition:
             raise SqlParseError(f"OPTIMIZE ... WHERE: the condition is empty in {text!r}")
         if not zorder:
-            return OptimizeStatement(table, condition)
+            return OptimizeStatement(table, condition, full=full)
         cur.pos += zorder[-1]
     if cur.word() == "ZORDER":
-        return OptimizeStatement(table, condition, _zorder_columns(cur))
+        return OptimizeStatement(table, condition, _zorder_columns(cur), full)
     cur.end("OPTIMIZE")
-    return OptimizeStatement(table, condition)
+    return OptimizeStatement(table, condition, full=full)
 
 
 def parse_vacuum(text: str) -> VacuumStatement:
