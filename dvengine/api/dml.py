@@ -26,7 +26,6 @@ from dvengine.protocol.schema import StructType
 from dvengine.writing.defaults import resolve_default_assignments
 from dvengine.writing.generated import with_generated_assignments
 from dvengine.writing.identity import check_identity_update
-from dvengine.writing.struct_values import by_name_struct_values
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -143,7 +142,6 @@ def update(
         predicate = _bind_condition(session, condition, schema)
         texts = {name: session.value_sql(value, schema, name) for name, value in assignments.items()}
         texts = resolve_default_assignments(schema, texts, "UPDATE")  # SET c = DEFAULT, as Spark's analyzer
-        texts = by_name_struct_values(schema, texts)  # s = <struct>: matched to s's fields by name, as Delta
         folded = fold_update_assignments(schema, texts)  # s.x = v -> s = named_struct(..., 'x', v, ...)
         check_identity_update(schema, list(folded.columns), "UPDATE")
         generated = with_generated_assignments(schema, folded.columns, folded.values, folded.rebuilt)

@@ -1,5 +1,6 @@
 """How a nested value (struct, or structs inside arrays and maps) is stored into a column of
-another nested type, as Delta's MERGE does it (``UpdateExpressionsSupport.castIfNeeded``).
+another nested type, as Delta's MERGE and UPDATE do it (``UpdateExpressionsSupport.castIfNeeded``,
+for UPDATE without schema evolution: :func:`update_alignment`).
 
 Spark's own CAST matches struct fields by position; Delta's MERGE matches them by name
 (``resolveMergeUpdateStructsByName``, on by default), case-insensitively, at every level, through
@@ -132,11 +133,15 @@ def plan_alignment(
 
 def _plan_struct(source: StructType, target: StructType, column: str, allow_missing: bool, preserve: bool) -> StructAlignment:
     unknown = [f.name for f in source.fields if target.find(f.name) is None]
-    if unknown or (len(source.fields) != len(target.fields) and not allow_missing):
+    lacking = [f.name for f in target.fields if source.find(f.name) is None]  # also catches a duplicated name
+    if unknown or ((lacking or len(source.fields) != len(target.fields)) and not allow_missing):
         raise SchemaMismatchError(
-            f"cannot write {source.simple_string()} into column {column!r} of type {target.simple_string()}: all "
-            f"nested fields must match (Delta's DELTA_UPDATE_SCHEMA_MISMATCH_EXPRESSION)"
-            + (f"; the target has no field {unknown}" if unknown else "; enable schema evolution to add or NULL fields")
+            f"cannot write {source.simple_string()} into column {column!r} of type {target.simple_string()}: struct "
+            f"fields are matched by field name and all nested fields must match (Delta's "
+            f"DELTA_UPDATE_SCHEMA_MISMATCH_EXPRESSION)"
+            + (f"; the target has no field {unknown}" if unknown else "")
+            + (f"; the value has no field {lacking}" if lacking and not unknown else "")
+            + ("" if unknown or allow_missing else "; enable schema evolution (MERGE only) to add or NULL fields")
             + "; nothing was written"
         )
     fields = []
@@ -147,6 +152,18 @@ def _plan_struct(source: StructType, target: StructType, column: str, allow_miss
     return StructAlignment(
         target, tuple(fields), preserve, preserve and _has_target_only_fields(source, target)
     )
+
+
+def update_alignment(value_type: DataType | None, column: StructField) -> Alignment | None:
+    """How UPDATE stores a value of ``value_type`` (its type as bound by the executor; None for an
+    untyped NULL) into ``column``: by field name at every depth, as Delta's UPDATE does
+    (``generateUpdateExpressions`` casts with ``castIfNeeded`` under
+    ``resolveMergeUpdateStructsByName``, on by default). UPDATE has no schema evolution, so a value
+    whose struct fields differ from the column's by more than order raises SchemaMismatchError
+    naming the column. None: nothing to rebuild (not a struct-holding column, or already its shape)."""
+    if value_type is None or not holds_struct(column.type):
+        return None
+    return plan_alignment(value_type, column.type, column.name, allow_missing=False)
 
 
 def leaf_casts(alignment: Alignment | None) -> list[LeafCast]:

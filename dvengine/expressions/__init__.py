@@ -9,6 +9,7 @@ from dvengine.expressions.evaluate import (
     partition_might_match,
     stats_might_match,
     to_pyarrow_expression,
+    to_pyarrow_typed,
     to_pyarrow_value,
     to_spark_sql,
 )
@@ -24,6 +25,7 @@ __all__ = [
     "partition_might_match",
     "stats_might_match",
     "to_pyarrow_expression",
+    "to_pyarrow_typed",
     "to_pyarrow_value",
     "to_spark_sql",
 ]

@@ -36,7 +36,7 @@ from dvengine.expressions.literals import (
     parse_timestamp_text,
 )
 from dvengine.expressions.refs import ColumnRef, ref_of
-from dvengine.protocol.schema import DataType, PrimitiveType, StructType, to_arrow_type
+from dvengine.protocol.schema import DataType, PrimitiveType, StructField, StructType, to_arrow_type
 
 _NULL_BOOL = pc.scalar(pa.scalar(None, pa.bool_()))
 _COMPARE = {
@@ -375,7 +375,47 @@ def _type_name(data_type: DataType | None) -> str:
     return "" if data_type is None else data_type.name
 
 
+VOID = PrimitiveType("void")  # Spark's NullType: an untyped NULL as a field of a computed struct
+
+
+
 class _ValueTranslator(_Translator):
+    nested_values = False  # also type named_struct / STRUCT(... AS f) values (to_pyarrow_typed)
+    _bare = True  # the node being typed is the whole value, or a field of a bare named_struct
+
+    def _typed(self, node: exp.Expr) -> Val:
+        bare, self._bare = self._bare, False
+        try:
+            inner = node
+            while isinstance(inner, exp.Paren):
+                inner = inner.this
+            if self.nested_values and isinstance(inner, exp.Struct):
+                return self._struct_value(inner, bare)
+            return super()._typed(node)
+        finally:
+            self._bare = bare
+
+    def _struct_value(self, node: exp.Struct, bare: bool) -> Val:
+        """``named_struct(...)`` as Spark builds it (CreateNamedStruct): the fields with the names
+        and in the order written, each of its own type (an untyped NULL: VOID), never NULL itself.
+        Matching those fields to a column's is the caller's alignment plan, not done here. An
+        untyped NULL field is taken only where the struct is the value itself or a field of such
+        a struct (``bare``): Arrow's if_else / case_when / coalesce cannot carry a null-typed field."""
+        items = list(node.expressions)
+        if not items or not all(isinstance(i, exp.PropertyEQ) and isinstance(i.this, exp.Identifier) for i in items):
+            raise self.fail(node, "a struct value is evaluated locally only with named fields")
+        names = [str(i.this.name) for i in items]
+        values = []
+        for item in items:
+            self._bare = bare
+            value = self._typed(item.expression)
+            if value.data_type is None and not bare:
+                raise self.fail(node, "a struct with an untyped NULL field inside a function or conditional")
+            values.append(value)
+        fields = tuple(StructField(n, VOID if v.data_type is None else v.data_type) for n, v in zip(names, values, strict=True))
+        exprs = [v.expr for v in values]
+        return Val(pc.Expression._call("make_struct", exprs, pc.MakeStructOptions(field_names=names)), StructType(fields))
+
     def family_value(self, node: exp.Expr) -> tuple[Any, str, pa.DataType]:
         """(Arrow expression, 'int' | 'float', Arrow type) of a numeric sub-expression, typed as Spark
         types it: both operands of + - * are cast to the wider of their types explicitly (Arrow
@@ -529,3 +569,13 @@ def to_pyarrow_value(value: BoundExpression, target: DataType, rename: Mapping[s
     """An Arrow expression computing ``value`` stored into a column of type ``target`` exactly as
     Spark would (ANSI store assignment); InvalidPredicateError when that cannot be guaranteed."""
     return _ValueTranslator(value, rename).assigned(value.tree, target)
+
+
+def to_pyarrow_typed(value: BoundExpression, rename: Mapping[str, str] | None = None) -> Val:
+    """``value`` computed as it is, with the type Spark gives it (None: an untyped NULL), not yet
+    stored into any column: for a nested value the caller rebuilds into the column's type by field
+    name (``engine/local/struct_align``), which no Arrow compute expression can do inside lists and
+    maps. Struct constructors are typed too. InvalidPredicateError when not exactly computable."""
+    translator = _ValueTranslator(value, rename)
+    translator.nested_values = True
+    return translator.typed(value.tree)

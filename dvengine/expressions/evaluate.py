@@ -6,7 +6,7 @@ Each concern lives in its own module (pruning and stats skipping in ``skipping``
 
 from __future__ import annotations
 
-from dvengine.expressions.arrow import to_pyarrow_expression, to_pyarrow_value
+from dvengine.expressions.arrow import to_pyarrow_expression, to_pyarrow_typed, to_pyarrow_value
 from dvengine.expressions.skipping import is_partition_only, partition_might_match, stats_might_match
 from dvengine.expressions.spark_sql import to_spark_sql
 
@@ -15,6 +15,7 @@ __all__ = [
     "partition_might_match",
     "stats_might_match",
     "to_pyarrow_expression",
+    "to_pyarrow_typed",
     "to_pyarrow_value",
     "to_spark_sql",
 ]

@@ -23,7 +23,6 @@ from typing import Any, TypeVar
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 from pyroaring import BitMap64
 
 from dvengine.commands.change_data import DELETE, UPDATE_POSTIMAGE, UPDATE_PREIMAGE
@@ -44,10 +43,11 @@ from dvengine.engine.local.failures import evaluation_error
 from dvengine.engine.local.key_lookup import LookupKeys, indexed_rows
 from dvengine.engine.local.not_null import null_into_not_null
 from dvengine.engine.local.point_lookup import PointLookup, point_lookup
+from dvengine.engine.local.update_values import assigned_value, project_assignments
 from dvengine.engine.local.writer import write_data_files
 from dvengine.errors import InvalidPredicateError, SchemaViolationError
-from dvengine.expressions import BoundExpression, BoundPredicate, to_pyarrow_expression, to_pyarrow_value
-from dvengine.expressions.arrow_plans import filter_table, project_table
+from dvengine.expressions import BoundExpression, BoundPredicate, to_pyarrow_expression
+from dvengine.expressions.arrow_plans import filter_table
 from dvengine.faults import DML_DV_FILES_WRITTEN, fault_point
 from dvengine.log import Snapshot
 from dvengine.planning.decisions import FileAction, decide_file_action
@@ -226,12 +226,8 @@ def surviving_rows(snapshot: Snapshot, add: AddFile, dead: BitMap64 | None) -> p
 def new_values(schema: StructType, rows: pa.Table, assignments: Mapping[str, BoundExpression]) -> pa.Table:
     """``rows`` with the assignments applied, validated against the column types: a value that
     does not fit, or a NULL into a NOT NULL column, is a SchemaViolationError naming the column."""
-    expressions = [
-        to_pyarrow_value(assignments[f.name], f.type) if f.name in assignments else pc.field(f.name)
-        for f in schema.fields
-    ]
     try:
-        updated = project_table(rows, expressions, schema.field_names)
+        updated = project_assignments(rows, schema.fields, assignments)  # struct values by field name
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ArithmeticError) as exc:
         raise _value_error(rows, schema.fields, assignments, exc) from exc
     bad = null_into_not_null(updated, schema)
@@ -286,7 +282,7 @@ class LocalExecutor:
             return str(exc)
         for column, target, value in values:
             try:
-                to_pyarrow_value(value, target)
+                assigned_value(value, StructField(column, target))  # SchemaMismatchError propagates: Delta refuses
             except InvalidPredicateError as exc:
                 return f"the value for column {column!r}: {exc}"
         return None
@@ -296,7 +292,7 @@ class LocalExecutor:
         for name, value in assignments.items():
             field = schema.get(name)
             try:
-                to_pyarrow_value(value, field.type)
+                assigned_value(value, field)
             except InvalidPredicateError as exc:
                 raise InvalidPredicateError(
                     f"the value {value.sql!r} for column {field.name!r} cannot be evaluated by the local executor: {exc}"
@@ -451,7 +447,7 @@ def _value_error(
         if f.name not in assignments:
             continue
         try:
-            project_table(rows, [to_pyarrow_value(assignments[f.name], f.type)], [f.name])
+            project_assignments(rows, [f], assignments)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ArithmeticError) as inner:
             return SchemaViolationError(
                 f"the value {assignments[f.name].sql!r} does not fit column {f.name!r} of type "

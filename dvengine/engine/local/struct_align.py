@@ -24,6 +24,7 @@ from dvengine.commands.struct_cast import (
     leaf_casts,
 )
 from dvengine.errors import NotLocallyEvaluableError, SchemaViolationError
+from dvengine.expressions.arrow import VOID
 from dvengine.expressions.arrow_plans import project_table
 from dvengine.expressions.arrow_types import Refused, Val, store
 from dvengine.protocol.schema import DataType, to_arrow_field, to_arrow_type
@@ -32,6 +33,8 @@ _VALUE = "v"
 
 
 def _leaf_expression(cast: LeafCast) -> Any:
+    if cast.source == VOID:  # an untyped NULL field of a computed struct: NULL of any type, as Spark's cast
+        return pc.scalar(pa.scalar(None, to_arrow_type(cast.target)))
     try:
         return store(Val(pc.field(_VALUE), cast.source), cast.target)
     except Refused as exc:
@@ -53,9 +56,12 @@ def _compact(values: Any) -> Any:
     return values.take(pa.array(np.arange(len(values), dtype=np.int64)))
 
 
-def align(values: Any, alignment: Alignment | None, target: DataType, column: str, current: Any | None = None) -> pa.Array:
-    """``values`` rebuilt to Arrow type ``target`` for column ``column`` (named in errors);
-    ``current`` is the row's present value of the target column (where the plan keeps its fields)."""
+def align(
+    values: Any, alignment: Alignment | None, target: DataType, column: str, current: Any | None = None, operation: str = "MERGE"
+) -> pa.Array:
+    """``values`` rebuilt to Arrow type ``target`` for column ``column`` (named in errors, with the
+    ``operation``); ``current`` is the row's present value of the target column (where the plan
+    keeps its fields)."""
     arrow_target = to_arrow_type(target)
     values = _compact(values)
     if alignment is None:
@@ -65,22 +71,22 @@ def align(values: Any, alignment: Alignment | None, target: DataType, column: st
             out = project_table(pa.table({_VALUE: values}), [_leaf_expression(alignment)], [_VALUE]).column(0)
         except (pa.ArrowInvalid, ArithmeticError) as exc:
             raise SchemaViolationError(
-                f"MERGE would write a value into column {column!r} that does not fit the nested field's type "
+                f"{operation} would write a value into column {column!r} that does not fit the nested field's type "
                 f"{alignment.target.simple_string()}: {exc}; nothing was written"
             ) from exc
         return _compact(out).cast(arrow_target)
     if isinstance(alignment, StructAlignment):
-        return _struct(values, alignment, column, None if current is None else _compact(current))
+        return _struct(values, alignment, column, None if current is None else _compact(current), operation)
     if isinstance(alignment, ArrayAlignment):
-        element = align(values.values, alignment.element, alignment.target.element_type, column)
+        element = align(values.values, alignment.element, alignment.target.element_type, column, operation=operation)
         return pa.ListArray.from_arrays(values.offsets, element, type=arrow_target, mask=values.is_null())
     assert isinstance(alignment, MapAlignment)
-    keys = align(values.keys, alignment.key, alignment.target.key_type, column)
-    items = align(values.items, alignment.value, alignment.target.value_type, column)
+    keys = align(values.keys, alignment.key, alignment.target.key_type, column, operation=operation)
+    items = align(values.items, alignment.value, alignment.target.value_type, column, operation=operation)
     return pa.MapArray.from_arrays(values.offsets, keys, items, type=arrow_target, mask=values.is_null())
 
 
-def _struct(values: Any, alignment: StructAlignment, column: str, current: Any | None) -> pa.Array:
+def _struct(values: Any, alignment: StructAlignment, column: str, current: Any | None, operation: str) -> pa.Array:
     source_index = {values.type.field(i).name: i for i in range(values.type.num_fields)}
     current_index = {} if current is None else {current.type.field(i).name.lower(): i for i in range(current.type.num_fields)}
     keep = alignment.keep_target_fields and current is not None
@@ -90,7 +96,7 @@ def _struct(values: Any, alignment: StructAlignment, column: str, current: Any |
         own_values = None if own is None else pc.struct_field(current, [own])
         if plan.source_name is not None:
             child = pc.struct_field(values, [source_index[plan.source_name]])  # NULL under a NULL struct
-            children.append(align(child, plan.child, plan.target.type, f"{column}.{plan.target.name}", own_values))
+            children.append(align(child, plan.child, plan.target.type, f"{column}.{plan.target.name}", own_values, operation))
         elif own_values is not None:
             children.append(_compact(own_values).cast(to_arrow_type(plan.target.type)))
         else:
@@ -101,7 +107,7 @@ def _struct(values: Any, alignment: StructAlignment, column: str, current: Any |
     for plan, child in zip(alignment.fields, children):
         if not plan.target.nullable and pc.any(pc.and_(child.is_null(), pc.invert(missing))).as_py():
             raise SchemaViolationError(
-                f"MERGE would write NULL into NOT NULL field {column}.{plan.target.name} (Delta's NOT NULL "
+                f"{operation} would write NULL into NOT NULL field {column}.{plan.target.name} (Delta's NOT NULL "
                 "constraint); nothing was written"
             )
     fields = [to_arrow_field(p.target) for p in alignment.fields]

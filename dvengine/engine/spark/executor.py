@@ -31,6 +31,7 @@ from dvengine.commands.change_data import DELETE, UPDATE_POSTIMAGE, UPDATE_PREIM
 from dvengine.commands.context import DmlContext
 from dvengine.commands.options import session_conf
 from dvengine.commands.retirement import FileRetirement, RowRetirement, build_retirement
+from dvengine.commands.struct_cast import Alignment, update_alignment
 from dvengine.commands.written import WrittenRows
 from dvengine.dv import load_deletion_vector, new_dv_file_id
 from dvengine.engine.local import LocalExecutor
@@ -57,7 +58,6 @@ from dvengine.engine.spark.reader import (
     logical_spark_type,
     scan_logical,
     spark_schema,
-    spark_type_sql,
 )
 from dvengine.engine.spark.row_ids import carried, scan_with_row_ids
 from dvengine.engine.spark.rows_job import (
@@ -71,6 +71,7 @@ from dvengine.engine.spark.rows_job import (
     retire_and_write,
 )
 from dvengine.engine.spark.rows_job import RESULT_DDL as RESULT_DDL_ROWS
+from dvengine.engine.spark.struct_align import align_column
 from dvengine.engine.spark.workers import check_python_workers, default_parallelism
 from dvengine.engine.spark.writer import write_parquet_files
 from dvengine.errors import (
@@ -83,7 +84,8 @@ from dvengine.faults import DML_DATA_FILES_WRITTEN, DML_DV_FILES_WRITTEN, fault_
 from dvengine.log import Snapshot
 from dvengine.planning.decisions import FileAction
 from dvengine.protocol.actions import AddFile, DeletionVectorDescriptor
-from dvengine.protocol.schema import DataType, StructField, StructType
+from dvengine.protocol.ddl import from_spark_type
+from dvengine.protocol.schema import DataType, StructField, StructType, holds_struct
 from dvengine.read.row_ids import tracked_columns
 from dvengine.storage import join, resolve_data_path
 from dvengine.writing.constraints import row_rule_texts
@@ -93,6 +95,7 @@ from dvengine.writing.stats import num_indexed_cols
 _MATCHED = "spark.matched"
 _FUSED = "spark.fused"
 _FILE_TASKS = "spark.file_tasks"
+_ALIGNMENTS = "spark.update_alignments"
 
 # How the Spark executor runs DELETE, UPDATE and MERGE: "files" = one job of file tasks (the embedded
 # evaluator's work per file, in the Python workers: ``file_tasks``), "rows" = Spark evaluates
@@ -145,22 +148,58 @@ def write_frame(df: DataFrame, snapshot: Snapshot) -> WrittenRows:
     return WrittenRows.of(files, started)
 
 
-def updated_projection(snapshot: Snapshot, assignments: Mapping[str, str], matched: Column | None) -> list[Column]:
-    """Columns of the new row: assigned values where ``matched`` holds (always when None), else the old value."""
+def updated_projection(
+    snapshot: Snapshot, assignments: Mapping[str, str], matched: Column | None, alignments: Mapping[str, Alignment]
+) -> list[Column]:
+    """Columns of the new row: assigned values where ``matched`` holds (always when None), else the
+    old value; struct values rebuilt by field name first (``alignments``, see :func:`plan_alignments`)."""
     out = []
     for field in snapshot.schema.fields:
         old = F.col(quote(field.name))
         if field.name not in assignments:
             out.append(old)
             continue
-        new = F.expr(assignments[field.name]).cast(logical_spark_type(field))
+        new = stored_value(assignments[field.name], field, alignments.get(field.name))
         out.append((new if matched is None else F.when(matched, new).otherwise(old)).alias(field.name))
     return out
 
 
-def _cast_sql(value_sql: str, field: StructField) -> str:
-    """``CAST((value) AS <the column's type>)`` as SQL text: storing the value in the column."""
-    return f"CAST(({value_sql}) AS {spark_type_sql(logical_spark_type(field))})"
+def stored_value(value_sql: str, field: StructField, alignment: Alignment | None) -> Column:
+    """The value as its column stores it: rebuilt by ``alignment`` (struct fields matched by name,
+    as Delta's UPDATE; Spark's CAST alone goes by position), then cast to the column's type."""
+    return align_column(F.expr(value_sql), alignment).cast(logical_spark_type(field))
+
+
+def plan_alignments(spark: SparkSession, schema: StructType, assignments: Mapping[str, str]) -> dict[str, Alignment]:
+    """For each value assigned to a struct-holding column, how it is rebuilt into the column's type
+    (``commands.struct_cast.update_alignment``) from its type as Spark's analyzer gives it, so any
+    expression (a nested ``named_struct``, ``IF`` / ``CASE``, ``array``, ``map``, another column)
+    goes by field name at every depth. SchemaMismatchError naming the column when its struct fields
+    differ from the column's by more than order; SchemaViolationError when the value does not analyze."""
+    empty: DataFrame | None = None
+    out: dict[str, Alignment] = {}
+    for name, text in assignments.items():
+        field = schema.get(name)
+        if not holds_struct(field.type):
+            continue
+        empty = empty if empty is not None else empty_frame(spark, spark_schema(schema))
+        try:
+            value_type = empty.select(F.expr(text)).schema.fields[0].dataType
+        except PySparkException as exc:
+            raise SchemaViolationError(
+                f"value {text!r} cannot be stored in column {field.name!r} of type {field.type.simple_string()}: "
+                f"{spark_errors.first_line(exc)}"
+            ) from exc
+        alignment = update_alignment(from_spark_type(value_type), field)
+        if alignment is not None:
+            out[name] = alignment
+    return out
+
+
+def _alignments(ctx: DmlContext) -> Mapping[str, Alignment]:
+    """The struct alignments ``check_assignments`` planned for this UPDATE (none before it ran)."""
+    found: Mapping[str, Alignment] = ctx.engine_state.get(_ALIGNMENTS, {})
+    return found
 
 
 def _dv_paths(job: DvJobContext) -> list[str]:
@@ -231,22 +270,28 @@ class SparkExecutor:
         return None  # Spark is the reference semantics: it evaluates whatever binds
 
     def check_assignments(self, ctx: DmlContext, assignments: Mapping[str, BoundExpression]) -> None:
-        """Analysis-time check that every value can be stored in its column: one ``selectExpr`` of
-        all the casts (Spark analyzes it when the DataFrame is made); only when it fails is each
-        value checked alone, to name the column."""
+        """Analysis-time check that every value can be stored in its column: its struct fields
+        planned by name (:func:`plan_alignments`, kept for the row plan; SchemaMismatchError when
+        Delta refuses them), then one ``select`` of all the stored values (Spark analyzes it when
+        the DataFrame is made); only when it fails is each value checked alone, to name the column."""
         if not assignments:
             return
-        empty = empty_frame(self.spark, spark_schema(ctx.snapshot.schema))
-        casts = {name: _cast_sql(value.sql, ctx.snapshot.schema.get(name)) for name, value in assignments.items()}
+        schema = ctx.snapshot.schema
+        alignments = plan_alignments(self.spark, schema, {name: value.sql for name, value in assignments.items()})
+        ctx.engine_state[_ALIGNMENTS] = alignments
+        empty = empty_frame(self.spark, spark_schema(schema))
+        casts = {
+            name: stored_value(value.sql, schema.get(name), alignments.get(name)) for name, value in assignments.items()
+        }
         try:
-            empty.selectExpr(*(f"{cast} AS {quote(f'__v{i}')}" for i, cast in enumerate(casts.values())))
+            empty.select(*(cast.alias(f"__v{i}") for i, cast in enumerate(casts.values())))
             return
         except PySparkException as exc:
             combined = exc
         for name, cast in casts.items():
-            field = ctx.snapshot.schema.get(name)
+            field = schema.get(name)
             try:
-                empty.selectExpr(f"{cast} AS __v")
+                empty.select(cast.alias("__v"))
             except PySparkException as exc:
                 raise SchemaViolationError(
                     f"value {assignments[name].sql!r} cannot be stored in column {field.name!r} of type "
@@ -499,7 +544,7 @@ class SparkExecutor:
         matched = scan_with_row_ids(self.spark, snapshot, ctx.plan.candidates).where(self._condition(predicate))
         # updated rows keep their stable row ids; their commit version becomes this commit's
         rows = matched.select(
-            FILE_PATH_COL, ROW_INDEX_COL, *updated_projection(snapshot, sql, None), *carried(matched, updated=True)
+            FILE_PATH_COL, ROW_INDEX_COL, *updated_projection(snapshot, sql, None, _alignments(ctx)), *carried(matched, updated=True)
         )
         layout = RowsLayout(value_columns=tuple(snapshot.schema.field_names))
         try:
@@ -518,7 +563,7 @@ class SparkExecutor:
         spark_job(f"the condition of {ctx.operation}", matched.count)
         for name, text in sql.items():
             field = ctx.snapshot.schema.get(name)
-            value = F.expr(text)
+            value = align_column(F.expr(text), _alignments(ctx).get(name))
             target = logical_spark_type(field)
             misfit = F.count_if(value.isNotNull() & value.try_cast(target).isNull()).alias("n")
             try:  # try_cast never raises: a non-zero count, or a raising value expression, names the column
@@ -569,7 +614,7 @@ class SparkExecutor:
             sql = {name: value.sql for name, value in assignments.items()}
             frames = [
                 tagged(matched, table_columns(ctx), UPDATE_PREIMAGE),
-                tagged(matched, updated_projection(ctx.snapshot, sql, None), UPDATE_POSTIMAGE),
+                tagged(matched, updated_projection(ctx.snapshot, sql, None, _alignments(ctx)), UPDATE_POSTIMAGE),
             ]
         adds = spark_job(f"{ctx.operation} change data", lambda: write_change_frames(ctx, frames), value_error=True)
         return adds

@@ -3,9 +3,9 @@
 Spark's CAST matches struct fields by position, so a struct value whose fields differ from the
 target column's (order, case, fields missing or added by schema evolution) is rebuilt by name
 first: ``named_struct`` of its fields in the target's order, ``transform`` over array elements,
-``transform_keys`` / ``transform_values`` over maps. Leaf type differences are left to the MERGE's
-usual cast of the whole value to the column type, which after this matches fields by position
-correctly.
+``transform_keys`` / ``transform_values`` over maps. Leaf type differences are left to the command's
+usual cast of the whole value to the column type (MERGE's and UPDATE's), which after this matches
+fields by position correctly.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ def _struct(value: Column, alignment: StructAlignment, current: Column | None) -
         else:
             part = F.lit(None).cast(logical_spark_type(plan.target))
         if not plan.target.nullable:  # Delta's NOT NULL check on struct fields, as the task fails
-            message = f"MERGE would write NULL into NOT NULL field {plan.target.name!r} of a struct; nothing was written"
+            message = f"a struct value would write NULL into NOT NULL field {plan.target.name!r}; nothing was written"
             part = F.when(~missing & part.isNull(), F.raise_error(F.lit(message))).otherwise(part)
         parts.append(part.alias(plan.target.name))
     return F.when(missing, F.lit(None)).otherwise(F.struct(*parts))
