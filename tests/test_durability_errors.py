@@ -192,3 +192,28 @@ def test_a_failed_log_folder_fsync_after_the_link_only_warns(
     assert len(warnings) == 1 and warnings[0].exc_info is not None
     assert isinstance(warnings[0].exc_info[1], StorageWriteError)
     assert rows_delta_rs(table, ["id"]) == [(i,) for i in [*range(30), 100, 101, 102]]
+
+
+def test_fsync_files_tries_every_file_and_raises_the_typed_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The driver's fsync of the files Spark's writer staged (``fsync_files``, engine/spark/writer.py)
+    is exercised here without Spark: every file is tried, the failure is the typed error naming it."""
+    from dvengine.storage.durable import fsync_files
+
+    paths = [str(tmp_path / f"part-{i}.parquet") for i in range(4)]
+    for path in paths:
+        Path(path).write_bytes(b"x")
+    synced: list[str] = []
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        path = os.readlink(f"/proc/self/fd/{fd}")
+        synced.append(path)
+        if path.endswith("part-2.parquet"):
+            raise OSError(errno.EIO, os.strerror(errno.EIO))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    with pytest.raises(StorageWriteError, match=r"cannot fsync .*part-2\.parquet: Input/output error") as info:
+        fsync_files(paths)
+    assert isinstance(info.value.__cause__, OSError)
+    assert sorted(synced) == sorted(paths)
