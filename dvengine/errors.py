@@ -98,7 +98,8 @@ class ConditionalPutUnsupportedError(UnsupportedStorageError):
 
 
 class StorageError(DvengineError):
-    """An object store failed a request: missing bucket, refused credentials, timeout, unreachable endpoint.
+    """An object store failed a request (missing bucket, refused credentials, timeout, unreachable
+    endpoint) or a local file could not be made durable (:class:`StorageWriteError`).
 
     The message names the URI. Raised before a commit (nothing committed) or instead of it.
     """
@@ -110,6 +111,17 @@ class StorageAccessError(StorageError):
 
 class StorageUnreachableError(StorageError):
     """The object store did not answer: connection refused, timeout, DNS failure."""
+
+
+class StorageWriteError(StorageError):
+    """A local file a commit (or ``_last_checkpoint``) would name could not be written, fsynced or
+    renamed into place (EIO, ENOSPC, ...): its data may not be on disk, so it must not be named.
+
+    The message names the file; the ``OSError`` is the cause (``raise ... from``). Raised before
+    the commit is linked, so nothing is committed and the command removes what it wrote
+    (spec_notes/crash-safety.md, "A failed fsync"). A checkpoint that fails this way after its
+    commit only warns, as Delta's post-commit checkpoint does.
+    """
 
 
 class DataFileError(DvengineError):

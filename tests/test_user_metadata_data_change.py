@@ -222,6 +222,40 @@ def test_refused_writes_leave_the_table_exactly_as_it_was(
     assert sort_rows(rows_delta_rs(root, COLUMNS)) == sort_rows(model)
 
 
+# Delta reads dataChange with DeltaOptionParser.toBoolean (DeltaOptions.scala): Scala's
+# String.toBoolean, i.e. Java's equalsIgnoreCase against "true" / "false": no trimming, and Java's
+# per-char case mapping (U+017F, long s, upper-cases to 'S', so "falſe" equals "false" there).
+UNTRIMMED = [" false", "false ", "\tfalse", "false\n", " true", "true ", "", "no", "0", "f", "falsey", "ｆａｌｓｅ"]
+JAVA_CASE = [("TRUE", True), ("True", True), ("tRuE", True), ("FALSE", False), ("False", False), ("fAlSe", False),
+             ("falſe", False)]
+
+
+@pytest.mark.parametrize("value", UNTRIMMED)
+def test_data_change_values_delta_refuses_are_refused_untrimmed(tmp_path: Path, value: str) -> None:
+    """DELTA_ILLEGAL_OPTION naming the option and the value as given, and the table untouched."""
+    model = _rows(range(4), "a") + _rows(range(4, 6), "b")
+    root = _partitioned(tmp_path, model)
+    state = folder_state(root)
+    message = f"Invalid value '{value}' for option 'dataChange', must be 'true' or 'false' (DELTA_ILLEGAL_OPTION)"
+    with pytest.raises(InvalidArgumentError) as caught:
+        dvengine.write(_table(_rows(range(2), "a")), str(root), mode="append", dataChange=value)
+    assert str(caught.value) == message
+    with pytest.raises(InvalidArgumentError) as caught:
+        parse_write_options({"dataChange": value}, str(root), "append", None)  # format("delta").option(...)
+    assert str(caught.value) == message
+    assert folder_state(root) == state
+
+
+@pytest.mark.parametrize(("value", "expected"), JAVA_CASE)
+def test_data_change_values_are_matched_as_java_equals_ignore_case(tmp_path: Path, value: str, expected: bool) -> None:
+    """The accepted spellings log the flag they mean on every file action (raw _delta_log JSON)."""
+    model = _rows(range(4), "a") + _rows(range(4, 6), "b")
+    root = _partitioned(tmp_path, model)
+    version = dvengine.write(_table(_rows(range(10, 12), "b")), str(root), mode="append", dataChange=value)
+    assert [(k, p["dataChange"]) for k, p in _file_actions(root, version)] == [("add", expected)]
+    assert parse_write_options({"DATACHANGE": value}, str(root), "append", None).data_change is expected
+
+
 def test_data_change_false_cannot_create_a_table(tmp_path: Path) -> None:
     root = tmp_path / "new"
     with pytest.raises(DataChangeFalseError, match="Attempted operation: 'Create a Delta table'") as caught:

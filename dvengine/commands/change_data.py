@@ -14,7 +14,6 @@ Delta Spark's ``cdc-`` file names, recording them for clean-up, and the metrics.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -24,6 +23,7 @@ from dvengine.protocol.actions import AddCDCFile, AddFile
 from dvengine.protocol.features import CHANGE_DATA_DIR, change_data_feed_enabled
 from dvengine.protocol.schema import PrimitiveType, StructField, StructType
 from dvengine.storage import is_object_uri, join, resolve_data_path
+from dvengine.storage.durable import rename_into_place
 
 CHANGE_TYPE_COLUMN = "_change_type"
 INSERT = "insert"
@@ -64,7 +64,7 @@ def register_change_files(ctx: DmlContext, written: Sequence[AddFile]) -> list[A
         relative = f"{folder}/{new_name}" if folder else new_name
         source, target = resolve_data_path(root, add.path), resolve_data_path(root, relative)
         ctx.written.add_paths([target])
-        os.rename(source, target)
+        rename_into_place(source, target)
         actions.append(AddCDCFile(f"{CHANGE_DATA_DIR}/{relative}", dict(add.partition_values), add.size, data_change=False))
     ctx.transaction.add_actions(actions)
     return actions

@@ -32,17 +32,60 @@ def parse_bool_option(name: str, value: object) -> bool | None:
     raise InvalidArgumentError(f"option {name} must be true or false, got {value!r}")
 
 
+def _java_char_upper(char: str) -> str:
+    """Java's ``Character.toUpperCase(char)``: one char to one char (Python's ``upper`` may give
+    two, 'ß' -> 'SS', where Java keeps the char)."""
+    upper = char.upper()
+    return upper if len(upper) == 1 else char
+
+
+def _java_char_lower(char: str) -> str:
+    """Java's ``Character.toLowerCase(char)``: one char to one char (see :func:`_java_char_upper`)."""
+    lower = char.lower()
+    return lower if len(lower) == 1 else char
+
+
+def java_equals_ignore_case(text: str, other: str) -> bool:
+    """Java's ``String.equalsIgnoreCase``: same length, and char by char equal, or equal upper
+    cased, or equal lower cased after upper casing. No trimming, and no full Unicode case
+    folding: 'FALSE' and 'falſe' (long s, upper case 'S') equal 'false', ' false' does not."""
+    if len(text) != len(other):
+        return False
+    for a, b in zip(text, other, strict=True):
+        if a == b:
+            continue
+        upper_a, upper_b = _java_char_upper(a), _java_char_upper(b)
+        if upper_a != upper_b and _java_char_lower(upper_a) != _java_char_lower(upper_b):
+            return False
+    return True
+
+
+def scala_to_boolean(text: str) -> bool | None:
+    """Scala's ``StringOps.toBoolean``, which Delta's ``DeltaOptionParser.toBoolean`` calls: "true"
+    or "false" by ``equalsIgnoreCase``, untrimmed; None where Scala throws."""
+    if java_equals_ignore_case(text, "true"):
+        return True
+    if java_equals_ignore_case(text, "false"):
+        return False
+    return None
+
+
 def parse_data_change(value: object) -> bool:
-    """The ``dataChange`` option (True when not given), refused as Delta's ``DeltaOptions.toBoolean``
-    refuses it: DELTA_ILLEGAL_OPTION, "Invalid value '<input>' for option 'dataChange', must be
-    'true' or 'false'" (an IllegalArgumentException there, InvalidArgumentError / ValueError here)."""
+    """The ``dataChange`` option (True when not given), read as Delta reads it: ``DeltaOptions.scala``,
+    ``DeltaWriteOptionsImpl.rearrangeOnly`` = ``options.get(DATA_CHANGE_OPTION).exists(!toBoolean(_,
+    DATA_CHANGE_OPTION))``, where ``DeltaOptionParser.toBoolean`` is ``Try(input.toBoolean)`` (Scala:
+    "true" / "false" case-insensitively, nothing trimmed) or else
+    ``DeltaErrors.illegalDeltaOptionException``: DELTA_ILLEGAL_OPTION, "Invalid value '<input>' for
+    option 'dataChange', must be 'true' or 'false'" (an IllegalArgumentException there,
+    InvalidArgumentError / ValueError here). So " false" or "false " is refused, not trimmed."""
     if value is None or isinstance(value, bool):
         return value is None or value
-    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
-        return value.strip().lower() == "true"
-    raise InvalidArgumentError(
-        f"Invalid value {str(value)!r} for option 'dataChange', must be 'true' or 'false' (DELTA_ILLEGAL_OPTION)"
-    )
+    parsed = scala_to_boolean(value) if isinstance(value, str) else None
+    if parsed is None:
+        raise InvalidArgumentError(
+            f"Invalid value '{value}' for option 'dataChange', must be 'true' or 'false' (DELTA_ILLEGAL_OPTION)"
+        )
+    return parsed
 
 
 def parse_user_metadata(value: object) -> str | None:

@@ -65,6 +65,7 @@ from dvengine.errors import (
     MaxCommitAttemptsExceededError,
     NestedNotNullConstraintError,
     ProtocolChangedError,
+    StorageWriteError,
     TableAlreadyExistsError,
 )
 from dvengine.log.background_checkpoints import hand_over
@@ -476,7 +477,7 @@ class Transaction:
                 store.discard_staged(staged.path)
         try:
             store.sync_dir(log)
-        except OSError:
+        except (StorageWriteError, OSError):  # LocalStorage's typed error, or a store's own OSError
             # The commit is linked and visible: failing the command now would have its caller
             # delete files the table references. Only its survival of a power loss is in doubt.
             _LOG.warning("commit %d of %s is linked but fsync of %s failed", version, self.table_root, log, exc_info=True)

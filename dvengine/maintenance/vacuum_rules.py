@@ -81,18 +81,26 @@ def table_retention_ms(snapshot: Snapshot) -> int:
 def rounded_hours(retention_hours: float) -> int:
     """The whole hours Delta's ``gc`` applies: ``math.round(h)`` (Scala's, i.e. Java's
     ``Math.round``: the nearest integer, halves up), before ``TimeUnit.HOURS.toMillis``. So
-    ``RETAIN 0.5 HOURS`` keeps one hour and ``-0.4`` is 0, not negative."""
+    ``RETAIN 0.5 HOURS`` keeps one hour and ``-0.4`` is 0, not negative. ``Math.round(NaN)`` is 0
+    (its Javadoc: "If the argument is NaN, the result is 0"), so a NaN retention is 0 hours in
+    Delta (``VacuumCommand.gc``'s ``retentionMillis``): the cutoff is now, the retention check
+    sees 0 ms, VACUUM START logs ``specifiedRetentionMillis`` 0."""
+    if math.isnan(retention_hours):
+        return 0
     whole = math.floor(retention_hours)
     return whole + 1 if retention_hours - whole >= 0.5 else whole  # exact: a double's fraction is representable
 
 
 def retention_ms(snapshot: Snapshot, retention_hours: float, enforce_retention: bool) -> int:
     """The retention in ms, from the hours rounded as Delta rounds them (:func:`rounded_hours`);
-    refuses a non-finite one, a negative one once rounded, and one below the table's
+    refuses an infinite one, a negative one once rounded, and one below the table's
     ``delta.deletedFileRetentionDuration`` unless ``enforce_retention`` is off (Delta's
-    ``checkRetentionPeriodSafety``, which sees the rounded value too)."""
-    if isinstance(retention_hours, bool) or not isinstance(retention_hours, (int, float)) or not math.isfinite(retention_hours):
-        raise InvalidArgumentError(f"retention_hours must be a finite number, got {retention_hours!r}")
+    ``checkRetentionPeriodSafety``, which sees the rounded value too). NaN is not refused: it
+    rounds to 0 hours as in Delta, so it passes only with the check off (or a 0 retention table)."""
+    if isinstance(retention_hours, bool) or not isinstance(retention_hours, (int, float)) or math.isinf(retention_hours):
+        raise InvalidArgumentError(
+            f"retention_hours must be a finite number (or NaN, which rounds to 0 as in Delta), got {retention_hours!r}"
+        )
     hours = rounded_hours(retention_hours)
     if hours < 0:
         raise InvalidArgumentError(

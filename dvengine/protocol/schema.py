@@ -295,7 +295,9 @@ def conform_table(table: pa.Table, schema: pa.Schema) -> pa.Table:
     A whole-table ``cast`` also casts columns of the very same type, and Arrow's cast refuses a
     struct column whose NOT NULL field holds NULLs under NULL parents ("nulls in input cannot be
     viewed as non-nullable"), which is how such a column looks wherever the struct itself is NULL.
-    Delta allows a NULL struct with a NOT NULL field, so a whole-table cast would fail on valid rows."""
+    Delta's writer refuses a NULL struct above a NOT NULL field (engine/local/not_null.py), but
+    other writers (delta-rs) write such rows, and reads and copy-on-write rewrites of them must not
+    fail, so a whole-table cast would fail on rows a table may hold."""
     columns = [c if c.type == f.type else c.cast(f.type) for c, f in zip(table.columns, schema, strict=True)]
     return pa.Table.from_arrays(columns, schema=schema)
 

@@ -8,6 +8,12 @@ readable. The writer of each such file therefore fsyncs it itself, before the re
 in place (as ``LocalStorage.put_new`` does for DV files), so the cost is paid once per file, by
 the thread that wrote it, and never inside the host-local commit turn.
 
+A failure to write, fsync or rename such a file is raised as
+:class:`dvengine.errors.StorageWriteError` naming the file, chained to the ``OSError``: an fsync
+that failed means the data may not be on disk (the kernel may even have dropped the dirty pages),
+so the file must never be named; the command's cleanup (commands/written.py) removes what it
+wrote and nothing is committed.
+
 The directory entries need no folder fsync of their own: the mkdir and rename that place a file
 are metadata operations made before the commit's ``link``, and ordered metadata journaling (ext4
 ``data=ordered``, XFS) never keeps a later operation without the earlier ones; the commit's
@@ -21,18 +27,39 @@ import os
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
+from dvengine.errors import StorageWriteError
+
 # Files synced at once by fsync_files: fsync releases the GIL and the disk folds concurrent
 # flushes into one journal commit, so a job's files cost little more than its largest one.
 SYNC_WORKERS = 8
 
 
+def write_failed(action: str, path: str, exc: OSError) -> StorageWriteError:
+    """The typed error for a local ``action`` ("write", "fsync", "rename ... to") on ``path`` that
+    raised ``exc``; the caller raises it ``from exc`` so the OS error stays the cause."""
+    return StorageWriteError(f"cannot {action} {path}: {exc.strerror or exc}")
+
+
 def fsync_file(path: str) -> None:
-    """Flush ``path``'s data and inode to disk (a read-only descriptor suffices on Linux)."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    """Flush ``path``'s data and inode to disk (a read-only descriptor suffices on Linux); a
+    failure is a :class:`StorageWriteError` naming ``path`` (never ignored: see the module doc)."""
     try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        raise write_failed("fsync", path, exc) from exc
+
+
+def rename_into_place(source: str, target: str) -> None:
+    """``os.rename`` of a written, fsynced file to the name a commit will use; a failure is a
+    :class:`StorageWriteError` naming both (the file is not in place, so it must not be named)."""
+    try:
+        os.rename(source, target)
+    except OSError as exc:
+        raise write_failed(f"rename {source} to", target, exc) from exc
 
 
 def fsync_files(paths: Sequence[str], workers: int = SYNC_WORKERS) -> None:

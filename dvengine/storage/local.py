@@ -17,27 +17,43 @@ import pyarrow as pa
 
 from dvengine.faults import COMMIT_AFTER_LINK, COMMIT_BEFORE_LINK, fault_point
 from dvengine.storage.base import FileAlreadyExists, FileInfo
+from dvengine.storage.durable import write_failed
 
 
 def _write_hidden_temp(target: str, data: bytes) -> str:
     """Write and fsync ``data`` in a hidden temp file next to ``target`` (so a rename/link is atomic
     and names complete content after a power loss too); return its path.
 
-    Hidden names (leading dot) are ignored by log listing and by VACUUM's candidate scan.
+    Hidden names (leading dot) are ignored by log listing and by VACUUM's candidate scan. A failed
+    write or fsync removes the temp file and raises :class:`StorageWriteError` naming ``target``.
     """
     directory = os.path.dirname(target)
-    os.makedirs(directory, exist_ok=True)
     tmp = os.path.join(directory, f".{os.path.basename(target)}.{uuid.uuid4().hex}.tmp")
     try:
+        os.makedirs(directory, exist_ok=True)
         with open(tmp, "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-    except BaseException:
+    except BaseException as exc:
         if os.path.exists(tmp):
             os.unlink(tmp)
+        if isinstance(exc, OSError):
+            raise write_failed("write and fsync", target, exc) from exc
         raise
     return tmp
+
+
+def _replace_with(path: str, data: bytes) -> None:
+    """Put ``data`` at ``path`` by a synced temp file and a rename over it; a failed rename removes
+    the temp file and raises :class:`StorageWriteError` naming ``path``."""
+    tmp = _write_hidden_temp(path, data)
+    try:
+        os.replace(tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise write_failed(f"rename {tmp} to", path, exc) from exc
 
 
 class LocalStorage:
@@ -130,6 +146,8 @@ class LocalStorage:
             os.link(staged, path)
         except FileExistsError:
             raise FileAlreadyExists(path) from None
+        except OSError as exc:
+            raise write_failed(f"link {staged} to", path, exc) from exc
         finally:
             os.unlink(staged)
         fault_point(COMMIT_AFTER_LINK)
@@ -141,22 +159,26 @@ class LocalStorage:
 
     def sync_dir(self, directory: str) -> None:
         """fsync a folder, making the names linked or renamed into it durable (a file's own fsync
-        covers its content, not its directory entry). See spec_notes/crash-safety.md."""
-        fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        covers its content, not its directory entry). See spec_notes/crash-safety.md. A failure
+        is a :class:`StorageWriteError` naming the folder."""
         try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+            fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            raise write_failed("fsync", directory, exc) from exc
 
     def write(self, path: str, data: bytes) -> None:
         """Overwrite atomically and durably: temp file, fsync, rename (checkpoints, their sidecars,
         ``_last_checkpoint``, ``_last_vacuum_info``). A checkpoint is fsynced before the rename
         that names it, and before ``_last_checkpoint`` (written after it) can name it, so a power
         loss never leaves a hint pointing at an empty checkpoint (spec_notes/crash-safety.md)."""
-        os.replace(_write_hidden_temp(path, data), path)
+        _replace_with(path, data)
 
     def put_new(self, path: str, data: bytes) -> None:
-        os.replace(_write_hidden_temp(path, data), path)
+        _replace_with(path, data)
 
     def put_new_in_background(self, path: str, data: bytes) -> None:
         self.put_new(path, data)  # no round trip to hide

@@ -11,6 +11,7 @@ from dvengine.commands.write import WritePlan, finish_write, plan_write, record_
 from dvengine.commands.write_options import SchemaWriteOptions
 from dvengine.engine.local.constraints import check_constraints
 from dvengine.engine.local.executor import LocalExecutor
+from dvengine.engine.local.not_null import check_column_not_null
 from dvengine.engine.local.writer import write_data_files
 from dvengine.errors import (
     EvaluationError,
@@ -21,7 +22,7 @@ from dvengine.errors import (
 )
 from dvengine.expressions import BoundPredicate, parse_value_expression, to_pyarrow_expression, to_pyarrow_value
 from dvengine.expressions.arrow_plans import filter_table, project_table
-from dvengine.protocol.schema import conform_table, from_arrow_schema, to_arrow_schema
+from dvengine.protocol.schema import StructField, conform_table, from_arrow_schema, to_arrow_schema
 from dvengine.writing.constraints import table_constraints
 from dvengine.writing.defaults import column_defaults
 from dvengine.writing.generated import generation_expressions
@@ -101,12 +102,12 @@ def align_to_table(table: pa.Table, plan: WritePlan) -> pa.Table:
             columns[table_name] = pa.chunked_array([pa.array([0] * table.num_rows, pa.int64())])
             continue
         column = pa.chunked_array([pa.nulls(table.num_rows, f.type)]) if data_name is None else table.column(data_name)
-        columns[table_name] = _conform(column, f, table_name)
+        columns[table_name] = _conform(column, f, table_name, plan.schema.get(table_name))
     if later:
         known = pa.Table.from_pydict(columns) if columns else pa.table({"__rows": pa.nulls(table.num_rows)})
         for name in sorted(later):
             field = target.field(name)
-            columns[name] = _conform(_generated_values(known, plan, name, generated[name]), field, name)
+            columns[name] = _conform(_generated_values(known, plan, name, generated[name]), field, name, plan.schema.get(name))
     return pa.Table.from_arrays([columns[name] for _, name in plan.column_pairs], names=[n for _, n in plan.column_pairs])
 
 
@@ -126,9 +127,13 @@ def _with_identity_values(aligned: pa.Table, plan: WritePlan) -> pa.Table:
     return aligned
 
 
-def _conform(column: pa.ChunkedArray, f: pa.Field, table_name: str) -> pa.ChunkedArray:
+def _conform(column: pa.ChunkedArray, f: pa.Field, table_name: str, field: StructField) -> pa.ChunkedArray:
+    """``column`` cast to the table's type, after the NOT NULL checks: the column's own flag, then
+    the NOT NULL fields of its structs (a NULL struct above one counts as NULL, as in Delta), both
+    SchemaViolationError naming the column path; a value that does not cast is SchemaMismatchError."""
     if column.null_count and not f.nullable:
         raise SchemaViolationError(f"NOT NULL column {table_name!r} would receive null values; nothing was written")
+    check_column_not_null(column, field)
     try:
         return column.cast(f.type)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:

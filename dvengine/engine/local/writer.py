@@ -40,7 +40,7 @@ from dvengine.protocol.schema import (
 )
 from dvengine.read import relabel_by_position
 from dvengine.storage import is_object_uri, join, pending, resolve_data_path, storage_for
-from dvengine.storage.durable import fsync_file
+from dvengine.storage.durable import fsync_file, rename_into_place, write_failed
 from dvengine.writing.files import HIVE_DEFAULT_PARTITION, build_add_file, escape_partition_value
 from dvengine.writing.stats import stats_from_parquet_metadata
 
@@ -173,6 +173,15 @@ def write_data_files(
     return adds
 
 
+def _write_parquet(chunk: pa.Table, path: str, collected: list[pq.FileMetaData]) -> None:
+    """``pq.write_table`` to the hidden ``path``; an I/O failure (Arrow's ``OSError``: EIO, ENOSPC)
+    is a :class:`StorageWriteError` naming the file, like a failed fsync or rename after it."""
+    try:
+        pq.write_table(chunk, path, metadata_collector=collected, use_dictionary=dictionary_columns(chunk), **PARQUET_WRITE_OPTIONS)
+    except OSError as exc:
+        raise write_failed("write", path, exc) from exc
+
+
 def _write_one(
     chunk: pa.Table, table_root: str, folder: str, log_values: dict[str, str | None], schema: StructType, num_indexed_cols: int,
     sink: Callable[[str, bytes], None] | None = None, name_tag: str = "",
@@ -186,9 +195,9 @@ def _write_one(
     hidden = os.path.join(os.path.dirname(target), f".{name}.tmp")
     collected: list[pq.FileMetaData] = []
     try:
-        pq.write_table(chunk, hidden, metadata_collector=collected, use_dictionary=dictionary_columns(chunk), **PARQUET_WRITE_OPTIONS)
+        _write_parquet(chunk, hidden, collected)
         fsync_file(hidden)  # before the name a commit will use exists: never a committed empty file
-        os.rename(hidden, target)
+        rename_into_place(hidden, target)
     except BaseException:
         for path in (hidden, target):
             if os.path.exists(path):

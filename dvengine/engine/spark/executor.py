@@ -88,6 +88,7 @@ from dvengine.protocol.ddl import from_spark_type
 from dvengine.protocol.schema import DataType, StructField, StructType, holds_struct
 from dvengine.read.row_ids import tracked_columns
 from dvengine.storage import join, resolve_data_path
+from dvengine.storage.durable import rename_into_place
 from dvengine.writing.constraints import row_rule_texts
 from dvengine.writing.files import SPARK_STAGING_PREFIX
 from dvengine.writing.stats import num_indexed_cols
@@ -229,7 +230,7 @@ def _publish(ctx: DmlContext, staging: str, adds: Sequence[AddFile]) -> None:
     for add in adds:
         target = resolve_data_path(root, add.path)
         os.makedirs(os.path.dirname(target), exist_ok=True)
-        os.rename(resolve_data_path(staging, add.path), target)
+        rename_into_place(resolve_data_path(staging, add.path), target)
         ctx.written.add_paths([target])
     ctx.written.remove_staging(staging)
 

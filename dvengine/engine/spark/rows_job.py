@@ -154,7 +154,7 @@ class NewRows:
 
 
 def _check_not_null(table: pa.Table, ctx: RowsJobContext) -> None:
-    """NULLs headed for NOT NULL fields, nested ones included (a null parent struct is allowed)."""
+    """NULLs headed for NOT NULL fields, nested ones included (a NULL parent struct counts as NULL, as in Delta)."""
     bad = null_into_not_null(table, ctx.schema)
     if bad:
         raise SchemaViolationError(f"{ctx.operation} would write NULL into NOT NULL column {bad[0]!r}; nothing was written")

@@ -49,7 +49,7 @@ from dvengine.protocol.row_tracking import ROW_COMMIT_VERSION_COLUMN, ROW_ID_COL
 from dvengine.protocol.schema import FIELD_ID_KEY, PHYSICAL_NAME_KEY, StructType
 from dvengine.protocol.stats import FileStats
 from dvengine.storage import join, resolve_data_path, storage_for
-from dvengine.storage.durable import fsync_files
+from dvengine.storage.durable import fsync_files, rename_into_place
 from dvengine.writing.files import SPARK_STAGING_PREFIX, build_add_file, parse_partition_folders
 from dvengine.writing.stats import stats_from_parquet_metadata
 
@@ -195,7 +195,7 @@ def write_parquet_files(
         for path, relative, partition_values, stats in staged:
             target = os.path.join(table_root, relative)
             os.makedirs(os.path.dirname(target), exist_ok=True)
-            os.rename(path, target)
+            rename_into_place(path, target)
             st = os.stat(target)
             adds.append(build_add_file(relative, partition_values, st.st_size, int(st.st_mtime * 1000), stats))
     except BaseException:
