@@ -284,3 +284,28 @@ def test_append_to_column_mapped_table_uses_physical_names(spark: Any, tmp_path:
         assert file_schema.field("col-3333").type.field(0).name == "col-4444"
         assert "col-1111" in json.loads(a["stats"])["minValues"]
     assert rows_delta_rs(path) == _normalize(data.to_pylist())
+
+
+def test_null_struct_above_a_not_null_field_is_refused_on_spark(spark: Any, tmp_path: Path) -> None:
+    """Delta's rule (InvariantEnforcementSuite "reject non-nullable nested column"): a NULL struct
+    above a NOT NULL field counts as NULL; a Spark DataFrame append is refused like an Arrow one."""
+    from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+    path = str(tmp_path / "t")
+    inner = pa.struct([pa.field("key", pa.string(), nullable=False), pa.field("value", pa.int64())])
+    schema = pa.schema([pa.field("id", pa.int64()), pa.field("top", inner)])
+    write(pa.table({"id": [1], "top": [{"key": "a", "value": 1}]}, schema=schema), path, spark=spark)
+    before_files, before_log = data_files(path), commits(path)
+    loose = StructType([
+        StructField("id", LongType()),
+        StructField("top", StructType([StructField("key", StringType()), StructField("value", LongType())])),
+    ])
+    for row in ((2, None), (4, (None, 4))):  # the struct NULL, or the field
+        with pytest.raises(SchemaViolationError, match="'top.key'"):
+            write(spark.createDataFrame([row], loose), path, mode="append", spark=spark)
+        assert commits(path) == before_log and data_files(path) == before_files
+    # an empty string is a value; the frame's nullable field is no reason to refuse (it was, by Spark's cast)
+    write(spark.createDataFrame([(3, ("", 3))], loose), path, mode="append", spark=spark)
+    assert len(commits(path)) == len(before_log) + 1
+    assert_readers_see(path, pa.table({"id": [1, 3], "top": [{"key": "a", "value": 1}, {"key": "", "value": 3}]},
+                                      schema=schema))
