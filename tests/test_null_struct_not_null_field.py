@@ -143,3 +143,25 @@ def test_a_nested_assignment_on_a_null_struct_builds_one_and_is_accepted(tmp_pat
     model = [(i, (1, None) if i == 1 else s) for i, s in model] + _model([10])
     assert _other_readers(root)[0] == sort_rows(model)
     assert _flat(DeltaTable.forPath(None, root).toArrow().to_pylist()) == sort_rows(model)
+
+
+SPARK_REFUSED = {
+    "update s = NULL": lambda spark, root: DeltaTable.forPath(spark, root).update("id = 2", {"s": NULL_S}, engine="spark"),
+    "update another column of a row with a NULL struct": lambda spark, root: DeltaTable.forPath(spark, root).update(
+        "id = 1", {"id": "id + 100"}, engine="spark"),
+    "merge update with a NULL struct": lambda spark, root: (
+        DeltaTable.forPath(spark, root).alias("t").merge(spark.createDataFrame(_batch([4, 5])).alias("s"), "t.id = s.id")
+        .whenMatchedUpdate(set={"s": "s.s"}).execute()),
+}
+
+
+@pytest.mark.parametrize("operation", list(SPARK_REFUSED))
+def test_the_spark_executor_refuses_a_null_parent_as_well(spark: Any, tmp_path: Path, operation: str) -> None:
+    """The same rule on the Spark executor (its file tasks and row plan share the check)."""
+    root = str(tmp_path / "t")
+    model = _table_with_null_parents(root)
+    before = folder_state(Path(root))
+    with pytest.raises(SchemaViolationError, match=r"'s\.x'"):
+        SPARK_REFUSED[operation](spark, root)
+    assert folder_state(Path(root)) == before
+    assert _other_readers(root)[0] == sort_rows(model)

@@ -27,9 +27,18 @@ from dvengine.errors import NotLocallyEvaluableError, SchemaViolationError
 from dvengine.expressions.arrow import VOID
 from dvengine.expressions.arrow_plans import project_table
 from dvengine.expressions.arrow_types import Refused, Val, store
-from dvengine.protocol.schema import DataType, to_arrow_field, to_arrow_type
+from dvengine.protocol.nested_not_null import as_nullable
+from dvengine.protocol.schema import DataType, to_arrow_type
 
 _VALUE = "v"
+
+
+def _loose(target: DataType) -> pa.DataType:
+    """The Arrow type values are rebuilt to: the target's, every nullability flag loosened. Arrow
+    refuses to cast (even to the same type) an array whose NOT NULL child holds a NULL under a NULL
+    struct, which Spark allows; whether the rows break a NOT NULL field is the callers' check
+    (``not_null.null_into_not_null``, Delta's rule), which names the field, before the final cast."""
+    return to_arrow_type(as_nullable(target))
 
 
 def _leaf_expression(cast: LeafCast) -> Any:
@@ -62,7 +71,7 @@ def align(
     """``values`` rebuilt to Arrow type ``target`` for column ``column`` (named in errors, with the
     ``operation``); ``current`` is the row's present value of the target column (where the plan
     keeps its fields)."""
-    arrow_target = to_arrow_type(target)
+    arrow_target = _loose(target)
     values = _compact(values)
     if alignment is None:
         return values.cast(arrow_target)
@@ -98,9 +107,9 @@ def _struct(values: Any, alignment: StructAlignment, column: str, current: Any |
             child = pc.struct_field(values, [source_index[plan.source_name]])  # NULL under a NULL struct
             children.append(align(child, plan.child, plan.target.type, f"{column}.{plan.target.name}", own_values, operation))
         elif own_values is not None:
-            children.append(_compact(own_values).cast(to_arrow_type(plan.target.type)))
+            children.append(_compact(own_values).cast(_loose(plan.target.type)))
         else:
-            children.append(pa.nulls(len(values), to_arrow_type(plan.target.type)))
+            children.append(pa.nulls(len(values), _loose(plan.target.type)))
     missing = values.is_null()
     if alignment.null_only_if_target_null and current is not None:
         missing = pc.and_(missing, current.is_null())
@@ -110,5 +119,5 @@ def _struct(values: Any, alignment: StructAlignment, column: str, current: Any |
                 f"{operation} would write NULL into NOT NULL field {column}.{plan.target.name} (Delta's NOT NULL "
                 "constraint); nothing was written"
             )
-    fields = [to_arrow_field(p.target) for p in alignment.fields]
+    fields = [pa.field(p.target.name, _loose(p.target.type)) for p in alignment.fields]
     return pa.StructArray.from_arrays(children, fields=fields, mask=missing)

@@ -55,7 +55,7 @@ from dvengine.engine.spark.paths import hadoop_names
 from dvengine.engine.spark.reader import (
     FILE_PATH_COL,
     ROW_INDEX_COL,
-    logical_spark_type,
+    castable_spark_type,
     scan_logical,
     spark_schema,
 )
@@ -168,7 +168,7 @@ def updated_projection(
 def stored_value(value_sql: str, field: StructField, alignment: Alignment | None) -> Column:
     """The value as its column stores it: rebuilt by ``alignment`` (struct fields matched by name,
     as Delta's UPDATE; Spark's CAST alone goes by position), then cast to the column's type."""
-    return align_column(F.expr(value_sql), alignment).cast(logical_spark_type(field))
+    return align_column(F.expr(value_sql), alignment).cast(castable_spark_type(field))
 
 
 def plan_alignments(spark: SparkSession, schema: StructType, assignments: Mapping[str, str]) -> dict[str, Alignment]:
@@ -565,7 +565,7 @@ class SparkExecutor:
         for name, text in sql.items():
             field = ctx.snapshot.schema.get(name)
             value = align_column(F.expr(text), _alignments(ctx).get(name))
-            target = logical_spark_type(field)
+            target = castable_spark_type(field)
             misfit = F.count_if(value.isNotNull() & value.try_cast(target).isNull()).alias("n")
             try:  # try_cast never raises: a non-zero count, or a raising value expression, names the column
                 culprit = bool(matched.agg(misfit).collect()[0]["n"])

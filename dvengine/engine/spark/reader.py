@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Collection, Sequence
+from dataclasses import replace
 from functools import reduce
 from urllib.parse import unquote
 
@@ -32,6 +33,7 @@ from dvengine.errors import LogCorruptedError, ProtocolError
 from dvengine.expressions import BoundPredicate
 from dvengine.log import Snapshot
 from dvengine.protocol.actions import AddFile
+from dvengine.protocol.nested_not_null import as_nullable
 from dvengine.protocol.row_tracking import MaterializedColumns
 from dvengine.protocol.schema import PrimitiveType, StructField, StructType, to_arrow_field, to_arrow_schema
 from dvengine.read import plan_scan
@@ -470,3 +472,12 @@ def _jvm_for(spark: SparkSession, files: Sequence[AddFile]) -> bool:
 def logical_spark_type(field: StructField) -> DataType:
     """Spark type of a field under its logical (not physical) nested names."""
     return spark_schema(StructType((field,)))[0].dataType
+
+
+def castable_spark_type(field: StructField) -> DataType:
+    """:func:`logical_spark_type` with every nullability flag inside it loosened (Delta's
+    ``asNullable``): what a value is CAST to before it is stored. Spark's analyzer refuses to cast a
+    nullable nested field into a NOT NULL one whatever the rows hold, so casting to the column's own
+    type would refuse a frame built in Python, or ``SET s = NULL``, with a raw AnalysisException;
+    the NOT NULL fields are checked on the values instead, as Delta's invariant checker does."""
+    return logical_spark_type(replace(field, type=as_nullable(field.type), nullable=True))

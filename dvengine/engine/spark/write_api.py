@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from typing import Any
 
 import pyarrow as pa
@@ -31,7 +30,7 @@ from dvengine.engine.spark.constraints import check_frame_constraints
 from dvengine.engine.spark.executor import SparkExecutor
 from dvengine.engine.spark.identifiers import quote, quote_path
 from dvengine.engine.spark.identity_values import with_appended_identity_values
-from dvengine.engine.spark.reader import logical_spark_type
+from dvengine.engine.spark.reader import castable_spark_type, logical_spark_type
 from dvengine.engine.spark.writer import write_parquet_files
 from dvengine.errors import (
     InvalidArgumentError,
@@ -39,7 +38,6 @@ from dvengine.errors import (
     SchemaViolationError,
     UnsupportedFeatureError,
 )
-from dvengine.protocol.nested_not_null import as_nullable
 from dvengine.protocol.schema import DataType, DecimalType, PrimitiveType, StructField, StructType, from_arrow_schema
 from dvengine.storage.logstore import normalize_table_path
 from dvengine.writing.constraints import table_constraints
@@ -243,11 +241,7 @@ def _conform(column: Column, data_type: DataType, field: StructField) -> Column:
             f"column {field.name!r}: writing {data_type.simple_string()} data into {target.simple_string()} "
             "(a merged array/map element type) is not implemented on Spark"
         )
-    # Cast to the type with every nullability flag loosened (Delta's ``schema.asNullable`` of the
-    # data): Spark refuses to cast a nullable nested field into a NOT NULL one at analysis, whatever
-    # the rows hold, so a DataFrame built in Python could not be appended at all; the NOT NULL
-    # fields are checked on the values instead (check_not_null, Delta's invariant checker).
-    return column.cast(logical_spark_type(replace(field, type=as_nullable(field.type), nullable=True)))
+    return column.cast(castable_spark_type(field))  # NOT NULL fields: check_not_null, on the values
 
 
 def check_replace_where(df: DataFrame, predicate_sql: str) -> None:
