@@ -55,7 +55,7 @@ def azurite_executable() -> str | None:
     """``DVENGINE_AZURITE_BLOB``, else the Makefile's install under ``.tools/azurite``, else PATH."""
     given = os.environ.get("DVENGINE_AZURITE_BLOB")
     if given:
-        return given
+        return given if os.access(given, os.X_OK) else None
     local = _REPO / ".tools" / "azurite" / "node_modules" / ".bin" / "azurite-blob"
     if local.exists():
         return str(local)

@@ -2,9 +2,9 @@
 
 obstore is the Python binding of the Rust ``object_store`` crate that delta-rs uses, so dvengine
 and delta-rs talk to a store the same way: same configuration keys, same retries, same
-conditional writes. Commits are ``put(..., mode="create")``: S3 sends ``If-None-Match: *`` and
-the store answers 412 when the object exists, which is Delta's put-if-absent without a lock
-service. A store that ignores the header would let two writers both "win" one version, so the
+conditional writes. Commits are ``put(..., mode="create")``: S3 and Azure Blob send
+``If-None-Match: *`` and the store refuses the PUT when the object exists (S3 412, Azure 409
+BlobAlreadyExists), which is Delta's put-if-absent without a lock service. A store that ignores the header would let two writers both "win" one version, so the
 first write of a process to a store is preceded by a probe (create the same hidden object
 twice: the second must be refused); a store that fails it is refused before anything is written.
 """
