@@ -2,9 +2,9 @@
 
 obstore is the Python binding of the Rust ``object_store`` crate that delta-rs uses, so dvengine
 and delta-rs talk to a store the same way: same configuration keys, same retries, same
-conditional writes. Commits are ``put(..., mode="create")``: S3 sends ``If-None-Match: *`` and
-the store answers 412 when the object exists, which is Delta's put-if-absent without a lock
-service. A store that ignores the header would let two writers both "win" one version, so the
+conditional writes. Commits are ``put(..., mode="create")``: S3 and Azure Blob send
+``If-None-Match: *`` and the store refuses the PUT when the object exists (S3 412, Azure 409
+BlobAlreadyExists), which is Delta's put-if-absent without a lock service. A store that ignores the header would let two writers both "win" one version, so the
 first write of a process to a store is preceded by a probe (create the same hidden object
 twice: the second must be refused); a store that fails it is refused before anything is written.
 """
@@ -44,21 +44,31 @@ from dvengine.storage.settings import (
 )
 from dvengine.storage.uris import split_object_uri
 
-# A refusal shows as the HTTP status or the S3 error code (object_store maps few of them to types).
+# A refusal shows as the HTTP status or the S3 / Azure error code (object_store maps few of them to types).
 _ACCESS_DENIED = re.compile(
     r"status code: 40[13]\b|Forbidden|InvalidAccessKeyId|SignatureDoesNotMatch|AccessDenied|ExpiredToken"
+    r"|AuthenticationFailed|AuthorizationFailure|AuthorizationPermissionMismatch"
 )
+# The store's code for "the bucket / container in the URI does not exist" (S3, Azure Blob).
+_NO_CONTAINER = {"NoSuchBucket": "bucket", "ContainerNotFound": "container"}
 _UNREACHABLE_MARKERS = ("error sending request", "timed out", "timeout", "Connection refused", "connect error",
                         "dns error")  # fmt: skip
 _RETRY_KEYS = {"max_retries", "retry_timeout"}
+# object_store's HTTP client settings (obstore's ClientConfig keys).
+_CLIENT_KEYS = frozenset({
+    "allow_http", "allow_invalid_certificates", "connect_timeout", "default_content_type", "http1_only",
+    "http2_keep_alive_interval", "http2_keep_alive_timeout", "http2_keep_alive_while_idle", "http2_only",
+    "pool_idle_timeout", "pool_max_idle_per_host", "proxy_url", "proxy_ca_certificate", "proxy_excludes",
+    "randomize_addresses", "read_timeout", "timeout", "user_agent",
+})  # fmt: skip
 
 
 def _translate(exc: BaseException, uri: str, action: str) -> BaseException:
     """A typed dvengine error naming ``uri`` for an obstore failure; missing objects stay FileNotFoundError."""
     text = str(exc).split("\n\nDebug source:", 1)[0]
-    if "NoSuchBucket" in text:
-        bucket = split_object_uri(uri)[0]
-        return StorageError(f"cannot {action} {uri}: bucket {bucket} does not exist")
+    for code, kind in _NO_CONTAINER.items():
+        if code in text:
+            return StorageError(f"cannot {action} {uri}: {kind} {_container_of(uri)} does not exist")
     if isinstance(exc, FileNotFoundError):
         return exc
     if any(m.lower() in text.lower() for m in _UNREACHABLE_MARKERS):
@@ -66,6 +76,13 @@ def _translate(exc: BaseException, uri: str, action: str) -> BaseException:
     if isinstance(exc, PermissionDeniedError | UnauthenticatedError) or _ACCESS_DENIED.search(text):
         return StorageAccessError(f"cannot {action} {uri}: the store refused the credentials ({text[:300]})")
     return StorageError(f"cannot {action} {uri}: {text[:400]}")
+
+
+def _container_of(uri: str) -> str:
+    """The bucket or container a URI names: ``b`` of ``s3://b/k``, ``c`` of ``az://c/k`` and of
+    ``abfss://c@account.dfs.core.windows.net/k`` (the account is not the container)."""
+    netloc = split_object_uri(uri)[0].split("://", 1)[1]
+    return netloc.split("@", 1)[0]
 
 
 def _build_store(base: str, options: dict[str, str]) -> Any:
@@ -83,10 +100,40 @@ def _build_store(base: str, options: dict[str, str]) -> Any:
             given = {k.lower().removeprefix("aws_") for k in config}
             config.update({f"aws_{k}": v for k, v in DEFAULT_CLIENT.items() if k not in given})
             return obstore.store.S3Store(base.removeprefix("s3://"), config=config, retry_config=retry)  # type: ignore[arg-type]
-        build: Any = obstore.store.from_url  # gs / az / abfss: typed per store kind, untested here
-        return build(base, config=config, retry_config=retry)
+        store_keys, client = _split_client_options(base, config)
+        build: Any = obstore.store.from_url  # gs / az / abfss (Azure tested against Azurite, GCS untested)
+        return build(base, config=store_keys, client_options=client, retry_config=retry)
     except (BaseError, ValueError, TypeError) as exc:
         raise InvalidArgumentError(f"storage_options for {base} are not valid: {exc}") from exc
+    except BaseException as exc:
+        # A Rust panic inside obstore arrives as pyo3's PanicException, a BaseException: a bad
+        # option must not escape as something no ``except Exception`` catches.
+        if type(exc).__name__ == "PanicException":
+            raise InvalidArgumentError(f"storage_options for {base} are not valid: {exc}") from None
+        raise
+
+
+def _split_client_options(base: str, config: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+    """``(store config, client options)`` for a ``gs://`` / ``az://`` / ``abfss://`` store.
+
+    delta-rs takes HTTP client settings (``allow_http``, ``timeout`` ...) among the storage options,
+    with or without the store's prefix (``azure_allow_http``). obstore's Azure and GCS stores want
+    them in ``client_options``: given in ``config`` they make obstore panic ("Expected config prefix
+    to start with azure_"), so ``{"allow_http": "true"}``, which an Azurite user needs, could not be
+    passed at all. dvengine's client defaults (short timeouts) fill in what is not given, as for S3.
+    """
+    prefix = "google_" if base.startswith("gs://") else "azure_"
+    store_keys: dict[str, str] = {}
+    client: dict[str, str] = {}
+    for key, value in config.items():
+        name = key.lower().removeprefix(prefix)
+        if name in _CLIENT_KEYS:
+            client[name] = value
+        else:
+            store_keys[key] = value
+    for name, value in DEFAULT_CLIENT.items():
+        client.setdefault(name, value)
+    return store_keys, client
 
 
 class ObjectStorage:

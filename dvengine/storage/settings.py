@@ -109,10 +109,27 @@ def options_from_hadoop(conf: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
+# Where each store kind takes its endpoint from (option names, lower case; the prefixed ones in
+# upper case are also environment variables). Azure's emulator mode reads AZURITE_BLOB_STORAGE_URL.
+_ENDPOINT_KEYS = {
+    "s3": ("aws_endpoint_url", "aws_endpoint", "endpoint_url", "endpoint"),
+    "az": ("azure_storage_endpoint", "azure_endpoint", "endpoint", "azurite_blob_storage_url"),
+    "gs": ("google_service_account_endpoint",),
+}
+
+
 def host_table_key(uri: str) -> str:
     """What names a table on an object store for this host's writers: the endpoint (the table's
-    options, else the environment's ``AWS_ENDPOINT_URL``) and the URI, so two servers with a bucket
-    of the same name are two tables. Keys the commit turn (commit/commit_lock.py) and the commit
-    relay (storage/commit_relay.py)."""
-    endpoint = options_for(uri).get("AWS_ENDPOINT_URL") or os.environ.get("AWS_ENDPOINT_URL", "")
+    options, else the environment's) and the URI, so two servers with a bucket (container) of the
+    same name are two tables. Keys the commit turn (commit/commit_lock.py) and the commit relay
+    (storage/commit_relay.py). Azure's endpoint counts too: two Azurite servers on one host each
+    have a ``devstoreaccount1`` with its own containers."""
+    scheme = uri.split("://", 1)[0].lower()
+    kind = "az" if scheme in ("az", "azure", "abfs", "abfss", "adl") else scheme
+    options = {k.lower(): v for k, v in options_for(uri).items()}
+    names = _ENDPOINT_KEYS.get(kind, ())
+    # the options first (they override the environment, as in object_store); never a bare ENDPOINT variable
+    candidates = [options.get(n) for n in names]
+    candidates += [os.environ.get(n.upper()) for n in names if n.startswith(("aws_", "azure_", "azurite_", "google_"))]
+    endpoint = next((c for c in candidates if c), "")
     return f"{endpoint}\n{uri.rstrip('/')}"
