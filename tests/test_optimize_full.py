@@ -7,13 +7,13 @@ to delta-rs / DuckDB reads; refusals are typed and leave the folder byte for byt
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 from clustering_rows import append_xys
+from dml_helpers import folder_state
 from interop import rows_arrow, rows_delta_rs, rows_duckdb, sort_rows
 
 from dvengine import DeltaTable
@@ -49,15 +49,6 @@ def _last_commit_info(path: Path) -> dict[str, Any]:
     version = load_snapshot(str(path)).version
     lines = (path / "_delta_log" / f"{version:020d}.json").read_text().splitlines()
     return next(json.loads(line)["commitInfo"] for line in lines if "commitInfo" in line)
-
-
-def _folder(path: Path) -> dict[str, bytes]:
-    out: dict[str, bytes] = {}
-    for dirpath, _dirs, names in os.walk(path):
-        for name in names:
-            full = os.path.join(dirpath, name)
-            out[os.path.relpath(full, path)] = Path(full).read_bytes()
-    return out
 
 
 def _same_rows(path: Path, model: list[tuple[Any, ...]]) -> None:
@@ -154,26 +145,26 @@ def test_full_refusals_are_typed_and_write_nothing(tmp_path: Path) -> None:
     (DeltaTable.create(None).location(str(plain)).addColumn("x", "BIGINT").addColumn("y", "BIGINT")
      .addColumn("s", "STRING").execute())
     append_xys(plain, 2, 50, seed=41)
-    before = _folder(plain)
+    before = folder_state(plain)
     with pytest.raises(OperationNotAllowedError, match=r"DELTA_OPTIMIZE_FULL_NOT_SUPPORTED.*only supported for clustered tables"):
         DeltaTable.forPath(None, str(plain)).optimize().executeCompaction(full=True)
     with pytest.raises(OperationNotAllowedError, match="DELTA_OPTIMIZE_FULL_NOT_SUPPORTED"):  # FULL before ZORDER BY's checks
         table_statements.optimize(DeltaTable.forPath(None, str(plain)), None, ("x",), full=True)
-    assert _folder(plain) == before
+    assert folder_state(plain) == before
 
     none = tmp_path / "none"
     _clustered(none, "x")
     append_xys(none, 2, 50, seed=42)
     alter_clustering(str(none), [])  # CLUSTER BY NONE: still a clustered table, with no columns
-    before = _folder(none)
+    before = folder_state(none)
     with pytest.raises(OperationNotAllowedError, match="DELTA_OPTIMIZE_FULL_NOT_SUPPORTED"):
         DeltaTable.forPath(None, str(none)).optimize().executeCompaction(full=True)
-    assert _folder(none) == before
+    assert folder_state(none) == before
 
     clustered = tmp_path / "clustered"
     _clustered(clustered, "x")
     append_xys(clustered, 2, 50, seed=43)
-    before = _folder(clustered)
+    before = folder_state(clustered)
     table = DeltaTable.forPath(None, str(clustered))
     with pytest.raises(OperationNotAllowedError, match="doesn't support partition predicates"):
         table_statements.optimize(table, "x > 1", (), full=True)
@@ -181,7 +172,7 @@ def test_full_refusals_are_typed_and_write_nothing(tmp_path: Path) -> None:
         table_statements.optimize(table, None, ("y",), full=True)
     with pytest.raises(TypeError, match="full must be a bool"):
         table.optimize().executeCompaction(full="yes")  # type: ignore[arg-type]
-    assert _folder(clustered) == before
+    assert folder_state(clustered) == before
 
 
 def test_sql_full_parses_as_deltas_grammar() -> None:

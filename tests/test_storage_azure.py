@@ -21,7 +21,6 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, ClassVar
 
-import pyarrow as pa
 import pytest
 from azure_support import (  # noqa: F401
     ACCOUNT,
@@ -34,6 +33,7 @@ from azure_support import (  # noqa: F401
     rows_duckdb_azure,
 )
 from interop import sort_rows
+from store_rows import COLUMNS, Model, arrow_rows, dvengine_rows, make_rows
 
 import dvengine
 from dvengine import DeltaTable
@@ -41,35 +41,13 @@ from dvengine.errors import StorageAccessError, StorageError, StorageUnreachable
 from dvengine.log import latest_version, load_snapshot, write_checkpoint
 from dvengine.storage.base import CONDITIONAL_PUT_PROBE_PREFIX
 
-COLUMNS = ["id", "part", "val"]
-Row = tuple[Any, ...]
-Model = dict[int, Row]
 # A well-formed account key that is not the account's (base64 of 64 bytes of "x").
 WRONG_KEY = "eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eA=="
 
 
-def _arrow(rows: list[Row]) -> pa.Table:
-    return pa.table(
-        {
-            "id": pa.array([r[0] for r in rows], pa.int64()),
-            "part": pa.array([r[1] for r in rows], pa.string()),
-            "val": pa.array([r[2] for r in rows], pa.int64()),
-        }
-    )
-
-
-def _rows(ids: range, val: int = 0) -> list[Row]:
-    return [(i, f"p{i % 3}", i * 10 + val) for i in ids]
-
-
-def _dvengine_rows(uri: str, options: dict[str, str], version: int | None = None) -> list[Row]:
-    table = DeltaTable.forPath(None, uri, storage_options=options).toArrow(version=version)
-    return sort_rows([tuple(d[c] for c in COLUMNS) for d in table.to_pylist()])
-
-
 def _check_all_readers(server: AzureServer, uri: str, model: Model) -> None:
     want = sort_rows(list(model.values()))
-    assert _dvengine_rows(uri, server.options) == want, "dvengine"
+    assert dvengine_rows(uri, server.options) == want, "dvengine"
     assert rows_delta_rs_azure(server, uri, COLUMNS) == want, "delta-rs"
     assert rows_duckdb_azure(server, uri, COLUMNS) == want, "duckdb"
 
@@ -96,15 +74,15 @@ def test_lifecycle_every_version_matches_model(
         assert latest_version(uri) == version
         _check_all_readers(server, uri, model)
 
-    model: Model = {r[0]: r for r in _rows(range(200))}
+    model: Model = {r[0]: r for r in make_rows(range(200))}
     v = dvengine.write(
-        _arrow(list(model.values())), uri, partitionBy=["part"], storage_options=opts,
+        arrow_rows(list(model.values())), uri, partitionBy=["part"], storage_options=opts,
         configuration={"delta.enableDeletionVectors": "true"},
     )
     record(v, model)
 
-    model.update({r[0]: r for r in _rows(range(200, 260))})
-    record(dvengine.write(_arrow(_rows(range(200, 260))), uri, mode="append", storage_options=opts), model)
+    model.update({r[0]: r for r in make_rows(range(200, 260))})
+    record(dvengine.write(arrow_rows(make_rows(range(200, 260))), uri, mode="append", storage_options=opts), model)
 
     table = DeltaTable.forPath(None, uri, storage_options=opts)
     metrics = table.delete("id = 5", mode="dv")  # one row: an inline DV
@@ -127,7 +105,7 @@ def test_lifecycle_every_version_matches_model(
     record(metrics["version"], model)
     monkeypatch.delenv("DVENGINE_DV_INLINEMAXBYTES")
 
-    source = _arrow([(i, f"p{i % 3}", -i) for i in range(250, 270)])
+    source = arrow_rows([(i, f"p{i % 3}", -i) for i in range(250, 270)])
     merged = (
         table.alias("t").merge(source, "t.id = s.id", source_alias="s")
         .whenMatchedUpdateAll().whenNotMatchedInsertAll().execute()
@@ -146,13 +124,13 @@ def test_lifecycle_every_version_matches_model(
     assert f"{prefix}_delta_log/_last_checkpoint" in server.keys(container, f"{prefix}_delta_log/")
     _check_all_readers(server, uri, model)
 
-    model.update({r[0]: r for r in _rows(range(300, 310), val=1)})
-    record(dvengine.write(_arrow(_rows(range(300, 310), val=1)), uri, mode="append", storage_options=opts), model)
+    model.update({r[0]: r for r in make_rows(range(300, 310), val=1)})
+    record(dvengine.write(arrow_rows(make_rows(range(300, 310), val=1)), uri, mode="append", storage_options=opts), model)
 
     # time travel: every version through dvengine and delta-rs (DuckDB reads the latest only)
     for version, expected in versions.items():
         want = sort_rows(list(expected.values()))
-        assert _dvengine_rows(uri, opts, version) == want, f"dvengine v{version}"
+        assert dvengine_rows(uri, opts, version) == want, f"dvengine v{version}"
         assert rows_delta_rs_azure(server, uri, COLUMNS, version) == want, f"delta-rs v{version}"
 
     ops = [h["operation"] for h in sorted(table.historyRecords(), key=lambda h: h["version"])]
@@ -184,11 +162,11 @@ def test_az_and_abfss_spellings_name_the_same_table(
     server = azurite_env
     az = f"az://{container}/shared"
     abfss = f"abfss://{container}@{ACCOUNT}.dfs.core.windows.net/shared"
-    dvengine.write(_arrow(_rows(range(30))), abfss, storage_options=server.options)
-    assert _dvengine_rows(az, server.options) == sort_rows(_rows(range(30)))
+    dvengine.write(arrow_rows(make_rows(range(30))), abfss, storage_options=server.options)
+    assert dvengine_rows(az, server.options) == sort_rows(make_rows(range(30)))
     DeltaTable.forPath(None, az, storage_options=server.emulator_options).delete("id < 10", mode="dv")
-    want = sort_rows(_rows(range(10, 30)))
-    assert _dvengine_rows(abfss, server.options) == want
+    want = sort_rows(make_rows(range(10, 30)))
+    assert dvengine_rows(abfss, server.options) == want
     assert DeltaTable.forPath(None, abfss, storage_options=server.options).version() == 1
     assert rows_delta_rs_azure(server, abfss, COLUMNS) == want
     assert rows_delta_rs_azure(server, az, COLUMNS) == want
@@ -210,7 +188,7 @@ def test_missing_container(azure_server: AzureServer) -> None:  # noqa: F811
             DeltaTable.forPath(None, uri, storage_options=azure_server.options)
         assert uri in str(info.value)
         with pytest.raises(StorageError, match="container no-such-container does not exist"):
-            dvengine.write(_arrow(_rows(range(3))), uri, storage_options=azure_server.options)
+            dvengine.write(arrow_rows(make_rows(range(3))), uri, storage_options=azure_server.options)
     assert "no-such-container" not in [c.name for c in azure_server.service().list_containers()]
 
 
@@ -221,21 +199,21 @@ def test_table_not_found_in_existing_container(azure_server: AzureServer, contai
 
 def test_wrong_account_key(azure_server: AzureServer, container: str) -> None:  # noqa: F811
     uri = f"az://{container}/auth"
-    dvengine.write(_arrow(_rows(range(6))), uri, storage_options=azure_server.options)
+    dvengine.write(arrow_rows(make_rows(range(6))), uri, storage_options=azure_server.options)
     keys = azure_server.keys(container)
     bad = {**azure_server.options, "account_key": WRONG_KEY}
     with pytest.raises(StorageAccessError, match=uri):
         DeltaTable.forPath(None, uri, storage_options=bad)
     with pytest.raises(StorageAccessError, match=uri):
-        dvengine.write(_arrow(_rows(range(6, 8))), uri, mode="append", storage_options=bad)
+        dvengine.write(arrow_rows(make_rows(range(6, 8))), uri, mode="append", storage_options=bad)
     assert azure_server.keys(container) == keys
-    assert _dvengine_rows(uri, azure_server.options) == sort_rows(_rows(range(6)))
+    assert dvengine_rows(uri, azure_server.options) == sort_rows(make_rows(range(6)))
 
 
 def test_closed_port(azure_server: AzureServer, container: str) -> None:  # noqa: F811
     """The same container through a port nothing listens on: connection refused, retried briefly, typed."""
     uri = f"az://{container}/closed"
-    dvengine.write(_arrow(_rows(range(4))), uri, storage_options=azure_server.options)
+    dvengine.write(arrow_rows(make_rows(range(4))), uri, storage_options=azure_server.options)
     keys = azure_server.keys(container)
     closed = {
         **azure_server.options, "endpoint": f"http://127.0.0.1:{free_port()}/{ACCOUNT}",
@@ -244,9 +222,9 @@ def test_closed_port(azure_server: AzureServer, container: str) -> None:  # noqa
     with pytest.raises(StorageUnreachableError, match=uri):
         DeltaTable.forPath(None, uri, storage_options=closed)
     with pytest.raises(StorageUnreachableError, match=uri):
-        dvengine.write(_arrow(_rows(range(4, 6))), uri, mode="append", storage_options=closed)
+        dvengine.write(arrow_rows(make_rows(range(4, 6))), uri, mode="append", storage_options=closed)
     assert azure_server.keys(container) == keys
-    assert _dvengine_rows(uri, azure_server.options) == sort_rows(_rows(range(4)))
+    assert dvengine_rows(uri, azure_server.options) == sort_rows(make_rows(range(4)))
 
 
 # --- concurrency -----------------------------------------------------------------------------------
@@ -294,7 +272,7 @@ def test_two_processes_race_on_one_table(azure_server: AzureServer, container: s
     The host's commit turn is off in the writers, so they race for each version at the store and
     the loser of a race is refused by the conditional create (counted)."""
     uri = f"az://{container}/race"
-    dvengine.write(_arrow([]), uri, storage_options=azure_server.options)
+    dvengine.write(arrow_rows([]), uri, storage_options=azure_server.options)
     env = dict(os.environ)
     env["AZURE_TEST_OPTIONS"] = json.dumps(azure_server.options)
     env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[1]), env.get("PYTHONPATH", "")])
@@ -321,7 +299,7 @@ def test_two_processes_race_on_one_table(azure_server: AzureServer, container: s
     commit_keys = [k for k in azure_server.keys(container, "race/_delta_log/") if k.endswith(".json")]
     assert [int(k.rsplit("/", 1)[1][:20]) for k in commit_keys] == list(range(total + 1))
     want = sort_rows([(w * 1000 + i, f"w{w}", i) for w in range(writers) for i in range(commits)])
-    assert _dvengine_rows(uri, azure_server.options) == want
+    assert dvengine_rows(uri, azure_server.options) == want
     assert rows_delta_rs_azure(azure_server, uri, COLUMNS) == want
 
 
@@ -332,7 +310,7 @@ def test_conditional_create_of_an_existing_commit_is_refused(azure_server: Azure
     from dvengine.storage.registry import storage_for
 
     uri = f"az://{container}/cas"
-    dvengine.write(_arrow(_rows(range(3))), uri, storage_options=azure_server.options)
+    dvengine.write(arrow_rows(make_rows(range(3))), uri, storage_options=azure_server.options)
     commit = f"{uri}/_delta_log/00000000000000000000.json"
     store = storage_for(commit)
     before = store.read_bytes_tagged(commit)
@@ -351,8 +329,8 @@ def test_client_settings_among_storage_options(azure_server: AzureServer, contai
     opts = {k: v for k, v in azure_server.options.items() if k != "allow_http"}
     uri = f"az://{container}/client"
     prefixed = {**opts, "azure_allow_http": "true", "timeout": "20s", "azure_connect_timeout": "3s"}
-    dvengine.write(_arrow(_rows(range(5))), uri, storage_options=prefixed)
-    assert _dvengine_rows(uri, {**opts, "AZURE_ALLOW_HTTP": "true"}) == sort_rows(_rows(range(5)))
+    dvengine.write(arrow_rows(make_rows(range(5))), uri, storage_options=prefixed)
+    assert dvengine_rows(uri, {**opts, "AZURE_ALLOW_HTTP": "true"}) == sort_rows(make_rows(range(5)))
     with pytest.raises(InvalidArgumentError, match="az://"):
         DeltaTable.forPath(None, uri, storage_options={**azure_server.options, "account_key": "not base64!"})
 
@@ -427,7 +405,7 @@ def test_commits_are_sent_as_conditional_creates(
     (object_store's PutMode::Create on Azure); data files are plain PUTs."""
     options, puts = recording_proxy
     uri = f"az://{container}/wire"
-    dvengine.write(_arrow(_rows(range(8))), uri, storage_options=options)
+    dvengine.write(arrow_rows(make_rows(range(8))), uri, storage_options=options)
     DeltaTable.forPath(None, uri, storage_options=options).delete("id = 1", mode="dv")
     commits = [(p, h) for p, h in puts if "/_delta_log/" in p and p.endswith(".json")]
     assert [p.rsplit("/", 1)[1] for p, _ in commits] == ["00000000000000000000.json", "00000000000000000001.json"]
@@ -435,7 +413,7 @@ def test_commits_are_sent_as_conditional_creates(
     probes = [h for p, h in puts if CONDITIONAL_PUT_PROBE_PREFIX in p]
     assert probes and all(h == "*" for h in probes), puts
     assert any(p.endswith(".parquet") and h is None for p, h in puts)
-    assert _dvengine_rows(uri, azure_server.options) == sort_rows([r for r in _rows(range(8)) if r[0] != 1])
+    assert dvengine_rows(uri, azure_server.options) == sort_rows([r for r in make_rows(range(8)) if r[0] != 1])
 
 
 def test_log_tail_listing_does_not_trust_the_store_offset(azure_server: AzureServer, container: str) -> None:  # noqa: F811
@@ -444,9 +422,9 @@ def test_log_tail_listing_does_not_trust_the_store_offset(azure_server: AzureSer
     from dvengine.storage.registry import storage_for
 
     uri = f"az://{container}/tail"
-    dvengine.write(_arrow(_rows(range(3))), uri, storage_options=azure_server.options)
+    dvengine.write(arrow_rows(make_rows(range(3))), uri, storage_options=azure_server.options)
     for i in range(3):
-        dvengine.write(_arrow(_rows(range(10 + i, 11 + i))), uri, mode="append", storage_options=azure_server.options)
+        dvengine.write(arrow_rows(make_rows(range(10 + i, 11 + i))), uri, mode="append", storage_options=azure_server.options)
     log = f"{uri}/_delta_log"
     tail = storage_for(log).list_dir_after(log, "00000000000000000001.json")
     assert [f.path.rsplit("/", 1)[1] for f in tail] == ["00000000000000000002.json", "00000000000000000003.json"]

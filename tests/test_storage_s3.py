@@ -18,7 +18,6 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import pytest
 from interop import sort_rows
 from s3_support import (  # noqa: F401
@@ -30,6 +29,7 @@ from s3_support import (  # noqa: F401
     s3_server,
     set_moto_auth,
 )
+from store_rows import COLUMNS, Model, arrow_rows, dvengine_rows, make_rows
 
 import dvengine
 from dvengine import DeltaTable
@@ -43,33 +43,10 @@ from dvengine.errors import (
 )
 from dvengine.log import latest_version, load_snapshot
 
-COLUMNS = ["id", "part", "val"]
-Row = tuple[Any, ...]
-Model = dict[int, Row]
-
-
-def _arrow(rows: list[Row]) -> pa.Table:
-    return pa.table(
-        {
-            "id": pa.array([r[0] for r in rows], pa.int64()),
-            "part": pa.array([r[1] for r in rows], pa.string()),
-            "val": pa.array([r[2] for r in rows], pa.int64()),
-        }
-    )
-
-
-def _rows(ids: range, val: int = 0) -> list[Row]:
-    return [(i, f"p{i % 3}", i * 10 + val) for i in ids]
-
-
-def _dvengine_rows(uri: str, options: dict[str, str], version: int | None = None) -> list[Row]:
-    table = DeltaTable.forPath(None, uri, storage_options=options).toArrow(version=version)
-    return sort_rows([tuple(d[c] for c in COLUMNS) for d in table.to_pylist()])
-
 
 def _check_all_readers(server: S3Server, uri: str, model: Model) -> None:
     want = sort_rows(list(model.values()))
-    assert _dvengine_rows(uri, server.options) == want, "dvengine"
+    assert dvengine_rows(uri, server.options) == want, "dvengine"
     assert rows_delta_rs_s3(server, uri, COLUMNS) == want, "delta-rs"
     assert rows_duckdb_s3(server, uri, COLUMNS) == want, "duckdb"
 
@@ -96,15 +73,15 @@ def test_lifecycle_every_version_matches_model(
         assert latest_version(canonical) == version
         _check_all_readers(server, canonical, model)
 
-    model: Model = {r[0]: r for r in _rows(range(200))}
+    model: Model = {r[0]: r for r in make_rows(range(200))}
     v = dvengine.write(
-        _arrow(list(model.values())), uri, partitionBy=["part"], storage_options=opts,
+        arrow_rows(list(model.values())), uri, partitionBy=["part"], storage_options=opts,
         configuration={"delta.enableChangeDataFeed": "true"},
     )
     record(v, model)
 
-    model.update({r[0]: r for r in _rows(range(200, 260))})
-    record(dvengine.write(_arrow(_rows(range(200, 260))), uri, mode="append", storage_options=opts), model)
+    model.update({r[0]: r for r in make_rows(range(200, 260))})
+    record(dvengine.write(arrow_rows(make_rows(range(200, 260))), uri, mode="append", storage_options=opts), model)
 
     table = DeltaTable.forPath(None, uri, storage_options=opts)
     metrics = table.delete("id = 5", mode="dv")  # one row: an inline DV
@@ -127,7 +104,7 @@ def test_lifecycle_every_version_matches_model(
     update_version = metrics["version"]
     record(update_version, model)
 
-    source = _arrow([(i, f"p{i % 3}", -i) for i in range(250, 270)])
+    source = arrow_rows([(i, f"p{i % 3}", -i) for i in range(250, 270)])
     merged = (
         table.alias("t").merge(source, "t.id = s.id", source_alias="s")
         .whenMatchedUpdateAll().whenNotMatchedInsertAll().execute()
@@ -144,14 +121,14 @@ def test_lifecycle_every_version_matches_model(
     model = dict(versions[restored_to])
     record(latest_version(canonical), model)
 
-    over = _rows(range(1000, 1010), val=7)
-    record(dvengine.write(_arrow(over), uri, mode="overwrite", storage_options=opts), {r[0]: r for r in over})
+    over = make_rows(range(1000, 1010), val=7)
+    record(dvengine.write(arrow_rows(over), uri, mode="overwrite", storage_options=opts), {r[0]: r for r in over})
     model = {r[0]: r for r in over}
 
     # time travel: every version through dvengine and delta-rs (DuckDB reads the latest only)
     for version, expected in versions.items():
         want = sort_rows(list(expected.values()))
-        assert _dvengine_rows(canonical, opts, version) == want, f"dvengine v{version}"
+        assert dvengine_rows(canonical, opts, version) == want, f"dvengine v{version}"
         assert rows_delta_rs_s3(server, canonical, COLUMNS, version) == want, f"delta-rs v{version}"
 
     history = table.history()
@@ -189,15 +166,15 @@ def test_environment_variables_configure_the_store(
     for key, value in s3_server.options.items():
         monkeypatch.setenv(key, value)
     uri = f"s3://{bucket}/env-table"
-    dvengine.write(_arrow(_rows(range(5))), uri)
+    dvengine.write(arrow_rows(make_rows(range(5))), uri)
     DeltaTable.forPath(None, uri).delete("id = 1")
-    assert _dvengine_rows(uri, {}) == sort_rows([r for r in _rows(range(5)) if r[0] != 1])
+    assert dvengine_rows(uri, {}) == sort_rows([r for r in make_rows(range(5)) if r[0] != 1])
 
 
 def test_hadoop_conf_s3a_settings(s3_server: S3Server, bucket: str) -> None:  # noqa: F811
     """forPath's hadoopConf fs.s3a.* keys (as a Spark user sets them) reach the store."""
     uri = f"s3a://{bucket}/hadoop-table"
-    dvengine.write(_arrow(_rows(range(4))), uri, storage_options=s3_server.options)
+    dvengine.write(arrow_rows(make_rows(range(4))), uri, storage_options=s3_server.options)
     conf = {
         "fs.s3a.endpoint": f"127.0.0.1:{s3_server.port}",
         "fs.s3a.connection.ssl.enabled": "false",
@@ -219,7 +196,7 @@ def test_missing_bucket(s3_server: S3Server) -> None:  # noqa: F811
         DeltaTable.forPath(None, uri, storage_options=s3_server.options)
     assert "does not exist" in str(info.value)
     with pytest.raises(StorageError, match="no-such-bucket-here"):
-        dvengine.write(_arrow(_rows(range(3))), uri, storage_options=s3_server.options)
+        dvengine.write(arrow_rows(make_rows(range(3))), uri, storage_options=s3_server.options)
 
 
 def test_table_not_found_in_existing_bucket(s3_server: S3Server, bucket: str) -> None:  # noqa: F811
@@ -229,7 +206,7 @@ def test_table_not_found_in_existing_bucket(s3_server: S3Server, bucket: str) ->
 
 def test_refused_credentials(s3_server: S3Server, bucket: str) -> None:  # noqa: F811
     uri = f"s3://{bucket}/auth"
-    dvengine.write(_arrow(_rows(range(6))), uri, storage_options=s3_server.options)
+    dvengine.write(arrow_rows(make_rows(range(6))), uri, storage_options=s3_server.options)
     table = DeltaTable.forPath(None, uri, storage_options=s3_server.options)
     keys = s3_server.keys(bucket)
     set_moto_auth(s3_server, enforce=True)  # moto now checks credentials: ours name no IAM user
@@ -242,7 +219,7 @@ def test_refused_credentials(s3_server: S3Server, bucket: str) -> None:  # noqa:
     finally:
         set_moto_auth(s3_server, enforce=False)
     assert s3_server.keys(bucket) == keys
-    assert _dvengine_rows(uri, s3_server.options) == sort_rows(_rows(range(6)))
+    assert dvengine_rows(uri, s3_server.options) == sort_rows(make_rows(range(6)))
 
 
 def test_unreachable_endpoint(tmp_path: Path) -> None:
@@ -255,7 +232,7 @@ def test_unreachable_endpoint(tmp_path: Path) -> None:
     with pytest.raises(StorageUnreachableError, match=uri):
         DeltaTable.forPath(None, uri, storage_options=opts)
     with pytest.raises(StorageUnreachableError, match=uri):
-        dvengine.write(_arrow(_rows(range(2))), uri, storage_options=opts)
+        dvengine.write(arrow_rows(make_rows(range(2))), uri, storage_options=opts)
 
 
 class _DropConditionalHeaders(BaseHTTPRequestHandler):
@@ -307,7 +284,7 @@ def test_store_without_conditional_put_refused_before_writing(
     no_conditional_put: dict[str, str],
 ) -> None:
     uri = f"s3://{bucket}/noput"
-    dvengine.write(_arrow(_rows(range(8))), uri, storage_options=s3_server.options)
+    dvengine.write(arrow_rows(make_rows(range(8))), uri, storage_options=s3_server.options)
     keys = s3_server.keys(bucket)
     table = DeltaTable.forPath(None, uri, storage_options=no_conditional_put)
     with pytest.raises(ConditionalPutUnsupportedError, match="AWS_S3_ALLOW_UNSAFE_RENAME") as info:
@@ -319,14 +296,14 @@ def test_store_without_conditional_put_refused_before_writing(
     # the documented single-writer escape hatch
     unsafe = {**no_conditional_put, "AWS_S3_ALLOW_UNSAFE_RENAME": "true"}
     assert DeltaTable.forPath(None, uri, storage_options=unsafe).delete("id = 3")["version"] == 1
-    assert _dvengine_rows(uri, s3_server.options) == sort_rows([r for r in _rows(range(8)) if r[0] != 3])
+    assert dvengine_rows(uri, s3_server.options) == sort_rows([r for r in make_rows(range(8)) if r[0] != 3])
 
 
 def test_conditional_put_disabled_by_configuration(s3_server: S3Server, bucket: str) -> None:  # noqa: F811
     uri = f"s3://{bucket}/disabled"
     opts = {**s3_server.options, "AWS_CONDITIONAL_PUT": "disabled"}
     with pytest.raises(ConditionalPutUnsupportedError, match=uri):
-        dvengine.write(_arrow(_rows(range(3))), uri, storage_options=opts)
+        dvengine.write(arrow_rows(make_rows(range(3))), uri, storage_options=opts)
     assert s3_server.keys(bucket) == []
 
 
@@ -368,7 +345,7 @@ def test_four_processes_race_on_one_table(s3_server: S3Server, bucket: str) -> N
     import json
 
     uri = f"s3://{bucket}/race"
-    dvengine.write(_arrow([]), uri, storage_options=s3_server.options)
+    dvengine.write(arrow_rows([]), uri, storage_options=s3_server.options)
     writers, commits = 4, 25
     procs = [
         subprocess.Popen(
@@ -387,14 +364,14 @@ def test_four_processes_race_on_one_table(s3_server: S3Server, bucket: str) -> N
     commit_keys = [k for k in s3_server.keys(bucket, "race/_delta_log/") if k.endswith(".json")]
     assert [int(k.rsplit("/", 1)[1][:20]) for k in commit_keys] == list(range(total + 1))
     want = sort_rows([(w * 1000 + i, f"w{w}", i) for w in range(writers) for i in range(commits)])
-    assert _dvengine_rows(uri, s3_server.options) == want
+    assert dvengine_rows(uri, s3_server.options) == want
     assert rows_delta_rs_s3(s3_server, uri, COLUMNS) == want
 
 
 @pytest.mark.parametrize(("stage", "advances"), [("commit.before_link", False), ("commit.after_link", True)])
 def test_writer_killed_mid_commit(s3_server: S3Server, bucket: str, stage: str, advances: bool) -> None:  # noqa: F811
     uri = f"s3://{bucket}/killed"
-    dvengine.write(_arrow(_rows(range(10))), uri, storage_options=s3_server.options)
+    dvengine.write(arrow_rows(make_rows(range(10))), uri, storage_options=s3_server.options)
     env = {**_child_env(s3_server.options), "DVENGINE_FAULT_INJECT": stage}
     script = (
         "import json, os; from dvengine import DeltaTable; "
@@ -402,7 +379,7 @@ def test_writer_killed_mid_commit(s3_server: S3Server, bucket: str, stage: str, 
     )
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == -9, done.stderr[-2000:]
-    expected = [r for r in _rows(range(10)) if not (advances and r[0] == 4)]
+    expected = [r for r in make_rows(range(10)) if not (advances and r[0] == 4)]
     assert latest_version(uri) == (1 if advances else 0)
     _check_all_readers(s3_server, uri, {r[0]: r for r in expected})
 
@@ -426,7 +403,7 @@ def test_cli_with_storage_options(
     monkeypatch.setattr(dvengine.engine.spark.session, "quiet_session", refuse)
 
     source = tmp_path / "rows.parquet"
-    pq.write_table(_arrow(_rows(range(6))), source)
+    pq.write_table(arrow_rows(make_rows(range(6))), source)
     uri = f"s3://{bucket}/cli"
     flags = [arg for k, v in s3_server.options.items() for arg in ("--storage-option", f"{k}={v}")]
     assert main(["create", uri, "--from", str(source), *flags]) == 0
@@ -436,7 +413,7 @@ def test_cli_with_storage_options(
     import json
 
     shown = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
-    assert sort_rows([tuple(d[c] for c in COLUMNS) for d in shown]) == sort_rows([r for r in _rows(range(6)) if r[0] != 2])
+    assert sort_rows([tuple(d[c] for c in COLUMNS) for d in shown]) == sort_rows([r for r in make_rows(range(6)) if r[0] != 2])
     assert main(["show", uri, "--storage-option", "no-equals-sign"]) == 2
 
 
@@ -449,28 +426,28 @@ def test_clone_between_folder_and_store(
     """Deep clones copy data and DV files across stores; a shallow clone points at the source's URIs."""
     opts = s3_server.options
     source = f"s3://{bucket}/clone-src"
-    dvengine.write(_arrow(_rows(range(40))), source, storage_options=opts)
+    dvengine.write(arrow_rows(make_rows(range(40))), source, storage_options=opts)
     monkeypatch.setenv("DVENGINE_DV_INLINEMAXBYTES", "0")
     DeltaTable.forPath(None, source, storage_options=opts).delete("id % 10 = 1", mode="dv")  # a file DV
-    want = sort_rows([r for r in _rows(range(40)) if r[0] % 10 != 1])
+    want = sort_rows([r for r in make_rows(range(40)) if r[0] % 10 != 1])
     table = DeltaTable.forPath(None, source, storage_options=opts)
     deep_s3 = f"s3://{bucket}/clone-deep"
     table.clone(deep_s3, isShallow=False)
-    assert _dvengine_rows(deep_s3, opts) == want
+    assert dvengine_rows(deep_s3, opts) == want
     assert rows_delta_rs_s3(s3_server, deep_s3, COLUMNS) == want
     assert any(k.startswith("clone-deep/deletion_vector_") for k in s3_server.keys(bucket, "clone-deep/"))
     deep_local = str(tmp_path / "deep-local")
     table.clone(deep_local, isShallow=False)
-    assert _dvengine_rows(deep_local, {}) == want
+    assert dvengine_rows(deep_local, {}) == want
     shallow = f"s3://{bucket}/clone-shallow"
     table.clone(shallow, isShallow=True)
-    assert _dvengine_rows(shallow, opts) == want
+    assert dvengine_rows(shallow, opts) == want
     assert [k for k in s3_server.keys(bucket, "clone-shallow/") if "/_delta_log/" not in k] == []
 
 
 def test_not_yet_served_on_stores_refused(s3_server: S3Server, bucket: str) -> None:  # noqa: F811
     uri = f"s3://{bucket}/refused"
-    dvengine.write(_arrow(_rows(range(3))), uri, storage_options=s3_server.options)
+    dvengine.write(arrow_rows(make_rows(range(3))), uri, storage_options=s3_server.options)
     keys = s3_server.keys(bucket)
     table = DeltaTable.forPath(None, uri, storage_options=s3_server.options)
     with pytest.raises(UnsupportedStorageError, match=uri):

@@ -40,17 +40,28 @@ def write_failed(action: str, path: str, exc: OSError) -> StorageWriteError:
     return StorageWriteError(f"cannot {action} {path}: {exc.strerror or exc}")
 
 
-def fsync_file(path: str) -> None:
-    """Flush ``path``'s data and inode to disk (a read-only descriptor suffices on Linux); a
-    failure is a :class:`StorageWriteError` naming ``path`` (never ignored: see the module doc)."""
+def _fsync_opened(path: str, flags: int) -> None:
+    """fsync what ``os.open(path, flags)`` opens; a failure is a :class:`StorageWriteError` naming ``path``."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(path, flags)
         try:
             os.fsync(fd)
         finally:
             os.close(fd)
     except OSError as exc:
         raise write_failed("fsync", path, exc) from exc
+
+
+def fsync_file(path: str) -> None:
+    """Flush ``path``'s data and inode to disk (a read-only descriptor suffices on Linux); a
+    failure is a :class:`StorageWriteError` naming ``path`` (never ignored: see the module doc)."""
+    _fsync_opened(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+
+
+def fsync_dir(directory: str) -> None:
+    """fsync a folder, making the names linked or renamed into it durable (a file's own fsync
+    covers its content, not its directory entry); a failure is a :class:`StorageWriteError`."""
+    _fsync_opened(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
 
 
 def rename_into_place(source: str, target: str) -> None:

@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from dvengine.faults import COMMIT_AFTER_LINK, COMMIT_BEFORE_LINK, fault_point
 from dvengine.storage.base import FileAlreadyExists, FileInfo
-from dvengine.storage.durable import write_failed
+from dvengine.storage.durable import fsync_dir, write_failed
 
 
 def _write_hidden_temp(target: str, data: bytes) -> str:
@@ -161,14 +161,7 @@ class LocalStorage:
         """fsync a folder, making the names linked or renamed into it durable (a file's own fsync
         covers its content, not its directory entry). See spec_notes/crash-safety.md. A failure
         is a :class:`StorageWriteError` naming the folder."""
-        try:
-            fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-        except OSError as exc:
-            raise write_failed("fsync", directory, exc) from exc
+        fsync_dir(directory)
 
     def write(self, path: str, data: bytes) -> None:
         """Overwrite atomically and durably: temp file, fsync, rename (checkpoints, their sidecars,
