@@ -19,7 +19,7 @@ from dvengine.engine.local.merge import LocalMergeRequest, execute_local_merge
 from dvengine.engine.local.write_api import as_arrow_table, normalize_arrow_types
 from dvengine.engine.spark.executor import STRATEGY_CONF, SparkExecutor, dml_strategy
 from dvengine.engine.spark.merge_exec import MergeRequest, execute_merge
-from dvengine.engine.spark.nullable import as_nullable
+from dvengine.engine.spark.nullable import with_nullable_fields
 from dvengine.engine.spark.workers import check_python_workers
 from dvengine.errors import InvalidArgumentError, NotLocallyEvaluableError
 
@@ -88,15 +88,15 @@ def collect_small_source(source: DataFrame, max_rows: int | None) -> pa.Table | 
     collected as is, 0.26 / 0.24 s through the limit).
     """
     if max_rows is None:
-        return normalize_arrow_types(as_nullable(source).toArrow())
+        return normalize_arrow_types(with_nullable_fields(source).toArrow())
     known = known_row_count(source)
     if known is not None and known[1] and known[0] > max_rows:
         return None
     fits = known is not None and known[0] <= max_rows
-    # as_nullable: pyspark's toArrow casts to the frame's schema, and a NOT NULL field under a NULL
+    # with_nullable_fields: pyspark's toArrow casts to the frame's schema, and a NOT NULL field under a NULL
     # struct (legal in Spark) makes that cast raise ArrowInvalid; the target's NOT NULL fields are
     # checked on the merged rows, not on the source's flags (a no-op for an all-nullable schema).
-    table = as_nullable(source if fits else source.limit(max_rows + 1)).toArrow()
+    table = with_nullable_fields(source if fits else source.limit(max_rows + 1)).toArrow()
     if table.num_rows > max_rows:
         return None
     return normalize_arrow_types(table)

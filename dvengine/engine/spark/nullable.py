@@ -13,6 +13,8 @@ import json
 from typing import Any
 
 from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import _parse_datatype_json_value
 
 
 def _relax(node: Any) -> Any:
@@ -33,3 +35,23 @@ def as_nullable(frame: DataFrame) -> DataFrame:
     assert jvm is not None
     schema = jvm.org.apache.spark.sql.types.DataType.fromJson(json.dumps(relaxed))
     return DataFrame(spark._jsparkSession.createDataFrame(frame._jdf.rdd(), schema), spark)
+
+
+def with_nullable_fields(frame: DataFrame) -> DataFrame:
+    """``frame`` with the fields *inside* its columns made nullable by a CAST (NOT NULL -> nullable,
+    which Spark allows), rows untouched and the plan kept (no RDD round trip, unlike
+    :func:`as_nullable`, whose re-encoding some plans refuse). For collecting to Arrow: pyspark's
+    ``toArrow`` casts to the frame's schema, and a NOT NULL field under a NULL struct (legal in
+    Spark) makes that cast raise ArrowInvalid. Top-level flags stay: a NOT NULL column holds no NULL."""
+    columns = []
+    changed = False
+    for field in frame.schema.fields:
+        raw = field.dataType.jsonValue()
+        relaxed = _relax(raw)
+        if relaxed == raw:
+            columns.append(F.col(f"`{field.name.replace('`', '``')}`"))
+            continue
+        changed = True
+        loose = _parse_datatype_json_value(relaxed)
+        columns.append(F.col(f"`{field.name.replace('`', '``')}`").cast(loose).alias(field.name))
+    return frame.select(*columns) if changed else frame
