@@ -3,8 +3,9 @@
 a reordered ``named_struct`` in UPDATE SET and INSERT VALUES, structs nested in struct values, struct
 elements of arrays and struct values of maps, ``IF`` / ``CASE`` returning structs, and a nested
 assignment (``s.b``), with a NULL struct staying NULL at each level. Before, only a value that was a
-plain source column was matched by name; any other expression was cast by position on Spark (its
-values stored in the wrong fields) and not evaluated in-process. Other field sets are refused with
+plain source column was matched by name; any other expression was cast by position on Spark's row
+plan (values stored in the wrong fields, or an analysis error when clauses gave structs of different
+field orders) and not evaluated in-process. Other field sets are refused with
 SchemaMismatchError naming the column, the table byte-for-byte unchanged.
 
 Expected rows are written by hand (what Delta stores: each value in the field of its name) and
