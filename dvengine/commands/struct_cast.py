@@ -24,13 +24,11 @@ This module only decides (pure, engine-neutral); each executor carries the plan 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TypeAlias
 
 from dvengine.commands.merge_clauses import BoundClause, ClauseAction
 from dvengine.errors import SchemaMismatchError
-from dvengine.expressions.refs import ColumnRef, ref_of
 from dvengine.protocol.schema import ArrayType, DataType, MapType, StructField, StructType, holds_struct
 
 
@@ -154,16 +152,26 @@ def _plan_struct(source: StructType, target: StructType, column: str, allow_miss
     )
 
 
-def update_alignment(value_type: DataType | None, column: StructField) -> Alignment | None:
-    """How UPDATE stores a value of ``value_type`` (its type as bound by the executor; None for an
-    untyped NULL) into ``column``: by field name at every depth, as Delta's UPDATE does
-    (``generateUpdateExpressions`` casts with ``castIfNeeded`` under
-    ``resolveMergeUpdateStructsByName``, on by default). UPDATE has no schema evolution, so a value
-    whose struct fields differ from the column's by more than order raises SchemaMismatchError
-    naming the column. None: nothing to rebuild (not a struct-holding column, or already its shape)."""
+def value_alignment(
+    value_type: DataType | None, column: StructField, allow_missing: bool = False, preserve: bool = False
+) -> Alignment | None:
+    """How a value of ``value_type`` (its type as the executor bound or analyzed it, whatever the
+    expression: a column, ``named_struct``, ``IF`` / ``CASE``, ``array``, ``map``...; None for an
+    untyped NULL) is stored into ``column``: by field name at every depth, as Delta's
+    ``castIfNeeded`` under ``resolveMergeUpdateStructsByName`` (on by default). ``allow_missing``
+    and ``preserve`` as in :func:`plan_alignment`. A value whose struct fields differ from the
+    column's by more than order (and, with ``allow_missing``, by more than fields it lacks) raises
+    SchemaMismatchError naming the column. None: nothing to rebuild (not a struct-holding column,
+    or already its shape)."""
     if value_type is None or not holds_struct(column.type):
         return None
-    return plan_alignment(value_type, column.type, column.name, allow_missing=False)
+    return plan_alignment(value_type, column.type, column.name, allow_missing, preserve)
+
+
+def update_alignment(value_type: DataType | None, column: StructField) -> Alignment | None:
+    """How UPDATE stores a value of ``value_type`` into ``column`` (:func:`value_alignment`).
+    UPDATE has no schema evolution: fields must match by name, in any order."""
+    return value_alignment(value_type, column)
 
 
 def leaf_casts(alignment: Alignment | None) -> list[LeafCast]:
@@ -185,23 +193,11 @@ def keeps_target_fields(clause: BoundClause, evolution: bool) -> bool:
 
 
 def assignment_alignment(
-    clause: BoundClause, target: StructField, evolution: bool
-) -> tuple[ColumnRef, Alignment | None] | None:
-    """For a clause assigning a plain column to a column holding structs: that column and how its
-    values are rebuilt into the target's type (None: already the same shape). None for any other
-    assignment, which the executor casts as before. SchemaMismatchError when Delta would refuse."""
-    node = clause.assignments[target.name].tree
-    while node.key == "paren":
-        node = node.this
-    ref = ref_of(node)
-    if ref is None or not holds_struct(target.type):
-        return None
-    preserve = keeps_target_fields(clause, evolution)
-    return ref, plan_alignment(ref.leaf.type, target.type, target.name, evolution, preserve)
-
-
-def check_assignments(schema: StructType, clauses: Sequence[BoundClause], evolution: bool) -> None:
-    """Plan every nested assignment once, so a refused one fails before any data is read."""
-    for clause in clauses:
-        for name in clause.assignments:
-            assignment_alignment(clause, schema.get(name), evolution)
+    clause: BoundClause, target: StructField, evolution: bool, value_type: DataType | None
+) -> Alignment | None:
+    """How a MERGE clause's value of ``value_type`` (as the executor typed it; any expression, not
+    only a plain column) goes into the column ``target`` (:func:`value_alignment`): as UPDATE's,
+    except that under schema evolution target fields the value lacks are filled (NULL, or under
+    UPDATE SET * the row's own values: :func:`keeps_target_fields`). SchemaMismatchError naming
+    the column when Delta would refuse the value."""
+    return value_alignment(value_type, target, evolution, keeps_target_fields(clause, evolution))

@@ -49,7 +49,8 @@ from dvengine.engine.local.change_data import MergeChanges, write_change_rows
 from dvengine.engine.local.executor import FileMatch, LocalExecutor, keep_row_ids
 from dvengine.engine.local.key_lookup import lookup_keys
 from dvengine.engine.local.not_null import null_into_not_null
-from dvengine.engine.local.struct_align import align, check_alignment
+from dvengine.engine.local.struct_align import align
+from dvengine.engine.local.update_values import AssignedValue, assigned_value
 from dvengine.errors import (
     EvaluationError,
     InvalidArgumentError,
@@ -60,11 +61,9 @@ from dvengine.errors import (
     SchemaViolationError,
 )
 from dvengine.expressions import (
-    BoundExpression,
     BoundPredicate,
     parse_predicate,
     to_pyarrow_expression,
-    to_pyarrow_value,
 )
 from dvengine.expressions.arrow_plans import filter_table, project_table, use_threads
 from dvengine.expressions.identifiers import quote_identifier
@@ -239,21 +238,20 @@ class _Plan:
         self.rename.update({f"{scope.source_alias}.{k}".lower(): v for k, v in self.source.items()})
         self.evolution = scope.schema_evolution
 
-    def nested_value(self, clause: BoundClause, f: StructField) -> tuple[Any, Alignment | None] | None:
-        """A column of a nested type assigned to a nested column: its Arrow expression as it is,
-        and how to rebuild it into the column's type (Delta matches struct fields by name; see
-        ``commands/struct_cast``). None for any other assignment (``value`` casts it)."""
-        found = assignment_alignment(clause, f, self.evolution)
-        if found is None:
-            return None
-        ref, alignment = found
-        return pc.field(self.rename.get(ref.key.lower(), ref.top), *ref.path[1:]), alignment
+    def assigned(self, clause: BoundClause, f: StructField) -> AssignedValue:
+        """The Arrow expression of the clause's value for ``f``. A struct-holding value, whatever
+        the expression, is computed as it is and rebuilt into the column's type after the
+        projection (Delta matches struct fields by name; ``commands/struct_cast``), as UPDATE's
+        values (``update_values.assigned_value``). SchemaMismatchError when Delta would refuse it;
+        InvalidPredicateError when it is not computable exactly here."""
+        evolution = self.evolution
+        return assigned_value(
+            clause.assignments[f.name], f, self.rename, lambda t: assignment_alignment(clause, f, evolution, t)
+        )
 
     def condition(self, predicate: BoundPredicate | None) -> Any:
         return pc.scalar(True) if predicate is None else to_pyarrow_expression(predicate, self.rename)
 
-    def value(self, expr: BoundExpression, f: StructField) -> Any:
-        return to_pyarrow_value(expr, f.type, self.rename)
 
 
 def _check_local(plan: _Plan, clauses: Sequence[BoundClause], residual: BoundPredicate | None, target: StructType) -> None:
@@ -262,12 +260,8 @@ def _check_local(plan: _Plan, clauses: Sequence[BoundClause], residual: BoundPre
         plan.condition(residual)
         for clause in clauses:
             plan.condition(clause.condition)
-            for name, value in clause.assignments.items():
-                nested = plan.nested_value(clause, target.get(name))
-                if nested is None:
-                    plan.value(value, target.get(name))
-                else:
-                    check_alignment(nested[1])
+            for name in clause.assignments:
+                plan.assigned(clause, target.get(name))
     except NotLocallyEvaluableError:
         raise
     except InvalidPredicateError as exc:
@@ -312,12 +306,10 @@ def _new_rows(
         rebuilt: dict[str, Alignment | None] = {}  # nested values rebuilt after the projection
         for f in target.fields:
             if f.name in clause.assignments:
-                nested = plan.nested_value(clause, f)
-                if nested is not None:
-                    expressions.append(nested[0])
-                    rebuilt[f.name] = nested[1]
-                else:
-                    expressions.append(plan.value(clause.assignments[f.name], f))
+                assigned = plan.assigned(clause, f)
+                expressions.append(assigned.expression)
+                if assigned.rebuild:
+                    rebuilt[f.name] = assigned.alignment
             elif clause.action is ClauseAction.UPDATE:
                 expressions.append(pc.field(plan.target[f.name]))
             elif _IDENTITY + plan.target[f.name] in rows.column_names:  # new values (_with_identity_values)

@@ -1,4 +1,4 @@
-"""UPDATE's assigned values in Arrow, with struct values stored into their column by field *name*.
+"""UPDATE's (and MERGE's) assigned values in Arrow, with struct values stored into their column by field *name*.
 
 Delta's UPDATE casts a value into a struct-holding column by name at every depth (structs in
 structs, in array elements and map values: ``castIfNeeded`` with
@@ -15,7 +15,7 @@ fields); failing that the command is not local and runs on Spark, which plans th
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,7 +27,7 @@ from dvengine.engine.local.struct_align import align, check_alignment
 from dvengine.errors import InvalidPredicateError, SchemaViolationError
 from dvengine.expressions import BoundExpression, to_pyarrow_typed, to_pyarrow_value
 from dvengine.expressions.arrow_plans import project_table
-from dvengine.protocol.schema import StructField, holds_struct
+from dvengine.protocol.schema import DataType, StructField, holds_struct
 
 
 @dataclass(frozen=True)
@@ -40,20 +40,28 @@ class AssignedValue:
     rebuild: bool
 
 
-def assigned_value(value: BoundExpression, target: StructField) -> AssignedValue:
-    """How the local executor computes ``value`` for column ``target``. SchemaMismatchError when
-    Delta would refuse the value's struct fields; InvalidPredicateError when it cannot be computed
+def assigned_value(
+    value: BoundExpression,
+    target: StructField,
+    rename: Mapping[str, str] | None = None,
+    plan: Callable[[DataType], Alignment | None] | None = None,
+) -> AssignedValue:
+    """How the local executor computes ``value`` for column ``target`` (``rename``: the columns'
+    names in the Arrow table, as ``to_pyarrow_value``). ``plan`` makes the alignment from the
+    value's type: UPDATE's (``update_alignment``) by default; MERGE passes its own (schema evolution
+    fills fields, ``commands.struct_cast.assignment_alignment``). SchemaMismatchError when Delta
+    would refuse the value's struct fields; InvalidPredicateError when it cannot be computed
     exactly here."""
     if holds_struct(target.type):
         try:
-            typed = to_pyarrow_typed(value)
+            typed = to_pyarrow_typed(value, rename)
             if typed.data_type is not None:  # an untyped NULL is stored as any NULL
-                alignment = update_alignment(typed.data_type, target)
+                alignment = update_alignment(typed.data_type, target) if plan is None else plan(typed.data_type)
                 check_alignment(alignment)
                 return AssignedValue(typed.expr, alignment, True)
         except InvalidPredicateError:
             pass  # perhaps a value the column-typed evaluator stores exactly (a decimal literal field, ...)
-    return AssignedValue(to_pyarrow_value(value, target.type), None, False)
+    return AssignedValue(to_pyarrow_value(value, target.type, rename), None, False)
 
 
 def project_assignments(

@@ -185,16 +185,23 @@ def plan_alignments(spark: SparkSession, schema: StructType, assignments: Mappin
             continue
         empty = empty if empty is not None else empty_frame(spark, spark_schema(schema))
         try:
-            value_type = empty.select(F.expr(text)).schema.fields[0].dataType
+            value_type = analyzed_type(empty, text)
         except PySparkException as exc:
             raise SchemaViolationError(
                 f"value {text!r} cannot be stored in column {field.name!r} of type {field.type.simple_string()}: "
                 f"{spark_errors.first_line(exc)}"
             ) from exc
-        alignment = update_alignment(from_spark_type(value_type), field)
+        alignment = update_alignment(value_type, field)
         if alignment is not None:
             out[name] = alignment
     return out
+
+
+def analyzed_type(frame: DataFrame, text: str) -> DataType:
+    """The type Spark's analyzer gives the SQL value ``text`` over ``frame``'s columns (an empty
+    frame will do: analysis runs no job), as a Delta type; PySparkException when it does not
+    analyze. UPDATE's and MERGE's struct alignments are planned from it."""
+    return from_spark_type(frame.select(F.expr(text)).schema.fields[0].dataType)
 
 
 def _alignments(ctx: DmlContext) -> Mapping[str, Alignment]:

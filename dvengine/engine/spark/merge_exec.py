@@ -17,7 +17,7 @@ bound trees, never by string substitution.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +25,7 @@ from pyspark import StorageLevel
 from pyspark.errors import AnalysisException
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import StructField as SparkStructField
 from pyspark.sql.types import StructType as SparkStructType
 
 from dvengine.commands.change_data import change_file_metrics, register_change_files, writes_change_data
@@ -45,16 +46,12 @@ from dvengine.commands.merge_evolution import evolve_for_merge
 from dvengine.commands.merge_metrics import merge_metrics
 from dvengine.commands.options import resolve_options, session_conf
 from dvengine.commands.retirement import RowRetirement
-from dvengine.commands.struct_cast import (
-    assignment_alignment,
-    check_assignments,
-    keeps_target_fields,
-)
+from dvengine.commands.struct_cast import Alignment, assignment_alignment, keeps_target_fields
 from dvengine.commands.write import record_marks
 from dvengine.engine.spark.change_data import merge_change_frames, write_change_frames
 from dvengine.engine.spark.columns import predicate_column_to_sql, value_column_to_sql
 from dvengine.engine.spark.empty_frames import empty_frame
-from dvengine.engine.spark.executor import SparkExecutor, spark_job
+from dvengine.engine.spark.executor import SparkExecutor, analyzed_type, spark_job
 from dvengine.engine.spark.identifiers import quote
 from dvengine.engine.spark.identity_values import IdentityTarget, with_identity_values
 from dvengine.engine.spark.merge_prune import ConditionParts, derive_target_predicate, split_condition
@@ -168,18 +165,27 @@ def _first_true(clauses: Sequence[BoundClause], names: _Names) -> Column:
     return result if result is not None else F.lit(None).cast("int")
 
 
-def _assigned_column(clause: BoundClause, f: StructField, names: _Names, evolution: bool) -> Column:
-    """The clause's value for ``f``; a struct-holding column is rebuilt by name into ``f``'s type
-    first (``commands/struct_cast``: Spark's own cast would match struct fields by position)."""
+def _assigned_column(
+    clause: BoundClause, f: StructField, names: _Names, alignments: Mapping[tuple[int, str], Alignment], evolution: bool
+) -> Column:
+    """The clause's value for ``f``; a struct-holding value is rebuilt by name into ``f``'s type
+    first (``alignments``, see :func:`plan_alignments`: Spark's own cast would match struct fields
+    by position), so every clause's value has the column's field names and order."""
     expr = names.sql(clause.assignments[f.name])
-    found = assignment_alignment(clause, f, evolution)
-    if found is None:
+    alignment = alignments.get((clause.clause_id, f.name))
+    if alignment is None:
         return expr
     current = F.col(names.target[f.name]) if keeps_target_fields(clause, evolution) else None
-    return align_column(expr, found[1], current)
+    return align_column(expr, alignment, current)
 
 
-def _value_columns(snapshot: Snapshot, clauses: Sequence[BoundClause], names: _Names, evolution: bool) -> list[Column]:
+def _value_columns(
+    snapshot: Snapshot,
+    clauses: Sequence[BoundClause],
+    names: _Names,
+    alignments: Mapping[tuple[int, str], Alignment],
+    evolution: bool,
+) -> list[Column]:
     """One column per target field: the value the row's clause gives it (NULL for non-writing rows)."""
     columns: list[Column] = []
     for f in snapshot.schema.fields:
@@ -189,7 +195,7 @@ def _value_columns(snapshot: Snapshot, clauses: Sequence[BoundClause], names: _N
                 continue
             assigned = c.assignments.get(f.name)
             if assigned is not None:
-                expr = _assigned_column(c, f, names, evolution)
+                expr = _assigned_column(c, f, names, alignments, evolution)
             elif c.action is ClauseAction.UPDATE:
                 expr = F.col(names.target[f.name])
             else:
@@ -198,6 +204,43 @@ def _value_columns(snapshot: Snapshot, clauses: Sequence[BoundClause], names: _N
             value = F.when(hit, expr) if value is None else value.when(hit, expr)
         columns.append((value if value is not None else F.lit(None)).alias(names.target[f.name]))
     return columns
+
+
+def plan_alignments(
+    spark: SparkSession,
+    schema: StructType,
+    source_schema: SparkStructType,
+    names: _Names,
+    clauses: Sequence[BoundClause],
+    evolution: bool,
+) -> dict[tuple[int, str], Alignment]:
+    """For each clause value assigned to a struct-holding column, keyed by (clause id, column), how
+    it is rebuilt into the column's type (``commands.struct_cast.assignment_alignment``), planned
+    from its type as Spark's analyzer gives it over an empty frame of the joined columns: any
+    expression (a plain column, ``named_struct``, ``IF`` / ``CASE``, ``array``, ``map``) goes by
+    field name at every depth, as Delta's MERGE. SchemaMismatchError naming the column when Delta
+    would refuse the value, InvalidPredicateError when it does not analyze; before any job runs."""
+    frame: DataFrame | None = None
+    out: dict[tuple[int, str], Alignment] = {}
+    for clause in clauses:
+        for name, value in clause.assignments.items():
+            f = schema.get(name)
+            if not holds_struct(f.type):
+                continue
+            if frame is None:
+                frame = empty_frame(spark, SparkStructType(
+                    [SparkStructField(names.target[t.name], logical_spark_type(t)) for t in schema.fields]
+                    + [SparkStructField(names.source[s.name], s.dataType) for s in source_schema.fields]
+                ))
+            text = to_spark_sql(value, names.rename)
+            try:
+                value_type = analyzed_type(frame, text)
+            except AnalysisException as exc:
+                raise InvalidPredicateError(f"cannot evaluate a MERGE assignment: {exc}") from exc
+            alignment = assignment_alignment(clause, f, evolution, value_type)
+            if alignment is not None:
+                out[(clause.clause_id, name)] = alignment
+    return out
 
 
 def _only_unconditional_delete(matched: Sequence[BoundClause]) -> bool:
@@ -242,7 +285,7 @@ def execute_merge(spark: SparkSession, req: MergeRequest) -> dict[str, Any]:
     scope, names = _scope(spark, snapshot, req)
     condition = bind_condition(scope, req.condition, None)
     clauses = bind_clauses(scope, req.clauses)
-    check_assignments(snapshot.schema, clauses, req.schema_evolution)
+    alignments = plan_alignments(spark, snapshot.schema, req.source.schema, names, clauses, req.schema_evolution)
     matched = [c for c in clauses if c.kind is ClauseKind.MATCHED]
     not_matched = [c for c in clauses if c.kind is ClauseKind.NOT_MATCHED]
     by_source = [c for c in clauses if c.kind is ClauseKind.NOT_MATCHED_BY_SOURCE]
@@ -325,7 +368,8 @@ def execute_merge(spark: SparkSession, req: MergeRequest) -> dict[str, Any]:
         except AnalysisException as exc:
             raise InvalidPredicateError(f"cannot evaluate the MERGE condition or clause conditions: {exc}") from exc
         run = _Run(
-            spark, ctx, condition, clauses, names, check_duplicates, num_source_rows, total, persisted, req.schema_evolution
+            spark, ctx, condition, clauses, names, check_duplicates, num_source_rows, total, persisted, req.schema_evolution,
+            alignments,
         )
         with ctx.cleaning_up_on_failure():  # DV and data files of a MERGE that did not commit
             return spark_job("MERGE", lambda: _apply(run, work))
@@ -393,6 +437,7 @@ class _Run:
     total: _Timer
     persisted: list[DataFrame]  # frames to unpersist once the MERGE is done
     evolution: bool  # schema evolution on: nested values fill fields they lack (commands/struct_cast)
+    alignments: Mapping[tuple[int, str], Alignment]  # struct values rebuilt by name (plan_alignments)
 
 
 WRITE = "__merge_write"
@@ -419,7 +464,7 @@ def _apply(run: _Run, work: DataFrame) -> dict[str, Any]:
     valued = _analyze(
         lambda: work.select(
             CLAUSE, *_row_id_columns(work), *_stable_id_columns(work), *presence,
-            *_value_columns(snapshot, clauses, names, run.evolution),
+            *_value_columns(snapshot, clauses, names, run.alignments, run.evolution),
         ),
         InvalidPredicateError,
         "cannot evaluate a MERGE assignment",
