@@ -446,3 +446,18 @@ def test_structs_inside_maps_keep_their_values_in_a_mapped_table(tmp_path: Path,
     cols = list(NESTED_IN_CONTAINERS.names)
     assert rows_arrow(root, cols) == expected
     assert rows_delta_rs(root, cols) == expected
+
+
+@pytest.mark.parametrize("mode", ["name", "id"])
+def test_a_sliced_table_with_nested_containers_writes_to_a_mapped_table(tmp_path: Path, mode: str) -> None:
+    """A slice of an Arrow table (its list and map offsets start past 0) is a valid input; renaming
+    the structs inside its lists and maps passed those offsets with a validity mask to
+    ``from_arrays``, which pyarrow refuses (ArrowNotImplementedError), so the write failed."""
+    root = tmp_path / mode
+    data = pa.Table.from_pylist(NESTED_ROWS, NESTED_IN_CONTAINERS)
+    dvengine.write(data.slice(2), str(root), configuration={"delta.columnMapping.mode": mode})
+    dvengine.write(data.slice(0, 2), str(root), mode="append")
+    expected = sort_rows([tuple(r.values()) for r in NESTED_ROWS])
+    cols = list(NESTED_IN_CONTAINERS.names)
+    assert rows_arrow(root, cols) == expected
+    assert rows_delta_rs(root, cols) == expected

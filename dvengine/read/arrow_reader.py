@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from dvengine.dv import load_deletion_vector
@@ -258,15 +259,27 @@ def _relabel(array: pa.Array, target: pa.DataType) -> pa.Array:
         children = [_relabel(array.field(i), target.field(i).type) for i in range(target.num_fields)]
         return pa.StructArray.from_arrays(children, fields=list(target), mask=array.is_null())
     if pa.types.is_list(target) and pa.types.is_list(array.type):
-        values = _relabel(array.values, target.value_type)
-        return pa.ListArray.from_arrays(array.offsets, values, type=target, mask=array.is_null())
+        offsets, start, stop = _zero_based_offsets(array)
+        values = _relabel(array.values.slice(start, stop - start), target.value_type)
+        return pa.ListArray.from_arrays(offsets, values, type=target, mask=array.is_null())
     if pa.types.is_map(target) and pa.types.is_map(array.type):
         # Arrow's cast matches struct fields by *name* (a target field missing from the value comes
         # out NULL), so a struct key or value of a map must be relabelled here, as list elements are
-        keys = _relabel(array.keys, target.key_type)
-        items = _relabel(array.items, target.item_type)
-        return pa.MapArray.from_arrays(array.offsets, keys, items, type=target, mask=array.is_null())
+        offsets, start, stop = _zero_based_offsets(array)
+        keys = _relabel(array.keys.slice(start, stop - start), target.key_type)
+        items = _relabel(array.items.slice(start, stop - start), target.item_type)
+        return pa.MapArray.from_arrays(offsets, keys, items, type=target, mask=array.is_null())
     return array.cast(target)
+
+
+def _zero_based_offsets(array: pa.ListArray) -> tuple[pa.Array, int, int]:
+    """A list (or map) array's offsets shifted to start at 0, and the range of its child they cover:
+    ``from_arrays`` takes no validity mask with offsets of a slice (ArrowNotImplementedError)."""
+    offsets = array.offsets
+    start, stop = offsets[0].as_py(), offsets[-1].as_py()
+    if start:
+        offsets = pc.subtract(offsets, pa.scalar(start, offsets.type))
+    return offsets, start, stop
 
 
 def partition_value_table(snapshot: Snapshot) -> Mapping[str, dict[str, object]]:
