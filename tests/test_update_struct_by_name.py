@@ -76,3 +76,24 @@ def test_a_struct_with_other_fields_is_refused(tmp_path: Path, value: str) -> No
     with pytest.raises(SchemaMismatchError, match="matched by field name"):
         DeltaTable.forPath(None, root).update("id = 1", {"s": value})
     assert sorted(p.name for p in (tmp_path / "t" / "_delta_log").iterdir()) == before
+
+
+@pytest.mark.parametrize("mode", ["dv", "rewrite"])
+def test_merge_struct_values_go_by_name_in_process(tmp_path: Path, mode: str) -> None:
+    """MERGE casts every struct value by name too (Delta's ``PreprocessTableMerge`` aligns each
+    action with ``castIfNeeded`` / ``MergeOrUpdateCastingBehavior``): a ``named_struct`` naming the
+    column's fields in another order, in an update or an insert clause. The in-process executor
+    refused both (NotLocallyEvaluableError) before MERGE clauses were put in the column's order."""
+    root = str(tmp_path / "t")
+    _table(root)
+    source = pa.table({"id": [1, 9], "v": ["a", "b"]})
+    metrics = (
+        DeltaTable.forPath(None, root).alias("t").merge(source, "t.id = src.id", source_alias="src")
+        .whenMatchedUpdate(set={"s": "named_struct('y', concat('my', src.v), 'x', t.s.x)"})
+        .whenNotMatchedInsert(values={"id": "src.id", "s": "STRUCT(src.v AS Y, 'nx' AS x)"})
+        .withMode(mode).withEngine("local").executeMetrics()
+    )
+    assert (metrics["numTargetRowsUpdated"], metrics["numTargetRowsInserted"], metrics["executionEngine"]) == (1, 1, "local")
+    expected = sort_rows([(1, ("x1", "mya")), (2, ("x2", "y2")), (3, ("x3", "y3")), (4, ("x4", "y4")), (9, ("nx", "b"))])
+    assert _rows(root) == expected
+    assert _rs_rows(root) == expected

@@ -507,15 +507,19 @@ class _ValueTranslator(_Translator):
     def _assigned_struct(self, node: exp.Struct, target: StructType) -> Any:
         """``named_struct(...)`` stored into a struct column: each field value stored into its field
         type, as Spark's struct cast does field by field; the struct itself is never NULL, as Spark's
-        CreateNamedStruct (a nested UPDATE / MERGE assignment is rewritten into one). Only a struct
-        whose names are the column's fields in order is taken (a cast by position would otherwise
-        differ from Delta's by-name struct cast)."""
+        CreateNamedStruct (a nested UPDATE / MERGE assignment is rewritten into one). Fields are
+        matched by name, case-insensitively, as Delta's by-name struct cast
+        (``resolveMergeUpdateStructsByName``); only a constructor naming exactly the column's fields
+        is taken here (other field sets: the typed path's plan refuses or fills them). Each literal is
+        stored with the field's type, so ``named_struct('d', -2.0)`` into a DOUBLE field is -2.0,
+        where the typed path would first need Spark's DECIMAL(2,1), which Arrow does not compute."""
         items = [i for i in node.expressions if isinstance(i, exp.PropertyEQ) and isinstance(i.this, exp.Identifier)]
-        if len(items) != len(node.expressions) or len(items) != len(target.fields) or any(
-            str(i.this.name).lower() != f.name.lower() for i, f in zip(items, target.fields, strict=True)
-        ):
-            raise self.fail(node, "a struct value is evaluated locally only with the column's fields, in order")
-        values = [self.assigned(i.expression, f.type) for i, f in zip(items, target.fields, strict=True)]
+        by_name = {str(i.this.name).lower(): i for i in items}
+        if len(items) != len(node.expressions) or len(by_name) != len(items) or set(by_name) != {
+            f.name.lower() for f in target.fields
+        } or len(items) != len(target.fields):
+            raise self.fail(node, "a struct value is evaluated locally only with exactly the column's fields")
+        values = [self.assigned(by_name[f.name.lower()].expression, f.type) for f in target.fields]
         return pc.Expression._call("make_struct", values, pc.MakeStructOptions(field_names=[f.name for f in target.fields]))
 
     def _assigned_literal(self, node: exp.Expr, lit: Lit, target: DataType) -> pa.Scalar:
