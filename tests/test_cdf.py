@@ -485,3 +485,24 @@ def test_legacy_protocol_table_without_dvs(request: pytest.FixtureRequest, tmp_p
     expected += [(k, after_update[k], "delete", v2) for k, _ in rows if k > 5]
     check_feed(path, v1, v2, ["key", "value"], expected)
     check_table(path, ["key", "value"], [(k, v) for k, v in after_update.items() if k <= 5])
+
+
+def test_replace_where_rewrite_feed_has_the_new_rows(tmp_path: Path) -> None:
+    """A replaceWhere write on a data column whose delete rewrites a file writes change files (the
+    deleted rows), so readers take that version from change files alone: the written rows must be
+    in them as ``insert`` rows too, as Delta's WriteIntoDelta writes them. Before, the feed of such
+    a version had the deletes only. A replace whose delete only adds DVs writes no change files
+    and the feed is derived from the log."""
+    path = tmp_path / "t"
+    rows = [(i, f"x{i}") for i in range(40)]
+    _create(path, rows, ["id", "v"], [pa.int64(), pa.string()])
+    new = pa.table({"id": pa.array([1, 2], pa.int64()), "v": ["new", "new"]})
+    v1 = dvengine.write(new, str(path), mode="overwrite", replaceWhere="id < 10")  # 25% of the file: rewritten
+    assert any("cdc" in a for a in _commit(path, v1))
+    expected = [(i, f"x{i}", "delete", v1) for i in range(10)] + [(1, "new", "insert", v1), (2, "new", "insert", v1)]
+    check_feed(path, v1, v1, ["id", "v"], expected)
+    v2 = dvengine.write(pa.table({"id": pa.array([39], pa.int64()), "v": ["last"]}), str(path), mode="overwrite",
+                        replaceWhere="id = 39")  # one row of the rewritten file's 30: below the threshold, a DV
+    assert not any("cdc" in a for a in _commit(path, v2))
+    check_feed(path, v2, v2, ["id", "v"], [(39, "x39", "delete", v2), (39, "last", "insert", v2)])
+    check_table(path, ["id", "v"], [(1, "new"), (2, "new"), *[(i, f"x{i}") for i in range(10, 39)], (39, "last")])
