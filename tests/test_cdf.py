@@ -523,3 +523,36 @@ def test_delta_rs_reads_a_removed_file_with_a_dv_inverted(tmp_path: Path) -> Non
     expected = [(i, "delete", version) for i in range(1, 6)] + [(100, "insert", version)]
     assert dvengine_feed(path, version, version, ["id"]) == sorted(expected, key=repr)
     assert delta_rs_feed(path, version, version, ["id"]) == sorted([(0, "delete", version), (100, "insert", version)], key=repr)
+
+
+def test_merge_commit_that_changed_no_row_reads_as_no_change(tmp_path: Path) -> None:
+    """Delta's CDCReader (shouldSkipFileActionsInCommit): a MERGE version without change files whose
+    metrics report 0 rows inserted, updated and deleted serves no change rows, although it removed
+    and re-added files with dataChange true (older Delta Spark MERGEs rewrote files unchanged).
+    Before, dvengine read every copied row as a delete and an insert (as delta-rs 1.6 still does).
+    With a metric missing, the version is read from its adds and removes as usual."""
+    import shutil
+
+    path = tmp_path / "t"
+    _create(path, [(1, 10), (2, 20)], ["key", "value"], [pa.int32(), pa.int32()])
+    add = next(a["add"] for a in _commit(path, 0) if "add" in a)
+    copy = "part-00000-00000000-0000-0000-0000-000000000001.c000.snappy.parquet"
+    shutil.copy(path / add["path"], path / copy)
+    zero = {"numTargetRowsInserted": "0", "numTargetRowsUpdated": "0", "numTargetRowsDeleted": "0", "numTargetRowsCopied": "2"}
+
+    def commit(version: int, old: str, new: str, metrics: dict[str, str]) -> None:
+        actions = [
+            {"commitInfo": {"timestamp": 1_700_000_000_000 + version, "operation": "MERGE", "operationParameters": {},
+                            "readVersion": version - 1, "isBlindAppend": False, "operationMetrics": metrics}},
+            {"remove": {"path": old, "deletionTimestamp": 1, "dataChange": True, "extendedFileMetadata": True,
+                        "partitionValues": {}, "size": add["size"]}},
+            {"add": {**add, "path": new, "dataChange": True}},
+        ]
+        (path / "_delta_log" / f"{version:020d}.json").write_text("".join(json.dumps(a) + "\n" for a in actions))
+
+    commit(1, add["path"], copy, zero)
+    assert dvengine_feed(path, 1, 1, ["key", "value"]) == []  # delta-rs 1.6 reads 2 deletes + 2 inserts here
+    assert dvengine_feed(path, 0, 1, ["key", "value"]) == sorted([(1, 10, "insert", 0), (2, 20, "insert", 0)], key=repr)
+    commit(2, copy, add["path"], {k: v for k, v in zero.items() if k != "numTargetRowsDeleted"})
+    assert dvengine_feed(path, 2, 2, ["key", "value"]) == sorted(
+        [(k, v, t, 2) for k, v in [(1, 10), (2, 20)] for t in ("delete", "insert")], key=repr)
