@@ -556,3 +556,39 @@ def test_merge_commit_that_changed_no_row_reads_as_no_change(tmp_path: Path) -> 
     commit(2, copy, add["path"], {k: v for k, v in zero.items() if k != "numTargetRowsDeleted"})
     assert dvengine_feed(path, 2, 2, ["key", "value"]) == sorted(
         [(k, v, t, 2) for k, v in [(1, 10), (2, 20)] for t in ("delete", "insert")], key=repr)
+
+
+@pytest.mark.parametrize("column", ["_change_type", "_commit_version", "_commit_timestamp"])
+def test_columns_the_feed_reserves_are_refused(tmp_path: Path, column: str) -> None:
+    """Feed rows add ``_change_type``, ``_commit_version`` and ``_commit_timestamp`` to the table's
+    columns (change files ``_change_type``): a table column of such a name made the table's DML or
+    feed reads fail later with a KeyError (a duplicate field), after the metadata was committed.
+    Delta refuses the metadata (CDCReader.checkMetadataChange); so does dvengine now, with nothing
+    committed: creating a CDF table with the column, enabling the feed on a table that has it, and
+    adding it to a CDF table by schema evolution."""
+    from dvengine.errors import ReservedChangeDataColumnsError, ReservedChangeDataColumnsOnWriteError
+    from dvengine.maintenance.properties import set_table_properties
+
+    data = pa.table({"id": pa.array([1, 2], pa.int64()), column: pa.array([1, 2], pa.int64())})
+    created = tmp_path / "created"
+    with pytest.raises(ReservedChangeDataColumnsError, match=f"reserved columns \\[{column}\\]") as caught:
+        dvengine.write(data, str(created), configuration=CDF)
+    assert caught.value.delta_error_class == "DELTA_TABLE_ALREADY_CONTAINS_CDC_COLUMNS"
+    assert folder_state(created) == {}
+
+    plain = tmp_path / "plain"
+    dvengine.write(data, str(plain))
+    before = folder_state(plain)
+    with pytest.raises(ReservedChangeDataColumnsError, match=column):
+        set_table_properties(str(plain), CDF)
+    assert folder_state(plain) == before
+
+    cdf = tmp_path / "cdf"
+    _create(cdf, [(1,), (2,)], ["id"], [pa.int64()])
+    before = folder_state(cdf)
+    with pytest.raises(ReservedChangeDataColumnsOnWriteError, match=column) as on_write:
+        dvengine.write(data, str(cdf), mode="append", mergeSchema=True)
+    assert on_write.value.delta_error_class == "RESERVED_CDC_COLUMNS_ON_WRITE"
+    assert folder_state(cdf) == before
+    DeltaTable.forPath(None, cdf).update("id = 1", {"id": "10"}, engine="local")  # the table stays usable
+    assert dvengine_feed(cdf, 1, 1, ["id"]) == [(1, "update_preimage", 1), (10, "update_postimage", 1)]
