@@ -592,3 +592,18 @@ def test_columns_the_feed_reserves_are_refused(tmp_path: Path, column: str) -> N
     assert folder_state(cdf) == before
     DeltaTable.forPath(None, cdf).update("id = 1", {"id": "10"}, engine="local")  # the table stays usable
     assert dvengine_feed(cdf, 1, 1, ["id"]) == [(1, "update_preimage", 1), (10, "update_postimage", 1)]
+
+
+def test_removed_file_without_partition_values_takes_them_from_its_folders(tmp_path: Path) -> None:
+    """A ``remove`` without ``partitionValues`` (optional in the protocol; legacy writers leave it
+    out) gets them from the file's folder names. The log's path is a URI whose folder names are
+    Hive-escaped, so both are undone: ``k=p%252Fq`` is ``p/q``, ``k=a%20b`` is ``a b``, the default
+    partition NULL. Before, the feed carried the escaped text (``p%252Fq``) as the value."""
+    path = tmp_path / "t"
+    rows = [("p/q", 1), ("a b", 2), (None, 3), ("x=y%", 4)]
+    _create(path, rows, ["k", "id"], [pa.string(), pa.int64()], ["k"])
+    adds = [a["add"] for a in _commit(path, 0) if "add" in a]
+    removes = [{"remove": {"path": a["path"], "deletionTimestamp": 1, "dataChange": True}} for a in adds]
+    info = {"commitInfo": {"timestamp": 1_700_000_000_001, "operation": "DELETE", "operationParameters": {}}}
+    (path / "_delta_log" / f"{1:020d}.json").write_text("".join(json.dumps(a) + "\n" for a in [info, *removes]))
+    assert dvengine_feed(path, 1, 1, ["k", "id"]) == sorted([(k, i, "delete", 1) for k, i in rows], key=repr)

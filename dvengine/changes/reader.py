@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping, Sequence
+from urllib.parse import unquote
 
 import numpy as np
 import pyarrow as pa
@@ -40,6 +41,7 @@ from dvengine.protocol.features import change_data_feed_enabled
 from dvengine.protocol.schema import conform_table, to_arrow_field
 from dvengine.read import open_data_file, read_physical_rows
 from dvengine.storage import join, log_dir, resolve_data_path, storage_for
+from dvengine.writing.files import HIVE_DEFAULT_PARTITION
 
 CHANGE_TYPE = "_change_type"
 COMMIT_VERSION = "_commit_version"
@@ -145,12 +147,16 @@ def _no_op_merge(actions: Sequence[Action]) -> bool:
 
 
 def _folder_partition_values(path: str) -> dict[str, str | None]:
-    """Partition values of a removed file whose ``remove`` omits them (legacy writers): its folder names."""
+    """Partition values of a removed file whose ``remove`` omits them (legacy writers): its folder names.
+
+    The log's path is a URI (``k=p%252Fq``): it is decoded to the folder names first, then each
+    name's Hive escaping (``k=p%2Fq`` -> ``p/q``); a ``/`` inside a value is escaped in the folder
+    name, so splitting the decoded path on ``/`` keeps values whole."""
     values: dict[str, str | None] = {}
-    for part in path.split("/")[:-1]:
+    for part in unquote(path).split("/")[:-1]:
         key, sep, value = part.partition("=")
         if sep:
-            values[key] = None if value == "__HIVE_DEFAULT_PARTITION__" else value
+            values[unquote(key)] = None if value == HIVE_DEFAULT_PARTITION else unquote(value)
     return values
 
 
