@@ -279,6 +279,23 @@ class OperationNotAllowedError(DvengineError):
     """The table's properties forbid the operation (e.g. DELETE/UPDATE/MERGE on ``delta.appendOnly`` tables)."""
 
 
+class ReservedChangeDataColumnsError(OperationNotAllowedError):
+    """Change data feed enabled on a table whose columns include the names the feed adds to every
+    row (``_change_type``, ``_commit_version``, ``_commit_timestamp``): change files and feed rows
+    would hold two columns of one name. Delta's DELTA_TABLE_ALREADY_CONTAINS_CDC_COLUMNS (enabling
+    the feed on such a table; REPLACE COLUMNS raises its own OperationNotAllowedError first); nothing
+    is committed."""
+
+    delta_error_class = "DELTA_TABLE_ALREADY_CONTAINS_CDC_COLUMNS"
+
+
+class ReservedChangeDataColumnsOnWriteError(ReservedChangeDataColumnsError):
+    """A schema change adds a column with a name the change data feed reserves to a table that has
+    the feed on (Delta's RESERVED_CDC_COLUMNS_ON_WRITE); nothing is committed."""
+
+    delta_error_class = "RESERVED_CDC_COLUMNS_ON_WRITE"
+
+
 class CannotVacuumLiteError(DvengineError):
     """VACUUM LITE cannot see every file it would have to delete: the log no longer holds every commit
     since where the last VACUUM stopped (log cleanup removed them). Delta's DELTA_CANNOT_VACUUM_LITE

@@ -485,3 +485,125 @@ def test_legacy_protocol_table_without_dvs(request: pytest.FixtureRequest, tmp_p
     expected += [(k, after_update[k], "delete", v2) for k, _ in rows if k > 5]
     check_feed(path, v1, v2, ["key", "value"], expected)
     check_table(path, ["key", "value"], [(k, v) for k, v in after_update.items() if k <= 5])
+
+
+def test_replace_where_rewrite_feed_has_the_new_rows(tmp_path: Path) -> None:
+    """A replaceWhere write on a data column whose delete rewrites a file writes change files (the
+    deleted rows), so readers take that version from change files alone: the written rows must be
+    in them as ``insert`` rows too, as Delta's WriteIntoDelta writes them. Before, the feed of such
+    a version had the deletes only. A replace whose delete only adds DVs writes no change files
+    and the feed is derived from the log."""
+    path = tmp_path / "t"
+    rows = [(i, f"x{i}") for i in range(40)]
+    _create(path, rows, ["id", "v"], [pa.int64(), pa.string()])
+    new = pa.table({"id": pa.array([1, 2], pa.int64()), "v": ["new", "new"]})
+    v1 = dvengine.write(new, str(path), mode="overwrite", replaceWhere="id < 10")  # 25% of the file: rewritten
+    assert any("cdc" in a for a in _commit(path, v1))
+    expected = [(i, f"x{i}", "delete", v1) for i in range(10)] + [(1, "new", "insert", v1), (2, "new", "insert", v1)]
+    check_feed(path, v1, v1, ["id", "v"], expected)
+    v2 = dvengine.write(pa.table({"id": pa.array([39], pa.int64()), "v": ["last"]}), str(path), mode="overwrite",
+                        replaceWhere="id = 39")  # one row of the rewritten file's 30: below the threshold, a DV
+    assert not any("cdc" in a for a in _commit(path, v2))
+    check_feed(path, v2, v2, ["id", "v"], [(39, "x39", "delete", v2), (39, "last", "insert", v2)])
+    check_table(path, ["id", "v"], [(1, "new"), (2, "new"), *[(i, f"x{i}") for i in range(10, 39)], (39, "last")])
+
+
+def test_delta_rs_reads_a_removed_file_with_a_dv_inverted(tmp_path: Path) -> None:
+    """A version without change files that removes a file carrying a DV (here an overwrite after a
+    DV DELETE) has that file's live rows as ``delete`` rows: Delta's CDCReader reads removed files
+    with their DV applied, and so does dvengine. delta-rs 1.6's ``load_cdf`` returns the rows the DV
+    deletes instead (the row deleted a version earlier, again; none of the live ones), so
+    tests/test_cdf_model.py compares such versions with dvengine's reader only. When this fails
+    because delta-rs agrees, drop that exception there (``removes_a_file_with_a_dv``)."""
+    path = tmp_path / "t"
+    _create(path, [(i,) for i in range(6)], ["id"], [pa.int64()])
+    t = DeltaTable.forPath(None, path)
+    t.delete("id = 0", mode="dv", engine="local")
+    version = dvengine.write(pa.table({"id": pa.array([100], pa.int64())}), str(path), mode="overwrite")
+    expected = [(i, "delete", version) for i in range(1, 6)] + [(100, "insert", version)]
+    assert dvengine_feed(path, version, version, ["id"]) == sorted(expected, key=repr)
+    assert delta_rs_feed(path, version, version, ["id"]) == sorted([(0, "delete", version), (100, "insert", version)], key=repr)
+
+
+def test_merge_commit_that_changed_no_row_reads_as_no_change(tmp_path: Path) -> None:
+    """Delta's CDCReader (shouldSkipFileActionsInCommit): a MERGE version without change files whose
+    metrics report 0 rows inserted, updated and deleted serves no change rows, although it removed
+    and re-added files with dataChange true (older Delta Spark MERGEs rewrote files unchanged).
+    Before, dvengine read every copied row as a delete and an insert (as delta-rs 1.6 still does).
+    With a metric missing, the version is read from its adds and removes as usual."""
+    import shutil
+
+    path = tmp_path / "t"
+    _create(path, [(1, 10), (2, 20)], ["key", "value"], [pa.int32(), pa.int32()])
+    add = next(a["add"] for a in _commit(path, 0) if "add" in a)
+    copy = "part-00000-00000000-0000-0000-0000-000000000001.c000.snappy.parquet"
+    shutil.copy(path / add["path"], path / copy)
+    zero = {"numTargetRowsInserted": "0", "numTargetRowsUpdated": "0", "numTargetRowsDeleted": "0", "numTargetRowsCopied": "2"}
+
+    def commit(version: int, old: str, new: str, metrics: dict[str, str]) -> None:
+        actions = [
+            {"commitInfo": {"timestamp": 1_700_000_000_000 + version, "operation": "MERGE", "operationParameters": {},
+                            "readVersion": version - 1, "isBlindAppend": False, "operationMetrics": metrics}},
+            {"remove": {"path": old, "deletionTimestamp": 1, "dataChange": True, "extendedFileMetadata": True,
+                        "partitionValues": {}, "size": add["size"]}},
+            {"add": {**add, "path": new, "dataChange": True}},
+        ]
+        (path / "_delta_log" / f"{version:020d}.json").write_text("".join(json.dumps(a) + "\n" for a in actions))
+
+    commit(1, add["path"], copy, zero)
+    assert dvengine_feed(path, 1, 1, ["key", "value"]) == []  # delta-rs 1.6 reads 2 deletes + 2 inserts here
+    assert dvengine_feed(path, 0, 1, ["key", "value"]) == sorted([(1, 10, "insert", 0), (2, 20, "insert", 0)], key=repr)
+    commit(2, copy, add["path"], {k: v for k, v in zero.items() if k != "numTargetRowsDeleted"})
+    assert dvengine_feed(path, 2, 2, ["key", "value"]) == sorted(
+        [(k, v, t, 2) for k, v in [(1, 10), (2, 20)] for t in ("delete", "insert")], key=repr)
+
+
+@pytest.mark.parametrize("column", ["_change_type", "_commit_version", "_commit_timestamp"])
+def test_columns_the_feed_reserves_are_refused(tmp_path: Path, column: str) -> None:
+    """Feed rows add ``_change_type``, ``_commit_version`` and ``_commit_timestamp`` to the table's
+    columns (change files ``_change_type``): a table column of such a name made the table's DML or
+    feed reads fail later with a KeyError (a duplicate field), after the metadata was committed.
+    Delta refuses the metadata (CDCReader.checkMetadataChange); so does dvengine now, with nothing
+    committed: creating a CDF table with the column, enabling the feed on a table that has it, and
+    adding it to a CDF table by schema evolution."""
+    from dvengine.errors import ReservedChangeDataColumnsError, ReservedChangeDataColumnsOnWriteError
+    from dvengine.maintenance.properties import set_table_properties
+
+    data = pa.table({"id": pa.array([1, 2], pa.int64()), column: pa.array([1, 2], pa.int64())})
+    created = tmp_path / "created"
+    with pytest.raises(ReservedChangeDataColumnsError, match=f"reserved columns \\[{column}\\]") as caught:
+        dvengine.write(data, str(created), configuration=CDF)
+    assert caught.value.delta_error_class == "DELTA_TABLE_ALREADY_CONTAINS_CDC_COLUMNS"
+    assert folder_state(created) == {}
+
+    plain = tmp_path / "plain"
+    dvengine.write(data, str(plain))
+    before = folder_state(plain)
+    with pytest.raises(ReservedChangeDataColumnsError, match=column):
+        set_table_properties(str(plain), CDF)
+    assert folder_state(plain) == before
+
+    cdf = tmp_path / "cdf"
+    _create(cdf, [(1,), (2,)], ["id"], [pa.int64()])
+    before = folder_state(cdf)
+    with pytest.raises(ReservedChangeDataColumnsOnWriteError, match=column) as on_write:
+        dvengine.write(data, str(cdf), mode="append", mergeSchema=True)
+    assert on_write.value.delta_error_class == "RESERVED_CDC_COLUMNS_ON_WRITE"
+    assert folder_state(cdf) == before
+    DeltaTable.forPath(None, cdf).update("id = 1", {"id": "10"}, engine="local")  # the table stays usable
+    assert dvengine_feed(cdf, 1, 1, ["id"]) == [(1, "update_preimage", 1), (10, "update_postimage", 1)]
+
+
+def test_removed_file_without_partition_values_takes_them_from_its_folders(tmp_path: Path) -> None:
+    """A ``remove`` without ``partitionValues`` (optional in the protocol; legacy writers leave it
+    out) gets them from the file's folder names. The log's path is a URI whose folder names are
+    Hive-escaped, so both are undone: ``k=p%252Fq`` is ``p/q``, ``k=a%20b`` is ``a b``, the default
+    partition NULL. Before, the feed carried the escaped text (``p%252Fq``) as the value."""
+    path = tmp_path / "t"
+    rows = [("p/q", 1), ("a b", 2), (None, 3), ("x=y%", 4)]
+    _create(path, rows, ["k", "id"], [pa.string(), pa.int64()], ["k"])
+    adds = [a["add"] for a in _commit(path, 0) if "add" in a]
+    removes = [{"remove": {"path": a["path"], "deletionTimestamp": 1, "dataChange": True}} for a in adds]
+    info = {"commitInfo": {"timestamp": 1_700_000_000_001, "operation": "DELETE", "operationParameters": {}}}
+    (path / "_delta_log" / f"{1:020d}.json").write_text("".join(json.dumps(a) + "\n" for a in [info, *removes]))
+    assert dvengine_feed(path, 1, 1, ["k", "id"]) == sorted([(k, i, "delete", 1) for k, i in rows], key=repr)

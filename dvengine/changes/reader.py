@@ -6,15 +6,17 @@ from its ``add``/``remove`` actions with ``dataChange: true``: a removed file's 
 ``delete`` rows, an added file's live rows ``insert`` rows, and a file removed and re-added with
 another deletion vector contributes the rows its new DV deletes as ``delete`` (and any its old
 DV deleted that the new one does not as ``insert``), which is how DV-only DELETEs (ours and
-other writers') are read. Every row gets ``_commit_version`` and ``_commit_timestamp``. Rows are
-shaped by the schema of the range's last version; metadata changes inside the range are only
-checked for the feed being enabled.
+other writers') are read; a MERGE whose metrics report no changed row reads as no change (Delta's
+hotfix for MERGEs that rewrote files without changing them). Every row gets ``_commit_version``
+and ``_commit_timestamp``. Rows are shaped by the schema of the range's last version; metadata
+changes inside the range are only checked for the feed being enabled.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping, Sequence
+from urllib.parse import unquote
 
 import numpy as np
 import pyarrow as pa
@@ -39,6 +41,7 @@ from dvengine.protocol.features import change_data_feed_enabled
 from dvengine.protocol.schema import conform_table, to_arrow_field
 from dvengine.read import open_data_file, read_physical_rows
 from dvengine.storage import join, log_dir, resolve_data_path, storage_for
+from dvengine.writing.files import HIVE_DEFAULT_PARTITION
 
 CHANGE_TYPE = "_change_type"
 COMMIT_VERSION = "_commit_version"
@@ -125,13 +128,35 @@ def _from_file_actions(snapshot: Snapshot, actions: Sequence[Action]) -> list[pa
     return out
 
 
+_MERGE_CHANGE_METRICS = ("numTargetRowsInserted", "numTargetRowsUpdated", "numTargetRowsDeleted")
+
+
+def _no_op_merge(actions: Sequence[Action]) -> bool:
+    """A MERGE commit whose metrics say it inserted, updated and deleted no row: its file actions are
+    not read as changes. Older Delta Spark MERGEs could rewrite files (``dataChange: true``, no
+    ``cdc`` files) without changing a row, and Delta's CDCReader (``shouldSkipFileActionsInCommit``)
+    serves nothing for such a version instead of every copied row as ``delete`` + ``insert``; so
+    does this reader. A missing metric keeps the version read as usual, as in Delta."""
+    info = next((a for a in actions if isinstance(a, CommitInfo)), None)
+    if info is None or info.operation != "MERGE":
+        return False
+    metrics = info.values.get("operationMetrics")
+    if not isinstance(metrics, Mapping):
+        return False
+    return all(k in metrics and str(metrics[k]) == "0" for k in _MERGE_CHANGE_METRICS)
+
+
 def _folder_partition_values(path: str) -> dict[str, str | None]:
-    """Partition values of a removed file whose ``remove`` omits them (legacy writers): its folder names."""
+    """Partition values of a removed file whose ``remove`` omits them (legacy writers): its folder names.
+
+    The log's path is a URI (``k=p%252Fq``): it is decoded to the folder names first, then each
+    name's Hive escaping (``k=p%2Fq`` -> ``p/q``); a ``/`` inside a value is escaped in the folder
+    name, so splitting the decoded path on ``/`` keeps values whole."""
     values: dict[str, str | None] = {}
-    for part in path.split("/")[:-1]:
+    for part in unquote(path).split("/")[:-1]:
         key, sep, value = part.partition("=")
         if sep:
-            values[key] = None if value == "__HIVE_DEFAULT_PARTITION__" else value
+            values[unquote(key)] = None if value == HIVE_DEFAULT_PARTITION else unquote(value)
     return values
 
 
@@ -207,7 +232,10 @@ def read_changes(
         for metadata in (a for a in actions if isinstance(a, Metadata)):
             enabled = change_data_feed_enabled(metadata)
         cdc = [a for a in actions if isinstance(a, AddCDCFile)]
-        changes = _from_cdc_files(snapshot, cdc) if cdc else _from_file_actions(snapshot, actions)
+        if cdc:
+            changes = _from_cdc_files(snapshot, cdc)
+        else:
+            changes = [] if _no_op_merge(actions) else _from_file_actions(snapshot, actions)
         changes = [t for t in changes if t.num_rows]
         if changes and not enabled:
             raise InvalidArgumentError(

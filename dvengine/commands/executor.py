@@ -80,6 +80,13 @@ class Executor(Protocol):
         (paths relative to ``_change_data``) for ``register_change_files``."""
         ...
 
+    def write_inserted_change_data(self, ctx: DmlContext, adds: Sequence[AddFile]) -> list[AddFile]:
+        """The rows of ``adds`` (data files this command wrote, without DVs) as ``insert`` change
+        rows under ``_change_data``, for ``register_change_files``. A replaceWhere write whose
+        delete wrote change files needs them: readers then take the version's changes from its
+        change files alone, so its new rows must be there too (Delta's WriteIntoDelta does the same)."""
+        ...
+
     def close(self) -> None:
         """Release what the command cached (persisted frames, open files)."""
         ...

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from dvengine.commands.change_data import register_change_files
 from dvengine.commands.context import DmlContext, open_dml
 from dvengine.commands.delete import delete_metrics, delete_rows
 from dvengine.commands.executor import Executor
@@ -337,6 +338,11 @@ def finish_write(plan: WritePlan, adds: Sequence[AddFile], executor: Executor | 
         with ctx.cleaning_up_on_failure():
             deleted = delete_metrics(ctx, executor.name)
             delete_rows(ctx, executor, deleted)
+            if deleted["numAddedChangeFiles"] and adds:
+                # The delete wrote change files (copy-on-write), so readers take this version's
+                # changes from change files only: the new rows must be in them as inserts, or the
+                # feed would lose them (Delta's WriteIntoDelta, cdcExistsInRemoveOp).
+                register_change_files(ctx, executor.write_inserted_change_data(ctx, adds))
             metrics.update({k: deleted[k] for k in REPLACE_METRICS})
             ctx.transaction.add_actions(adds)
             return commit_or_clean_up(ctx.transaction, metrics, ctx.written)

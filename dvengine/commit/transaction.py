@@ -57,7 +57,7 @@ from dvengine.commit.rebase import (
     write_rebased,
 )
 from dvengine.commit.snapshot_view import SnapshotView
-from dvengine.commit.validation import validate_commit
+from dvengine.commit.validation import check_change_data_columns, validate_commit
 from dvengine.dv.descriptor import absolute_dv_path
 from dvengine.errors import (
     CommitError,
@@ -303,9 +303,12 @@ class Transaction:
 
     def update_metadata(self, metadata: Metadata) -> None:
         """Commit ``metadata`` with this transaction. A schema that differs from the read one is
-        checked first for NOT NULL flags no writer can enforce (see :meth:`_enforceable`): raised
-        here, before the caller writes any file, as Delta's ``updateMetadata`` does."""
+        checked first for NOT NULL flags no writer can enforce (see :meth:`_enforceable`), and
+        metadata with the change data feed on for columns the feed reserves
+        (``check_change_data_columns``): raised here, before the caller writes any file, as
+        Delta's ``updateMetadata`` does."""
         self._check_open()
+        check_change_data_columns(metadata, None if self.read_snapshot is None else self.read_snapshot.metadata)
         self._new_metadata = self._enforceable(metadata)
         self._footprint.changes_metadata = True
 

@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow as pa
 from pyroaring import BitMap64
 
-from dvengine.commands.change_data import DELETE, UPDATE_POSTIMAGE, UPDATE_PREIMAGE
+from dvengine.commands.change_data import DELETE, INSERT, UPDATE_POSTIMAGE, UPDATE_PREIMAGE
 from dvengine.commands.context import DmlContext
 from dvengine.commands.retirement import FileRetirement, RowRetirement, build_retirement
 from dvengine.commands.written import WrittenRows
@@ -434,6 +434,11 @@ class LocalExecutor:
             else:
                 tagged += [tag(match.rows, UPDATE_PREIMAGE), tag(updated[match.add.path], UPDATE_POSTIMAGE)]
         return write_change_rows(ctx, tagged)
+
+    def write_inserted_change_data(self, ctx: DmlContext, adds: Sequence[AddFile]) -> list[AddFile]:
+        """Every row of the new files ``adds`` as ``insert`` change rows (see ``Executor``)."""
+        rows = parallel_map(lambda add: read_physical_rows(ctx.snapshot, add), list(adds))
+        return write_change_rows(ctx, [tag(r, INSERT) for r in rows])
 
     def close(self) -> None:
         return None

@@ -627,6 +627,12 @@ class SparkExecutor:
         adds = spark_job(f"{ctx.operation} change data", lambda: write_change_frames(ctx, frames), value_error=True)
         return adds
 
+    def write_inserted_change_data(self, ctx: DmlContext, adds: Sequence[AddFile]) -> list[AddFile]:
+        """Every row of the new files ``adds`` as ``insert`` change rows (see ``Executor``): read
+        and written on the driver by the embedded executor, as the feed reader reads change rows;
+        only a replaceWhere write whose delete rewrote files asks for them."""
+        return LocalExecutor().write_inserted_change_data(ctx, adds)
+
     def close(self) -> None:
         for frame in self._persisted:
             frame.unpersist()
