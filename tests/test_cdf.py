@@ -607,3 +607,16 @@ def test_removed_file_without_partition_values_takes_them_from_its_folders(tmp_p
     info = {"commitInfo": {"timestamp": 1_700_000_000_001, "operation": "DELETE", "operationParameters": {}}}
     (path / "_delta_log" / f"{1:020d}.json").write_text("".join(json.dumps(a) + "\n" for a in [info, *removes]))
     assert dvengine_feed(path, 1, 1, ["k", "id"]) == sorted([(k, i, "delete", 1) for k, i in rows], key=repr)
+
+
+def test_replace_where_rewrite_feed_has_the_new_rows_on_spark(spark: Any, tmp_path: Path) -> None:
+    """The same as the in-process test, for a Spark DataFrame written through the Spark write path:
+    the written rows go into the change files as ``insert`` rows next to the rewrite's deletes."""
+    path = tmp_path / "t"
+    _create(path, [(i, f"x{i}") for i in range(40)], ["id", "v"], [pa.int64(), pa.string()])
+    new = spark.createDataFrame([(1, "new"), (2, "new")], "id BIGINT, v STRING")
+    v1 = dvengine.write(new, str(path), mode="overwrite", replaceWhere="id < 10", spark=spark)
+    assert any("cdc" in a for a in _commit(path, v1))
+    expected = [(i, f"x{i}", "delete", v1) for i in range(10)] + [(1, "new", "insert", v1), (2, "new", "insert", v1)]
+    check_feed(path, v1, v1, ["id", "v"], expected)
+    check_table(path, ["id", "v"], [(1, "new"), (2, "new"), *[(i, f"x{i}") for i in range(10, 40)]])
