@@ -342,7 +342,11 @@ def parse_partition_value(raw: str | None, data_type: DataType) -> PartitionValu
     """Turn the string the log stores for a partition value into a typed Python value.
 
     An empty string or null means NULL for every type (Spark writes ``__HIVE_DEFAULT_PARTITION__``
-    as the folder name but null in the log).
+    as the folder name but null in the log), except that a logged ``""`` of a *string* column reads
+    as ``''``: PROTOCOL.md says "an empty string for any type translates to a null partition
+    value", but Delta Spark reads the value with ``Cast(Literal(""), StringType)``
+    (``TahoeFileIndex.getPartitionValuesRow``) and delta-rs also gives ``''``, so dvengine reads what
+    they read. No writer that follows Spark logs ``""`` (see :func:`serialize_partition_value`).
     """
     if raw is None:
         return None
@@ -378,8 +382,12 @@ def parse_partition_value(raw: str | None, data_type: DataType) -> PartitionValu
 
 
 def serialize_partition_value(value: Any, data_type: DataType) -> str | None:
-    """The log's string form of a partition value (inverse of :func:`parse_partition_value`)."""
-    if value is None:
+    """The log's string form of a partition value (inverse of :func:`parse_partition_value`). An
+    empty string is null, as Spark's partitioned writes make it (FileFormatWriter names null and
+    empty values ``__HIVE_DEFAULT_PARTITION__``, and Delta's commit protocol logs that folder as
+    null, so the row reads back NULL in Delta); the protocol, too, gives a logged ``""`` no meaning
+    but NULL. Before, dvengine logged ``""`` under a ``__HIVE_DEFAULT_PARTITION__`` folder."""
+    if value is None or (isinstance(value, str) and value == "" and data_type.name == "string"):
         return None
     name = data_type.name
     if name == "boolean":
