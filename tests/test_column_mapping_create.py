@@ -419,3 +419,30 @@ def test_upgrade_refused_when_the_schema_already_has_mapping_metadata(tmp_path: 
 )
 def test_protocol_with_column_mapping(before: Protocol, after: Protocol) -> None:
     assert with_column_mapping(before) == after
+
+
+NESTED_IN_CONTAINERS = pa.schema([
+    ("id", pa.int64()),
+    ("l", pa.list_(pa.struct([("h", pa.string())]))),
+    ("m", pa.map_(pa.string(), pa.struct([("h", pa.string()), ("k", pa.int32())]))),
+])
+NESTED_ROWS = [
+    {"id": 1, "l": [{"h": "a"}], "m": [("k1", {"h": "a", "k": 1}), ("k2", None)]},
+    {"id": 2, "l": None, "m": None},
+    {"id": 3, "l": [{"h": "b"}, None], "m": [("k3", {"h": None, "k": 3})]},
+    {"id": 4, "l": [], "m": []},
+]
+
+
+@pytest.mark.parametrize("mode", ["name", "id"])
+def test_structs_inside_maps_keep_their_values_in_a_mapped_table(tmp_path: Path, mode: str) -> None:
+    """A struct that is a map's value gets physical field names in the file like any nested struct;
+    it was converted with Arrow's cast, which matches struct fields by *name*, so every field of it
+    was written NULL (dvengine's writes and rewrites; delta-rs and DuckDB then read NULLs)."""
+    root = tmp_path / mode
+    dvengine.write(pa.Table.from_pylist(NESTED_ROWS, NESTED_IN_CONTAINERS), str(root), configuration={"delta.columnMapping.mode": mode})
+    DeltaTable.forPath(None, str(root)).update("id = 3", {"l": "l"}, mode="rewrite", engine="local")  # rewrites its file
+    expected = sort_rows([tuple(r.values()) for r in NESTED_ROWS])
+    cols = list(NESTED_IN_CONTAINERS.names)
+    assert rows_arrow(root, cols) == expected
+    assert rows_delta_rs(root, cols) == expected

@@ -244,7 +244,9 @@ def relabel_by_position(column: pa.ChunkedArray, target: pa.DataType) -> pa.Chun
     """``column`` as ``target``: nested struct fields re-labelled by position, then cast.
 
     Under column mapping nested fields carry physical names in Parquet and logical names in the
-    schema; both share positions. Used in both directions (reading and writing).
+    schema; both share positions. Used in both directions (reading and writing). Structs are
+    rebuilt by position at every depth, inside list elements and map keys and values: a plain
+    Arrow cast would match their fields by name and fill every renamed one with NULL.
     """
     if column.type == target:
         return column
@@ -258,6 +260,12 @@ def _relabel(array: pa.Array, target: pa.DataType) -> pa.Array:
     if pa.types.is_list(target) and pa.types.is_list(array.type):
         values = _relabel(array.values, target.value_type)
         return pa.ListArray.from_arrays(array.offsets, values, type=target, mask=array.is_null())
+    if pa.types.is_map(target) and pa.types.is_map(array.type):
+        # Arrow's cast matches struct fields by *name* (a target field missing from the value comes
+        # out NULL), so a struct key or value of a map must be relabelled here, as list elements are
+        keys = _relabel(array.keys, target.key_type)
+        items = _relabel(array.items, target.item_type)
+        return pa.MapArray.from_arrays(array.offsets, keys, items, type=target, mask=array.is_null())
     return array.cast(target)
 
 
