@@ -307,6 +307,23 @@ def test_alter_column_type_applies_the_changes_schema_evolution_does_not(tmp_pat
     _readers(root, [r for r in model if r[0] != 2.0])
 
 
+def test_alter_column_type_sql_without_a_session_runs_in_process(tmp_path: Path) -> None:
+    """``dvengine.sql(None, "ALTER TABLE ... ALTER COLUMN c TYPE t")`` is metadata-only work, like the
+    other ALTER TABLE column statements: it must not start a SparkSession (it used to start
+    dvengine's default session, a JVM, before committing in-process anyway)."""
+    from unittest import mock
+
+    root = tmp_path / "t"
+    dvengine.write(pa.table({"id": pa.array([1, 2], pa.int32()), "s": pa.array([{"x": 1}, None], pa.struct([("x", pa.int32())]))}),
+                   str(root), configuration={"delta.enableTypeWidening": "true", "delta.columnMapping.mode": "name"})
+    with mock.patch("dvengine.engine.spark.session.get_or_create_session", side_effect=AssertionError("Spark started")):
+        assert dvengine.sql(None, f"ALTER TABLE delta.`{root}` ALTER COLUMN id TYPE BIGINT").num_rows == 0
+        dvengine.sql(None, f"ALTER TABLE delta.`{root}` ALTER COLUMN s.x TYPE BIGINT")
+    table = DeltaTable.forPath(None, root).toArrow()
+    assert table.schema.field("id").type == pa.int64() and table.schema.field("s").type.field("x").type == pa.int64()
+    assert table.to_pylist() == [{"id": 1, "s": {"x": 1}}, {"id": 2, "s": None}]
+
+
 @pytest.mark.parametrize(
     ("column", "type_text", "error", "why"),
     [

@@ -144,9 +144,11 @@ def insert_target(spark: SparkSession | None, ref: TableRef) -> tuple[str, str] 
 def runs_without_spark(stmt: Statement) -> bool:
     """CREATE TABLE, the ALTER TABLE column statements, ALTER TABLE ... CLUSTER BY and INSERT ... VALUES
     need no SparkSession
-    (their work is in-process)."""
+    (their work is in-process). ``ALTER COLUMN c TYPE t`` is one of the column statements (a
+    metadata-only commit, :func:`change_column_type`): without a session it used to start
+    dvengine's default Spark session (a JVM) for nothing."""
     return (
-        isinstance(stmt, (CreateTableStatement, AlterClusterByStatement, *COLUMN_STATEMENTS))
+        isinstance(stmt, (CreateTableStatement, AlterClusterByStatement, AlterColumnTypeStatement, *COLUMN_STATEMENTS))
         or (isinstance(stmt, InsertStatement) and stmt.rows is not None)
         or (isinstance(stmt, OtherAlterTable) and stmt.table.path is not None)  # refused, no Spark needed
     )
@@ -161,6 +163,8 @@ def run_local(stmt: Statement) -> pa.Table:
         run_column_statement(resolve_table(None, stmt.table).path, stmt, session_conf(None))
     elif isinstance(stmt, AlterClusterByStatement):
         alter_clustering(resolve_table(None, stmt.table).path, stmt.columns, session_conf(None))
+    elif isinstance(stmt, AlterColumnTypeStatement):
+        change_column_type(resolve_table(None, stmt.table).path, stmt.column, stmt.data_type, session_conf(None))
     elif isinstance(stmt, OtherAlterTable):
         resolve_table(None, stmt.table)  # a path that holds no table: TableNotFoundError first
         raise _unsupported_alter(stmt)
