@@ -93,8 +93,6 @@ def same_shape(a: DataType, b: DataType) -> bool:
     return a == b
 
 
-
-
 def _has_target_only_fields(source: StructType, target: StructType) -> bool:
     """Delta's ``hasExtraStructFieldsToPreserveValue``: the target has a field the source lacks,
     at this level or in a directly nested struct (not inside arrays or maps)."""

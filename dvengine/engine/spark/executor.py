@@ -171,19 +171,18 @@ def stored_value(value_sql: str, field: StructField, alignment: Alignment | None
     return align_column(F.expr(value_sql), alignment).cast(castable_spark_type(field))
 
 
-def plan_alignments(spark: SparkSession, schema: StructType, assignments: Mapping[str, str]) -> dict[str, Alignment]:
+def plan_alignments(empty: DataFrame, schema: StructType, assignments: Mapping[str, str]) -> dict[str, Alignment]:
     """For each value assigned to a struct-holding column, how it is rebuilt into the column's type
-    (``commands.struct_cast.update_alignment``) from its type as Spark's analyzer gives it, so any
-    expression (a nested ``named_struct``, ``IF`` / ``CASE``, ``array``, ``map``, another column)
-    goes by field name at every depth. SchemaMismatchError naming the column when its struct fields
-    differ from the column's by more than order; SchemaViolationError when the value does not analyze."""
-    empty: DataFrame | None = None
+    (``commands.struct_cast.update_alignment``) from its type as Spark's analyzer gives it over
+    ``empty`` (an empty frame of the table's columns), so any expression (a nested
+    ``named_struct``, ``IF`` / ``CASE``, ``array``, ``map``, another column) goes by field name at
+    every depth. SchemaMismatchError naming the column when its struct fields differ from the
+    column's by more than order; SchemaViolationError when the value does not analyze."""
     out: dict[str, Alignment] = {}
     for name, text in assignments.items():
         field = schema.get(name)
         if not holds_struct(field.type):
             continue
-        empty = empty if empty is not None else empty_frame(spark, spark_schema(schema))
         try:
             value_type = analyzed_type(empty, text)
         except PySparkException as exc:
@@ -285,9 +284,9 @@ class SparkExecutor:
         if not assignments:
             return
         schema = ctx.snapshot.schema
-        alignments = plan_alignments(self.spark, schema, {name: value.sql for name, value in assignments.items()})
-        ctx.engine_state[_ALIGNMENTS] = alignments
         empty = empty_frame(self.spark, spark_schema(schema))
+        alignments = plan_alignments(empty, schema, {name: value.sql for name, value in assignments.items()})
+        ctx.engine_state[_ALIGNMENTS] = alignments
         casts = {
             name: stored_value(value.sql, schema.get(name), alignments.get(name)) for name, value in assignments.items()
         }

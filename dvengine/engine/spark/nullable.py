@@ -16,6 +16,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import _parse_datatype_json_value
 
+from dvengine.engine.spark.identifiers import quote
+
 
 def _relax(node: Any) -> Any:
     if isinstance(node, dict):
@@ -46,12 +48,12 @@ def with_nullable_fields(frame: DataFrame) -> DataFrame:
     columns = []
     changed = False
     for field in frame.schema.fields:
+        column = F.col(quote(field.name))
         raw = field.dataType.jsonValue()
         relaxed = _relax(raw)
         if relaxed == raw:
-            columns.append(F.col(f"`{field.name.replace('`', '``')}`"))
+            columns.append(column)
             continue
         changed = True
-        loose = _parse_datatype_json_value(relaxed)
-        columns.append(F.col(f"`{field.name.replace('`', '``')}`").cast(loose).alias(field.name))
+        columns.append(column.cast(_parse_datatype_json_value(relaxed)).alias(field.name))
     return frame.select(*columns) if changed else frame
