@@ -21,7 +21,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from interop import rows_delta_rs, sort_rows
+from interop import rows_arrow, rows_delta_rs, sort_rows
 
 import dvengine
 from dvengine import DeltaTable
@@ -133,14 +133,9 @@ def _expected(spark_only: bool) -> list[tuple[Any, ...]]:
     return sort_rows(list(rows.values()))
 
 
-def _read(root: str) -> list[tuple[Any, ...]]:
-    got = DeltaTable.forPath(None, root).toArrow().select(COLUMNS).to_pylist()
-    return sort_rows([tuple(r[c] for c in COLUMNS) for r in got])
-
-
 def _check(root: str, spark_only: bool) -> None:
     expected = _expected(spark_only)
-    assert _read(root) == expected
+    assert rows_arrow(root, COLUMNS) == expected
     assert rows_delta_rs(root, COLUMNS) == expected
 
 
@@ -258,7 +253,7 @@ def test_a_reordered_inner_struct_is_not_stored_by_position_in_process(tmp_path:
     _table(root)
     metrics = _position_merge(DeltaTable.forPath(None, root), POSITION_SOURCE, lists=False).withEngine("local").executeMetrics()
     assert metrics["executionEngine"] == "local"
-    assert _read(root) == _position_expected(lists=False)
+    assert rows_arrow(root, COLUMNS) == _position_expected(lists=False)
     assert rows_delta_rs(root, COLUMNS) == _position_expected(lists=False)
 
 
@@ -273,7 +268,7 @@ def test_a_reordered_inner_struct_is_not_stored_by_position_on_spark(spark: Any,
     finally:
         spark.conf.unset(STRATEGY)
     assert metrics["executionEngine"] == "spark"
-    assert _read(root) == _position_expected(lists)
+    assert rows_arrow(root, COLUMNS) == _position_expected(lists)
     assert rows_delta_rs(root, COLUMNS) == _position_expected(lists)
 
 
@@ -294,5 +289,5 @@ def test_with_schema_evolution_fields_a_value_lacks_are_null(merge_engine: tuple
     rows = {i: _unchanged(i) for i in TARGET_IDS}
     rows[1] = (1, {"a": 101, "b": {"x": None, "y": 12}}, *rows[1][2:])
     rows[21] = (21, {"a": 121, "b": {"x": None, "y": 14}}, None, None)
-    assert _read(root) == sort_rows(list(rows.values()))
+    assert rows_arrow(root, COLUMNS) == sort_rows(list(rows.values()))
     assert rows_delta_rs(root, COLUMNS) == sort_rows(list(rows.values()))

@@ -17,7 +17,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from interop import rows_delta_rs, sort_rows
+from interop import rows_arrow, rows_delta_rs, sort_rows
 
 import dvengine
 from dvengine import DeltaTable
@@ -88,14 +88,9 @@ def _expected(spark_only: bool) -> list[tuple[Any, ...]]:
     return sort_rows(list(rows.values()))
 
 
-def _read(root: str) -> list[tuple[Any, ...]]:
-    got = DeltaTable.forPath(None, root).toArrow().select(COLUMNS).to_pylist()
-    return sort_rows([tuple(r[c] for c in COLUMNS) for r in got])
-
-
 def _check(root: str, spark_only: bool) -> None:
     expected = _expected(spark_only)
-    assert _read(root) == expected
+    assert rows_arrow(root, COLUMNS) == expected
     assert rows_delta_rs(root, COLUMNS) == expected
 
 
