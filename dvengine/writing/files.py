@@ -68,9 +68,7 @@ def parse_partition_folders(
             value = parse_partition_value(text, data_type)
             if data_type.name == "timestamp" and isinstance(value, dt.datetime) and session_time_zone != "UTC":
                 value = value.replace(tzinfo=ZoneInfo(session_time_zone)).astimezone(dt.UTC)
-            if value == "" and data_type.name == "string":
-                value = None
-        out[name] = serialize_partition_value(value, data_type)
+        out[name] = serialize_partition_value(value, data_type)  # an empty string is logged null there
     return out
 
 
